@@ -1,0 +1,22 @@
+//! Generates the C header from `src/ffi` with cbindgen into `$OUT_DIR/gguf.h`. The committed
+//! `include/gguf.h` is compared with it by a test; `GGUF_UPDATE_HEADER=1` rewrites it.
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+    println!("cargo:rerun-if-env-changed=GGUF_UPDATE_HEADER");
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("gguf.h");
+    let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
+    let header = cbindgen::Builder::new()
+        .with_crate(&root)
+        .with_config(config)
+        .generate()
+        .expect("cbindgen could not generate the header");
+    header.write_to_file(&out);
+    if std::env::var_os("GGUF_UPDATE_HEADER").is_some() {
+        header.write_to_file(root.join("include/gguf.h"));
+    }
+}

@@ -1,0 +1,26 @@
+//! The C API, declared in `include/gguf.h` (generated from these files by cbindgen).
+//!
+//! Every function here follows one contract: pointer arguments are NULL-checked, panics are caught
+//! (none unwinds into C), failure returns the value the header documents and records why in a
+//! thread-local error ([`last_error`]), and every pointer handed out is owned by the handle and
+//! valid until `gguf_close`. Getters only read the handle or fill lazy caches through `OnceLock`,
+//! so many threads may call them on one handle at once.
+//!
+//! Functions taking pointers are `unsafe` to call from Rust: the caller guarantees what the
+//! header states for C (a `GGUFFile` from `gguf_open*` not yet closed, strings NUL-terminated,
+//! out-pointers writable). That shared contract is their `# Safety` section.
+
+#![allow(clippy::missing_safety_doc)]
+
+pub mod arrays;
+mod boundary;
+pub mod handle;
+pub mod last_error;
+pub mod metadata;
+pub mod open;
+pub mod tensors;
+pub mod types;
+
+pub use handle::{GGUFFile, GGUFFileImpl};
+pub use metadata::{GGUFMetadataKV, GGUFValue};
+pub use tensors::GGUFTensorInfo;

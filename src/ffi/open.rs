@@ -1,0 +1,118 @@
+//! Opening and closing handles, and the file-level facts: version, alignment, layout, size.
+
+use super::boundary::{c_str, guard};
+use super::handle::{GGUFFile, GGUFFileImpl};
+use crate::error::Result;
+#[cfg(not(unix))]
+use crate::error::{Error, ErrorCode};
+use crate::file::GgufFile;
+use crate::source::{map_file, Source};
+use std::ffi::{c_char, c_void};
+use std::path::PathBuf;
+
+fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes)
+            .map(PathBuf::from)
+            .map_err(|_| Error::new(ErrorCode::InvalidArgument, "path is not valid UTF-8"))
+    }
+}
+
+fn into_handle(source: Source, name: String) -> Result<GGUFFile> {
+    let file = GgufFile::from_bytes(source).map_err(|e| e.in_file(name.clone()))?;
+    Ok(Box::into_raw(Box::new(GGUFFileImpl::new(file, name))))
+}
+
+/// Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
+/// format, and indexes its metadata and tensors. Tensor data is neither read nor copied. Returns
+/// NULL on failure, recording why (see `gguf_last_error`); never prints. Close the handle with
+/// `gguf_close`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: `path` is NULL or a NUL-terminated string (the header's contract).
+        let bytes = unsafe { c_str(path, "path")? };
+        let name = String::from_utf8_lossy(bytes).into_owned();
+        let map = map_file(&path_from_bytes(bytes)?).map_err(|e| e.in_file(name.clone()))?;
+        into_handle(Source::Mapped(map), name)
+    })
+}
+
+/// Opens a GGUF file held in memory, with the same checks as `gguf_open`. Nothing is copied: the
+/// caller keeps the `len` bytes at `data` alive and unchanged until `gguf_close`, and tensor
+/// data pointers point into them. Returns NULL on failure, recording why (errors name the file
+/// `<memory>`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_open_memory(data: *const c_void, len: usize) -> GGUFFile {
+    guard(std::ptr::null_mut(), || {
+        if data.is_null() {
+            return Err(super::boundary::null("data"));
+        }
+        // SAFETY: `data` is non-NULL and the caller guarantees `len` readable bytes there that
+        // stay alive and unchanged until the handle is closed (the header's contract); the
+        // 'static slice never escapes the handle.
+        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(data.cast(), len) };
+        into_handle(Source::Lent(bytes), "<memory>".to_string())
+    })
+}
+
+/// Closes a handle: unmaps the file and frees everything the handle handed out. NULL is a no-op.
+/// Closing a handle twice, or using it or any pointer it returned afterwards, is undefined.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_close(file: GGUFFile) {
+    guard((), || {
+        if !file.is_null() {
+            // SAFETY: non-NULL `file` came from `Box::into_raw` in `gguf_open*` and, by the
+            // header's contract, has not been closed before.
+            drop(unsafe { Box::from_raw(file) });
+        }
+        Ok(())
+    })
+}
+
+fn file_fact(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> u64) -> u64 {
+    guard(0, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        Ok(fact(f))
+    })
+}
+
+/// The format version of the file (1, 2 or 3); 0 if `file` is NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_version(file: GGUFFile) -> u32 {
+    file_fact(file, |f| f.file.version().into()) as u32
+}
+
+/// The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_alignment(file: GGUFFile) -> u64 {
+    file_fact(file, |f| f.file.alignment())
+}
+
+/// The absolute file offset where the data section starts (tensor offsets are relative to it);
+/// 0 if `file` is NULL. For a file without tensor data it may equal or exceed the file size.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_data_offset(file: GGUFFile) -> u64 {
+    file_fact(file, |f| f.file.data_offset())
+}
+
+/// The size of the file in bytes; 0 if `file` is NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_file_size(file: GGUFFile) -> u64 {
+    file_fact(file, |f| f.file.file_size())
+}
+
+/// The byte order of the file's numbers (a `GGUFByteOrder`): big-endian files are detected by
+/// their byte-swapped version field. Metadata values are returned in host order; tensor data and
+/// `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_byte_order(file: GGUFFile) -> u32 {
+    file_fact(file, |f| f.file.byte_order() as u64) as u32
+}

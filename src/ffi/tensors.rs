@@ -1,0 +1,146 @@
+//! Tensors: counts, lookup by name and index, and zero-copy access to their data.
+
+use super::boundary::{c_str, guard, null};
+use super::handle::{GGUFFile, GGUFFileImpl};
+use crate::error::{ErrorCode, Result};
+use crate::file::{quote, TensorInfo};
+use std::ffi::{c_char, c_void};
+
+/// A tensor's description. Owned by the handle; valid until `gguf_close`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GGUFTensorInfo {
+    /// Name, NUL-terminated (see `name_len` for names that contain NUL bytes).
+    pub name: *const c_char,
+    /// Number of elements: the product of the dimensions.
+    pub n_elements: u64,
+    /// Number of dimensions, 0 to 4.
+    pub n_dims: u32,
+    /// Dimensions, innermost first; 1 for every `d >= n_dims`.
+    pub dims: [u64; 4],
+    /// Offset of the data from the start of the data section, as stored in the file.
+    pub offset: u64,
+    /// Data type: a `GGUFDataType` value.
+    pub dtype: u32,
+    /// Size of the data in bytes.
+    pub size_bytes: u64,
+    /// Absolute offset of the data in the file (data section offset + `offset`).
+    pub file_offset: u64,
+    /// Length of the name in bytes, excluding the terminating NUL.
+    pub name_len: u64,
+    /// Position of the tensor in the file's tensor list (what `gguf_get_tensor_by_index` takes).
+    pub index: u64,
+}
+
+impl GGUFTensorInfo {
+    pub(crate) fn new(index: usize, info: &TensorInfo<'_>, name: *const c_char) -> GGUFTensorInfo {
+        GGUFTensorInfo {
+            name,
+            n_elements: info.n_elements,
+            n_dims: info.n_dims,
+            dims: info.dims,
+            offset: info.offset,
+            dtype: info.dtype.id(),
+            size_bytes: info.size,
+            file_offset: info.file_offset,
+            name_len: info.name.len() as u64,
+            index: index as u64,
+        }
+    }
+}
+
+/// Number of tensors in the file; 0 if `file` is NULL (recording the error).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_tensor_count(file: GGUFFile) -> u64 {
+    guard(0, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        Ok(f.tensors.len() as u64)
+    })
+}
+
+/// The tensor named `name` (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
+/// or an argument is NULL. The same tensor always returns the same pointer, owned by the handle
+/// and valid until `gguf_close`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_get_tensor(
+    file: GGUFFile,
+    name: *const c_char,
+) -> *const GGUFTensorInfo {
+    guard(std::ptr::null(), || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        // SAFETY: `name` is NULL or a NUL-terminated string (the header's contract).
+        let name = unsafe { c_str(name, "name")? };
+        let i = f.file.tensor_index(name).ok_or_else(|| {
+            f.error(
+                ErrorCode::NotFound,
+                format!("no tensor named {}", quote(name)),
+            )
+        })?;
+        Ok(&f.tensors[i] as *const GGUFTensorInfo)
+    })
+}
+
+/// The `index`-th tensor in file order, or NULL if `index >= gguf_tensor_count(file)`
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
+/// `gguf_close`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_get_tensor_by_index(
+    file: GGUFFile,
+    index: u64,
+) -> *const GGUFTensorInfo {
+    guard(std::ptr::null(), || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let info = usize::try_from(index)
+            .ok()
+            .and_then(|i| f.tensors.get(i))
+            .ok_or_else(|| {
+                f.error(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "tensor index {index} is past the end ({} tensors)",
+                        f.tensors.len()
+                    ),
+                )
+            })?;
+        Ok(info as *const GGUFTensorInfo)
+    })
+}
+
+/// The position of `info` in `f`'s tensor table, if it is one of `f`'s records.
+fn own_index(f: &GGUFFileImpl, info: *const GGUFTensorInfo) -> Result<usize> {
+    if info.is_null() {
+        return Err(null("info"));
+    }
+    let base = f.tensors.as_ptr() as usize;
+    let size = std::mem::size_of::<GGUFTensorInfo>();
+    let delta = (info as usize).wrapping_sub(base);
+    if delta % size == 0 && delta / size < f.tensors.len() {
+        Ok(delta / size)
+    } else {
+        Err(f.error(
+            ErrorCode::InvalidArgument,
+            "the tensor info does not belong to this file".into(),
+        ))
+    }
+}
+
+/// Pointer to the tensor's data inside the file's mapping (zero-copy): data section start +
+/// `info->offset`, `info->size_bytes` bytes, as stored in the file (file byte order, aligned to
+/// `gguf_alignment` relative to the file start). NULL if `info` was not returned by this `file`
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT) or an argument is NULL. Valid until `gguf_close`; read-only.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_tensor_data(
+    file: GGUFFile,
+    info: *const GGUFTensorInfo,
+) -> *const c_void {
+    guard(std::ptr::null(), || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let i = own_index(f, info)?;
+        let data = f.file.tensor_at(i).map(|t| t.data).unwrap_or_default();
+        Ok(data.as_ptr().cast())
+    })
+}

@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+#![deny(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod error;
+pub mod file;
+pub mod format;
+mod index;
+mod reader;
+#[allow(unsafe_code)]
+pub mod source;
+pub mod types;
+pub mod value;
+pub mod writer;
+
+#[allow(unsafe_code)]
+pub mod ffi;
+
+pub use error::{Error, ErrorCode, Result};
+pub use file::{GgufFile, MappedFile, MetadataEntry, TensorInfo};
+pub use format::ByteOrder;
+pub use types::{DataType, ValueType};
+pub use value::{Array, Element, Value};
+pub use writer::{MetadataValue, Writer};

@@ -1,0 +1,180 @@
+//! The byte reader: a cursor over `&[u8]` where every read is bounds-checked and every failure
+//! names the byte offset and the field being read.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::format::{ByteOrder, Layout};
+
+/// A position inside the file's bytes: where a field starts and how long it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Span {
+    /// The bytes this span covers. Spans are only made by [`ByteReader`] over the same bytes, so
+    /// the range is in bounds; `get` keeps that an invariant checked rather than trusted.
+    pub fn of<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        bytes.get(self.start..self.start + self.len).unwrap_or(&[])
+    }
+}
+
+/// A checked cursor over the file's bytes.
+#[derive(Clone)]
+pub(crate) struct ByteReader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    layout: Layout,
+}
+
+impl<'a> ByteReader<'a> {
+    pub fn new(data: &'a [u8], pos: usize, layout: Layout) -> ByteReader<'a> {
+        ByteReader { data, pos, layout }
+    }
+
+    pub fn bytes(&self) -> &'a [u8] {
+        self.data
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.data.len().saturating_sub(self.pos)
+    }
+
+    /// Takes `n` bytes, or fails naming `what` was being read.
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
+        match self.data.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(bytes) => {
+                self.pos += n;
+                Ok(bytes)
+            }
+            None => Err(Error::at(
+                ErrorCode::Truncated,
+                self.pos as u64,
+                format!(
+                    "expected {n} bytes for {what}, found {} before the end of the file",
+                    self.remaining()
+                ),
+            )),
+        }
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N, what)?);
+        if self.layout.order == ByteOrder::Big {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    pub fn u8(&mut self, what: &str) -> Result<u8> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    pub fn u16(&mut self, what: &str) -> Result<u16> {
+        self.array(what).map(u16::from_le_bytes)
+    }
+
+    pub fn u32(&mut self, what: &str) -> Result<u32> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    pub fn u64(&mut self, what: &str) -> Result<u64> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+
+    /// A count, length or dimension: 64-bit from version 2 on, 32-bit in version 1.
+    pub fn len(&mut self, what: &str) -> Result<u64> {
+        if self.layout.wide {
+            self.u64(what)
+        } else {
+            self.u32(what).map(u64::from)
+        }
+    }
+
+    /// A length-prefixed string: its bytes' span. The length is checked against the bytes left
+    /// before anything is taken.
+    pub fn string(&mut self, what: &str) -> Result<Span> {
+        let len_at = self.pos;
+        let len = self.len(what)?;
+        let remaining = self.remaining();
+        if len > remaining as u64 {
+            return Err(Error::at(
+                ErrorCode::StringTooLong,
+                len_at as u64,
+                format!(
+                    "{what} has length {len}, past the end of the file ({remaining} bytes remain)"
+                ),
+            ));
+        }
+        let span = Span {
+            start: self.pos,
+            len: len as usize,
+        };
+        self.pos += span.len;
+        Ok(span)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LE: Layout = Layout {
+        order: ByteOrder::Little,
+        wide: true,
+    };
+
+    #[test]
+    fn reads_numbers_in_both_orders() {
+        let bytes = [1, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(
+            ByteReader::new(&bytes, 0, LE).u32("x").unwrap(),
+            0x0403_0201
+        );
+        let be = Layout {
+            order: ByteOrder::Big,
+            wide: true,
+        };
+        assert_eq!(
+            ByteReader::new(&bytes, 0, be).u32("x").unwrap(),
+            0x0102_0304
+        );
+        assert_eq!(
+            ByteReader::new(&bytes, 0, be).u64("x").unwrap(),
+            0x0102_0304_0506_0708
+        );
+    }
+
+    #[test]
+    fn reads_past_the_end_are_refused_with_the_offset() {
+        let bytes = [0u8; 6];
+        let mut r = ByteReader::new(&bytes, 0, LE);
+        r.u32("a").unwrap();
+        let e = r.u32("the tensor count").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Truncated);
+        assert_eq!(e.offset(), Some(4));
+        assert!(e.message().contains("the tensor count"), "{}", e.message());
+        assert_eq!(r.pos(), 4, "a failed read does not move the cursor");
+    }
+
+    #[test]
+    fn string_lengths_are_checked_before_use() {
+        let mut bytes = u64::MAX.to_le_bytes().to_vec();
+        bytes.extend_from_slice(b"abc");
+        let e = ByteReader::new(&bytes, 0, LE).string("key").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::StringTooLong);
+        let mut ok = 3u64.to_le_bytes().to_vec();
+        ok.extend_from_slice(b"abc");
+        let span = ByteReader::new(&ok, 0, LE).string("key").unwrap();
+        assert_eq!(span.of(&ok), b"abc");
+    }
+}

@@ -1,0 +1,446 @@
+//! The writer: builds GGUF files with any metadata (all 13 value types, nested arrays) and
+//! tensors of any data type, in any supported version and byte order. It refuses what the reader
+//! would refuse, so everything it writes opens.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
+use crate::types::{DataType, ValueType};
+use crate::value::Value;
+use std::io::Write;
+use std::path::Path;
+
+/// An owned metadata value, for writing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetadataValue {
+    /// UINT8.
+    U8(u8),
+    /// INT8.
+    I8(i8),
+    /// UINT16.
+    U16(u16),
+    /// INT16.
+    I16(i16),
+    /// UINT32.
+    U32(u32),
+    /// INT32.
+    I32(i32),
+    /// FLOAT32.
+    F32(f32),
+    /// BOOL.
+    Bool(bool),
+    /// STRING (any bytes).
+    String(Vec<u8>),
+    /// ARRAY: the element type and the elements, each of that type.
+    Array(ValueType, Vec<MetadataValue>),
+    /// UINT64.
+    U64(u64),
+    /// INT64.
+    I64(i64),
+    /// FLOAT64.
+    F64(f64),
+}
+
+impl MetadataValue {
+    /// A string value.
+    pub fn string(s: impl AsRef<[u8]>) -> MetadataValue {
+        MetadataValue::String(s.as_ref().to_vec())
+    }
+
+    /// The value's type.
+    pub fn value_type(&self) -> ValueType {
+        use MetadataValue::*;
+        match self {
+            U8(_) => ValueType::Uint8,
+            I8(_) => ValueType::Int8,
+            U16(_) => ValueType::Uint16,
+            I16(_) => ValueType::Int16,
+            U32(_) => ValueType::Uint32,
+            I32(_) => ValueType::Int32,
+            F32(_) => ValueType::Float32,
+            Bool(_) => ValueType::Bool,
+            String(_) => ValueType::String,
+            Array(..) => ValueType::Array,
+            U64(_) => ValueType::Uint64,
+            I64(_) => ValueType::Int64,
+            F64(_) => ValueType::Float64,
+        }
+    }
+
+    /// Checks that every array's elements have the array's element type and that arrays nest
+    /// no deeper than the reader accepts.
+    fn check(&self, depth: usize) -> Result<()> {
+        if let MetadataValue::Array(elem, items) = self {
+            if depth > format::MAX_ARRAY_DEPTH {
+                return Err(Error::new(
+                    ErrorCode::ArrayTooDeep,
+                    format!(
+                        "arrays nested deeper than {} levels",
+                        format::MAX_ARRAY_DEPTH
+                    ),
+                ));
+            }
+            for item in items {
+                if item.value_type() != *elem {
+                    return Err(Error::new(
+                        ErrorCode::BadValueType,
+                        format!(
+                            "array of {} holds a {} element",
+                            elem.name(),
+                            item.value_type().name()
+                        ),
+                    ));
+                }
+                item.check(depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<Value<'_>> for MetadataValue {
+    fn from(value: Value<'_>) -> MetadataValue {
+        match value {
+            Value::U8(v) => MetadataValue::U8(v),
+            Value::I8(v) => MetadataValue::I8(v),
+            Value::U16(v) => MetadataValue::U16(v),
+            Value::I16(v) => MetadataValue::I16(v),
+            Value::U32(v) => MetadataValue::U32(v),
+            Value::I32(v) => MetadataValue::I32(v),
+            Value::F32(v) => MetadataValue::F32(v),
+            Value::Bool(v) => MetadataValue::Bool(v),
+            Value::String(s) => MetadataValue::String(s.to_vec()),
+            Value::Array(a) => {
+                MetadataValue::Array(a.elem_type(), a.iter().map(MetadataValue::from).collect())
+            }
+            Value::U64(v) => MetadataValue::U64(v),
+            Value::I64(v) => MetadataValue::I64(v),
+            Value::F64(v) => MetadataValue::F64(v),
+        }
+    }
+}
+
+struct PendingTensor {
+    name: Vec<u8>,
+    dims: Vec<u64>,
+    dtype: DataType,
+    data: Vec<u8>,
+}
+
+/// Builds a GGUF file in memory and writes it out.
+pub struct Writer {
+    version: u32,
+    order: ByteOrder,
+    kvs: Vec<(Vec<u8>, MetadataValue)>,
+    tensors: Vec<PendingTensor>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("version", &self.version)
+            .field("order", &self.order)
+            .field("metadata", &self.kvs.len())
+            .field("tensors", &self.tensors.len())
+            .finish()
+    }
+}
+
+impl Default for Writer {
+    fn default() -> Self {
+        Writer::new()
+    }
+}
+
+impl Writer {
+    /// A writer for a little-endian version 3 file with the default alignment.
+    pub fn new() -> Writer {
+        Writer {
+            version: format::MAX_VERSION,
+            order: ByteOrder::Little,
+            kvs: Vec::new(),
+            tensors: Vec::new(),
+        }
+    }
+
+    /// Sets the format version (1, 2 or 3).
+    pub fn set_version(&mut self, version: u32) -> Result<&mut Writer> {
+        if !(format::MIN_VERSION..=format::MAX_VERSION).contains(&version) {
+            return Err(Error::new(
+                ErrorCode::UnsupportedVersion,
+                format!("expected version 1, 2 or 3, found {version}"),
+            ));
+        }
+        self.version = version;
+        Ok(self)
+    }
+
+    /// Sets the byte order of every number written. Tensor data is written as given.
+    pub fn set_byte_order(&mut self, order: ByteOrder) -> &mut Writer {
+        self.order = order;
+        self
+    }
+
+    /// Sets the alignment by adding (or replacing) `general.alignment`.
+    pub fn set_alignment(&mut self, alignment: u32) -> Result<&mut Writer> {
+        let a = u64::from(alignment);
+        if !a.is_power_of_two() || a > format::MAX_ALIGNMENT {
+            return Err(Error::new(
+                ErrorCode::BadAlignment,
+                format!(
+                    "expected a power of two from 1 to {}, found {alignment}",
+                    format::MAX_ALIGNMENT
+                ),
+            ));
+        }
+        self.kvs.retain(|(k, _)| k != ALIGNMENT_KEY);
+        self.kvs
+            .push((ALIGNMENT_KEY.to_vec(), MetadataValue::U32(alignment)));
+        Ok(self)
+    }
+
+    /// The alignment tensor data will have.
+    pub fn alignment(&self) -> u64 {
+        self.kvs
+            .iter()
+            .find_map(|(k, v)| match v {
+                MetadataValue::U32(a) if k == ALIGNMENT_KEY => Some(u64::from(*a)),
+                _ => None,
+            })
+            .unwrap_or(DEFAULT_ALIGNMENT)
+    }
+
+    /// Adds a metadata entry. Keys must be non-empty and unique; array elements must have the
+    /// array's element type; `general.alignment` must be a valid alignment.
+    pub fn add_metadata(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: MetadataValue,
+    ) -> Result<&mut Writer> {
+        let key = key.as_ref();
+        if key.is_empty() {
+            return Err(Error::new(
+                ErrorCode::EmptyKey,
+                "metadata keys must not be empty",
+            ));
+        }
+        if self.kvs.iter().any(|(k, _)| k == key) {
+            return Err(Error::new(
+                ErrorCode::DuplicateKey,
+                format!("key {} is already set", crate::file::quote(key)),
+            ));
+        }
+        value.check(1)?;
+        if key == ALIGNMENT_KEY {
+            return match value {
+                MetadataValue::U32(a) => self.set_alignment(a),
+                other => Err(Error::new(
+                    ErrorCode::BadAlignment,
+                    format!(
+                        "general.alignment: expected a UINT32, found a {}",
+                        other.value_type().name()
+                    ),
+                )),
+            };
+        }
+        self.kvs.push((key.to_vec(), value));
+        Ok(self)
+    }
+
+    /// Adds a tensor with its data. Names must be unique, at most 4 dimensions, the first a
+    /// multiple of the type's block size, and `data` exactly the tensor's size.
+    pub fn add_tensor(
+        &mut self,
+        name: impl AsRef<[u8]>,
+        dims: &[u64],
+        dtype: DataType,
+        data: Vec<u8>,
+    ) -> Result<&mut Writer> {
+        let name = name.as_ref();
+        let quoted = crate::file::quote(name);
+        if self.tensors.iter().any(|t| t.name == name) {
+            return Err(Error::new(
+                ErrorCode::DuplicateTensor,
+                format!("tensor {quoted} is already added"),
+            ));
+        }
+        if dims.len() > MAX_DIMS {
+            return Err(Error::new(
+                ErrorCode::TooManyDims,
+                format!(
+                    "tensor {quoted}: at most {MAX_DIMS} dimensions, found {}",
+                    dims.len()
+                ),
+            ));
+        }
+        let first = dims.first().copied().unwrap_or(1);
+        if first % dtype.block_elems() != 0 {
+            return Err(Error::new(
+                ErrorCode::BadBlockMultiple,
+                format!(
+                    "tensor {quoted}: first dimension {first} is not a multiple of {}'s block size {}",
+                    dtype.name(),
+                    dtype.block_elems()
+                ),
+            ));
+        }
+        let size = dtype.tensor_bytes(dims).ok_or_else(|| {
+            Error::new(
+                ErrorCode::SizeOverflow,
+                format!("tensor {quoted}: size overflows"),
+            )
+        })?;
+        if size != data.len() as u64 {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "tensor {quoted}: expected {size} bytes of data, found {}",
+                    data.len()
+                ),
+            ));
+        }
+        self.tensors.push(PendingTensor {
+            name: name.to_vec(),
+            dims: dims.to_vec(),
+            dtype,
+            data,
+        });
+        Ok(self)
+    }
+
+    /// The whole file.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the file to `path`.
+    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let io = |e: std::io::Error| {
+            Error::new(ErrorCode::Io, format!("cannot write: {e}"))
+                .in_file(path.display().to_string())
+        };
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        self.write_to(&mut file)?;
+        file.flush().map_err(io)
+    }
+
+    /// Writes the file to `out`.
+    pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
+        let mut enc = Encoder {
+            buf: Vec::new(),
+            layout: Layout::new(self.version, self.order),
+        };
+        enc.buf.extend_from_slice(&format::MAGIC);
+        enc.u32(self.version);
+        enc.len(self.tensors.len() as u64)?;
+        enc.len(self.kvs.len() as u64)?;
+        for (key, value) in &self.kvs {
+            enc.string(key)?;
+            enc.u32(value.value_type().id());
+            enc.value(value)?;
+        }
+        let alignment = self.alignment();
+        let mut offset = 0u64;
+        let mut offsets = Vec::with_capacity(self.tensors.len());
+        for t in &self.tensors {
+            enc.string(&t.name)?;
+            enc.u32(t.dims.len() as u32);
+            for &d in &t.dims {
+                enc.len(d)?;
+            }
+            enc.u32(t.dtype.id());
+            enc.u64(offset);
+            offsets.push(offset);
+            offset = pad_to(offset + t.data.len() as u64, alignment);
+        }
+        let header_end = enc.buf.len() as u64;
+        enc.buf.resize(pad_to(header_end, alignment) as usize, 0);
+        let io = |e: std::io::Error| Error::new(ErrorCode::Io, format!("cannot write: {e}"));
+        out.write_all(&enc.buf).map_err(io)?;
+        let zeros = vec![0u8; alignment as usize];
+        for t in &self.tensors {
+            out.write_all(&t.data).map_err(io)?;
+            let len = t.data.len() as u64;
+            let padding = pad_to(len, alignment) - len;
+            out.write_all(&zeros[..padding as usize]).map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+fn pad_to(pos: u64, alignment: u64) -> u64 {
+    format::align_up(pos, alignment).unwrap_or(pos)
+}
+
+/// Encodes numbers in the file's byte order and lengths in the version's width.
+struct Encoder {
+    buf: Vec<u8>,
+    layout: Layout,
+}
+
+impl Encoder {
+    fn put<const N: usize>(&mut self, le: [u8; N]) {
+        let mut bytes = le;
+        if self.layout.order == ByteOrder::Big {
+            bytes.reverse();
+        }
+        self.buf.extend_from_slice(&bytes);
+    }
+
+    fn u32(&mut self, v: u32) {
+        self.put(v.to_le_bytes());
+    }
+
+    fn u64(&mut self, v: u64) {
+        self.put(v.to_le_bytes());
+    }
+
+    fn len(&mut self, v: u64) -> Result<()> {
+        if self.layout.wide {
+            self.u64(v);
+        } else {
+            let narrow = u32::try_from(v).map_err(|_| {
+                Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!("version 1 cannot store the count or length {v}"),
+                )
+            })?;
+            self.u32(narrow);
+        }
+        Ok(())
+    }
+
+    fn string(&mut self, s: &[u8]) -> Result<()> {
+        self.len(s.len() as u64)?;
+        self.buf.extend_from_slice(s);
+        Ok(())
+    }
+
+    fn value(&mut self, v: &MetadataValue) -> Result<()> {
+        use MetadataValue::*;
+        match v {
+            U8(x) => self.put(x.to_le_bytes()),
+            I8(x) => self.put(x.to_le_bytes()),
+            U16(x) => self.put(x.to_le_bytes()),
+            I16(x) => self.put(x.to_le_bytes()),
+            U32(x) => self.put(x.to_le_bytes()),
+            I32(x) => self.put(x.to_le_bytes()),
+            F32(x) => self.put(x.to_le_bytes()),
+            Bool(x) => self.put([u8::from(*x)]),
+            String(s) => self.string(s)?,
+            Array(elem, items) => {
+                self.u32(elem.id());
+                self.len(items.len() as u64)?;
+                for item in items {
+                    self.value(item)?;
+                }
+            }
+            U64(x) => self.put(x.to_le_bytes()),
+            I64(x) => self.put(x.to_le_bytes()),
+            F64(x) => self.put(x.to_le_bytes()),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! Round trips through the writer and the reader, in every version and byte order.
+
+use gguf::{ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, Value, ValueType, Writer};
+
+fn every_value_type() -> Vec<(&'static str, MetadataValue)> {
+    use MetadataValue::*;
+    vec![
+        ("u8", U8(200)),
+        ("i8", I8(-5)),
+        ("u16", U16(65000)),
+        ("i16", I16(-30000)),
+        ("u32", U32(4_000_000_000)),
+        ("i32", I32(-2_000_000_000)),
+        ("f32", F32(1.5)),
+        ("bool", Bool(true)),
+        ("str", MetadataValue::string("héllo\0world")),
+        ("u64", U64(u64::MAX - 1)),
+        ("i64", I64(i64::MIN + 1)),
+        ("f64", F64(-2.25)),
+        (
+            "tokens",
+            Array(
+                ValueType::String,
+                vec![
+                    MetadataValue::string("<s>"),
+                    MetadataValue::string(""),
+                    MetadataValue::string("ab"),
+                ],
+            ),
+        ),
+        (
+            "scores",
+            Array(ValueType::Float32, vec![F32(0.5), F32(-1.0)]),
+        ),
+        ("types", Array(ValueType::Int32, vec![I32(1), I32(-3)])),
+        (
+            "bools",
+            Array(ValueType::Bool, vec![Bool(false), Bool(true)]),
+        ),
+        ("empty", Array(ValueType::Uint64, vec![])),
+        (
+            "nested",
+            Array(
+                ValueType::Array,
+                vec![
+                    Array(ValueType::Uint16, vec![U16(1), U16(2)]),
+                    Array(ValueType::String, vec![MetadataValue::string("x")]),
+                ],
+            ),
+        ),
+    ]
+}
+
+fn sample(version: u32, order: ByteOrder) -> (Writer, Vec<(String, Vec<u64>, DataType, Vec<u8>)>) {
+    let mut w = Writer::new();
+    w.set_version(version).unwrap().set_byte_order(order);
+    for (k, v) in every_value_type() {
+        w.add_metadata(k, v).unwrap();
+    }
+    let tensors = vec![
+        (
+            "a".to_string(),
+            vec![3, 2],
+            DataType::F32,
+            (0..24).collect::<Vec<u8>>(),
+        ),
+        ("b.q4".to_string(), vec![64], DataType::Q4_0, vec![7u8; 36]),
+        ("c.scalar".to_string(), vec![], DataType::F16, vec![1, 2]),
+        ("d.empty".to_string(), vec![0, 5], DataType::F32, vec![]),
+        (
+            "e.k".to_string(),
+            vec![256, 2],
+            DataType::Q6_K,
+            vec![9u8; 420],
+        ),
+    ];
+    for (n, d, t, data) in &tensors {
+        w.add_tensor(n, d, *t, data.clone()).unwrap();
+    }
+    (w, tensors)
+}
+
+#[test]
+fn everything_written_reads_back_in_every_version_and_byte_order() {
+    for version in 1..=3 {
+        for order in [ByteOrder::Little, ByteOrder::Big] {
+            let (w, tensors) = sample(version, order);
+            let bytes = w.to_bytes().unwrap();
+            let f = GgufFile::from_bytes(&bytes[..]).unwrap();
+            assert_eq!(f.version(), version);
+            assert_eq!(f.byte_order(), order);
+            assert_eq!(f.alignment(), 32);
+            assert_eq!(f.data_offset() % 32, 0);
+            let expected = every_value_type();
+            assert_eq!(f.metadata_count(), expected.len());
+            for ((k, v), entry) in expected.iter().zip(f.metadata()) {
+                assert_eq!(entry.key, k.as_bytes());
+                assert_eq!(
+                    &MetadataValue::from(entry.value),
+                    v,
+                    "key {k} v{version} {order:?}"
+                );
+                assert_eq!(f.get(k).map(MetadataValue::from).as_ref(), Some(v));
+            }
+            assert_eq!(f.tensor_count(), tensors.len());
+            for ((n, d, t, data), info) in tensors.iter().zip(f.tensors()) {
+                assert_eq!(info.name, n.as_bytes());
+                assert_eq!(&info.dims[..d.len()], &d[..]);
+                assert!(info.dims[d.len()..].iter().all(|&x| x == 1));
+                assert_eq!(info.n_dims as usize, d.len());
+                assert_eq!(info.dtype, *t);
+                assert_eq!(info.data, &data[..]);
+                assert_eq!(info.file_offset % 32, 0);
+                assert_eq!(f.tensor(n).unwrap(), info);
+            }
+        }
+    }
+}
+
+#[test]
+fn typed_array_decoding_respects_the_byte_order() {
+    for order in [ByteOrder::Little, ByteOrder::Big] {
+        let (w, _) = sample(3, order);
+        let bytes = w.to_bytes().unwrap();
+        let f = GgufFile::from_bytes(bytes).unwrap();
+        let scores = f.get("scores").unwrap().as_array().unwrap();
+        assert_eq!(scores.to_vec::<f32>(), Some(vec![0.5, -1.0]));
+        assert_eq!(scores.to_vec::<i32>(), None);
+        let tokens: Vec<&[u8]> = f
+            .get("tokens")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .strings()
+            .unwrap()
+            .collect();
+        assert_eq!(tokens, vec![&b"<s>"[..], b"", b"ab"]);
+        assert_eq!(f.get("u32"), Some(Value::U32(4_000_000_000)));
+    }
+}
+
+#[test]
+fn custom_alignment_is_written_and_honoured() {
+    let (mut w, _) = sample(3, ByteOrder::Little);
+    w.set_alignment(4096).unwrap();
+    let f = GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap();
+    assert_eq!(f.alignment(), 4096);
+    assert_eq!(f.data_offset() % 4096, 0);
+    for t in f.tensors() {
+        assert_eq!(t.file_offset % 4096, 0);
+    }
+}
+
+#[test]
+fn writer_refuses_what_the_reader_refuses() {
+    let mut w = Writer::new();
+    w.add_metadata("k", MetadataValue::U8(1)).unwrap();
+    assert_eq!(
+        w.add_metadata("k", MetadataValue::U8(2))
+            .unwrap_err()
+            .code(),
+        ErrorCode::DuplicateKey
+    );
+    assert_eq!(
+        w.add_metadata("", MetadataValue::U8(2)).unwrap_err().code(),
+        ErrorCode::EmptyKey
+    );
+    assert_eq!(
+        w.add_metadata(
+            "arr",
+            MetadataValue::Array(ValueType::Uint8, vec![MetadataValue::I8(1)])
+        )
+        .unwrap_err()
+        .code(),
+        ErrorCode::BadValueType
+    );
+    assert_eq!(
+        w.set_alignment(3).unwrap_err().code(),
+        ErrorCode::BadAlignment
+    );
+    assert_eq!(
+        w.add_metadata("general.alignment", MetadataValue::U64(64))
+            .unwrap_err()
+            .code(),
+        ErrorCode::BadAlignment
+    );
+    w.add_tensor("t", &[32], DataType::Q8_0, vec![0; 34])
+        .unwrap();
+    assert_eq!(
+        w.add_tensor("t", &[32], DataType::Q8_0, vec![0; 34])
+            .unwrap_err()
+            .code(),
+        ErrorCode::DuplicateTensor
+    );
+    assert_eq!(
+        w.add_tensor("u", &[33], DataType::Q8_0, vec![0; 34])
+            .unwrap_err()
+            .code(),
+        ErrorCode::BadBlockMultiple
+    );
+    assert_eq!(
+        w.add_tensor("u", &[32], DataType::Q8_0, vec![0; 33])
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        w.add_tensor("u", &[1, 1, 1, 1, 1], DataType::F32, vec![0; 4])
+            .unwrap_err()
+            .code(),
+        ErrorCode::TooManyDims
+    );
+    let mut deep = MetadataValue::Array(ValueType::Uint8, vec![]);
+    for _ in 0..8 {
+        deep = MetadataValue::Array(ValueType::Array, vec![deep]);
+    }
+    assert_eq!(
+        w.add_metadata("deep", deep).unwrap_err().code(),
+        ErrorCode::ArrayTooDeep
+    );
+}
