@@ -1,0 +1,45 @@
+# libgguf: the two commands of the README.
+#   make        builds the library (release) and the inspector, then inspects the bundled sample
+#   make test   runs every test: Rust unit/integration tests, C tests under ASan/UBSan, and the
+#               conformance tests against the reference Python reader (installed into .venv)
+
+CARGO   ?= cargo
+CC      ?= cc
+PYTHON  ?= python3
+VENV    := .venv
+RELEASE := target/release
+CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -Iinclude
+
+.PHONY: all lib inspect test venv header clean
+
+all: inspect
+	./$(RELEASE)/gguf-inspect
+
+lib:
+	$(CARGO) build --release --lib
+
+$(RELEASE)/gguf-inspect: tools/gguf-inspect.c include/gguf.h lib
+	$(CC) $(CFLAGS_INSPECT) -o $@ tools/gguf-inspect.c -L$(RELEASE) -lgguf -Wl,-rpath,'$$ORIGIN' \
+		-DGGUF_INSPECT_DEFAULT_SAMPLE='"$(CURDIR)/testdata/sample.gguf"'
+
+inspect: $(RELEASE)/gguf-inspect
+
+# The reference implementation (PyPI `gguf`) used by the conformance tests.
+$(VENV)/.installed: tests/conformance/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/conformance/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+test: venv
+	$(CARGO) build --lib
+	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python $(CARGO) test
+
+# Regenerates include/gguf.h after a change to the C API.
+header:
+	GGUF_UPDATE_HEADER=1 $(CARGO) build --lib
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV)

@@ -1,0 +1,117 @@
+//! Writes `testdata/sample.gguf`: a tiny llama-style model with a tokenizer vocabulary (tokens,
+//! scores, token types) and tensors of several data types, made with this crate's writer. The
+//! inspector shows it when run without an argument; `tests/sample.rs` checks the committed file
+//! is exactly what this program writes.
+//!
+//! cargo run --example make_sample [OUTPUT]
+
+use gguf::{DataType, MetadataValue as V, ValueType, Writer};
+
+const EMBED: u64 = 256;
+const LAYERS: usize = 2;
+
+/// A deterministic byte stream (xorshift), so the sample is reproducible.
+fn bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+fn vocabulary() -> Vec<String> {
+    let mut tokens: Vec<String> = ["<unk>", "<s>", "</s>"].iter().map(|s| s.to_string()).collect();
+    tokens.extend((0..=255u32).map(|b| format!("<0x{b:02X}>")));
+    let words = [
+        "▁the", "▁a", "▁model", "▁file", "▁tensor", "▁zero", "▁copy", "▁reader", "▁gguf", "▁llama",
+        "ing", "ed", "er", "▁is", "▁of", "▁and", "▁to", "▁in", "▁it", "▁you",
+    ];
+    tokens.extend(words.iter().map(|w| w.to_string()));
+    tokens
+}
+
+/// The sample model's bytes.
+pub fn sample_model() -> Vec<u8> {
+    let tokens = vocabulary();
+    let n_vocab = tokens.len() as u64;
+    let mut w = Writer::new();
+    let mut kv = |k: &str, v: V| {
+        w.add_metadata(k, v).expect("valid metadata");
+    };
+    kv("general.architecture", V::string("llama"));
+    kv("general.name", V::string("libgguf sample (random weights)"));
+    kv("general.file_type", V::U32(7));
+    kv("llama.context_length", V::U32(2048));
+    kv("llama.embedding_length", V::U32(EMBED as u32));
+    kv("llama.block_count", V::U32(LAYERS as u32));
+    kv("llama.feed_forward_length", V::U32(512));
+    kv("llama.attention.head_count", V::U32(4));
+    kv("llama.attention.head_count_kv", V::U32(4));
+    kv("llama.attention.layer_norm_rms_epsilon", V::F32(1e-5));
+    kv("llama.rope.freq_base", V::F32(10000.0));
+    kv("tokenizer.ggml.model", V::string("llama"));
+    kv(
+        "tokenizer.ggml.tokens",
+        V::Array(ValueType::String, tokens.iter().map(V::string).collect()),
+    );
+    kv(
+        "tokenizer.ggml.scores",
+        V::Array(
+            ValueType::Float32,
+            (0..n_vocab).map(|i| V::F32(-(i as f32) / 10.0)).collect(),
+        ),
+    );
+    kv(
+        "tokenizer.ggml.token_type",
+        V::Array(
+            ValueType::Int32,
+            (0..n_vocab)
+                .map(|i| V::I32(match i {
+                    0 => 2,
+                    1 | 2 => 3,
+                    3..=258 => 6,
+                    _ => 1,
+                }))
+                .collect(),
+        ),
+    );
+    kv("tokenizer.ggml.bos_token_id", V::U32(1));
+    kv("tokenizer.ggml.eos_token_id", V::U32(2));
+    kv("tokenizer.ggml.add_bos_token", V::Bool(true));
+
+    let mut seed = 0;
+    let mut tensor = |name: &str, dims: &[u64], dtype: DataType| {
+        seed += 1;
+        let size = dtype.tensor_bytes(dims).expect("valid shape") as usize;
+        w.add_tensor(name, dims, dtype, bytes(seed, size))
+            .expect("valid tensor");
+    };
+    tensor("token_embd.weight", &[EMBED, n_vocab], DataType::Q8_0);
+    for l in 0..LAYERS {
+        tensor(&format!("blk.{l}.attn_norm.weight"), &[EMBED], DataType::F32);
+        tensor(&format!("blk.{l}.attn_q.weight"), &[EMBED, EMBED], DataType::Q4_0);
+        tensor(&format!("blk.{l}.attn_k.weight"), &[EMBED, EMBED], DataType::Q4_0);
+        tensor(&format!("blk.{l}.attn_v.weight"), &[EMBED, EMBED], DataType::Q6_K);
+        tensor(&format!("blk.{l}.attn_output.weight"), &[EMBED, EMBED], DataType::Q4_K);
+        tensor(&format!("blk.{l}.ffn_norm.weight"), &[EMBED], DataType::F32);
+        tensor(&format!("blk.{l}.ffn_gate.weight"), &[EMBED, 512], DataType::Q4_K);
+        tensor(&format!("blk.{l}.ffn_up.weight"), &[EMBED, 512], DataType::Q4_K);
+        tensor(&format!("blk.{l}.ffn_down.weight"), &[512, EMBED], DataType::Q5_K);
+    }
+    tensor("output_norm.weight", &[EMBED], DataType::F32);
+    tensor("output.weight", &[EMBED, n_vocab], DataType::F16);
+    w.to_bytes().expect("sample is valid")
+}
+
+#[allow(dead_code)]
+fn main() {
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "testdata/sample.gguf".to_string());
+    std::fs::write(&out, sample_model()).expect("cannot write the sample");
+    println!("wrote {out}");
+}

@@ -1,0 +1,228 @@
+//! The parser refuses malformed files with the right code and offset, and never reads out of
+//! bounds: hand-patched files for each rule it enforces, and every truncation of valid files.
+
+use gguf::{ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, ValueType, Writer};
+
+fn le_u64(v: u64) -> [u8; 8] {
+    v.to_le_bytes()
+}
+
+/// A minimal version-3 header with the given counts, followed by `body`.
+fn file(tensors: u64, kvs: u64, body: &[u8]) -> Vec<u8> {
+    let mut f = b"GGUF".to_vec();
+    f.extend_from_slice(&3u32.to_le_bytes());
+    f.extend_from_slice(&le_u64(tensors));
+    f.extend_from_slice(&le_u64(kvs));
+    f.extend_from_slice(body);
+    f
+}
+
+fn kv(key: &str, ty: u32, value: &[u8]) -> Vec<u8> {
+    let mut b = le_u64(key.len() as u64).to_vec();
+    b.extend_from_slice(key.as_bytes());
+    b.extend_from_slice(&ty.to_le_bytes());
+    b.extend_from_slice(value);
+    b
+}
+
+fn tensor_info(name: &str, dims: &[u64], dtype: u32, offset: u64) -> Vec<u8> {
+    let mut b = le_u64(name.len() as u64).to_vec();
+    b.extend_from_slice(name.as_bytes());
+    b.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+    for d in dims {
+        b.extend_from_slice(&le_u64(*d));
+    }
+    b.extend_from_slice(&dtype.to_le_bytes());
+    b.extend_from_slice(&le_u64(offset));
+    b
+}
+
+fn refuse(bytes: &[u8]) -> (ErrorCode, Option<u64>) {
+    match GgufFile::from_bytes(bytes) {
+        Ok(_) => panic!("accepted a malformed file"),
+        Err(e) => {
+            assert!(e.to_string().starts_with("gguf: "), "{e}");
+            (e.code(), e.offset())
+        }
+    }
+}
+
+#[test]
+fn header_rules() {
+    assert_eq!(refuse(b"").0, ErrorCode::Truncated);
+    assert_eq!(refuse(b"GGU").0, ErrorCode::Truncated);
+    assert_eq!(refuse(b"GGML\x03\0\0\0").0, ErrorCode::BadMagic);
+    let mut v0 = file(0, 0, &[]);
+    v0[4] = 0;
+    assert_eq!(refuse(&v0), (ErrorCode::UnsupportedVersion, Some(4)));
+    let mut v4 = file(0, 0, &[]);
+    v4[4] = 4;
+    assert_eq!(refuse(&v4).0, ErrorCode::UnsupportedVersion);
+    assert_eq!(refuse(&file(1 << 63, 0, &[])), (ErrorCode::TensorCountTooLarge, Some(8)));
+    assert_eq!(refuse(&file(0, u64::MAX, &[])), (ErrorCode::KeyCountTooLarge, Some(16)));
+    // Counts that fit the arithmetic but not the bytes present.
+    assert_eq!(refuse(&file(0, 3, &kv("a", 0, &[1]))).0, ErrorCode::KeyCountTooLarge);
+    assert!(GgufFile::from_bytes(&file(0, 0, &[])[..]).is_ok());
+}
+
+#[test]
+fn metadata_rules() {
+    let long_key = [le_u64(u64::MAX).as_slice(), b"k"].concat();
+    assert_eq!(refuse(&file(0, 1, &[long_key.as_slice(), &[0; 8]].concat())), (ErrorCode::StringTooLong, Some(24)));
+    assert_eq!(refuse(&file(0, 1, &kv("", 0, &[1, 0, 0, 0, 0]))).0, ErrorCode::EmptyKey);
+    let dup = [kv("a", 0, &[1]), kv("a", 0, &[2])].concat();
+    assert_eq!(refuse(&file(0, 2, &dup)), (ErrorCode::DuplicateKey, Some(24 + 14)));
+    assert_eq!(refuse(&file(0, 1, &kv("a", 13, &[0; 8]))), (ErrorCode::BadValueType, Some(33)));
+    assert_eq!(refuse(&file(0, 1, &kv("a", 7, &[2]))), (ErrorCode::BadBool, Some(37)));
+    // Array of 2^62 UINT32: refused in O(1) from its count.
+    let huge = [&4u32.to_le_bytes()[..], &le_u64(1 << 62)].concat();
+    assert_eq!(refuse(&file(0, 1, &kv("a", 9, &huge))).0, ErrorCode::ArrayTooLong);
+    let bad_elem = [&99u32.to_le_bytes()[..], &le_u64(0)].concat();
+    assert_eq!(refuse(&file(0, 1, &kv("a", 9, &bad_elem))).0, ErrorCode::BadValueType);
+    let bools = [&7u32.to_le_bytes()[..], &le_u64(3), &[1, 0, 5]].concat();
+    assert_eq!(refuse(&file(0, 1, &kv("a", 9, &bools))).0, ErrorCode::BadBool);
+    // Nesting: 9 levels of arrays of arrays, each holding one element.
+    let mut deep = Vec::new();
+    for _ in 0..9 {
+        deep.extend_from_slice(&9u32.to_le_bytes());
+        deep.extend_from_slice(&le_u64(1));
+    }
+    deep.extend_from_slice(&[0; 64]);
+    let deep_kv = [&deep[8 + 4..], &[][..]].concat();
+    let mut body = kv("a", 9, &deep_kv);
+    body.extend_from_slice(&[0; 16]);
+    assert_eq!(refuse(&file(0, 1, &body)).0, ErrorCode::ArrayTooDeep);
+}
+
+#[test]
+fn alignment_rules() {
+    for (ty, value) in [(4u32, 0u32.to_le_bytes().to_vec()), (4, 48u32.to_le_bytes().to_vec()), (4, (1u32 << 25).to_le_bytes().to_vec()), (10, le_u64(32).to_vec())] {
+        assert_eq!(refuse(&file(0, 1, &kv("general.alignment", ty, &value))).0, ErrorCode::BadAlignment);
+    }
+    let ok = file(0, 1, &kv("general.alignment", 4, &64u32.to_le_bytes()));
+    assert_eq!(GgufFile::from_bytes(&ok[..]).unwrap().alignment(), 64);
+}
+
+/// A file with one tensor info and enough zero bytes after it for the data.
+fn one_tensor(dims: &[u64], dtype: u32, offset: u64, data: usize) -> Vec<u8> {
+    let mut f = file(1, 0, &tensor_info("t", dims, dtype, offset));
+    let aligned = f.len().div_ceil(32) * 32;
+    f.resize(aligned + data, 0);
+    f
+}
+
+#[test]
+fn tensor_rules() {
+    assert!(GgufFile::from_bytes(&one_tensor(&[8], 0, 0, 32)[..]).is_ok());
+    assert_eq!(refuse(&one_tensor(&[1, 1, 1, 1, 1], 0, 0, 32)).0, ErrorCode::TooManyDims);
+    assert_eq!(refuse(&one_tensor(&[1 << 32, 1 << 32, 1 << 10], 24, 0, 0)).0, ErrorCode::SizeOverflow);
+    // 2^74 elements: ggml's count wraps to zero here.
+    assert_eq!(refuse(&one_tensor(&[1 << 37, 1 << 37], 24, 0, 0)).0, ErrorCode::SizeOverflow);
+    for removed in [4, 5, 31, 32, 33, 36, 37, 38, 43, u32::MAX] {
+        assert_eq!(refuse(&one_tensor(&[32], removed, 0, 64)).0, ErrorCode::BadDataType, "type {removed}");
+    }
+    assert_eq!(refuse(&one_tensor(&[33], 2, 0, 64)).0, ErrorCode::BadBlockMultiple);
+    assert_eq!(refuse(&one_tensor(&[8], 0, 16, 64)).0, ErrorCode::MisalignedOffset);
+    assert_eq!(refuse(&one_tensor(&[8], 0, 0, 31)).0, ErrorCode::DataOutOfBounds);
+    assert_eq!(refuse(&one_tensor(&[8], 0, u64::MAX - 31, 64)).0, ErrorCode::DataOutOfBounds);
+    let two = [tensor_info("a", &[16], 0, 0), tensor_info("b", &[16], 0, 32)].concat();
+    let mut f = file(2, 0, &two);
+    f.resize(f.len().div_ceil(32) * 32 + 128, 0);
+    assert_eq!(refuse(&f).0, ErrorCode::DataOverlap);
+    let dup = [tensor_info("a", &[8], 0, 0), tensor_info("a", &[8], 0, 32)].concat();
+    let mut f = file(2, 0, &dup);
+    f.resize(f.len().div_ceil(32) * 32 + 64, 0);
+    assert_eq!(refuse(&f).0, ErrorCode::DuplicateTensor);
+}
+
+#[test]
+fn spec_allowances_are_accepted() {
+    // Out of offset order, with a gap, zero-element and zero-dimension tensors, no trailing pad.
+    let infos = [
+        tensor_info("late", &[8], 0, 96),
+        tensor_info("early", &[8], 0, 0),
+        tensor_info("empty", &[0, 3], 0, 0),
+        tensor_info("scalar", &[], 0, 32),
+    ]
+    .concat();
+    let mut f = file(4, 0, &infos);
+    f.resize(f.len().div_ceil(32) * 32 + 96 + 32, 0);
+    let g = GgufFile::from_bytes(&f[..]).unwrap();
+    assert_eq!(g.tensor("empty").unwrap().size, 0);
+    assert_eq!(g.tensor("scalar").unwrap().n_elements, 1);
+    assert_eq!(g.tensor("late").unwrap().data.len(), 32);
+    // Non-UTF-8 strings are bytes.
+    let bytes = file(0, 1, &kv("k", 8, &[&le_u64(2)[..], &[0xff, 0xfe]].concat()));
+    let g = GgufFile::from_bytes(&bytes[..]).unwrap();
+    assert_eq!(g.get("k").unwrap().as_bytes(), Some(&[0xff, 0xfe][..]));
+}
+
+fn rich_file(version: u32, order: ByteOrder) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.set_version(version).unwrap().set_byte_order(order);
+    w.add_metadata("general.architecture", MetadataValue::string("llama")).unwrap();
+    w.add_metadata("n", MetadataValue::U32(7)).unwrap();
+    w.add_metadata(
+        "tokens",
+        MetadataValue::Array(ValueType::String, (0..20).map(|i| MetadataValue::string(format!("t{i}"))).collect()),
+    )
+    .unwrap();
+    w.add_metadata(
+        "nested",
+        MetadataValue::Array(ValueType::Array, vec![MetadataValue::Array(ValueType::Int8, vec![MetadataValue::I8(-1)])]),
+    )
+    .unwrap();
+    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68]).unwrap();
+    w.add_tensor("b", &[5], DataType::F32, vec![2; 20]).unwrap();
+    w.to_bytes().unwrap()
+}
+
+#[test]
+fn every_truncation_is_refused_except_inside_trailing_padding() {
+    for version in 1..=3 {
+        for order in [ByteOrder::Little, ByteOrder::Big] {
+            let bytes = rich_file(version, order);
+            let full = GgufFile::from_bytes(&bytes[..]).unwrap();
+            let last = full.tensors().map(|t| t.file_offset + t.size).max().unwrap() as usize;
+            for cut in 0..bytes.len() {
+                let result = GgufFile::from_bytes(&bytes[..cut]);
+                if cut >= last {
+                    assert!(result.is_ok(), "cut at {cut} inside trailing padding was refused");
+                } else {
+                    let e = result.err().unwrap_or_else(|| panic!("cut at {cut} of {} accepted", bytes.len()));
+                    assert!(e.offset().is_some(), "{e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn mutated_files_never_panic_and_accepted_ones_stay_in_bounds() {
+    let base = rich_file(3, ByteOrder::Little);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..20_000 {
+        let mut m = base.clone();
+        for _ in 0..1 + next() % 4 {
+            let i = (next() % m.len() as u64) as usize;
+            m[i] ^= 1 << (next() % 8);
+        }
+        if let Ok(f) = GgufFile::from_bytes(&m[..]) {
+            for t in f.tensors() {
+                assert!(t.file_offset + t.size <= m.len() as u64);
+                assert_eq!(t.data.len() as u64, t.size);
+            }
+            for e in f.metadata() {
+                if let Some(a) = e.value.as_array() {
+                    assert_eq!(a.iter().count() as u64, a.len());
+                }
+            }
+        }
+    }
+}
