@@ -24,11 +24,32 @@ fn bytes(seed: u64, n: usize) -> Vec<u8> {
 }
 
 fn vocabulary() -> Vec<String> {
-    let mut tokens: Vec<String> = ["<unk>", "<s>", "</s>"].iter().map(|s| s.to_string()).collect();
+    let mut tokens: Vec<String> = ["<unk>", "<s>", "</s>"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     tokens.extend((0..=255u32).map(|b| format!("<0x{b:02X}>")));
     let words = [
-        "▁the", "▁a", "▁model", "▁file", "▁tensor", "▁zero", "▁copy", "▁reader", "▁gguf", "▁llama",
-        "ing", "ed", "er", "▁is", "▁of", "▁and", "▁to", "▁in", "▁it", "▁you",
+        "▁the",
+        "▁a",
+        "▁model",
+        "▁file",
+        "▁tensor",
+        "▁zero",
+        "▁copy",
+        "▁reader",
+        "▁gguf",
+        "▁llama",
+        "ing",
+        "ed",
+        "er",
+        "▁is",
+        "▁of",
+        "▁and",
+        "▁to",
+        "▁in",
+        "▁it",
+        "▁you",
     ];
     tokens.extend(words.iter().map(|w| w.to_string()));
     tokens
@@ -70,12 +91,14 @@ pub fn sample_model() -> Vec<u8> {
         V::Array(
             ValueType::Int32,
             (0..n_vocab)
-                .map(|i| V::I32(match i {
-                    0 => 2,
-                    1 | 2 => 3,
-                    3..=258 => 6,
-                    _ => 1,
-                }))
+                .map(|i| {
+                    V::I32(match i {
+                        0 => 2,
+                        1 | 2 => 3,
+                        3..=258 => 6,
+                        _ => 1,
+                    })
+                })
                 .collect(),
         ),
     );
@@ -92,15 +115,47 @@ pub fn sample_model() -> Vec<u8> {
     };
     tensor("token_embd.weight", &[EMBED, n_vocab], DataType::Q8_0);
     for l in 0..LAYERS {
-        tensor(&format!("blk.{l}.attn_norm.weight"), &[EMBED], DataType::F32);
-        tensor(&format!("blk.{l}.attn_q.weight"), &[EMBED, EMBED], DataType::Q4_0);
-        tensor(&format!("blk.{l}.attn_k.weight"), &[EMBED, EMBED], DataType::Q4_0);
-        tensor(&format!("blk.{l}.attn_v.weight"), &[EMBED, EMBED], DataType::Q6_K);
-        tensor(&format!("blk.{l}.attn_output.weight"), &[EMBED, EMBED], DataType::Q4_K);
+        tensor(
+            &format!("blk.{l}.attn_norm.weight"),
+            &[EMBED],
+            DataType::F32,
+        );
+        tensor(
+            &format!("blk.{l}.attn_q.weight"),
+            &[EMBED, EMBED],
+            DataType::Q4_0,
+        );
+        tensor(
+            &format!("blk.{l}.attn_k.weight"),
+            &[EMBED, EMBED],
+            DataType::Q4_0,
+        );
+        tensor(
+            &format!("blk.{l}.attn_v.weight"),
+            &[EMBED, EMBED],
+            DataType::Q6_K,
+        );
+        tensor(
+            &format!("blk.{l}.attn_output.weight"),
+            &[EMBED, EMBED],
+            DataType::Q4_K,
+        );
         tensor(&format!("blk.{l}.ffn_norm.weight"), &[EMBED], DataType::F32);
-        tensor(&format!("blk.{l}.ffn_gate.weight"), &[EMBED, 512], DataType::Q4_K);
-        tensor(&format!("blk.{l}.ffn_up.weight"), &[EMBED, 512], DataType::Q4_K);
-        tensor(&format!("blk.{l}.ffn_down.weight"), &[512, EMBED], DataType::Q5_K);
+        tensor(
+            &format!("blk.{l}.ffn_gate.weight"),
+            &[EMBED, 512],
+            DataType::Q4_K,
+        );
+        tensor(
+            &format!("blk.{l}.ffn_up.weight"),
+            &[EMBED, 512],
+            DataType::Q4_K,
+        );
+        tensor(
+            &format!("blk.{l}.ffn_down.weight"),
+            &[512, EMBED],
+            DataType::Q5_K,
+        );
     }
     tensor("output_norm.weight", &[EMBED], DataType::F32);
     tensor("output.weight", &[EMBED, n_vocab], DataType::F16);

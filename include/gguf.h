@@ -581,61 +581,16 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The code of the last error recorded on the calling thread (a `GGUFErrorCode`), or
- * `GGUF_ERROR_CODE_NONE` if none has been recorded since the thread started or
- * `gguf_clear_error` was called. Successful calls leave the record unchanged, so check it only
- * after a call reports failure.
- */
-uint32_t gguf_last_error_code(void);
-
-/**
- * The message of the last error recorded on the calling thread: `gguf: FILE: offset N: what was
- * expected, what was found` (the file and offset parts when they apply). Never NULL: "" when
- * no error is recorded. The string belongs to the library and stays valid until the next
- * failing call or `gguf_clear_error` on the same thread; copy it to keep it.
- */
-const char *gguf_last_error(void);
-
-/**
- * The byte offset in the file that the last error on the calling thread concerns, or -1 when
- * it concerns no particular byte (an argument, a missing key) or no error is recorded.
- */
-int64_t gguf_last_error_offset(void);
-
-/**
- * Clears the calling thread's error record.
- */
-void gguf_clear_error(void);
-
-/**
- * Number of metadata entries; 0 if `file` is NULL (recording the error).
- */
-uint64_t gguf_metadata_count(GGUFFile file);
-
-/**
- * The entry with this key (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
- * or an argument is NULL. The same entry always returns the same pointer, owned by the handle
- * and valid until `gguf_close`.
- */
-const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
-
-/**
- * The `index`-th entry in file order, or NULL if `index >= gguf_metadata_count(file)`
- * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
- * `gguf_close`.
- */
-const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
-
-/**
  * The array under `key` as NUL-terminated strings, and its length in `*out_count` (when
  * `out_count` is not NULL; set to 0 on failure). Built on the first call, in one allocation for
  * the bytes and one for the pointers; later calls return the same pointer. Owned by the handle,
  * valid until `gguf_close`. NULL if the key is missing (GGUF_ERROR_CODE_NOT_FOUND), is not an
  * array of STRING (GGUF_ERROR_CODE_WRONG_TYPE), or an argument is NULL. Strings containing NUL
  * bytes appear cut at the first one: use `gguf_get_array_string` for their full bytes. Never
- * NULL on success, even for an empty array.
+ * NULL on success, even for an empty array. The array is read-only despite its `const char **`
+ * type (kept for compatibility with akunu's API).
  */
-const char *const *gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out_count);
+const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * String `index` of the string array under `key`, zero-copy: a pointer into the file's mapping
@@ -708,6 +663,52 @@ const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uint64_t *ou
  * As `gguf_get_float_array`, for an array of BOOL (each 0 or 1: other bytes are refused at open).
  */
 const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
+
+/**
+ * The code of the last error recorded on the calling thread (a `GGUFErrorCode`), or
+ * `GGUF_ERROR_CODE_NONE` if none has been recorded since the thread started or
+ * `gguf_clear_error` was called. Successful calls leave the record unchanged, so check it only
+ * after a call reports failure.
+ */
+uint32_t gguf_last_error_code(void);
+
+/**
+ * The message of the last error recorded on the calling thread: `gguf: FILE: offset N: what was
+ * expected, what was found` (the file and offset parts when they apply). Never NULL: "" when
+ * no error is recorded. The string belongs to the library and stays valid until the next
+ * failing call or `gguf_clear_error` on the same thread; copy it to keep it.
+ */
+const char *gguf_last_error(void);
+
+/**
+ * The byte offset in the file that the last error on the calling thread concerns, or -1 when
+ * it concerns no particular byte (an argument, a missing key) or no error is recorded.
+ */
+int64_t gguf_last_error_offset(void);
+
+/**
+ * Clears the calling thread's error record.
+ */
+void gguf_clear_error(void);
+
+/**
+ * Number of metadata entries; 0 if `file` is NULL (recording the error).
+ */
+uint64_t gguf_metadata_count(GGUFFile file);
+
+/**
+ * The entry with this key (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
+ * or an argument is NULL. The same entry always returns the same pointer, owned by the handle
+ * and valid until `gguf_close`.
+ */
+const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
+
+/**
+ * The `index`-th entry in file order, or NULL if `index >= gguf_metadata_count(file)`
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
+ * `gguf_close`.
+ */
+const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
 
 /**
  * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the

@@ -58,29 +58,62 @@ fn header_rules() {
     let mut v4 = file(0, 0, &[]);
     v4[4] = 4;
     assert_eq!(refuse(&v4).0, ErrorCode::UnsupportedVersion);
-    assert_eq!(refuse(&file(1 << 63, 0, &[])), (ErrorCode::TensorCountTooLarge, Some(8)));
-    assert_eq!(refuse(&file(0, u64::MAX, &[])), (ErrorCode::KeyCountTooLarge, Some(16)));
+    assert_eq!(
+        refuse(&file(1 << 63, 0, &[])),
+        (ErrorCode::TensorCountTooLarge, Some(8))
+    );
+    assert_eq!(
+        refuse(&file(0, u64::MAX, &[])),
+        (ErrorCode::KeyCountTooLarge, Some(16))
+    );
     // Counts that fit the arithmetic but not the bytes present.
-    assert_eq!(refuse(&file(0, 3, &kv("a", 0, &[1]))).0, ErrorCode::KeyCountTooLarge);
+    assert_eq!(
+        refuse(&file(0, 3, &kv("a", 0, &[1]))).0,
+        ErrorCode::KeyCountTooLarge
+    );
     assert!(GgufFile::from_bytes(&file(0, 0, &[])[..]).is_ok());
 }
 
 #[test]
 fn metadata_rules() {
     let long_key = [le_u64(u64::MAX).as_slice(), b"k"].concat();
-    assert_eq!(refuse(&file(0, 1, &[long_key.as_slice(), &[0; 8]].concat())), (ErrorCode::StringTooLong, Some(24)));
-    assert_eq!(refuse(&file(0, 1, &kv("", 0, &[1, 0, 0, 0, 0]))).0, ErrorCode::EmptyKey);
+    assert_eq!(
+        refuse(&file(0, 1, &[long_key.as_slice(), &[0; 8]].concat())),
+        (ErrorCode::StringTooLong, Some(24))
+    );
+    assert_eq!(
+        refuse(&file(0, 1, &kv("", 0, &[1, 0, 0, 0, 0]))).0,
+        ErrorCode::EmptyKey
+    );
     let dup = [kv("a", 0, &[1]), kv("a", 0, &[2])].concat();
-    assert_eq!(refuse(&file(0, 2, &dup)), (ErrorCode::DuplicateKey, Some(24 + 14)));
-    assert_eq!(refuse(&file(0, 1, &kv("a", 13, &[0; 8]))), (ErrorCode::BadValueType, Some(33)));
-    assert_eq!(refuse(&file(0, 1, &kv("a", 7, &[2]))), (ErrorCode::BadBool, Some(37)));
+    assert_eq!(
+        refuse(&file(0, 2, &dup)),
+        (ErrorCode::DuplicateKey, Some(24 + 14))
+    );
+    assert_eq!(
+        refuse(&file(0, 1, &kv("a", 13, &[0; 8]))),
+        (ErrorCode::BadValueType, Some(33))
+    );
+    assert_eq!(
+        refuse(&file(0, 1, &kv("a", 7, &[2]))),
+        (ErrorCode::BadBool, Some(37))
+    );
     // Array of 2^62 UINT32: refused in O(1) from its count.
     let huge = [&4u32.to_le_bytes()[..], &le_u64(1 << 62)].concat();
-    assert_eq!(refuse(&file(0, 1, &kv("a", 9, &huge))).0, ErrorCode::ArrayTooLong);
+    assert_eq!(
+        refuse(&file(0, 1, &kv("a", 9, &huge))).0,
+        ErrorCode::ArrayTooLong
+    );
     let bad_elem = [&99u32.to_le_bytes()[..], &le_u64(0)].concat();
-    assert_eq!(refuse(&file(0, 1, &kv("a", 9, &bad_elem))).0, ErrorCode::BadValueType);
+    assert_eq!(
+        refuse(&file(0, 1, &kv("a", 9, &bad_elem))).0,
+        ErrorCode::BadValueType
+    );
     let bools = [&7u32.to_le_bytes()[..], &le_u64(3), &[1, 0, 5]].concat();
-    assert_eq!(refuse(&file(0, 1, &kv("a", 9, &bools))).0, ErrorCode::BadBool);
+    assert_eq!(
+        refuse(&file(0, 1, &kv("a", 9, &bools))).0,
+        ErrorCode::BadBool
+    );
     // Nesting: 9 levels of arrays of arrays, each holding one element.
     let mut deep = Vec::new();
     for _ in 0..9 {
@@ -96,8 +129,16 @@ fn metadata_rules() {
 
 #[test]
 fn alignment_rules() {
-    for (ty, value) in [(4u32, 0u32.to_le_bytes().to_vec()), (4, 48u32.to_le_bytes().to_vec()), (4, (1u32 << 25).to_le_bytes().to_vec()), (10, le_u64(32).to_vec())] {
-        assert_eq!(refuse(&file(0, 1, &kv("general.alignment", ty, &value))).0, ErrorCode::BadAlignment);
+    for (ty, value) in [
+        (4u32, 0u32.to_le_bytes().to_vec()),
+        (4, 48u32.to_le_bytes().to_vec()),
+        (4, (1u32 << 25).to_le_bytes().to_vec()),
+        (10, le_u64(32).to_vec()),
+    ] {
+        assert_eq!(
+            refuse(&file(0, 1, &kv("general.alignment", ty, &value))).0,
+            ErrorCode::BadAlignment
+        );
     }
     let ok = file(0, 1, &kv("general.alignment", 4, &64u32.to_le_bytes()));
     assert_eq!(GgufFile::from_bytes(&ok[..]).unwrap().alignment(), 64);
@@ -114,18 +155,47 @@ fn one_tensor(dims: &[u64], dtype: u32, offset: u64, data: usize) -> Vec<u8> {
 #[test]
 fn tensor_rules() {
     assert!(GgufFile::from_bytes(&one_tensor(&[8], 0, 0, 32)[..]).is_ok());
-    assert_eq!(refuse(&one_tensor(&[1, 1, 1, 1, 1], 0, 0, 32)).0, ErrorCode::TooManyDims);
-    assert_eq!(refuse(&one_tensor(&[1 << 32, 1 << 32, 1 << 10], 24, 0, 0)).0, ErrorCode::SizeOverflow);
+    assert_eq!(
+        refuse(&one_tensor(&[1, 1, 1, 1, 1], 0, 0, 32)).0,
+        ErrorCode::TooManyDims
+    );
+    assert_eq!(
+        refuse(&one_tensor(&[1 << 32, 1 << 32, 1 << 10], 24, 0, 0)).0,
+        ErrorCode::SizeOverflow
+    );
     // 2^74 elements: ggml's count wraps to zero here.
-    assert_eq!(refuse(&one_tensor(&[1 << 37, 1 << 37], 24, 0, 0)).0, ErrorCode::SizeOverflow);
+    assert_eq!(
+        refuse(&one_tensor(&[1 << 37, 1 << 37], 24, 0, 0)).0,
+        ErrorCode::SizeOverflow
+    );
     for removed in [4, 5, 31, 32, 33, 36, 37, 38, 43, u32::MAX] {
-        assert_eq!(refuse(&one_tensor(&[32], removed, 0, 64)).0, ErrorCode::BadDataType, "type {removed}");
+        assert_eq!(
+            refuse(&one_tensor(&[32], removed, 0, 64)).0,
+            ErrorCode::BadDataType,
+            "type {removed}"
+        );
     }
-    assert_eq!(refuse(&one_tensor(&[33], 2, 0, 64)).0, ErrorCode::BadBlockMultiple);
-    assert_eq!(refuse(&one_tensor(&[8], 0, 16, 64)).0, ErrorCode::MisalignedOffset);
-    assert_eq!(refuse(&one_tensor(&[8], 0, 0, 31)).0, ErrorCode::DataOutOfBounds);
-    assert_eq!(refuse(&one_tensor(&[8], 0, u64::MAX - 31, 64)).0, ErrorCode::DataOutOfBounds);
-    let two = [tensor_info("a", &[16], 0, 0), tensor_info("b", &[16], 0, 32)].concat();
+    assert_eq!(
+        refuse(&one_tensor(&[33], 2, 0, 64)).0,
+        ErrorCode::BadBlockMultiple
+    );
+    assert_eq!(
+        refuse(&one_tensor(&[8], 0, 16, 64)).0,
+        ErrorCode::MisalignedOffset
+    );
+    assert_eq!(
+        refuse(&one_tensor(&[8], 0, 0, 31)).0,
+        ErrorCode::DataOutOfBounds
+    );
+    assert_eq!(
+        refuse(&one_tensor(&[8], 0, u64::MAX - 31, 64)).0,
+        ErrorCode::DataOutOfBounds
+    );
+    let two = [
+        tensor_info("a", &[16], 0, 0),
+        tensor_info("b", &[16], 0, 32),
+    ]
+    .concat();
     let mut f = file(2, 0, &two);
     f.resize(f.len().div_ceil(32) * 32 + 128, 0);
     assert_eq!(refuse(&f).0, ErrorCode::DataOverlap);
@@ -160,19 +230,32 @@ fn spec_allowances_are_accepted() {
 fn rich_file(version: u32, order: ByteOrder) -> Vec<u8> {
     let mut w = Writer::new();
     w.set_version(version).unwrap().set_byte_order(order);
-    w.add_metadata("general.architecture", MetadataValue::string("llama")).unwrap();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
     w.add_metadata("n", MetadataValue::U32(7)).unwrap();
     w.add_metadata(
         "tokens",
-        MetadataValue::Array(ValueType::String, (0..20).map(|i| MetadataValue::string(format!("t{i}"))).collect()),
+        MetadataValue::Array(
+            ValueType::String,
+            (0..20)
+                .map(|i| MetadataValue::string(format!("t{i}")))
+                .collect(),
+        ),
     )
     .unwrap();
     w.add_metadata(
         "nested",
-        MetadataValue::Array(ValueType::Array, vec![MetadataValue::Array(ValueType::Int8, vec![MetadataValue::I8(-1)])]),
+        MetadataValue::Array(
+            ValueType::Array,
+            vec![MetadataValue::Array(
+                ValueType::Int8,
+                vec![MetadataValue::I8(-1)],
+            )],
+        ),
     )
     .unwrap();
-    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68]).unwrap();
+    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68])
+        .unwrap();
     w.add_tensor("b", &[5], DataType::F32, vec![2; 20]).unwrap();
     w.to_bytes().unwrap()
 }
@@ -183,13 +266,22 @@ fn every_truncation_is_refused_except_inside_trailing_padding() {
         for order in [ByteOrder::Little, ByteOrder::Big] {
             let bytes = rich_file(version, order);
             let full = GgufFile::from_bytes(&bytes[..]).unwrap();
-            let last = full.tensors().map(|t| t.file_offset + t.size).max().unwrap() as usize;
+            let last = full
+                .tensors()
+                .map(|t| t.file_offset + t.size)
+                .max()
+                .unwrap() as usize;
             for cut in 0..bytes.len() {
                 let result = GgufFile::from_bytes(&bytes[..cut]);
                 if cut >= last {
-                    assert!(result.is_ok(), "cut at {cut} inside trailing padding was refused");
+                    assert!(
+                        result.is_ok(),
+                        "cut at {cut} inside trailing padding was refused"
+                    );
                 } else {
-                    let e = result.err().unwrap_or_else(|| panic!("cut at {cut} of {} accepted", bytes.len()));
+                    let e = result
+                        .err()
+                        .unwrap_or_else(|| panic!("cut at {cut} of {} accepted", bytes.len()));
                     assert!(e.offset().is_some(), "{e}");
                 }
             }

@@ -23,7 +23,11 @@ fn sample_reads_as_a_llama_model() {
     assert_eq!(f.get("general.architecture"), Some(Value::String(b"llama")));
     let tokens = f.get("tokenizer.ggml.tokens").unwrap().as_array().unwrap();
     let scores = f.get("tokenizer.ggml.scores").unwrap().as_array().unwrap();
-    let types = f.get("tokenizer.ggml.token_type").unwrap().as_array().unwrap();
+    let types = f
+        .get("tokenizer.ggml.token_type")
+        .unwrap()
+        .as_array()
+        .unwrap();
     assert_eq!(tokens.len(), scores.len());
     assert_eq!(tokens.len(), types.len());
     assert_eq!(tokens.strings().unwrap().nth(1), Some(&b"<s>"[..]));

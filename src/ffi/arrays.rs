@@ -161,16 +161,17 @@ fn typed_array<T: HostElement>(
 /// valid until `gguf_close`. NULL if the key is missing (GGUF_ERROR_CODE_NOT_FOUND), is not an
 /// array of STRING (GGUF_ERROR_CODE_WRONG_TYPE), or an argument is NULL. Strings containing NUL
 /// bytes appear cut at the first one: use `gguf_get_array_string` for their full bytes. Never
-/// NULL on success, even for an empty array.
+/// NULL on success, even for an empty array. The array is read-only despite its `const char **`
+/// type (kept for compatibility with akunu's API).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_get_string_array(
     file: GGUFFile,
     key: *const c_char,
     out_count: *mut u64,
-) -> *const *const c_char {
+) -> *mut *const c_char {
     // SAFETY: `out_count` is NULL or valid for writes (the header's contract).
     unsafe { write_out(out_count, 0) };
-    guard(std::ptr::null(), || {
+    guard(std::ptr::null_mut(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let (i, array) = array_at(f, key)?;
@@ -180,7 +181,8 @@ pub unsafe extern "C" fn gguf_get_string_array(
             .get_or_init(|| StringArray::build(&array));
         // SAFETY: `out_count` is NULL or valid for writes (the header's contract).
         unsafe { write_out(out_count, strings.ptrs.len() as u64) };
-        Ok(strings.ptrs.as_ptr())
+        // Mutable only to keep akunu's `const char **` signature; callers must not write.
+        Ok(strings.ptrs.as_ptr().cast_mut())
     })
 }
 
