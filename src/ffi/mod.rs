@@ -21,6 +21,11 @@ pub mod open;
 pub mod tensors;
 pub mod types;
 
+// Every C function and type, under `gguf::ffi::` as well as its topic module.
+pub use arrays::*;
 pub use handle::{GGUFFile, GGUFFileImpl};
-pub use metadata::{GGUFMetadataKV, GGUFValue};
-pub use tensors::GGUFTensorInfo;
+pub use last_error::*;
+pub use metadata::*;
+pub use open::*;
+pub use tensors::*;
+pub use types::*;

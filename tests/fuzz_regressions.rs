@@ -1,0 +1,63 @@
+//! Replays fuzz inputs through the fuzz targets' harness: every file in `fuzz/regressions/`
+//! (crashes once found), the bundled sample, and its truncations and mutations.
+
+#[path = "../fuzz/harness.rs"]
+mod harness;
+
+use std::path::Path;
+
+fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/regressions")
+        .join(target);
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            found.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+        }
+    }
+    found
+}
+
+#[test]
+fn open_regressions_and_sample() {
+    for (name, bytes) in inputs("open") {
+        println!("replaying {name}");
+        harness::exercise_open(&bytes);
+    }
+    let sample =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.gguf")).unwrap();
+    harness::exercise_open(&sample);
+    // The header region cut at every byte, then bit flips across it.
+    let header_end = 8192.min(sample.len());
+    for cut in 0..header_end {
+        harness::exercise_open(&sample[..cut]);
+    }
+    let mut mutated = sample[..header_end + 64].to_vec();
+    for i in (0..header_end).step_by(7) {
+        mutated[i] ^= 0x10;
+        harness::exercise_open(&mutated);
+        mutated[i] ^= 0x10;
+    }
+}
+
+#[test]
+fn roundtrip_regressions_and_seeds() {
+    for (name, bytes) in inputs("roundtrip") {
+        println!("replaying {name}");
+        harness::exercise_roundtrip(&bytes);
+    }
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for len in 0..300usize {
+        let seed: Vec<u8> = (0..len * 4)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        harness::exercise_roundtrip(&seed);
+    }
+}
