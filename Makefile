@@ -10,7 +10,7 @@ VENV    := .venv
 RELEASE := target/release
 CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -Iinclude
 
-.PHONY: all lib inspect test venv header clean
+.PHONY: all lib inspect test venv header tsan fuzz-smoke clean
 
 all: inspect
 	./$(RELEASE)/gguf-inspect
@@ -35,6 +35,16 @@ venv: $(VENV)/.installed
 test: venv
 	$(CARGO) build --lib
 	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python $(CARGO) test
+
+# The concurrency test under ThreadSanitizer (nightly toolchain; see tests/tsan.supp).
+tsan:
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1" \
+	RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer" CARGO_TARGET_DIR=target/tsan \
+		$(CARGO) +nightly test --test concurrency --lib --target $$(rustc -vV | sed -n 's/^host: //p')
+
+# A short fuzzing run of every target (fuzz/run.sh SECONDS for longer ones).
+fuzz-smoke:
+	fuzz/run.sh 60
 
 # Regenerates include/gguf.h after a change to the C API.
 header:

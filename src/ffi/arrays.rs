@@ -3,21 +3,21 @@
 
 use super::boundary::{c_str, guard, write_out};
 use super::handle::{GGUFFile, GGUFFileImpl};
+use super::once::OnceBox;
 use crate::error::{ErrorCode, Result};
 use crate::file::quote;
 use crate::types::ValueType;
 use crate::value::{Array, Element, Value};
 use std::ffi::c_char;
-use std::sync::OnceLock;
 
 /// Lazily built views of one metadata entry's array.
 #[derive(Default)]
 pub(crate) struct ArrayCaches {
-    strings: OnceLock<StringArray>,
+    strings: OnceBox<StringArray>,
     /// For string arrays: where each element's bytes (after its length) start within the
     /// array's bytes, then the array's length.
-    string_starts: OnceLock<Box<[usize]>>,
-    numbers: OnceLock<HostArray>,
+    string_starts: OnceBox<Box<[usize]>>,
+    numbers: OnceBox<HostArray>,
 }
 
 /// NUL-terminated copies of every string of an array: one allocation for the bytes, one for the

@@ -25,8 +25,8 @@ pub struct GGUFFileImpl {
 }
 
 // SAFETY: the raw pointers inside the handle's records point into memory the handle owns (the
-// map, the arena, the caches), which is never written after open except through `OnceLock`,
-// whose initialisation is synchronised. Sharing the handle across threads is therefore sound,
+// map, the arena, the caches), which is never written after open except through `OnceBox`,
+// whose publication is synchronised. Sharing the handle across threads is therefore sound,
 // and moving it only moves owners of heap memory and mappings.
 unsafe impl Send for GGUFFileImpl {}
 // SAFETY: as above.

@@ -3,7 +3,7 @@
 //! Every function here follows one contract: pointer arguments are NULL-checked, panics are caught
 //! (none unwinds into C), failure returns the value the header documents and records why in a
 //! thread-local error ([`last_error`]), and every pointer handed out is owned by the handle and
-//! valid until `gguf_close`. Getters only read the handle or fill lazy caches through `OnceLock`,
+//! valid until `gguf_close`. Getters only read the handle or fill lazy caches through a write-once cell,
 //! so many threads may call them on one handle at once.
 //!
 //! Functions taking pointers are `unsafe` to call from Rust: the caller guarantees what the
@@ -17,6 +17,7 @@ mod boundary;
 pub mod handle;
 pub mod last_error;
 pub mod metadata;
+mod once;
 pub mod open;
 pub mod tensors;
 pub mod types;
