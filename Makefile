@@ -36,11 +36,10 @@ test: venv
 	$(CARGO) build --lib
 	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python $(CARGO) test
 
-# The concurrency test under ThreadSanitizer (nightly toolchain; see tests/tsan.supp).
+# The concurrency test under ThreadSanitizer (nightly toolchain).
 tsan:
-	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1" \
-	RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer" CARGO_TARGET_DIR=target/tsan \
-		$(CARGO) +nightly test --test concurrency --lib --target $$(rustc -vV | sed -n 's/^host: //p')
+	TSAN_OPTIONS="halt_on_error=1" RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer" CARGO_TARGET_DIR=target/tsan \
+		$(CARGO) +nightly test --test concurrency --target $$(rustc -vV | sed -n 's/^host: //p')
 
 # A short fuzzing run of every target (fuzz/run.sh SECONDS for longer ones).
 fuzz-smoke:
