@@ -13,7 +13,7 @@ const ROUNDS: usize = 20;
 
 fn model() -> Vec<u8> {
     let mut w = Writer::new();
-    let n = 5000;
+    let n: u32 = 5000;
     w.add_metadata("general.architecture", V::string("llama"))
         .unwrap();
     w.add_metadata(

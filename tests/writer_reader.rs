@@ -51,7 +51,10 @@ fn every_value_type() -> Vec<(&'static str, MetadataValue)> {
     ]
 }
 
-fn sample(version: u32, order: ByteOrder) -> (Writer, Vec<(String, Vec<u64>, DataType, Vec<u8>)>) {
+/// A tensor as written: name, dimensions, type and data.
+type Written = (String, Vec<u64>, DataType, Vec<u8>);
+
+fn sample(version: u32, order: ByteOrder) -> (Writer, Vec<Written>) {
     let mut w = Writer::new();
     w.set_version(version).unwrap().set_byte_order(order);
     for (k, v) in every_value_type() {

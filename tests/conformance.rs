@@ -1,0 +1,1443 @@
+//! Conformance with the reference implementation: the PyPI package `gguf` (gguf-py from
+//! llama.cpp), pinned in `tests/conformance/requirements.txt` and installed by `make venv`.
+//!
+//! * Reference -> libgguf: `tests/conformance/generate.py` writes random files with
+//!   `gguf.GGUFWriter` and, beside each, a JSON sidecar of what `gguf.GGUFReader` sees. Every
+//!   file is then opened with the Rust API (`GgufFile::open`) and with the C API (`gguf_open` and
+//!   its getters), and every fact is compared exactly: version, byte order, alignment, data
+//!   offset, every key in order with its value type and value (float bits, string bytes, array
+//!   element types and elements, nested arrays), every tensor's name, shape, type, offsets, size
+//!   and the sha256 of its data.
+//! * libgguf -> reference: files written with `gguf::Writer` (both byte orders, versions 2 and 3,
+//!   empty arrays, deep nested arrays, non-UTF-8 strings, every data type the reference knows)
+//!   are described by `GGUFReader` and compared with what was written, and with libgguf's view.
+//!
+//! The interpreter is `$GGUF_PYTHON`, else `<repo>/.venv/bin/python`; without one the tests fail
+//! (run `make venv`). `GGUF_CONFORMANCE_SEED` adds a second corpus with that seed and
+//! `GGUF_CONFORMANCE_COUNT` changes the number of files per corpus (default 40).
+
+use gguf::ffi::{self, GGUFFile, GGUFMetadataKV};
+use gguf::{ByteOrder, DataType, GgufFile, MetadataValue, Value, ValueType, Writer};
+use serde_json::{json, Value as Json};
+use sha2::{Digest, Sha256};
+use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Seed of the corpus every run checks.
+const SEED: u64 = 1;
+/// Files per corpus.
+const COUNT: usize = 40;
+/// Data types this library knows and the pinned reference does not (newer in ggml than it).
+/// The forward test fails if this list goes stale.
+const NOT_IN_REFERENCE: &[DataType] = &[DataType::Q2_0];
+/// Data types whose size the pinned reference gets wrong, with the reference's (block elements,
+/// block bytes). Q8_1: gguf-py 0.19.0's `GGML_QUANT_SIZES` says 32 elements in 4 + 4 + 32 = 40
+/// bytes (an old layout with two f32 scales); ggml's `block_q8_1` is two `ggml_half` plus 32
+/// `int8_t` = 36 bytes (static_assert in ggml-common.h; tests/data/ggml-types.tsv), which is what
+/// libgguf uses. Such tensors are left out of both directions (generate.py's
+/// `KNOWN_WRONG_SIZES`); the forward test fails if this list goes stale.
+const REFERENCE_WRONG_SIZES: &[(DataType, (u64, u64))] = &[(DataType::Q8_1, (32, 40))];
+/// Mismatches listed in a failure message (all are counted).
+const SHOWN: usize = 40;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn script() -> PathBuf {
+    repo().join("tests/conformance/generate.py")
+}
+
+/// The pinned reference version, from requirements.txt.
+fn pinned_version() -> String {
+    let reqs = std::fs::read_to_string(repo().join("tests/conformance/requirements.txt"))
+        .expect("read tests/conformance/requirements.txt");
+    reqs.lines()
+        .find_map(|l| l.trim().strip_prefix("gguf=="))
+        .expect("requirements.txt pins gguf==VERSION")
+        .trim()
+        .to_string()
+}
+
+/// The Python interpreter with the reference installed: `$GGUF_PYTHON`, else the repo's venv.
+fn python() -> PathBuf {
+    let pinned = pinned_version();
+    let mut candidates = Vec::new();
+    if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
+        candidates.push(PathBuf::from(p));
+    }
+    candidates.push(repo().join(".venv/bin/python"));
+    let mut tried = Vec::new();
+    for py in candidates {
+        let out = Command::new(&py)
+            .args([
+                "-c",
+                "import numpy, gguf, importlib.metadata as m; print(m.version('gguf'))",
+            ])
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                let version = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                if version == pinned {
+                    if !tried.is_empty() {
+                        eprintln!("conformance: using {}; {}", py.display(), tried.join("; "));
+                    }
+                    return py;
+                }
+                tried.push(format!(
+                    "{}: has gguf {version}, not the pinned {pinned}",
+                    py.display()
+                ));
+            }
+            Ok(o) => tried.push(format!(
+                "{}: cannot import gguf/numpy: {}",
+                py.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => tried.push(format!("{}: {e}", py.display())),
+        }
+    }
+    panic!(
+        "the conformance tests need the reference implementation (PyPI gguf=={pinned}): run \
+         `make venv` (creates .venv from tests/conformance/requirements.txt) or point \
+         GGUF_PYTHON at an interpreter that has it. Tried:\n  {}",
+        tried.join("\n  ")
+    );
+}
+
+fn run_python(py: &Path, args: &[&std::ffi::OsStr]) {
+    let out = Command::new(py)
+        .arg(script())
+        .args(args)
+        .output()
+        .expect("run the reference script");
+    assert!(
+        out.status.success(),
+        "{} {} failed ({}):\n{}{}",
+        py.display(),
+        script().display(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A fresh directory under target/ for one test's files.
+fn work_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("conformance")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the work directory");
+    dir
+}
+
+fn read_json(path: &Path) -> Json {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
+fn prefix(s: &str, n: usize) -> &str {
+    let end = (0..=n.min(s.len()))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    &s[..end]
+}
+
+/// Keys and names for messages: the text when UTF-8, else the hex.
+fn shown(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if s.len() > 60 => format!("'{}...'", prefix(s, 60)),
+        Ok(s) => format!("'{s}'"),
+        Err(_) => format!("0x{}", hex(bytes)),
+    }
+}
+
+/// The sidecar without its human-only fields (keys starting with `_`) and the file name.
+fn strip(j: &Json) -> Json {
+    match j {
+        Json::Object(m) => Json::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_') && k.as_str() != "file")
+                .map(|(k, v)| (k.clone(), strip(v)))
+                .collect(),
+        ),
+        Json::Array(a) => Json::Array(a.iter().map(strip).collect()),
+        other => other.clone(),
+    }
+}
+
+fn short(j: &Json) -> String {
+    let s = j.to_string();
+    if s.len() > 300 {
+        format!("{}... ({} chars)", prefix(&s, 300), s.len())
+    } else {
+        s
+    }
+}
+
+/// Where `a` (the reference) and `b` (ours) first differ, and both values there.
+fn first_diff(a: &Json, b: &Json, path: &str) -> Option<String> {
+    first_diff_as(a, b, path, ("reference", "libgguf"))
+}
+
+/// [`first_diff`], naming the two sides `names`.
+fn first_diff_as(a: &Json, b: &Json, path: &str, names: (&str, &str)) -> Option<String> {
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(u), Some(v)) => first_diff_as(u, v, &format!("{path}.{k}"), names),
+                (u, v) => Some(format!(
+                    "{path}.{k}: {} {} vs {} {}",
+                    names.0,
+                    u.map_or("(absent)".into(), short),
+                    names.1,
+                    v.map_or("(absent)".into(), short)
+                )),
+            })
+        }
+        (Json::Array(x), Json::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (u, v))| first_diff_as(u, v, &format!("{path}[{i}]"), names)),
+        _ if a == b => None,
+        _ => Some(format!(
+            "{path}: {} {} vs {} {}",
+            names.0,
+            short(a),
+            names.1,
+            short(b)
+        )),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// libgguf's view, in the sidecar's canonical form: through the Rust API and through the C API.
+// ------------------------------------------------------------------------------------------
+
+fn order_name(order: ByteOrder) -> &'static str {
+    match order {
+        ByteOrder::Little => "little",
+        ByteOrder::Big => "big",
+    }
+}
+
+fn canon_value(v: &Value<'_>) -> Json {
+    let ty = v.value_type().name();
+    match *v {
+        Value::U8(x) => json!({"type": ty, "value": x}),
+        Value::I8(x) => json!({"type": ty, "value": x}),
+        Value::U16(x) => json!({"type": ty, "value": x}),
+        Value::I16(x) => json!({"type": ty, "value": x}),
+        Value::U32(x) => json!({"type": ty, "value": x}),
+        Value::I32(x) => json!({"type": ty, "value": x}),
+        Value::U64(x) => json!({"type": ty, "value": x}),
+        Value::I64(x) => json!({"type": ty, "value": x}),
+        Value::Bool(x) => json!({"type": ty, "value": x}),
+        Value::F32(x) => json!({"type": ty, "bits": x.to_bits()}),
+        Value::F64(x) => json!({"type": ty, "bits": x.to_bits()}),
+        Value::String(s) => json!({"type": ty, "hex": hex(s)}),
+        Value::Array(a) => json!({
+            "type": ty,
+            "elem": a.elem_type().name(),
+            "len": a.len(),
+            "items": a.iter().map(|x| canon_value(&x)).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn canon_written(v: &MetadataValue) -> Json {
+    let ty = v.value_type().name();
+    match v {
+        MetadataValue::U8(x) => json!({"type": ty, "value": x}),
+        MetadataValue::I8(x) => json!({"type": ty, "value": x}),
+        MetadataValue::U16(x) => json!({"type": ty, "value": x}),
+        MetadataValue::I16(x) => json!({"type": ty, "value": x}),
+        MetadataValue::U32(x) => json!({"type": ty, "value": x}),
+        MetadataValue::I32(x) => json!({"type": ty, "value": x}),
+        MetadataValue::U64(x) => json!({"type": ty, "value": x}),
+        MetadataValue::I64(x) => json!({"type": ty, "value": x}),
+        MetadataValue::Bool(x) => json!({"type": ty, "value": x}),
+        MetadataValue::F32(x) => json!({"type": ty, "bits": x.to_bits()}),
+        MetadataValue::F64(x) => json!({"type": ty, "bits": x.to_bits()}),
+        MetadataValue::String(s) => json!({"type": ty, "hex": hex(s)}),
+        MetadataValue::Array(elem, items) => json!({
+            "type": ty,
+            "elem": elem.name(),
+            "len": items.len(),
+            "items": items.iter().map(canon_written).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn canon_tensor(
+    name: &[u8],
+    dims: &[u64],
+    dtype_id: u32,
+    type_name: &str,
+    block: (u64, u64),
+    n_elements: u64,
+    offset: u64,
+    file_offset: u64,
+    data: &[u8],
+) -> Json {
+    json!({
+        "name_hex": hex(name),
+        "n_dims": dims.len(),
+        "shape": dims,
+        "type": dtype_id,
+        "type_name": type_name,
+        "block": [block.0, block.1],
+        "n_elements": n_elements,
+        "offset": offset,
+        "file_offset": file_offset,
+        "n_bytes": data.len(),
+        "sha256": sha256(data),
+    })
+}
+
+/// The file through the Rust API. Inconsistencies inside the API (a lookup by name disagreeing
+/// with the walk in file order) are pushed to `errors`.
+fn describe_rust(path: &Path, errors: &mut Vec<String>) -> Result<Json, String> {
+    let f = GgufFile::open(path).map_err(|e| e.to_string())?;
+    let mut metadata = Vec::new();
+    for (i, entry) in f.metadata().enumerate() {
+        if f.metadata_index(entry.key) != Some(i) {
+            errors.push(format!(
+                "metadata_index({}) is {:?}, expected {i}",
+                shown(entry.key),
+                f.metadata_index(entry.key)
+            ));
+        }
+        // Compared in canonical form: NaN != NaN for `Value`'s PartialEq.
+        if f.get(entry.key).map(|v| canon_value(&v)) != Some(canon_value(&entry.value)) {
+            errors.push(format!(
+                "get({}) differs from metadata_at({i})",
+                shown(entry.key)
+            ));
+        }
+        metadata.push(json!({"key_hex": hex(entry.key), "value": canon_value(&entry.value)}));
+    }
+    let mut tensors = Vec::new();
+    for (i, t) in f.tensors().enumerate() {
+        if f.tensor(t.name) != Some(t) || f.tensor_index(t.name) != Some(i) {
+            errors.push(format!(
+                "tensor({}) differs from tensor_at({i})",
+                shown(t.name)
+            ));
+        }
+        if t.dims[t.n_dims as usize..].iter().any(|&d| d != 1) {
+            errors.push(format!(
+                "tensor {}: dims past n_dims are {:?}, expected 1",
+                shown(t.name),
+                t.dims
+            ));
+        }
+        if t.size != t.data.len() as u64 || t.file_offset != f.data_offset() + t.offset {
+            errors.push(format!(
+                "tensor {}: size/offsets inconsistent",
+                shown(t.name)
+            ));
+        }
+        tensors.push(canon_tensor(
+            t.name,
+            &t.dims[..t.n_dims as usize],
+            t.dtype.id(),
+            t.dtype.name(),
+            (t.dtype.block_elems(), t.dtype.block_bytes()),
+            t.n_elements,
+            t.offset,
+            t.file_offset,
+            t.data,
+        ));
+    }
+    Ok(json!({
+        "version": f.version(),
+        "byte_order": order_name(f.byte_order()),
+        "alignment": f.alignment(),
+        "data_offset": f.data_offset(),
+        "file_size": f.file_size(),
+        "kv_count": f.metadata_count(),
+        "tensor_count": f.tensor_count(),
+        "metadata": metadata,
+        "tensors": tensors,
+    }))
+}
+
+/// `len` bytes at `ptr` (a NULL pointer is allowed for an empty range).
+///
+/// # Safety
+/// `ptr` is valid for `len` bytes while the result is used.
+unsafe fn bytes_at<'a>(ptr: *const u8, len: u64) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    assert!(!ptr.is_null(), "NULL pointer for {len} bytes");
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(ptr, len as usize) }
+}
+
+/// Reads elements from the raw bytes of an array (`array_data`, in the file's byte order): an
+/// independent decoder, checking that the C API hands out exactly the array's bytes.
+struct RawCursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    order: ByteOrder,
+    wide: bool,
+}
+
+impl RawCursor<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let chunk = self
+            .bytes
+            .get(self.pos..self.pos + N)
+            .ok_or_else(|| format!("array_data ends at {} reading {N} bytes", self.pos))?;
+        self.pos += N;
+        let mut out = [0u8; N];
+        out.copy_from_slice(chunk);
+        if self.order == ByteOrder::Big {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    fn len(&mut self) -> Result<u64, String> {
+        Ok(if self.wide {
+            u64::from_le_bytes(self.take()?)
+        } else {
+            u32::from_le_bytes(self.take()?).into()
+        })
+    }
+
+    fn value(&mut self, ty: ValueType) -> Result<Json, String> {
+        let name = ty.name();
+        Ok(match ty {
+            ValueType::Uint8 => json!({"type": name, "value": u8::from_le_bytes(self.take()?)}),
+            ValueType::Int8 => json!({"type": name, "value": i8::from_le_bytes(self.take()?)}),
+            ValueType::Uint16 => json!({"type": name, "value": u16::from_le_bytes(self.take()?)}),
+            ValueType::Int16 => json!({"type": name, "value": i16::from_le_bytes(self.take()?)}),
+            ValueType::Uint32 => json!({"type": name, "value": u32::from_le_bytes(self.take()?)}),
+            ValueType::Int32 => json!({"type": name, "value": i32::from_le_bytes(self.take()?)}),
+            ValueType::Uint64 => json!({"type": name, "value": u64::from_le_bytes(self.take()?)}),
+            ValueType::Int64 => json!({"type": name, "value": i64::from_le_bytes(self.take()?)}),
+            ValueType::Float32 => json!({"type": name, "bits": u32::from_le_bytes(self.take()?)}),
+            ValueType::Float64 => json!({"type": name, "bits": u64::from_le_bytes(self.take()?)}),
+            ValueType::Bool => json!({"type": name, "value": self.take::<1>()?[0] != 0}),
+            ValueType::String => {
+                let n = self.len()? as usize;
+                let s = self
+                    .bytes
+                    .get(self.pos..self.pos + n)
+                    .ok_or("array_data ends inside a string")?;
+                self.pos += n;
+                json!({"type": name, "hex": hex(s)})
+            }
+            ValueType::Array => {
+                let elem = u32::from_le_bytes(self.take()?);
+                let elem = ValueType::from_id(elem).ok_or("bad nested element type")?;
+                let n = self.len()?;
+                let items = (0..n)
+                    .map(|_| self.value(elem))
+                    .collect::<Result<Vec<_>, _>>()?;
+                json!({"type": name, "elem": elem.name(), "len": n, "items": items})
+            }
+        })
+    }
+}
+
+/// The elements of the array under `key` through the typed C getter for `elem` (for STRING
+/// arrays, both `gguf_get_string_array` and `gguf_get_array_string`, checked against each
+/// other); `None` for arrays of arrays, which have no typed getter.
+///
+/// # Safety
+/// `h` is an open handle and `key` a NUL-terminated key of it.
+unsafe fn typed_items(
+    h: GGUFFile,
+    key: *const c_char,
+    elem: ValueType,
+    errors: &mut Vec<String>,
+) -> Option<Result<Vec<Json>, String>> {
+    use ffi::arrays::*;
+    let name = elem.name();
+    let mut n = u64::MAX;
+    macro_rules! typed {
+        ($getter:ident, $t:ty, $conv:expr) => {{
+            // SAFETY: the caller's contract; `n` is writable.
+            let p = unsafe { $getter(h, key, &mut n) };
+            if p.is_null() {
+                return Some(Err(format!("{} returned NULL", stringify!($getter))));
+            }
+            // SAFETY: the getter returned `n` elements at `p`, valid until gguf_close.
+            let items: &[$t] = unsafe { std::slice::from_raw_parts(p, n as usize) };
+            let conv = $conv;
+            Some(Ok(items.iter().map(|&x| conv(x)).collect()))
+        }};
+    }
+    match elem {
+        ValueType::Uint8 => typed!(
+            gguf_get_uint8_array,
+            u8,
+            |x: u8| json!({"type": name, "value": x})
+        ),
+        ValueType::Int8 => typed!(
+            gguf_get_int8_array,
+            i8,
+            |x: i8| json!({"type": name, "value": x})
+        ),
+        ValueType::Uint16 => {
+            typed!(
+                gguf_get_uint16_array,
+                u16,
+                |x: u16| json!({"type": name, "value": x})
+            )
+        }
+        ValueType::Int16 => typed!(
+            gguf_get_int16_array,
+            i16,
+            |x: i16| json!({"type": name, "value": x})
+        ),
+        ValueType::Uint32 => {
+            typed!(
+                gguf_get_uint32_array,
+                u32,
+                |x: u32| json!({"type": name, "value": x})
+            )
+        }
+        ValueType::Int32 => typed!(
+            gguf_get_int32_array,
+            i32,
+            |x: i32| json!({"type": name, "value": x})
+        ),
+        ValueType::Uint64 => {
+            typed!(
+                gguf_get_uint64_array,
+                u64,
+                |x: u64| json!({"type": name, "value": x})
+            )
+        }
+        ValueType::Int64 => typed!(
+            gguf_get_int64_array,
+            i64,
+            |x: i64| json!({"type": name, "value": x})
+        ),
+        ValueType::Float32 => {
+            typed!(
+                gguf_get_float_array,
+                f32,
+                |x: f32| json!({"type": name, "bits": x.to_bits()})
+            )
+        }
+        ValueType::Float64 => {
+            typed!(
+                gguf_get_float64_array,
+                f64,
+                |x: f64| json!({"type": name, "bits": x.to_bits()})
+            )
+        }
+        ValueType::Bool => typed!(
+            gguf_get_bool_array,
+            bool,
+            |x: bool| json!({"type": name, "value": x})
+        ),
+        ValueType::String => {
+            // SAFETY: the caller's contract; `n` is writable.
+            let ptrs = unsafe { gguf_get_string_array(h, key, &mut n) };
+            if ptrs.is_null() {
+                return Some(Err("gguf_get_string_array returned NULL".into()));
+            }
+            let mut items = Vec::new();
+            for i in 0..n {
+                let mut len = u64::MAX;
+                // SAFETY: the caller's contract; `len` is writable.
+                let s = unsafe { gguf_get_array_string(h, key, i, &mut len) };
+                if s.is_null() {
+                    return Some(Err(format!("gguf_get_array_string({i}) returned NULL")));
+                }
+                // SAFETY: `len` bytes at `s`, valid until gguf_close.
+                let full = unsafe { bytes_at(s.cast(), len) };
+                // SAFETY: `n` pointers to NUL-terminated strings, valid until gguf_close.
+                let cut = unsafe { CStr::from_ptr(*ptrs.add(i as usize)) }.to_bytes();
+                let until_nul = full.split(|&b| b == 0).next().unwrap_or_default();
+                if cut != until_nul {
+                    errors.push(format!(
+                        "gguf_get_string_array[{i}] is {}, gguf_get_array_string is {} (cut at \
+                         NUL: {})",
+                        shown(cut),
+                        shown(full),
+                        shown(until_nul)
+                    ));
+                }
+                items.push(json!({"type": name, "hex": hex(full)}));
+            }
+            Some(Ok(items))
+        }
+        ValueType::Array => None,
+    }
+}
+
+/// One metadata record of the C API in canonical form.
+///
+/// # Safety
+/// `h` is an open handle and `kv` one of its records.
+unsafe fn c_value(
+    h: GGUFFile,
+    kv: &GGUFMetadataKV,
+    layout: (ByteOrder, bool),
+    errors: &mut Vec<String>,
+) -> Result<Json, String> {
+    let ty = ValueType::from_id(kv.r#type).ok_or(format!("bad type {}", kv.r#type))?;
+    let name = ty.name();
+    let v = kv.value;
+    let widened = |ok: bool, what: &str| {
+        if ok {
+            None
+        } else {
+            Some(format!("value.{what} disagrees with the narrow member"))
+        }
+    };
+    // SAFETY (every union read below): the member documented for `type`.
+    let (json, issue) = unsafe {
+        match ty {
+            ValueType::Uint8 => (
+                json!({"type": name, "value": v.u8}),
+                widened(v.u32 == u32::from(v.u8), "u32"),
+            ),
+            ValueType::Int8 => (
+                json!({"type": name, "value": v.i8}),
+                widened(v.i32 == i32::from(v.i8), "i32"),
+            ),
+            ValueType::Uint16 => (
+                json!({"type": name, "value": v.u16}),
+                widened(v.u32 == u32::from(v.u16), "u32"),
+            ),
+            ValueType::Int16 => (
+                json!({"type": name, "value": v.i16}),
+                widened(v.i32 == i32::from(v.i16), "i32"),
+            ),
+            ValueType::Uint32 => (json!({"type": name, "value": v.u32}), None),
+            ValueType::Int32 => (json!({"type": name, "value": v.i32}), None),
+            ValueType::Uint64 => (json!({"type": name, "value": v.u64}), None),
+            ValueType::Int64 => (json!({"type": name, "value": v.i64}), None),
+            ValueType::Float32 => (json!({"type": name, "bits": v.f32.to_bits()}), None),
+            ValueType::Float64 => (json!({"type": name, "bits": v.f64.to_bits()}), None),
+            ValueType::Bool => (json!({"type": name, "value": v.b}), None),
+            ValueType::String => {
+                let s = bytes_at(v.str.cast(), kv.str_len);
+                let nul = *v.str.add(kv.str_len as usize);
+                (
+                    json!({"type": name, "hex": hex(s)}),
+                    (nul != 0).then(|| "string value is not NUL-terminated at str_len".into()),
+                )
+            }
+            ValueType::Array => {
+                let elem = ValueType::from_id(kv.array_type)
+                    .ok_or(format!("bad element type {}", kv.array_type))?;
+                if v.u32 != kv.array_type {
+                    errors.push("value.u32 of an ARRAY is not its element type".into());
+                }
+                let raw = bytes_at(kv.array_data.cast(), kv.array_bytes);
+                let mut cursor = RawCursor {
+                    bytes: raw,
+                    pos: 0,
+                    order: layout.0,
+                    wide: layout.1,
+                };
+                let from_raw = (0..kv.array_len)
+                    .map(|_| cursor.value(elem))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if cursor.pos != raw.len() {
+                    errors.push(format!(
+                        "array_bytes is {} but the elements take {}",
+                        raw.len(),
+                        cursor.pos
+                    ));
+                }
+                let items = match typed_items(h, kv.key, elem, errors) {
+                    Some(typed) => {
+                        let typed = typed?;
+                        if typed != from_raw {
+                            errors.push(format!(
+                                "typed getter disagrees with array_data: {}",
+                                first_diff_as(
+                                    &Json::from(from_raw.clone()),
+                                    &Json::from(typed.clone()),
+                                    "items",
+                                    ("array_data", "typed getter")
+                                )
+                                .unwrap_or_default()
+                            ));
+                        }
+                        typed
+                    }
+                    None => from_raw,
+                };
+                (
+                    json!({"type": name, "elem": elem.name(), "len": kv.array_len, "items": items}),
+                    None,
+                )
+            }
+        }
+    };
+    errors.extend(issue);
+    Ok(json)
+}
+
+fn last_error() -> String {
+    // SAFETY: never NULL; valid until the next failing call on this thread.
+    unsafe { CStr::from_ptr(ffi::last_error::gguf_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The file through the C API.
+fn describe_c(path: &Path, errors: &mut Vec<String>) -> Result<Json, String> {
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+    #[cfg(not(unix))]
+    let bytes = path.to_str().ok_or("path is not UTF-8")?.as_bytes();
+    let c_path = CString::new(bytes).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path.
+    let h = unsafe { ffi::open::gguf_open(c_path.as_ptr()) };
+    if h.is_null() {
+        return Err(format!("gguf_open failed: {}", last_error()));
+    }
+    // SAFETY: `h` is open until the gguf_close below; every pointer read is one it returned.
+    let result = unsafe { describe_open(h, errors) };
+    // SAFETY: `h` is open and closed once.
+    unsafe { ffi::open::gguf_close(h) };
+    result
+}
+
+/// # Safety
+/// `h` is an open handle.
+unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, String> {
+    use ffi::metadata::*;
+    use ffi::open::*;
+    use ffi::tensors::*;
+    use ffi::types::*;
+    // SAFETY: the caller's contract, for every call and pointer below.
+    unsafe {
+        let version = gguf_version(h);
+        let order = match gguf_byte_order(h) {
+            0 => ByteOrder::Little,
+            1 => ByteOrder::Big,
+            other => return Err(format!("gguf_byte_order returned {other}")),
+        };
+        let layout = (order, version >= 2);
+        let mut metadata = Vec::new();
+        for i in 0..gguf_metadata_count(h) {
+            let kv: *const GGUFMetadataKV = gguf_get_metadata_by_index(h, i);
+            if kv.is_null() {
+                return Err(format!("gguf_get_metadata_by_index({i}): {}", last_error()));
+            }
+            let kv = &*kv;
+            let key = bytes_at(kv.key.cast(), kv.key_len);
+            if *kv.key.add(key.len()) != 0 || kv.index != i {
+                errors.push(format!(
+                    "key {}: not NUL-terminated or wrong index",
+                    shown(key)
+                ));
+            }
+            if !key.contains(&0) && !std::ptr::eq(gguf_get_metadata(h, kv.key), kv) {
+                errors.push(format!(
+                    "gguf_get_metadata({}) is not the record at index {i}",
+                    shown(key)
+                ));
+            }
+            let value =
+                c_value(h, kv, layout, errors).map_err(|e| format!("key {}: {e}", shown(key)))?;
+            metadata.push(json!({"key_hex": hex(key), "value": value}));
+        }
+        let mut tensors = Vec::new();
+        for i in 0..gguf_tensor_count(h) {
+            let info: *const GGUFTensorInfo = gguf_get_tensor_by_index(h, i);
+            if info.is_null() {
+                return Err(format!("gguf_get_tensor_by_index({i}): {}", last_error()));
+            }
+            let t = &*info;
+            let name = bytes_at(t.name.cast(), t.name_len);
+            if *t.name.add(name.len()) != 0 || t.index != i {
+                errors.push(format!(
+                    "tensor {}: not NUL-terminated or wrong index",
+                    shown(name)
+                ));
+            }
+            if !name.contains(&0) && !std::ptr::eq(gguf_get_tensor(h, t.name), info) {
+                errors.push(format!(
+                    "gguf_get_tensor({}) is not the record at index {i}",
+                    shown(name)
+                ));
+            }
+            let n_dims = t.n_dims as usize;
+            if n_dims > 4 || t.dims[n_dims.min(4)..].iter().any(|&d| d != 1) {
+                errors.push(format!(
+                    "tensor {}: dims {:?}, n_dims {n_dims}",
+                    shown(name),
+                    t.dims
+                ));
+            }
+            let data = gguf_tensor_data(h, info);
+            if data.is_null() {
+                return Err(format!(
+                    "gguf_tensor_data({}): {}",
+                    shown(name),
+                    last_error()
+                ));
+            }
+            let data = bytes_at(data.cast(), t.size_bytes);
+            let type_name = gguf_dtype_name(t.dtype);
+            if type_name.is_null() {
+                return Err(format!("gguf_dtype_name({}) is NULL", t.dtype));
+            }
+            tensors.push(canon_tensor(
+                name,
+                &t.dims[..n_dims.min(4)],
+                t.dtype,
+                &CStr::from_ptr(type_name).to_string_lossy(),
+                (
+                    gguf_dtype_block_size(t.dtype),
+                    gguf_dtype_block_bytes(t.dtype),
+                ),
+                t.n_elements,
+                t.offset,
+                t.file_offset,
+                data,
+            ));
+        }
+        Ok(json!({
+            "version": version,
+            "byte_order": order_name(order),
+            "alignment": gguf_alignment(h),
+            "data_offset": gguf_data_offset(h),
+            "file_size": gguf_file_size(h),
+            "kv_count": gguf_metadata_count(h),
+            "tensor_count": gguf_tensor_count(h),
+            "metadata": metadata,
+            "tensors": tensors,
+        }))
+    }
+}
+
+/// Every difference between the reference's view and ours, each naming what differs.
+fn compare(reference: &Json, ours: &Json) -> Vec<String> {
+    let mut out = Vec::new();
+    for field in [
+        "version",
+        "byte_order",
+        "alignment",
+        "data_offset",
+        "file_size",
+        "kv_count",
+        "tensor_count",
+    ] {
+        if reference[field] != ours[field] {
+            out.push(format!(
+                "{field}: reference {} vs libgguf {}",
+                reference[field], ours[field]
+            ));
+        }
+    }
+    let key_of = |m: &Json| {
+        let h = m["key_hex"].as_str().unwrap_or_default();
+        shown(&decode_hex(h))
+    };
+    let (rm, om) = (
+        as_array(&reference["metadata"]),
+        as_array(&ours["metadata"]),
+    );
+    if rm.len() != om.len() {
+        out.push(format!(
+            "{} metadata entries in the reference, {} in libgguf",
+            rm.len(),
+            om.len()
+        ));
+    }
+    for (i, (r, o)) in rm.iter().zip(om).enumerate() {
+        if let Some(d) = first_diff(r, o, "") {
+            out.push(format!("metadata entry {i} (key {}): {d}", key_of(r)));
+        }
+    }
+    let (rt, ot) = (as_array(&reference["tensors"]), as_array(&ours["tensors"]));
+    if rt.len() != ot.len() {
+        out.push(format!(
+            "{} tensors in the reference, {} in libgguf",
+            rt.len(),
+            ot.len()
+        ));
+    }
+    for (i, (r, o)) in rt.iter().zip(ot).enumerate() {
+        if let Some(d) = first_diff(r, o, "") {
+            let name = shown(&decode_hex(r["name_hex"].as_str().unwrap_or_default()));
+            out.push(format!("tensor {i} ({name}): {d}"));
+        }
+    }
+    out
+}
+
+fn as_array(j: &Json) -> &[Json] {
+    j.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+fn decode_hex(h: &str) -> Vec<u8> {
+    (0..h.len() / 2)
+        .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap_or(0))
+        .collect()
+}
+
+/// Compares the reference's sidecar for `path` with libgguf's Rust and C views; returns the
+/// mismatches, each prefixed with the file and the API.
+fn check_file(path: &Path, sidecar: &Json) -> Vec<String> {
+    let file = path.file_name().unwrap_or_default().to_string_lossy();
+    let reference = strip(sidecar);
+    let mut out = Vec::new();
+    for (api, describe) in [
+        (
+            "Rust API",
+            describe_rust as fn(&Path, &mut Vec<String>) -> Result<Json, String>,
+        ),
+        ("C API", describe_c),
+    ] {
+        let mut internal = Vec::new();
+        match describe(path, &mut internal) {
+            Ok(ours) => out.extend(
+                compare(&reference, &ours)
+                    .into_iter()
+                    .map(|m| format!("{file} ({api}): {m}")),
+            ),
+            Err(e) => out.push(format!(
+                "{file} ({api}): libgguf refuses a file the reference reads: {e}"
+            )),
+        }
+        out.extend(
+            internal
+                .into_iter()
+                .map(|m| format!("{file} ({api}, internal): {m}")),
+        );
+    }
+    out
+}
+
+fn report(what: &str, checked: usize, mismatches: &[String]) {
+    assert!(
+        mismatches.is_empty(),
+        "{what}: {} mismatches over {checked} files; first {}:\n  {}",
+        mismatches.len(),
+        mismatches.len().min(SHOWN),
+        mismatches[..mismatches.len().min(SHOWN)].join("\n  ")
+    );
+    eprintln!("{what}: {checked} files identical");
+}
+
+// ------------------------------------------------------------------------------------------
+// Reference -> libgguf.
+// ------------------------------------------------------------------------------------------
+
+/// The reference's type tables agree with ours, except for types newer than the reference.
+fn check_type_tables(tables: &Json) -> Vec<String> {
+    let mut out = Vec::new();
+    let value_types = tables["value_types"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for t in ValueType::ALL {
+        let theirs = value_types.get(&t.id().to_string()).and_then(Json::as_str);
+        if theirs != Some(t.name()) {
+            out.push(format!(
+                "value type {}: reference {theirs:?} vs libgguf {}",
+                t.id(),
+                t.name()
+            ));
+        }
+    }
+    if value_types.len() != ValueType::ALL.len() {
+        out.push(format!("reference has {} value types", value_types.len()));
+    }
+    let data_types = tables["data_types"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for (id, row) in &data_types {
+        let t = id.parse().ok().and_then(DataType::from_id);
+        let ours = t.map(|t| json!([t.name(), t.block_elems(), t.block_bytes()]));
+        let known_wrong = REFERENCE_WRONG_SIZES.iter().find(|(w, _)| Some(*w) == t);
+        if let Some((t, (elems, bytes))) = known_wrong {
+            if row != &json!([t.name(), elems, bytes]) {
+                out.push(format!(
+                    "data type {id}: REFERENCE_WRONG_SIZES is stale: the reference now says {row}"
+                ));
+            }
+        } else if ours.as_ref() != Some(row) {
+            out.push(format!(
+                "data type {id}: reference {row} vs libgguf {}",
+                ours.map_or("(unknown)".into(), |o| o.to_string())
+            ));
+        }
+    }
+    for t in DataType::ALL {
+        let known = data_types.contains_key(&t.id().to_string());
+        if known == NOT_IN_REFERENCE.contains(&t) {
+            out.push(format!(
+                "data type {} ({}): NOT_IN_REFERENCE is stale (reference knows it: {known})",
+                t.id(),
+                t.name()
+            ));
+        }
+    }
+    out
+}
+
+/// The corpus covers what it is meant to: fails if the generator regresses.
+fn check_coverage(sidecars: &[Json], tables: &Json) {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in sidecars {
+        seen.insert(format!("order:{}", s["byte_order"].as_str().unwrap_or("")));
+        if s["alignment"] != 32 {
+            seen.insert("custom alignment".to_string());
+        }
+        for m in as_array(&s["metadata"]) {
+            let v = &m["value"];
+            let ty = v["type"].as_str().unwrap_or_default();
+            seen.insert(format!("scalar:{ty}"));
+            if ty == "ARRAY" {
+                seen.insert(format!("array:{}", v["elem"].as_str().unwrap_or_default()));
+            }
+            if ty == "STRING" {
+                let hex = v["hex"].as_str().unwrap_or_default();
+                let bytes = decode_hex(hex);
+                if hex.is_empty() {
+                    seen.insert("empty string".into());
+                } else if std::str::from_utf8(&bytes).is_err() {
+                    seen.insert("non-UTF-8 string".into());
+                } else if !bytes.is_ascii() {
+                    seen.insert("non-ASCII string".into());
+                }
+            }
+        }
+        for t in as_array(&s["tensors"]) {
+            seen.insert(format!(
+                "dtype:{}",
+                t["type_name"].as_str().unwrap_or_default()
+            ));
+            seen.insert(format!("dims:{}", t["n_dims"]));
+        }
+    }
+    let mut want: Vec<String> = ValueType::ALL
+        .iter()
+        .map(|t| format!("scalar:{}", t.name()))
+        .chain(ValueType::ALL.iter().map(|t| format!("array:{}", t.name())))
+        .chain((1..=4).map(|d| format!("dims:{d}")))
+        .chain(
+            [
+                "order:little",
+                "order:big",
+                "custom alignment",
+                "empty string",
+            ]
+            .map(String::from),
+        )
+        .chain(["non-UTF-8 string", "non-ASCII string"].map(String::from))
+        .collect();
+    if let Some(types) = tables["data_types"].as_object() {
+        want.extend(
+            types
+                .values()
+                .map(|r| r[0].as_str().unwrap_or_default())
+                .filter(|n| !REFERENCE_WRONG_SIZES.iter().any(|(t, _)| t.name() == *n))
+                .map(|n| format!("dtype:{n}")),
+        );
+    }
+    let missing: Vec<&String> = want.iter().filter(|w| !seen.contains(*w)).collect();
+    assert!(
+        missing.is_empty(),
+        "the generated corpus misses {missing:?}"
+    );
+}
+
+fn check_corpus(py: &Path, seed: u64, count: usize) {
+    let dir = work_dir(&format!("reference-seed-{seed}"));
+    let count_arg = count.to_string();
+    let seed_arg = seed.to_string();
+    run_python(
+        py,
+        &[
+            "generate".as_ref(),
+            dir.as_os_str(),
+            count_arg.as_ref(),
+            seed_arg.as_ref(),
+        ],
+    );
+    let tables = read_json(&dir.join("reference-types.json"));
+    let mut mismatches = check_type_tables(&tables);
+    let mut sidecars = Vec::new();
+    for i in 0..count {
+        let path = dir.join(format!("s{seed}-{i:03}.gguf"));
+        let sidecar = read_json(&path.with_extension("json"));
+        mismatches.extend(check_file(&path, &sidecar));
+        sidecars.push(sidecar);
+    }
+    report(
+        &format!("reference corpus (seed {seed})"),
+        count,
+        &mismatches,
+    );
+    if count >= COUNT {
+        check_coverage(&sidecars, &tables);
+    }
+}
+
+#[test]
+fn files_written_by_the_reference_read_identically() {
+    let py = python();
+    let count = std::env::var("GGUF_CONFORMANCE_COUNT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(COUNT);
+    check_corpus(&py, SEED, count);
+    if let Some(seed) = std::env::var("GGUF_CONFORMANCE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        check_corpus(&py, seed, count);
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// libgguf -> reference.
+// ------------------------------------------------------------------------------------------
+
+/// A small deterministic generator (splitmix64) for test data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Metadata covering every value type, edge values, empty and non-UTF-8 strings, empty arrays of
+/// every element type and deeply nested arrays.
+fn written_metadata(rng: &mut Rng) -> Vec<(String, MetadataValue)> {
+    use MetadataValue::{Array, Bool, F32, F64, I16, I32, I64, I8, U16, U32, U64, U8};
+    fn s(bytes: impl AsRef<[u8]>) -> MetadataValue {
+        MetadataValue::string(bytes)
+    }
+    let mut kv: Vec<(String, MetadataValue)> = vec![
+        ("general.architecture".into(), s("llama")),
+        ("u8.min".into(), U8(0)),
+        ("u8.max".into(), U8(u8::MAX)),
+        ("i8.min".into(), I8(i8::MIN)),
+        ("i8.max".into(), I8(i8::MAX)),
+        ("u16.max".into(), U16(u16::MAX)),
+        ("i16.min".into(), I16(i16::MIN)),
+        ("u32.max".into(), U32(u32::MAX)),
+        ("i32.min".into(), I32(i32::MIN)),
+        ("u64.max".into(), U64(u64::MAX)),
+        ("i64.min".into(), I64(i64::MIN)),
+        ("i64.max".into(), I64(i64::MAX)),
+        ("f32.nan_payload".into(), F32(f32::from_bits(0x7fc0_1234))),
+        ("f32.neg_zero".into(), F32(-0.0)),
+        ("f32.subnormal".into(), F32(f32::from_bits(1))),
+        ("f32.inf".into(), F32(f32::NEG_INFINITY)),
+        (
+            "f64.nan_payload".into(),
+            F64(f64::from_bits(0xfff8_0000_dead_beef)),
+        ),
+        ("f64.max".into(), F64(f64::MAX)),
+        ("f64.tenth".into(), F64(0.1)),
+        ("bool.true".into(), Bool(true)),
+        ("bool.false".into(), Bool(false)),
+        ("str.empty".into(), s("")),
+        ("str.utf8".into(), s("héllo 日本 🦙")),
+        ("str.nul".into(), s(b"a\0b\0")),
+        ("str.non_utf8".into(), s(b"\xff\xfe\x80abc")),
+        ("ключ.юникод".into(), s("значение")),
+        (
+            "tokenizer.ggml.tokens".into(),
+            Array(
+                ValueType::String,
+                vec![
+                    s("<s>"),
+                    s(""),
+                    s("▁the"),
+                    s(b"\xc3("),
+                    s("nul\0in"),
+                    s("🙂"),
+                ],
+            ),
+        ),
+        (
+            "nested.deep".into(),
+            (0..7).fold(
+                Array(ValueType::Int16, vec![I16(-1), I16(2)]),
+                |inner, _| Array(ValueType::Array, vec![inner]),
+            ),
+        ),
+        (
+            "nested.mixed".into(),
+            Array(
+                ValueType::Array,
+                vec![
+                    Array(ValueType::Uint64, vec![U64(1), U64(u64::MAX)]),
+                    Array(ValueType::String, vec![s("x"), s("")]),
+                    Array(ValueType::Bool, vec![]),
+                    Array(
+                        ValueType::Array,
+                        vec![Array(ValueType::Float64, vec![F64(-0.5)])],
+                    ),
+                    Array(ValueType::Array, vec![]),
+                ],
+            ),
+        ),
+        ("nested.empty".into(), Array(ValueType::Array, vec![])),
+    ];
+    // Every element type, empty and not.
+    for elem in ValueType::ALL {
+        if elem == ValueType::Array {
+            continue;
+        }
+        let n = 1 + (rng.next() % 40) as usize;
+        let items: Vec<MetadataValue> = (0..n)
+            .map(|_| {
+                let r = rng.next();
+                match elem {
+                    ValueType::Uint8 => U8(r as u8),
+                    ValueType::Int8 => I8(r as i8),
+                    ValueType::Uint16 => U16(r as u16),
+                    ValueType::Int16 => I16(r as i16),
+                    ValueType::Uint32 => U32(r as u32),
+                    ValueType::Int32 => I32(r as i32),
+                    ValueType::Uint64 => U64(r),
+                    ValueType::Int64 => I64(r as i64),
+                    ValueType::Float32 => F32(f32::from_bits(r as u32)),
+                    ValueType::Float64 => F64(f64::from_bits(r)),
+                    ValueType::Bool => Bool(r & 1 == 1),
+                    _ => s(rng.bytes((r % 12) as usize)),
+                }
+            })
+            .collect();
+        kv.push((format!("array.{}", elem.name()), Array(elem, items)));
+        kv.push((format!("array.{}.empty", elem.name()), Array(elem, vec![])));
+    }
+    kv
+}
+
+/// Tensors of every data type the reference knows, 0 to 4 dimensions, some empty.
+/// A tensor as written: name, dimensions, type, data.
+type WrittenTensor = (String, Vec<u64>, DataType, Vec<u8>);
+
+/// One file of the libgguf -> reference test.
+struct Plan {
+    name: &'static str,
+    version: u32,
+    order: ByteOrder,
+    alignment: Option<u32>,
+    with_kv: bool,
+    with_tensors: bool,
+}
+
+impl Plan {
+    fn new(
+        name: &'static str,
+        version: u32,
+        order: ByteOrder,
+        alignment: Option<u32>,
+        with_kv: bool,
+        with_tensors: bool,
+    ) -> Plan {
+        Plan {
+            name,
+            version,
+            order,
+            alignment,
+            with_kv,
+            with_tensors,
+        }
+    }
+}
+
+fn written_tensors(rng: &mut Rng) -> Vec<WrittenTensor> {
+    use DataType::{F16, F32, F64, I16, I32, I64, I8};
+    let mut out = Vec::new();
+    for (i, &dtype) in DataType::ALL
+        .iter()
+        .filter(|t| !NOT_IN_REFERENCE.contains(t))
+        .filter(|t| !REFERENCE_WRONG_SIZES.iter().any(|(w, _)| w == *t))
+        .enumerate()
+    {
+        let block = dtype.block_elems();
+        // 0 dimensions only where GGUFReader maps the type to a numpy dtype: for the others
+        // (BF16 included) it fails with IndexError on a 0-dimensional tensor.
+        let plain = [F32, F16, F64, I8, I16, I32, I64].contains(&dtype);
+        let n_dims = if plain { i % 5 } else { 1 + i % 4 };
+        let mut dims: Vec<u64> = (0..n_dims)
+            .map(|d| 1 + (rng.next() % 3) + d as u64)
+            .collect();
+        if let Some(first) = dims.first_mut() {
+            *first = if block == 1 {
+                1 + rng.next() % 20
+            } else {
+                block * (1 + rng.next() % 2)
+            };
+        }
+        if i % 9 == 8 && n_dims >= 2 {
+            dims[1] = 0;
+        }
+        let size = dtype.tensor_bytes(&dims).expect("small tensor") as usize;
+        out.push((
+            format!("blk.{i}.{}", dtype.name()),
+            dims,
+            dtype,
+            rng.bytes(size),
+        ));
+    }
+    out.push((
+        "тензор.ünïcode".into(),
+        vec![3],
+        DataType::F32,
+        rng.bytes(12),
+    ));
+    out
+}
+
+#[test]
+fn files_written_by_libgguf_read_identically_in_the_reference() {
+    let py = python();
+    let dir = work_dir("libgguf-written");
+    let mut rng = Rng(0x6767_7566);
+    let plans = [
+        Plan::new("v3-le", 3, ByteOrder::Little, None, true, true),
+        Plan::new("v3-be", 3, ByteOrder::Big, Some(64), true, true),
+        Plan::new("v2-le", 2, ByteOrder::Little, Some(1), true, true),
+        Plan::new("v2-be", 2, ByteOrder::Big, Some(4096), true, true),
+        Plan::new("v3-le-align8", 3, ByteOrder::Little, Some(8), false, true),
+        Plan::new("v3-le-metadata", 3, ByteOrder::Little, None, true, false),
+        Plan::new("v3-be-empty", 3, ByteOrder::Big, None, false, false),
+    ];
+    let mut written = Vec::new();
+    for Plan {
+        name,
+        version,
+        order,
+        alignment,
+        with_kv,
+        with_tensors,
+    } in plans
+    {
+        let kv = if with_kv {
+            written_metadata(&mut rng)
+        } else {
+            vec![]
+        };
+        let tensors = if with_tensors {
+            written_tensors(&mut rng)
+        } else {
+            vec![]
+        };
+        let mut w = Writer::new();
+        w.set_version(version).unwrap().set_byte_order(order);
+        for (k, v) in &kv {
+            w.add_metadata(k, v.clone()).unwrap();
+        }
+        if let Some(a) = alignment {
+            w.set_alignment(a).unwrap();
+        }
+        for (n, dims, dtype, data) in &tensors {
+            w.add_tensor(n, dims, *dtype, data.clone()).unwrap();
+        }
+        let path = dir.join(format!("{name}.gguf"));
+        w.write_file(&path).unwrap();
+        let mut kv: Vec<(Vec<u8>, MetadataValue)> =
+            kv.into_iter().map(|(k, v)| (k.into_bytes(), v)).collect();
+        if let Some(a) = alignment {
+            kv.push((b"general.alignment".to_vec(), MetadataValue::U32(a)));
+        }
+        written.push((path, version, order, alignment, kv, tensors));
+    }
+
+    let mut args: Vec<&std::ffi::OsStr> = vec!["dump".as_ref()];
+    args.extend(written.iter().map(|w| w.0.as_os_str()));
+    run_python(&py, &args);
+
+    let mut mismatches = Vec::new();
+    for (path, version, order, alignment, kv, tensors) in &written {
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        let sidecar = read_json(&PathBuf::from(format!("{}.json", path.display())));
+        let reference = strip(&sidecar);
+        // The reference against what was written.
+        let expected_top = json!({
+            "version": version,
+            "byte_order": order_name(*order),
+            "alignment": alignment.unwrap_or(32),
+            "kv_count": kv.len(),
+            "tensor_count": tensors.len(),
+        });
+        for (field, want) in expected_top.as_object().into_iter().flatten() {
+            if &reference[field] != want {
+                mismatches.push(format!(
+                    "{file} (written): {field}: the reference reads {} but libgguf wrote {want}",
+                    reference[field]
+                ));
+            }
+        }
+        // Counts are compared above; entries pairwise.
+        const WRITTEN: (&str, &str) = ("the reference reads", "libgguf wrote");
+        let written_kv: Vec<Json> = kv
+            .iter()
+            .map(|(k, v)| json!({"key_hex": hex(k), "value": canon_written(v)}))
+            .collect();
+        let rm = as_array(&reference["metadata"]);
+        for (i, (want, got)) in written_kv.iter().zip(rm).enumerate() {
+            if let Some(d) = first_diff_as(got, want, "", WRITTEN) {
+                let key = shown(&kv[i].0);
+                mismatches.push(format!("{file} (written): key {key}: {d}"));
+            }
+        }
+        let rt = as_array(&reference["tensors"]);
+        for ((name, dims, dtype, data), got) in tensors.iter().zip(rt) {
+            let want = json!({
+                "name_hex": hex(name.as_bytes()),
+                "shape": dims,
+                "type": dtype.id(),
+                "n_bytes": data.len(),
+                "sha256": sha256(data),
+            });
+            let got_subset: serde_json::Map<String, Json> = want
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| (k.clone(), got[k].clone()))
+                .collect();
+            if let Some(d) = first_diff_as(&Json::Object(got_subset), &want, "", WRITTEN) {
+                mismatches.push(format!("{file} (written): tensor '{name}': {d}"));
+            }
+        }
+        // libgguf against the reference.
+        mismatches.extend(check_file(path, &sidecar));
+    }
+    report("libgguf-written files", written.len(), &mismatches);
+}
