@@ -206,6 +206,81 @@ fn tensor_rules() {
 }
 
 #[test]
+fn string_and_name_lengths_past_the_end() {
+    let value = kv("k", 8, &le_u64(1 << 40));
+    assert_eq!(
+        refuse(&file(0, 1, &value)),
+        (ErrorCode::StringTooLong, Some(24 + 8 + 1 + 4))
+    );
+    let mut name = le_u64(500).to_vec();
+    name.extend_from_slice(&[b'x'; 30]);
+    assert_eq!(
+        refuse(&file(1, 0, &name)),
+        (ErrorCode::StringTooLong, Some(24))
+    );
+    let in_array = kv(
+        "k",
+        9,
+        &[
+            &8u32.to_le_bytes()[..],
+            &le_u64(2),
+            &le_u64(1),
+            b"a",
+            &le_u64(99),
+            b"bc",
+        ]
+        .concat(),
+    );
+    assert_eq!(refuse(&file(0, 1, &in_array)).0, ErrorCode::StringTooLong);
+}
+
+/// The cases the specification leaves open, and what this library decided (see the README).
+#[test]
+fn deliberate_choices() {
+    // Tensor names longer than ggml's 64-byte limit are accepted: the C API has no fixed buffer.
+    let long = "n".repeat(300);
+    let mut f = file(1, 0, &tensor_info(&long, &[4], 0, 0));
+    f.resize(f.len().div_ceil(32) * 32 + 32, 0);
+    assert_eq!(
+        GgufFile::from_bytes(&f[..])
+            .unwrap()
+            .tensor(&long)
+            .unwrap()
+            .name
+            .len(),
+        300
+    );
+    // No dimensions: a scalar of one element (as ggml reads it).
+    let mut f = file(1, 0, &tensor_info("s", &[], 0, 0));
+    f.resize(f.len().div_ceil(32) * 32 + 4, 0);
+    let g = GgufFile::from_bytes(&f[..]).unwrap();
+    assert_eq!(
+        (
+            g.tensor("s").unwrap().n_elements,
+            g.tensor("s").unwrap().size
+        ),
+        (1, 4)
+    );
+    // Any power of two is an alignment, 1, 2 and 4 included.
+    for a in [1u32, 2, 4, 8] {
+        let mut w = Writer::new();
+        w.set_alignment(a).unwrap();
+        w.add_tensor("t", &[3], DataType::I8, vec![1, 2, 3])
+            .unwrap();
+        w.add_tensor("u", &[1], DataType::I8, vec![4]).unwrap();
+        let bytes = w.to_bytes().unwrap();
+        let g = GgufFile::from_bytes(&bytes[..]).unwrap();
+        assert_eq!(g.alignment(), u64::from(a));
+        assert_eq!(g.tensor("u").unwrap().data, &[4]);
+    }
+    // Booleans other than 0 and 1 are refused (the spec calls them invalid), scalars and arrays.
+    assert_eq!(
+        refuse(&file(0, 1, &kv("b", 7, &[0xff]))).0,
+        ErrorCode::BadBool
+    );
+}
+
+#[test]
 fn spec_allowances_are_accepted() {
     // Out of offset order, with a gap, zero-element and zero-dimension tensors, no trailing pad.
     let infos = [

@@ -1,5 +1,14 @@
 //! Property tests: anything the writer can write, the reader reads back identically, in every
-//! version, byte order and alignment.
+//! version, byte order and alignment; and what is invalid is refused.
+//!
+//! The 17 correctness properties of the reader design (seed document 003) map to tests here:
+//! 1 magic: `magic_is_checked`; 2 header, 3 metadata, 5 tensor infos, 8 tensor offsets,
+//! 9 tensor sizes, 10 tensor data, 11 metadata retrieval, 12 tensor retrieval, 13 counts and
+//! version: `writer_and_reader_round_trip`; 4 and 16 invalid types:
+//! `invalid_value_types_and_versions_are_refused`, `invalid_data_types_are_refused`;
+//! 6 alignment: `alignment_arithmetic`; 7 default alignment: `default_alignment_is_32`;
+//! 14 truncation: `truncations_are_refused`; 15 versions: `invalid_value_types_and_versions_are_refused`;
+//! 17 string lengths: `string_lengths_past_the_end_are_refused`.
 
 use gguf::{ByteOrder, DataType, GgufFile, MetadataValue, ValueType};
 use proptest::prelude::*;
@@ -173,6 +182,64 @@ proptest! {
         let a = 1u64 << p;
         let up = gguf::format::align_up(pos, a).unwrap();
         prop_assert!(up >= pos && up % a == 0 && up - pos < a);
+    }
+}
+
+fn small_file(seed: u8) -> Vec<u8> {
+    let mut w = gguf::Writer::new();
+    w.add_metadata("general.name", MetadataValue::string(format!("m{seed}")))
+        .unwrap();
+    w.add_metadata(
+        "tokens",
+        MetadataValue::Array(
+            ValueType::String,
+            (0..seed % 7)
+                .map(|i| MetadataValue::string(format!("t{i}")))
+                .collect(),
+        ),
+    )
+    .unwrap();
+    w.add_tensor("w", &[32], DataType::Q8_0, vec![seed; 34])
+        .unwrap();
+    w.add_tensor("b", &[3], DataType::F32, vec![seed; 12])
+        .unwrap();
+    w.to_bytes().unwrap()
+}
+
+proptest! {
+    #[test]
+    fn magic_is_checked(magic in any::<[u8; 4]>(), seed in any::<u8>()) {
+        let mut f = small_file(seed);
+        f[..4].copy_from_slice(&magic);
+        let result = GgufFile::from_bytes(&f[..]);
+        if &magic == b"GGUF" {
+            prop_assert!(result.is_ok());
+        } else {
+            prop_assert_eq!(result.err().map(|e| (e.code(), e.offset())), Some((gguf::ErrorCode::BadMagic, Some(0))));
+        }
+    }
+
+    #[test]
+    fn truncations_are_refused(seed in any::<u8>(), cut in any::<prop::sample::Index>()) {
+        let f = small_file(seed);
+        let full = GgufFile::from_bytes(&f[..]).unwrap();
+        let end_of_data = full.tensors().map(|t| t.file_offset + t.size).max().unwrap() as usize;
+        let cut = cut.index(end_of_data);
+        let e = GgufFile::from_bytes(&f[..cut]).err();
+        prop_assert!(e.is_some(), "a file cut at {} of {} was accepted", cut, f.len());
+    }
+
+    #[test]
+    fn invalid_data_types_are_refused(seed in any::<u8>(), id in prop_oneof![Just(4u32), Just(5), 31u32..=33, 36u32..=38, 43u32..]) {
+        let mut f = small_file(seed);
+        // Tensor "b"'s info: name length and name, n_dims (4 bytes), one dimension (8), type.
+        let b_at = f.windows(9).position(|w| w == b"\x01\0\0\0\0\0\0\0b").unwrap();
+        let type_at = b_at + 9 + 4 + 8;
+        prop_assert_eq!(u32::from_le_bytes(f[type_at..type_at + 4].try_into().unwrap()), DataType::F32.id());
+        f[type_at..type_at + 4].copy_from_slice(&id.to_le_bytes());
+        let e = GgufFile::from_bytes(&f[..]).err().unwrap();
+        prop_assert_eq!(e.code(), gguf::ErrorCode::BadDataType);
+        prop_assert_eq!(e.offset(), Some(type_at as u64));
     }
 }
 
