@@ -418,8 +418,9 @@ typedef struct GGUFFileImpl *GGUFFile;
 
 /**
  * A metadata value. Read the member matching the entry's `type`. Unsigned integers of up to 32
- * bits are also readable as `u32` and signed ones as `i32` (they are stored widened); for
- * arrays, `u32` holds the element type.
+ * bits are stored widened in `u32` and signed ones in `i32`, so those members read them on any
+ * host; the narrower members (`u8`, `i16`, ...) read the same value on little-endian hosts
+ * only. For arrays, `u32` holds the element type.
  */
 typedef union GGUFValue {
   /**
@@ -565,16 +566,6 @@ typedef struct GGUFTensorInfo {
    */
   uint64_t index;
 } GGUFTensorInfo;
-
-/**
- * Every value type, in id order.
- */
-#define GGUFValueType_ALL { GGUFValueType_Uint8, GGUFValueType_Int8, GGUFValueType_Uint16, GGUFValueType_Int16, GGUFValueType_Uint32, GGUFValueType_Int32, GGUFValueType_Float32, GGUFValueType_Bool, GGUFValueType_String, GGUFValueType_Array, GGUFValueType_Uint64, GGUFValueType_Int64, GGUFValueType_Float64, }
-
-/**
- * Every data type ggml defines today, in id order.
- */
-#define GGUFDataType_ALL { GGUFDataType_F32, GGUFDataType_F16, GGUFDataType_Q4_0, GGUFDataType_Q4_1, GGUFDataType_Q5_0, GGUFDataType_Q5_1, GGUFDataType_Q8_0, GGUFDataType_Q8_1, GGUFDataType_Q2_K, GGUFDataType_Q3_K, GGUFDataType_Q4_K, GGUFDataType_Q5_K, GGUFDataType_Q6_K, GGUFDataType_Q8_K, GGUFDataType_IQ2_XXS, GGUFDataType_IQ2_XS, GGUFDataType_IQ3_XXS, GGUFDataType_IQ1_S, GGUFDataType_IQ4_NL, GGUFDataType_IQ3_S, GGUFDataType_IQ2_S, GGUFDataType_IQ4_XS, GGUFDataType_I8, GGUFDataType_I16, GGUFDataType_I32, GGUFDataType_I64, GGUFDataType_F64, GGUFDataType_IQ1_M, GGUFDataType_BF16, GGUFDataType_TQ1_0, GGUFDataType_TQ2_0, GGUFDataType_MXFP4, GGUFDataType_NVFP4, GGUFDataType_Q1_0, GGUFDataType_Q2_0, }
 
 #ifdef __cplusplus
 extern "C" {

@@ -40,6 +40,8 @@ pub enum ValueType {
 
 impl ValueType {
     /// Every value type, in id order.
+    ///
+    /// cbindgen:ignore
     pub const ALL: [ValueType; 13] = [
         ValueType::Uint8,
         ValueType::Int8,
@@ -184,6 +186,8 @@ pub enum DataType {
 
 impl DataType {
     /// Every data type ggml defines today, in id order.
+    ///
+    /// cbindgen:ignore
     pub const ALL: [DataType; 35] = [
         DataType::F32,
         DataType::F16,

@@ -9,8 +9,9 @@ use crate::value::{RawValue, Value};
 use std::ffi::{c_char, c_void};
 
 /// A metadata value. Read the member matching the entry's `type`. Unsigned integers of up to 32
-/// bits are also readable as `u32` and signed ones as `i32` (they are stored widened); for
-/// arrays, `u32` holds the element type.
+/// bits are stored widened in `u32` and signed ones in `i32`, so those members read them on any
+/// host; the narrower members (`u8`, `i16`, ...) read the same value on little-endian hosts
+/// only. For arrays, `u32` holds the element type.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union GGUFValue {

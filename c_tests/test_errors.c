@@ -1,0 +1,397 @@
+/*
+ * test_errors.c: the error record (gguf_last_error_code / gguf_last_error /
+ * gguf_last_error_offset / gguf_clear_error), every way gguf_open and gguf_open_memory fail, and
+ * NULL for every pointer argument of every function.
+ *
+ * Usage: test_errors FIXTURE... (every path tests/c_api.rs writes; picked by file name).
+ */
+#include "gguf.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- shared helpers (each c_tests program is one self-contained file) ---------------------- */
+
+static int g_argc;
+static char **g_argv;
+
+static void fail_at(const char *file, int line, const char *what) {
+    fprintf(stderr, "%s:%d: CHECK failed: %s\n", file, line, what);
+    fprintf(stderr, "  last error: code %u, offset %" PRId64 ", message \"%s\"\n",
+            (unsigned)gguf_last_error_code(), gguf_last_error_offset(), gguf_last_error());
+    exit(1);
+}
+
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond)) fail_at(__FILE__, __LINE__, #cond);                                       \
+    } while (0)
+
+/* Expected offsets: exactly N >= 0, OFFSET_NONE (-1: no particular byte) or OFFSET_ANY (>= 0). */
+#define OFFSET_NONE ((int64_t)-1)
+#define OFFSET_ANY ((int64_t)-2)
+
+/* Checks the calling thread's last error: its code, a non-empty message starting "gguf: " and
+ * containing `needle` (when not NULL), its offset; then clears it and checks it is cleared. */
+static void check_error_at(const char *file, int line, uint32_t code, const char *needle,
+                           int64_t offset) {
+    char what[1024];
+    const char *msg = gguf_last_error();
+    int64_t off = gguf_last_error_offset();
+    if (gguf_last_error_code() != code) {
+        snprintf(what, sizeof what, "last error code is %u, expected %u",
+                 (unsigned)gguf_last_error_code(), (unsigned)code);
+        fail_at(file, line, what);
+    }
+    if (msg == NULL || msg[0] == '\0') fail_at(file, line, "the error message is empty");
+    if (strncmp(msg, "gguf: ", 6) != 0) fail_at(file, line, "the message does not start 'gguf: '");
+    if (needle != NULL && strstr(msg, needle) == NULL) {
+        snprintf(what, sizeof what, "the message does not contain \"%s\"", needle);
+        fail_at(file, line, what);
+    }
+    if (offset == OFFSET_NONE ? off != -1 : offset == OFFSET_ANY ? off < 0 : off != offset) {
+        snprintf(what, sizeof what, "error offset is %" PRId64 ", expected %" PRId64, off, offset);
+        fail_at(file, line, what);
+    }
+    gguf_clear_error();
+    if (gguf_last_error_code() != GGUF_ERROR_CODE_NONE || gguf_last_error() == NULL ||
+        gguf_last_error()[0] != '\0' || gguf_last_error_offset() != -1)
+        fail_at(file, line, "gguf_clear_error did not clear the record");
+}
+
+#define CHECK_ERROR(code, needle) check_error_at(__FILE__, __LINE__, (code), (needle), OFFSET_NONE)
+#define CHECK_PARSE_ERROR(code, needle, offset)                                                \
+    check_error_at(__FILE__, __LINE__, (code), (needle), (offset))
+
+/* Clears the record, checks that `cond` (the failing call's result) holds, then the error. */
+#define FAILS(cond, code, needle)                                                              \
+    do {                                                                                       \
+        gguf_clear_error();                                                                    \
+        CHECK(cond);                                                                           \
+        CHECK_ERROR((code), (needle));                                                         \
+    } while (0)
+
+/* The argument whose file name is `name`. */
+static const char *fixture(const char *name) {
+    for (int i = 1; i < g_argc; i++) {
+        const char *base = strrchr(g_argv[i], '/');
+        base = base ? base + 1 : g_argv[i];
+        if (strcmp(base, name) == 0) return g_argv[i];
+    }
+    fprintf(stderr, "fixture %s is not among the arguments\n", name);
+    exit(2);
+}
+
+/* The whole file, in an allocation of exactly its size (so ASan sees any over-read). */
+static unsigned char *read_file(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp != NULL);
+    CHECK(fseek(fp, 0, SEEK_END) == 0);
+    long size = ftell(fp);
+    CHECK(size >= 0);
+    CHECK(fseek(fp, 0, SEEK_SET) == 0);
+    unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
+    CHECK(buf != NULL);
+    CHECK(fread(buf, 1, (size_t)size, fp) == (size_t)size);
+    fclose(fp);
+    *len = (size_t)size;
+    return buf;
+}
+
+/* ---- the tests ------------------------------------------------------------------------------ */
+
+static void test_initial_state_and_clear(void) {
+    /* Nothing has failed on this thread yet. */
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NONE);
+    CHECK(gguf_last_error() != NULL);
+    CHECK(strcmp(gguf_last_error(), "") == 0);
+    CHECK(gguf_last_error_offset() == -1);
+    gguf_clear_error();
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NONE);
+    CHECK(gguf_last_error_offset() == -1);
+    CHECK(strcmp(gguf_last_error(), "") == 0);
+}
+
+/* Successful calls leave the record as it was; the message stays valid until the next failure. */
+static void test_record_survives_success(void) {
+    const char *path = fixture("full.gguf");
+    GGUFFile f = gguf_open(path);
+    CHECK(f != NULL);
+
+    gguf_clear_error();
+    CHECK(gguf_get_metadata(f, "missing.key") == NULL);
+    const char *msg = gguf_last_error();
+    char copy[512];
+    CHECK(strlen(msg) < sizeof copy);
+    strcpy(copy, msg);
+    CHECK(strstr(copy, "missing.key") != NULL);
+    CHECK(strstr(copy, path) != NULL);
+
+    /* Successes of every kind. */
+    CHECK(gguf_get_metadata(f, "general.architecture") != NULL);
+    CHECK(gguf_get_tensor_by_index(f, 0) != NULL);
+    CHECK(gguf_get_float_array(f, "tokenizer.ggml.scores", NULL) != NULL);
+    CHECK(gguf_dtype_name(GGUF_DATA_TYPE_Q4_K) != NULL);
+    CHECK(gguf_version(f) == 3);
+    GGUFFile g = gguf_open(path);
+    CHECK(g != NULL);
+    gguf_close(g);
+    gguf_close(NULL);
+
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NOT_FOUND);
+    CHECK(gguf_last_error() == msg);
+    CHECK(strcmp(gguf_last_error(), copy) == 0);
+    CHECK(gguf_last_error_offset() == -1);
+
+    /* The next failure replaces it. */
+    CHECK(gguf_get_tensor_by_index(f, 1000) == NULL);
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_INVALID_ARGUMENT);
+    CHECK(strstr(gguf_last_error(), "1000") != NULL);
+    CHECK_ERROR(GGUF_ERROR_CODE_INVALID_ARGUMENT, path);
+
+    gguf_close(f);
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NONE);
+}
+
+/* gguf_close(NULL) is a no-op that records nothing. */
+static void test_close_null(void) {
+    gguf_clear_error();
+    gguf_close(NULL);
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NONE);
+    CHECK(gguf_last_error()[0] == '\0');
+
+    CHECK(gguf_open(NULL) == NULL); /* leave an error recorded */
+    gguf_close(NULL);
+    CHECK_ERROR(GGUF_ERROR_CODE_NULL_ARGUMENT, "NULL");
+}
+
+/* A broken file, where its error must be, and what the message must mention. */
+struct broken {
+    const char *name;
+    uint32_t code;
+    int64_t offset;
+};
+
+static const struct broken BROKEN[] = {
+    {"not_gguf.txt", GGUF_ERROR_CODE_BAD_MAGIC, 0},
+    {"zero.bin", GGUF_ERROR_CODE_TRUNCATED, 0},
+    {"bad_version.gguf", GGUF_ERROR_CODE_UNSUPPORTED_VERSION, 4},
+    /* 8 tensors (the count at 8) cannot fit in the 16 bytes after the header. */
+    {"cut_model.gguf", GGUF_ERROR_CODE_TENSOR_COUNT_TOO_LARGE, 8},
+    /* A string of 15 bytes (its length at 48) in a file cut 4 bytes into them. */
+    {"truncated.gguf", GGUF_ERROR_CODE_STRING_TOO_LONG, 48},
+    {"bad_bool.gguf", GGUF_ERROR_CODE_BAD_BOOL, 37},
+    {"dup_key.gguf", GGUF_ERROR_CODE_DUPLICATE_KEY, 39},
+    {"bad_dtype.gguf", GGUF_ERROR_CODE_BAD_DATA_TYPE, 45},
+};
+
+static void test_open_failures(void) {
+    /* Files that are not there or not files. */
+    const char *missing = fixture("does_not_exist.gguf");
+    FAILS(gguf_open(missing) == NULL, GGUF_ERROR_CODE_IO, missing);
+    const char *dir = fixture("a_directory.gguf");
+    FAILS(gguf_open(dir) == NULL, GGUF_ERROR_CODE_IO, dir);
+    FAILS(gguf_open("") == NULL, GGUF_ERROR_CODE_IO, NULL);
+    FAILS(gguf_open(NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "NULL");
+
+    /* Broken files: by path (the message names it) and in memory (the message names
+     * "<memory>"), with the same code and offset. */
+    for (size_t i = 0; i < sizeof BROKEN / sizeof BROKEN[0]; i++) {
+        const struct broken *b = &BROKEN[i];
+        const char *path = fixture(b->name);
+        fprintf(stderr, "broken file %s\n", b->name);
+        gguf_clear_error();
+        CHECK(gguf_open(path) == NULL);
+        CHECK(gguf_last_error_offset() >= 0);
+        CHECK_PARSE_ERROR(b->code, path, b->offset);
+
+        size_t len;
+        unsigned char *bytes = read_file(path, &len);
+        gguf_clear_error();
+        CHECK(gguf_open_memory(bytes, len) == NULL);
+        CHECK(strstr(gguf_last_error(), path) == NULL);
+        CHECK_PARSE_ERROR(b->code, "<memory>", b->offset);
+        free(bytes);
+    }
+
+    /* In memory: NULL data, zero length, non-GGUF bytes, a lone magic. */
+    static const unsigned char text[] = "hello, world";
+    FAILS(gguf_open_memory(NULL, 0) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "NULL");
+    FAILS(gguf_open_memory(NULL, 100) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "NULL");
+    gguf_clear_error();
+    CHECK(gguf_open_memory(text, 0) == NULL);
+    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_TRUNCATED, "<memory>", 0);
+    gguf_clear_error();
+    CHECK(gguf_open_memory(text, sizeof text - 1) == NULL);
+    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_BAD_MAGIC, "<memory>", 0);
+    gguf_clear_error();
+    CHECK(gguf_open_memory("GGUF", 4) == NULL);
+    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_TRUNCATED, "<memory>", 4);
+}
+
+/* NULL for every pointer argument of every function. */
+static void test_null_arguments(void) {
+    const char *path = fixture("full.gguf");
+    GGUFFile f = gguf_open(path);
+    CHECK(f != NULL);
+    const GGUFTensorInfo *info = gguf_get_tensor_by_index(f, 0);
+    CHECK(info != NULL);
+    uint64_t n = 99;
+
+    /* A NULL handle. */
+    FAILS(gguf_metadata_count(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_get_metadata(NULL, "general.name") == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_get_metadata_by_index(NULL, 0) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_version(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_alignment(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_data_offset(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_file_size(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_byte_order(NULL) == GGUF_BYTE_ORDER_LITTLE, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_tensor_count(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_get_tensor(NULL, "scalar") == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_get_tensor_by_index(NULL, 0) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    FAILS(gguf_tensor_data(NULL, info) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_string_array(NULL, "tokenizer.ggml.tokens", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_array_string(NULL, "tokenizer.ggml.tokens", 0, &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_float_array(NULL, "tokenizer.ggml.scores", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_float64_array(NULL, "arr.f64", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_uint8_array(NULL, "arr.u8", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_int8_array(NULL, "arr.i8", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_uint16_array(NULL, "arr.u16", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_int16_array(NULL, "arr.i16", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_uint32_array(NULL, "arr.u32", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_int32_array(NULL, "tokenizer.ggml.token_type", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_uint64_array(NULL, "arr.u64", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_int64_array(NULL, "arr.i64", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+    n = 99;
+    FAILS(gguf_get_bool_array(NULL, "arr.bool", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+
+    /* A NULL key, name, info, path or data. */
+    FAILS(gguf_get_metadata(f, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "key");
+    FAILS(gguf_get_tensor(f, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "name");
+    FAILS(gguf_tensor_data(f, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "info");
+    FAILS(gguf_tensor_data(NULL, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, NULL);
+    FAILS(gguf_open(NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "path");
+    FAILS(gguf_open_memory(NULL, 64) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "data");
+    n = 99;
+    FAILS(gguf_get_string_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_array_string(f, NULL, 0, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_float_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_float64_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_uint8_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_int8_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_uint16_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_int16_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_uint32_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_int32_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_uint64_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_int64_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    n = 99;
+    FAILS(gguf_get_bool_array(f, NULL, &n) == NULL && n == 0, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "key");
+    /* Both NULL. */
+    FAILS(gguf_get_metadata(NULL, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, NULL);
+    FAILS(gguf_get_tensor(NULL, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, NULL);
+    FAILS(gguf_get_string_array(NULL, NULL, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, NULL);
+    FAILS(gguf_get_array_string(NULL, NULL, 0, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT,
+          NULL);
+    FAILS(gguf_get_float_array(NULL, NULL, NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, NULL);
+
+    /* out_count / out_len may be NULL: success and failure both work without them. */
+    gguf_clear_error();
+    CHECK(gguf_get_string_array(f, "tokenizer.ggml.tokens", NULL) != NULL);
+    CHECK(gguf_get_array_string(f, "tokenizer.ggml.tokens", 0, NULL) != NULL);
+    CHECK(gguf_get_float_array(f, "tokenizer.ggml.scores", NULL) != NULL);
+    CHECK(gguf_get_int32_array(f, "tokenizer.ggml.token_type", NULL) != NULL);
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NONE);
+    FAILS(gguf_get_string_array(f, "no.such.key", NULL) == NULL, GGUF_ERROR_CODE_NOT_FOUND,
+          "no.such.key");
+    FAILS(gguf_get_array_string(f, "tokenizer.ggml.tokens", 99, NULL) == NULL,
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, path);
+    FAILS(gguf_get_uint8_array(f, "tokenizer.ggml.scores", NULL) == NULL,
+          GGUF_ERROR_CODE_WRONG_TYPE, "tokenizer.ggml.scores");
+
+    gguf_close(f);
+}
+
+/* Messages say what was expected and found, and name the key or tensor. */
+static void test_messages(void) {
+    const char *path = fixture("full.gguf");
+    GGUFFile f = gguf_open(path);
+    CHECK(f != NULL);
+    uint64_t n = 5;
+    FAILS(gguf_get_metadata(f, "no.such.key") == NULL, GGUF_ERROR_CODE_NOT_FOUND, "no.such.key");
+    FAILS(gguf_get_tensor(f, "no.such.tensor") == NULL, GGUF_ERROR_CODE_NOT_FOUND,
+          "no.such.tensor");
+    FAILS(gguf_get_float_array(f, "tokenizer.ggml.token_type", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_WRONG_TYPE, "INT32");
+    FAILS(gguf_get_float_array(f, "general.name", &n) == NULL && n == 0,
+          GGUF_ERROR_CODE_WRONG_TYPE, "STRING");
+    FAILS(gguf_get_metadata_by_index(f, 32) == NULL, GGUF_ERROR_CODE_INVALID_ARGUMENT, "32");
+    FAILS(gguf_dtype_name(4) == NULL, GGUF_ERROR_CODE_INVALID_ARGUMENT, "4");
+    FAILS(gguf_value_type_name(13) == NULL, GGUF_ERROR_CODE_INVALID_ARGUMENT, "13");
+    gguf_close(f);
+}
+
+int main(int argc, char **argv) {
+    g_argc = argc;
+    g_argv = argv;
+    test_initial_state_and_clear();
+    test_record_survives_success();
+    test_close_null();
+    test_open_failures();
+    test_null_arguments();
+    test_messages();
+    printf("test_errors: ok\n");
+    return 0;
+}

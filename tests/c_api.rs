@@ -1,0 +1,484 @@
+//! The C test suite (`c_tests/*.c`), driven from `cargo test`.
+//!
+//! 1. `cargo build --lib` in this test's profile, because `cargo test` builds only the rlib and
+//!    would leave a stale `libgguf.so` / `libgguf.a` behind.
+//! 2. Fixture files written with [`gguf::Writer`] (plus a few byte-patched broken ones) into
+//!    `CARGO_TARGET_TMPDIR`. `c_tests/README.md` lists what each holds; the C programs hard-code
+//!    the same values, so a change here must be mirrored there.
+//! 3. Each C program compiled with ASan and UBSan, once against the shared library and once
+//!    against the static one, then run with every fixture path as an argument. One `#[test]` per
+//!    program.
+
+use gguf::{ByteOrder, DataType, MetadataValue, ValueType, Writer};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const CFLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-g",
+    "-pthread",
+];
+
+/// What a Rust staticlib needs on Linux (`cargo rustc --lib --crate-type staticlib -- --print
+/// native-static-libs` prints it).
+const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn show(output: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "command failed: {cmd:?}\n{}",
+        show(&output)
+    );
+    output
+}
+
+/// The directory holding this test's profile's artifacts (`target/debug`, `target/release`...),
+/// found from the test executable (`<it>/deps/c_api-<hash>`), and the cargo flags that build
+/// that profile.
+fn profile_dir_and_flags() -> (PathBuf, Vec<String>) {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test executable lies in <target>/<profile>/deps")
+        .to_path_buf();
+    let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+    let mut flags = vec!["build".to_string(), "--lib".to_string()];
+    match profile {
+        "debug" => {}
+        "release" => flags.push("--release".into()),
+        other => flags.extend(["--profile".to_string(), other.to_string()]),
+    }
+    let target_dir = dir.parent().expect("target dir");
+    if !target_dir.join("CACHEDIR.TAG").exists() {
+        // `--target <triple>` puts artifacts in <target>/<triple>/<profile>.
+        let triple = target_dir.file_name().and_then(|n| n.to_str()).unwrap();
+        flags.extend(["--target".to_string(), triple.to_string()]);
+        let target_dir = target_dir.parent().expect("target dir");
+        flags.extend(["--target-dir".to_string(), target_dir.display().to_string()]);
+    } else {
+        flags.extend(["--target-dir".to_string(), target_dir.display().to_string()]);
+    }
+    (dir, flags)
+}
+
+/// Builds the cdylib and staticlib of this profile (once per test process) and returns the
+/// directory holding them.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let (dir, flags) = profile_dir_and_flags();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        run(Command::new(cargo).args(&flags).current_dir(manifest_dir()));
+        for lib in ["libgguf.so", "libgguf.a"] {
+            assert!(dir.join(lib).is_file(), "{} was not built", lib);
+        }
+        dir
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures. c_tests/README.md describes them; the C programs check these exact values.
+
+/// Byte `j` of tensor `k`'s data (the C programs recompute it).
+fn pattern(k: usize, j: usize) -> u8 {
+    (k * 37 + j * 11 + 1) as u8
+}
+
+fn metadata() -> Vec<(&'static [u8], MetadataValue)> {
+    use MetadataValue::*;
+    let strings = |items: &[&[u8]]| {
+        Array(
+            ValueType::String,
+            items.iter().map(MetadataValue::string).collect(),
+        )
+    };
+    vec![
+        (b"general.architecture", MetadataValue::string("llama")),
+        (b"general.name", MetadataValue::string("tiny test model")),
+        (b"test.u8", U8(200)),
+        (b"test.i8", I8(-5)),
+        (b"test.u16", U16(65000)),
+        (b"test.i16", I16(-30000)),
+        (b"test.u32", U32(4_000_000_000)),
+        (b"test.i32", I32(-2_000_000_000)),
+        (b"test.f32", F32(1.5)),
+        (b"test.bool_true", Bool(true)),
+        (b"test.bool_false", Bool(false)),
+        (b"test.u64", U64(u64::MAX - 1)),
+        (b"test.i64", I64(i64::MIN + 1)),
+        (b"test.f64", F64(-2.25)),
+        (
+            b"test.string",
+            MetadataValue::string(b"h\xc3\xa9llo\0world"),
+        ),
+        (b"test.empty_string", MetadataValue::string("")),
+        (b"key\0tail", U32(7)),
+        (
+            b"tokenizer.ggml.tokens",
+            strings(&[b"<s>", b"", b"h\xc3\xa9llo", b"a\0b", b"</s>"]),
+        ),
+        (
+            b"tokenizer.ggml.scores",
+            Array(
+                ValueType::Float32,
+                vec![F32(0.5), F32(-1.0), F32(3.25), F32(0.0), F32(100.0)],
+            ),
+        ),
+        (
+            b"tokenizer.ggml.token_type",
+            Array(
+                ValueType::Int32,
+                vec![I32(1), I32(-3), I32(i32::MAX), I32(i32::MIN), I32(0)],
+            ),
+        ),
+        (
+            b"arr.u8",
+            Array(ValueType::Uint8, vec![U8(0), U8(1), U8(255)]),
+        ),
+        (
+            b"arr.i8",
+            Array(ValueType::Int8, vec![I8(-128), I8(0), I8(127)]),
+        ),
+        (
+            b"arr.u16",
+            Array(ValueType::Uint16, vec![U16(0), U16(65535), U16(1234)]),
+        ),
+        (
+            b"arr.i16",
+            Array(ValueType::Int16, vec![I16(-32768), I16(32767), I16(-1)]),
+        ),
+        (
+            b"arr.u32",
+            Array(
+                ValueType::Uint32,
+                vec![U32(0), U32(u32::MAX), U32(123_456_789)],
+            ),
+        ),
+        (
+            b"arr.u64",
+            Array(ValueType::Uint64, vec![U64(0), U64(u64::MAX), U64(1 << 40)]),
+        ),
+        (
+            b"arr.i64",
+            Array(
+                ValueType::Int64,
+                vec![I64(i64::MIN), I64(i64::MAX), I64(-1)],
+            ),
+        ),
+        (
+            b"arr.f64",
+            Array(ValueType::Float64, vec![F64(1.5), F64(-0.125), F64(1e300)]),
+        ),
+        (
+            b"arr.bool",
+            Array(ValueType::Bool, vec![Bool(true), Bool(false), Bool(true)]),
+        ),
+        (b"arr.empty_f32", Array(ValueType::Float32, vec![])),
+        (b"arr.empty_string", Array(ValueType::String, vec![])),
+        (
+            b"arr.nested",
+            Array(
+                ValueType::Array,
+                vec![
+                    Array(ValueType::Uint16, vec![U16(1), U16(2)]),
+                    strings(&[b"x"]),
+                ],
+            ),
+        ),
+    ]
+}
+
+fn tensors() -> Vec<(&'static [u8], Vec<u64>, DataType)> {
+    vec![
+        (b"token_embd.weight", vec![4, 3], DataType::F32),
+        (b"blk.0.attn_q.weight", vec![64, 2], DataType::Q4_0),
+        (b"blk.0.ffn_down.weight", vec![256, 2], DataType::Q4_K),
+        (b"scalar", vec![], DataType::F16),
+        (b"empty", vec![0, 5], DataType::F32),
+        (b"four_d", vec![2, 3, 4, 5], DataType::I8),
+        (b"nul\0name", vec![3], DataType::I32),
+        (b"output_norm.weight", vec![7], DataType::F32),
+    ]
+}
+
+/// The model every valid fixture holds, in the given version, byte order and alignment.
+fn model(version: u32, order: ByteOrder, alignment: Option<u32>) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.set_version(version).unwrap().set_byte_order(order);
+    for (key, value) in metadata() {
+        w.add_metadata(key, value).unwrap();
+    }
+    if let Some(a) = alignment {
+        w.set_alignment(a).unwrap();
+    }
+    for (k, (name, dims, dtype)) in tensors().into_iter().enumerate() {
+        let size = dtype.tensor_bytes(&dims).unwrap() as usize;
+        let data = (0..size).map(|j| pattern(k, j)).collect();
+        w.add_tensor(name, &dims, dtype, data).unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
+fn patched(mut bytes: Vec<u8>, at: usize, with: &[u8]) -> Vec<u8> {
+    bytes[at..at + with.len()].copy_from_slice(with);
+    bytes
+}
+
+fn small(build: impl FnOnce(&mut Writer)) -> Vec<u8> {
+    let mut w = Writer::new();
+    build(&mut w);
+    w.to_bytes().unwrap()
+}
+
+/// Writes every fixture (once per test process) and returns their paths.
+fn fixtures() -> &'static [PathBuf] {
+    static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    PATHS.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c_api/fixtures");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(dir.join("a_directory.gguf")).unwrap();
+        let full = model(3, ByteOrder::Little, None);
+        let files: Vec<(&str, Vec<u8>)> = vec![
+            ("full.gguf", full.clone()),
+            ("big.gguf", model(3, ByteOrder::Big, None)),
+            ("v2.gguf", model(2, ByteOrder::Little, None)),
+            ("v1.gguf", model(1, ByteOrder::Little, None)),
+            ("v1big.gguf", model(1, ByteOrder::Big, None)),
+            ("align.gguf", model(3, ByteOrder::Little, Some(256))),
+            ("empty.gguf", small(|_| {})),
+            // Broken files; the offsets in the comments are where the C tests expect the error.
+            ("not_gguf.txt", b"this is not a GGUF file\n".to_vec()),
+            ("zero.bin", Vec::new()),
+            // Version 4 at offset 4.
+            (
+                "bad_version.gguf",
+                patched(full.clone(), 4, &4u32.to_le_bytes()),
+            ),
+            // The model cut at 40 bytes: 8 tensor infos (count at 8) cannot fit in 16 bytes.
+            ("cut_model.gguf", full[..40].to_vec()),
+            // One STRING "general.name" = "tiny test model" (length at 48, bytes from 56 to 71)
+            // cut at 60.
+            (
+                "truncated.gguf",
+                small(|w| {
+                    w.add_metadata("general.name", MetadataValue::string("tiny test model"))
+                        .unwrap();
+                })[..60]
+                    .to_vec(),
+            ),
+            // One BOOL "b": its byte, at 37, patched to 2.
+            (
+                "bad_bool.gguf",
+                patched(
+                    small(|w| {
+                        w.add_metadata("b", MetadataValue::Bool(true)).unwrap();
+                    }),
+                    37,
+                    &[2],
+                ),
+            ),
+            // Keys "ka" (entry at 24) and "kb" (entry at 39, its bytes at 47), patched to "ka".
+            (
+                "dup_key.gguf",
+                patched(
+                    small(|w| {
+                        w.add_metadata("ka", MetadataValue::U8(1)).unwrap();
+                        w.add_metadata("kb", MetadataValue::U8(2)).unwrap();
+                    }),
+                    48,
+                    b"a",
+                ),
+            ),
+            // One F32 tensor "t" [1]: its type, at 45, patched to 4 (removed from ggml).
+            (
+                "bad_dtype.gguf",
+                patched(
+                    small(|w| {
+                        w.add_tensor("t", &[1], DataType::F32, vec![0; 4]).unwrap();
+                    }),
+                    45,
+                    &4u32.to_le_bytes(),
+                ),
+            ),
+        ];
+        let mut paths = vec![dir.join("a_directory.gguf")];
+        for (name, bytes) in files {
+            let path = dir.join(name);
+            // Written aside then renamed, so that a concurrent test run never reads half a file.
+            let part = dir.join(format!(".{name}.{}", std::process::id()));
+            std::fs::write(&part, bytes).unwrap();
+            std::fs::rename(&part, &path).unwrap();
+            paths.push(path);
+        }
+        paths.push(dir.join("does_not_exist.gguf"));
+        let _ = std::fs::remove_file(dir.join("does_not_exist.gguf"));
+        paths
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiling and running the C programs.
+
+#[derive(Clone, Copy, Debug)]
+enum Link {
+    Shared,
+    Static,
+}
+
+fn compile(program: &str, link: Link) -> PathBuf {
+    let root = manifest_dir();
+    let lib = lib_dir();
+    // Per profile: `target/tmp` is shared by all of them.
+    let profile = lib.file_name().expect("profile directory");
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("c_api/bin")
+        .join(profile);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let exe = out_dir.join(format!("{program}-{link:?}").to_lowercase());
+    // Linked aside then renamed, so that concurrent test runs do not overwrite a running binary.
+    let part = out_dir.join(format!(".{program}-{link:?}.{}", std::process::id()));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let mut cmd = Command::new(cc);
+    cmd.args(CFLAGS)
+        .arg(format!("-I{}", root.join("include").display()))
+        .arg("-o")
+        .arg(&part)
+        .arg(root.join("c_tests").join(format!("{program}.c")));
+    match link {
+        Link::Shared => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lgguf")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
+        }
+    }
+    run(&mut cmd);
+    std::fs::rename(&part, &exe).unwrap();
+    exe
+}
+
+fn run_c_test(program: &str) {
+    let fixtures = fixtures();
+    for link in [Link::Shared, Link::Static] {
+        let exe = compile(program, link);
+        let output = Command::new(&exe)
+            .args(fixtures)
+            .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+            .env("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+        assert!(
+            output.status.success(),
+            "{program} ({link:?} link) failed\n{}",
+            show(&output)
+        );
+    }
+}
+
+#[test]
+fn c_test_open() {
+    run_c_test("test_open");
+}
+
+#[test]
+fn c_test_metadata() {
+    run_c_test("test_metadata");
+}
+
+#[test]
+fn c_test_arrays() {
+    run_c_test("test_arrays");
+}
+
+#[test]
+fn c_test_tensors() {
+    run_c_test("test_tensors");
+}
+
+#[test]
+fn c_test_errors() {
+    run_c_test("test_errors");
+}
+
+#[test]
+fn c_test_threads() {
+    run_c_test("test_threads");
+}
+
+/// Every program in c_tests/ has a test above, so none is silently skipped.
+#[test]
+fn every_c_program_is_run() {
+    let mut programs: Vec<String> = std::fs::read_dir(manifest_dir().join("c_tests"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".c").map(str::to_string)
+        })
+        .collect();
+    programs.sort();
+    let this = include_str!("c_api.rs");
+    for p in &programs {
+        assert!(
+            this.contains(&format!("run_c_test(\"{p}\")")),
+            "c_tests/{p}.c has no #[test] in tests/c_api.rs"
+        );
+    }
+}
+
+/// Every function the header declares is called by at least one C program.
+#[test]
+fn every_header_function_is_called_from_c() {
+    let header = std::fs::read_to_string(manifest_dir().join("include/gguf.h")).unwrap();
+    let mut sources = String::new();
+    for entry in std::fs::read_dir(manifest_dir().join("c_tests")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "c") {
+            sources.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    // Declarations start a line (after the return type) with `gguf_name(`.
+    let functions: Vec<&str> = header
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('#') && !l.starts_with('/'))
+        .filter_map(|l| {
+            let start = l.find("gguf_")?;
+            let end = start + l[start..].find('(')?;
+            Some(&l[start..end])
+        })
+        .collect();
+    assert!(functions.len() >= 36, "functions found: {functions:?}");
+    let uncalled: Vec<&&str> = functions
+        .iter()
+        .filter(|f| !sources.contains(&format!("{f}(")))
+        .collect();
+    assert!(
+        uncalled.is_empty(),
+        "functions of include/gguf.h no program in c_tests/ calls: {uncalled:?}"
+    );
+}
