@@ -8,6 +8,9 @@
 //! 3. Each C program compiled with ASan and UBSan, once against the shared library and once
 //!    against the static one, then run with every fixture path as an argument. One `#[test]` per
 //!    program.
+//! 4. Each C program compiled without sanitizers and run under valgrind memcheck, which must
+//!    report no error and no leaked byte (definitely, indirectly or possibly lost) after
+//!    `gguf_close`. One `#[test]` per program.
 
 use gguf::{ByteOrder, DataType, MetadataValue, ValueType, Writer};
 use std::path::{Path, PathBuf};
@@ -19,12 +22,13 @@ const CFLAGS: &[&str] = &[
     "-Wall",
     "-Wextra",
     "-Werror",
-    "-fsanitize=address,undefined",
-    "-fno-sanitize-recover=all",
     "-fno-omit-frame-pointer",
     "-g",
     "-pthread",
 ];
+
+/// Added to [`CFLAGS`] for the sanitizer runs (valgrind runs use plain builds).
+const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
 
 /// What a Rust staticlib needs on Linux (`cargo rustc --lib --crate-type staticlib -- --print
 /// native-static-libs` prints it).
@@ -345,8 +349,12 @@ fn fixtures() -> &'static [PathBuf] {
 
 #[derive(Clone, Copy, Debug)]
 enum Link {
+    /// Against libgguf.so, with ASan and UBSan.
     Shared,
+    /// Against libgguf.a, with ASan and UBSan.
     Static,
+    /// Against libgguf.so, without sanitizers, for valgrind.
+    Plain,
 }
 
 fn compile(program: &str, link: Link) -> PathBuf {
@@ -363,13 +371,16 @@ fn compile(program: &str, link: Link) -> PathBuf {
     let part = out_dir.join(format!(".{program}-{link:?}.{}", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let mut cmd = Command::new(cc);
-    cmd.args(CFLAGS)
-        .arg(format!("-I{}", root.join("include").display()))
+    cmd.args(CFLAGS);
+    if !matches!(link, Link::Plain) {
+        cmd.args(SANITIZE);
+    }
+    cmd.arg(format!("-I{}", root.join("include").display()))
         .arg("-o")
         .arg(&part)
         .arg(root.join("c_tests").join(format!("{program}.c")));
     match link {
-        Link::Shared => {
+        Link::Shared | Link::Plain => {
             cmd.arg(format!("-L{}", lib.display()))
                 .arg("-lgguf")
                 .arg(format!("-Wl,-rpath,{}", lib.display()));
@@ -399,6 +410,69 @@ fn run_c_test(program: &str) {
             show(&output)
         );
     }
+}
+
+/// Runs `program` under valgrind memcheck: no error, and no byte definitely, indirectly or
+/// possibly lost. (Still-reachable blocks are the C runtime's and the thread-local error
+/// record of the main thread, which the C runtime never tears down.)
+fn run_valgrind(program: &str) {
+    let exe = compile(program, Link::Plain);
+    let output = Command::new("valgrind")
+        .args([
+            "--tool=memcheck",
+            "--error-exitcode=99",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+            "--track-origins=yes",
+            "--quiet",
+        ])
+        .arg(&exe)
+        .args(fixtures())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run valgrind (install it: apt-get install valgrind): {e}")
+        });
+    assert!(
+        output.status.success(),
+        "{program} under valgrind failed\n{}",
+        show(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("definitely lost") && !stderr.contains("Invalid"),
+        "{program} under valgrind reported problems\n{stderr}"
+    );
+}
+
+#[test]
+fn valgrind_open() {
+    run_valgrind("test_open");
+}
+
+#[test]
+fn valgrind_metadata() {
+    run_valgrind("test_metadata");
+}
+
+#[test]
+fn valgrind_arrays() {
+    run_valgrind("test_arrays");
+}
+
+#[test]
+fn valgrind_tensors() {
+    run_valgrind("test_tensors");
+}
+
+#[test]
+fn valgrind_errors() {
+    run_valgrind("test_errors");
+}
+
+#[test]
+fn valgrind_threads() {
+    run_valgrind("test_threads");
 }
 
 #[test]
@@ -444,10 +518,12 @@ fn every_c_program_is_run() {
     programs.sort();
     let this = include_str!("c_api.rs");
     for p in &programs {
-        assert!(
-            this.contains(&format!("run_c_test(\"{p}\")")),
-            "c_tests/{p}.c has no #[test] in tests/c_api.rs"
-        );
+        for runner in ["run_c_test", "run_valgrind"] {
+            assert!(
+                this.contains(&format!("{runner}(\"{p}\")")),
+                "c_tests/{p}.c has no #[test] calling {runner} in tests/c_api.rs"
+            );
+        }
     }
 }
 
