@@ -15,78 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- shared helpers (each c_tests program is one self-contained file) ---------------------- */
+#include "check.h"
 
-static int g_argc;
-static char **g_argv;
-
-static void fail_at(const char *file, int line, const char *what) {
-    fprintf(stderr, "%s:%d: CHECK failed: %s\n", file, line, what);
-    fprintf(stderr, "  last error: code %u, offset %" PRId64 ", message \"%s\"\n",
-            (unsigned)gguf_last_error_code(), gguf_last_error_offset(), gguf_last_error());
-    exit(1);
-}
-
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) fail_at(__FILE__, __LINE__, #cond);                                       \
-    } while (0)
-
-/* Checks the calling thread's last error: its code, a non-empty message starting "gguf: " and
- * containing `needle` (when not NULL), offset -1 (no particular byte); then clears it. */
-static void check_error_at(const char *file, int line, uint32_t code, const char *needle) {
-    char what[1024];
-    const char *msg = gguf_last_error();
-    if (gguf_last_error_code() != code) {
-        snprintf(what, sizeof what, "last error code is %u, expected %u",
-                 (unsigned)gguf_last_error_code(), (unsigned)code);
-        fail_at(file, line, what);
-    }
-    if (msg == NULL || msg[0] == '\0') fail_at(file, line, "the error message is empty");
-    if (strncmp(msg, "gguf: ", 6) != 0) fail_at(file, line, "the message does not start 'gguf: '");
-    if (needle != NULL && strstr(msg, needle) == NULL) {
-        snprintf(what, sizeof what, "the message does not contain \"%s\"", needle);
-        fail_at(file, line, what);
-    }
-    if (gguf_last_error_offset() != -1) fail_at(file, line, "the error offset is not -1");
-    gguf_clear_error();
-    if (gguf_last_error_code() != GGUF_ERROR_CODE_NONE) fail_at(file, line, "not cleared");
-}
-
-/* Clears the record, checks that `cond` (the failing call's result) holds, then the error. */
-#define FAILS(cond, code, needle)                                                              \
-    do {                                                                                       \
-        gguf_clear_error();                                                                    \
-        CHECK(cond);                                                                           \
-        check_error_at(__FILE__, __LINE__, (code), (needle));                                  \
-    } while (0)
-
-/* The argument whose file name is `name`. */
-static const char *fixture(const char *name) {
-    for (int i = 1; i < g_argc; i++) {
-        const char *base = strrchr(g_argv[i], '/');
-        base = base ? base + 1 : g_argv[i];
-        if (strcmp(base, name) == 0) return g_argv[i];
-    }
-    fprintf(stderr, "fixture %s is not among the arguments\n", name);
-    exit(2);
-}
-
-/* The whole file, in an allocation of exactly its size (so ASan sees any over-read). */
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    CHECK(fp != NULL);
-    CHECK(fseek(fp, 0, SEEK_END) == 0);
-    long size = ftell(fp);
-    CHECK(size >= 0);
-    CHECK(fseek(fp, 0, SEEK_SET) == 0);
-    unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
-    CHECK(buf != NULL);
-    CHECK(fread(buf, 1, (size_t)size, fp) == (size_t)size);
-    fclose(fp);
-    *len = (size_t)size;
-    return buf;
-}
+/* ---- helpers of this program only (the shared ones are in check.h) -------------------------- */
 
 static int host_is_little_endian(void) {
     const uint16_t one = 1;

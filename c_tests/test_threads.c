@@ -19,49 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- shared helpers (each c_tests program is one self-contained file) ---------------------- */
-
-static int g_argc;
-static char **g_argv;
-
-static void fail_at(const char *file, int line, const char *what) {
-    fprintf(stderr, "%s:%d: CHECK failed: %s\n", file, line, what);
-    fprintf(stderr, "  last error: code %u, offset %" PRId64 ", message \"%s\"\n",
-            (unsigned)gguf_last_error_code(), gguf_last_error_offset(), gguf_last_error());
-    exit(1);
-}
-
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) fail_at(__FILE__, __LINE__, #cond);                                       \
-    } while (0)
-
-/* The argument whose file name is `name`. */
-static const char *fixture(const char *name) {
-    for (int i = 1; i < g_argc; i++) {
-        const char *base = strrchr(g_argv[i], '/');
-        base = base ? base + 1 : g_argv[i];
-        if (strcmp(base, name) == 0) return g_argv[i];
-    }
-    fprintf(stderr, "fixture %s is not among the arguments\n", name);
-    exit(2);
-}
-
-/* The whole file, in an allocation of exactly its size (so ASan sees any over-read). */
-static unsigned char *read_file(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    CHECK(fp != NULL);
-    CHECK(fseek(fp, 0, SEEK_END) == 0);
-    long size = ftell(fp);
-    CHECK(size >= 0);
-    CHECK(fseek(fp, 0, SEEK_SET) == 0);
-    unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
-    CHECK(buf != NULL);
-    CHECK(fread(buf, 1, (size_t)size, fp) == (size_t)size);
-    fclose(fp);
-    *len = (size_t)size;
-    return buf;
-}
+#include "check.h"
 
 /* ---- the test ------------------------------------------------------------------------------- */
 

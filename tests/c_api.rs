@@ -5,16 +5,20 @@
 //! 2. Fixture files written with [`gguf::Writer`] (plus a few byte-patched broken ones) into
 //!    `CARGO_TARGET_TMPDIR`. `c_tests/README.md` lists what each holds; the C programs hard-code
 //!    the same values, so a change here must be mirrored there.
-//! 3. Each C program compiled with ASan and UBSan, once against the shared library and once
+//! 3. Each C program (with `c_tests/check.h`, the helpers they share) compiled with ASan and
+//!    UBSan, once against the shared library and once
 //!    against the static one, then run with every fixture path as an argument. One `#[test]` per
 //!    program.
 //! 4. Each C program compiled without sanitizers and run under valgrind memcheck, which must
 //!    report no error and no leaked byte (definitely, indirectly or possibly lost) after
 //!    `gguf_close`. One `#[test]` per program.
 
+mod common;
+
+use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, show};
 use gguf::{ByteOrder, DataType, MetadataValue, ValueType, Writer};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 
 const CFLAGS: &[&str] = &[
@@ -33,76 +37,6 @@ const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recov
 /// What a Rust staticlib needs on Linux (`cargo rustc --lib --crate-type staticlib -- --print
 /// native-static-libs` prints it).
 const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
-
-fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "command failed: {cmd:?}\n{}",
-        show(&output)
-    );
-    output
-}
-
-/// The directory holding this test's profile's artifacts (`target/debug`, `target/release`...),
-/// found from the test executable (`<it>/deps/c_api-<hash>`), and the cargo flags that build
-/// that profile.
-fn profile_dir_and_flags() -> (PathBuf, Vec<String>) {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test executable lies in <target>/<profile>/deps")
-        .to_path_buf();
-    let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-    let mut flags = vec!["build".to_string(), "--lib".to_string()];
-    match profile {
-        "debug" => {}
-        "release" => flags.push("--release".into()),
-        other => flags.extend(["--profile".to_string(), other.to_string()]),
-    }
-    let target_dir = dir.parent().expect("target dir");
-    if !target_dir.join("CACHEDIR.TAG").exists() {
-        // `--target <triple>` puts artifacts in <target>/<triple>/<profile>.
-        let triple = target_dir.file_name().and_then(|n| n.to_str()).unwrap();
-        flags.extend(["--target".to_string(), triple.to_string()]);
-        let target_dir = target_dir.parent().expect("target dir");
-        flags.extend(["--target-dir".to_string(), target_dir.display().to_string()]);
-    } else {
-        flags.extend(["--target-dir".to_string(), target_dir.display().to_string()]);
-    }
-    (dir, flags)
-}
-
-/// Builds the cdylib and staticlib of this profile (once per test process) and returns the
-/// directory holding them.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let (dir, flags) = profile_dir_and_flags();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        run(Command::new(cargo).args(&flags).current_dir(manifest_dir()));
-        for lib in ["libgguf.so", "libgguf.a"] {
-            assert!(dir.join(lib).is_file(), "{} was not built", lib);
-        }
-        dir
-    })
-}
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures. c_tests/README.md describes them; the C programs check these exact values.
@@ -360,24 +294,16 @@ enum Link {
 fn compile(program: &str, link: Link) -> PathBuf {
     let root = manifest_dir();
     let lib = lib_dir();
-    // Per profile: `target/tmp` is shared by all of them.
-    let profile = lib.file_name().expect("profile directory");
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("c_api/bin")
-        .join(profile);
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let exe = out_dir.join(format!("{program}-{link:?}").to_lowercase());
-    // Linked aside then renamed, so that concurrent test runs do not overwrite a running binary.
-    let part = out_dir.join(format!(".{program}-{link:?}.{}", std::process::id()));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let mut cmd = Command::new(cc);
+    let exe = bin_dir("c_api").join(format!("{program}-{link:?}").to_lowercase());
+    let mut cmd = Command::new(cc());
     cmd.args(CFLAGS);
     if !matches!(link, Link::Plain) {
         cmd.args(SANITIZE);
     }
+    // -Ic_tests for check.h, the helpers every program includes (a quoted include finds it next
+    // to the .c file anyway; the flag says where it comes from).
     cmd.arg(format!("-I{}", root.join("include").display()))
-        .arg("-o")
-        .arg(&part)
+        .arg(format!("-I{}", root.join("c_tests").display()))
         .arg(root.join("c_tests").join(format!("{program}.c")));
     match link {
         Link::Shared | Link::Plain => {
@@ -389,8 +315,7 @@ fn compile(program: &str, link: Link) -> PathBuf {
             cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
         }
     }
-    run(&mut cmd);
-    std::fs::rename(&part, &exe).unwrap();
+    link_aside(&mut cmd, &exe);
     exe
 }
 
@@ -527,14 +452,16 @@ fn every_c_program_is_run() {
     }
 }
 
-/// Every function the header declares is called by at least one C program.
+/// Every function the header declares is called by at least one C program (directly, or through
+/// a helper of c_tests/check.h).
 #[test]
 fn every_header_function_is_called_from_c() {
     let header = std::fs::read_to_string(manifest_dir().join("include/gguf.h")).unwrap();
     let mut sources = String::new();
     for entry in std::fs::read_dir(manifest_dir().join("c_tests")).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "c") {
+        // The programs and check.h, whose helpers every program calls.
+        if path.extension().is_some_and(|e| e == "c" || e == "h") {
             sources.push_str(&std::fs::read_to_string(&path).unwrap());
         }
     }

@@ -9,38 +9,16 @@
 //!   the header declares;
 //! - every function has a doc comment, and every macro expands to names the header defines.
 
+mod common;
+
+use common::{cc, lib_dir, manifest_dir, run};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
-
-fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn committed_header() -> String {
     std::fs::read_to_string(manifest_dir().join("include/gguf.h")).expect("include/gguf.h")
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        output.status.success(),
-        "command failed: {cmd:?}\n{}",
-        show(&output)
-    );
-    output
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -100,7 +78,7 @@ fn compiles_everywhere(name: &str, source: &str) {
     let cxx_file = dir.join(format!("{stem}.cpp"));
     std::fs::write(&c_file, source).unwrap();
     std::fs::write(&cxx_file, source).unwrap();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let cc = cc();
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     for std in C_STANDARDS {
         run(Command::new(&cc)
@@ -552,41 +530,10 @@ fn header_defines_no_ggml_name() {
     );
 }
 
-/// The directory holding this test's profile's artifacts, after building the cdylib there
-/// (`cargo test` builds only the rlib, and would leave a stale `libgguf.so`).
+/// This profile's `libgguf.so`, freshly built (`cargo test` builds only the rlib, and would
+/// leave a stale one).
 fn built_shared_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test executable lies in <target>/<profile>/deps")
-        .to_path_buf();
-    let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["build", "--lib"]).current_dir(manifest_dir());
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let target_dir = dir.parent().expect("target dir");
-    if target_dir.join("CACHEDIR.TAG").exists() {
-        cmd.arg("--target-dir").arg(target_dir);
-    } else {
-        // `--target <triple>` puts artifacts in <target>/<triple>/<profile>.
-        let triple = target_dir.file_name().and_then(|n| n.to_str()).unwrap();
-        cmd.args(["--target", triple])
-            .arg("--target-dir")
-            .arg(target_dir.parent().unwrap());
-    }
-    run(&mut cmd);
-    let so = dir.join("libgguf.so");
-    assert!(so.is_file(), "{} was not built", so.display());
-    so
+    lib_dir().join("libgguf.so")
 }
 
 fn exported_symbols(so: &Path) -> BTreeSet<String> {
