@@ -1,7 +1,8 @@
 # libgguf: the two commands of the README.
 #   make        builds the library (release) and the inspector, then inspects the bundled sample
-#   make test   runs every test: Rust unit/integration tests, C tests under ASan/UBSan, and the
-#               conformance tests against the reference Python reader (installed into .venv)
+#   make test   runs every test: Rust unit/integration tests, C tests under ASan/UBSan and
+#               valgrind, conformance tests against the reference Python reader (installed into
+#               .venv) and cross-checks against ggml's own parser (fetched into target/ggml)
 
 CARGO   ?= cargo
 CC      ?= cc
@@ -10,7 +11,7 @@ VENV    := .venv
 RELEASE := target/release
 CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -Iinclude
 
-.PHONY: all lib inspect test venv header tsan fuzz-smoke clean
+.PHONY: all lib inspect test venv ggml header tsan fuzz-smoke clean
 
 all: inspect
 	./$(RELEASE)/gguf-inspect
@@ -32,9 +33,13 @@ $(VENV)/.installed: tests/conformance/requirements.txt
 
 venv: $(VENV)/.installed
 
-test: venv
+# ggml's own parser (libggml-base.so from npm), for the cross-check tests and the benchmarks.
+ggml:
+	tools/fetch-ggml.sh
+
+test: venv ggml
 	$(CARGO) build --lib
-	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python $(CARGO) test
+	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml $(CARGO) test
 
 # The concurrency test under ThreadSanitizer (nightly toolchain).
 tsan:

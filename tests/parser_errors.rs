@@ -1,41 +1,10 @@
 //! The parser refuses malformed files with the right code and offset, and never reads out of
 //! bounds: hand-patched files for each rule it enforces, and every truncation of valid files.
 
+mod common;
+
+use common::raw::{file, kv, le_u64, tensor_info};
 use gguf::{ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, ValueType, Writer};
-
-fn le_u64(v: u64) -> [u8; 8] {
-    v.to_le_bytes()
-}
-
-/// A minimal version-3 header with the given counts, followed by `body`.
-fn file(tensors: u64, kvs: u64, body: &[u8]) -> Vec<u8> {
-    let mut f = b"GGUF".to_vec();
-    f.extend_from_slice(&3u32.to_le_bytes());
-    f.extend_from_slice(&le_u64(tensors));
-    f.extend_from_slice(&le_u64(kvs));
-    f.extend_from_slice(body);
-    f
-}
-
-fn kv(key: &str, ty: u32, value: &[u8]) -> Vec<u8> {
-    let mut b = le_u64(key.len() as u64).to_vec();
-    b.extend_from_slice(key.as_bytes());
-    b.extend_from_slice(&ty.to_le_bytes());
-    b.extend_from_slice(value);
-    b
-}
-
-fn tensor_info(name: &str, dims: &[u64], dtype: u32, offset: u64) -> Vec<u8> {
-    let mut b = le_u64(name.len() as u64).to_vec();
-    b.extend_from_slice(name.as_bytes());
-    b.extend_from_slice(&(dims.len() as u32).to_le_bytes());
-    for d in dims {
-        b.extend_from_slice(&le_u64(*d));
-    }
-    b.extend_from_slice(&dtype.to_le_bytes());
-    b.extend_from_slice(&le_u64(offset));
-    b
-}
 
 fn refuse(bytes: &[u8]) -> (ErrorCode, Option<u64>) {
     match GgufFile::from_bytes(bytes) {

@@ -3,8 +3,11 @@
 //! `libgguf.so` / `libgguf.a` for C programs to link against.
 //!
 //! Each test binary that uses it declares `mod common;` and compiles its own copy, so an item
-//! one of them leaves unused would warn there: hence the `#[allow(dead_code)]` on the items not
-//! every user calls.
+//! one of them leaves unused would warn there: hence `dead_code` is allowed module-wide.
+
+#![allow(dead_code)]
+
+pub mod raw;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -91,7 +94,6 @@ pub fn lib_dir() -> &'static Path {
 
 /// A directory for the executables test `test` builds in this profile:
 /// `target/tmp/<test>/bin/<profile>` (`target/tmp` is shared by all profiles).
-#[allow(dead_code)]
 pub fn bin_dir(test: &str) -> PathBuf {
     let profile = lib_dir().file_name().expect("profile directory");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -105,7 +107,6 @@ pub fn bin_dir(test: &str) -> PathBuf {
 /// Compiles and links into `exe` with `cmd` (a compiler command lacking only `-o`): the output
 /// goes to a per-process name beside `exe` and is then renamed, so that concurrent test runs
 /// never overwrite a binary another one is running.
-#[allow(dead_code)]
 pub fn link_aside(cmd: &mut Command, exe: &Path) {
     let name = exe.file_name().expect("file name").to_string_lossy();
     let part = exe.with_file_name(format!(".{name}.{}", std::process::id()));
