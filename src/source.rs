@@ -10,13 +10,13 @@ use std::path::Path;
 pub fn map_file(path: &Path) -> Result<Mmap> {
     let file = File::open(path)
         .map_err(|e| Error::new(ErrorCode::Io, format!("cannot open the file: {e}")))?;
-    let size = file
+    let meta = file
         .metadata()
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot read the file size: {e}")))?
-        .len();
-    if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot read the file size: {e}")))?;
+    if !meta.is_file() {
         return Err(Error::new(ErrorCode::Io, "not a regular file"));
     }
+    let size = meta.len();
     if size == 0 {
         return Err(Error::at(
             ErrorCode::Truncated,
