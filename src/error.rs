@@ -112,8 +112,14 @@ impl ErrorCode {
 
 /// An error with its code, the byte offset it concerns (when it concerns the file), the file it
 /// concerns (when known) and a message stating what was expected and what was found.
+///
+/// Boxed, so that every `Result` on the parser's hot path stays two words and is returned in
+/// registers.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<Details>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Details {
     code: ErrorCode,
     offset: Option<u64>,
     path: Option<String>,
@@ -126,48 +132,48 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An error about the bytes at `offset`.
     pub fn at(code: ErrorCode, offset: u64, message: impl Into<String>) -> Error {
-        Error {
+        Error(Box::new(Details {
             code,
             offset: Some(offset),
             path: None,
             message: message.into(),
-        }
+        }))
     }
 
     /// An error about no particular byte (an argument, a missing key, an I/O failure).
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
-        Error {
+        Error(Box::new(Details {
             code,
             offset: None,
             path: None,
             message: message.into(),
-        }
+        }))
     }
 
     /// The same error, naming the file it concerns.
     pub fn in_file(mut self, path: impl Into<String>) -> Error {
-        self.path = Some(path.into());
+        self.0.path = Some(path.into());
         self
     }
 
     /// The rule that was broken.
     pub fn code(&self) -> ErrorCode {
-        self.code
+        self.0.code
     }
 
     /// The byte offset in the file the error concerns, if any.
     pub fn offset(&self) -> Option<u64> {
-        self.offset
+        self.0.offset
     }
 
     /// The file the error concerns, if known.
     pub fn path(&self) -> Option<&str> {
-        self.path.as_deref()
+        self.0.path.as_deref()
     }
 
     /// What was expected and what was found, without the file and offset prefix.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
@@ -175,13 +181,13 @@ impl fmt::Display for Error {
     /// `gguf: model.gguf: offset 1024: tensor 'x' data ends at 9437216, past the end of the file (9437000 bytes)`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("gguf: ")?;
-        if let Some(path) = &self.path {
+        if let Some(path) = &self.0.path {
             write!(f, "{path}: ")?;
         }
-        if let Some(offset) = self.offset {
+        if let Some(offset) = self.0.offset {
             write!(f, "offset {offset}: ")?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 

@@ -28,8 +28,13 @@ pub(crate) struct ByteReader<'a> {
 }
 
 impl<'a> ByteReader<'a> {
+    /// A reader at `pos` (clamped to the end) of `data`.
     pub fn new(data: &'a [u8], pos: usize, layout: Layout) -> ByteReader<'a> {
-        ByteReader { data, pos, layout }
+        ByteReader {
+            data,
+            pos: pos.min(data.len()),
+            layout,
+        }
     }
 
     pub fn bytes(&self) -> &'a [u8] {
@@ -45,53 +50,72 @@ impl<'a> ByteReader<'a> {
     }
 
     pub fn remaining(&self) -> usize {
-        self.data.len().saturating_sub(self.pos)
+        // `pos <= data.len()` always holds: `new` clamps it and every advance is checked.
+        self.data.len() - self.pos
     }
 
     /// Takes `n` bytes, or fails naming `what` was being read.
+    #[inline]
     pub fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
-        match self.data.get(self.pos..).and_then(|rest| rest.get(..n)) {
-            Some(bytes) => {
-                self.pos += n;
-                Ok(bytes)
-            }
-            None => Err(Error::at(
-                ErrorCode::Truncated,
-                self.pos as u64,
-                format!(
-                    "expected {n} bytes for {what}, found {} before the end of the file",
-                    self.remaining()
-                ),
-            )),
+        if n > self.remaining() {
+            return Err(self.truncated(n, what));
         }
+        let bytes = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(bytes)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, n: usize, what: &str) -> Error {
+        Error::at(
+            ErrorCode::Truncated,
+            self.pos as u64,
+            format!(
+                "expected {n} bytes for {what}, found {} before the end of the file",
+                self.remaining()
+            ),
+        )
+    }
+
+    #[inline]
     fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N, what)?);
-        if self.layout.order == ByteOrder::Big {
-            out.reverse();
-        }
-        Ok(out)
+        let Some(&bytes) = self.data[self.pos..].first_chunk::<N>() else {
+            return Err(self.truncated(N, what));
+        };
+        self.pos += N;
+        Ok(match self.layout.order {
+            ByteOrder::Little => bytes,
+            ByteOrder::Big => {
+                let mut swapped = bytes;
+                swapped.reverse();
+                swapped
+            }
+        })
     }
 
+    #[inline]
     pub fn u8(&mut self, what: &str) -> Result<u8> {
-        Ok(self.take(1, what)?[0])
+        self.array::<1>(what).map(|[b]| b)
     }
 
+    #[inline]
     pub fn u16(&mut self, what: &str) -> Result<u16> {
         self.array(what).map(u16::from_le_bytes)
     }
 
+    #[inline]
     pub fn u32(&mut self, what: &str) -> Result<u32> {
         self.array(what).map(u32::from_le_bytes)
     }
 
+    #[inline]
     pub fn u64(&mut self, what: &str) -> Result<u64> {
         self.array(what).map(u64::from_le_bytes)
     }
 
     /// A count, length or dimension: 64-bit from version 2 on, 32-bit in version 1.
+    #[inline]
     pub fn len(&mut self, what: &str) -> Result<u64> {
         if self.layout.wide {
             self.u64(what)
@@ -102,18 +126,12 @@ impl<'a> ByteReader<'a> {
 
     /// A length-prefixed string: its bytes' span. The length is checked against the bytes left
     /// before anything is taken.
+    #[inline]
     pub fn string(&mut self, what: &str) -> Result<Span> {
         let len_at = self.pos;
         let len = self.len(what)?;
-        let remaining = self.remaining();
-        if len > remaining as u64 {
-            return Err(Error::at(
-                ErrorCode::StringTooLong,
-                len_at as u64,
-                format!(
-                    "{what} has length {len}, past the end of the file ({remaining} bytes remain)"
-                ),
-            ));
+        if len > self.remaining() as u64 {
+            return Err(self.string_too_long(len_at, len, what));
         }
         let span = Span {
             start: self.pos,
@@ -121,6 +139,48 @@ impl<'a> ByteReader<'a> {
         };
         self.pos += span.len;
         Ok(span)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn string_too_long(&self, len_at: usize, len: u64, what: &str) -> Error {
+        Error::at(
+            ErrorCode::StringTooLong,
+            len_at as u64,
+            format!(
+                "{what} has length {len}, past the end of the file ({} bytes remain)",
+                self.remaining()
+            ),
+        )
+    }
+
+    /// Steps over `count` strings (an array's elements), checking every length. This is the
+    /// loop that dominates opening a model (a vocabulary is hundreds of thousands of strings),
+    /// so the common layout (little-endian, 64-bit lengths) gets a loop of its own.
+    pub fn skip_strings(&mut self, count: u64, what: &str) -> Result<()> {
+        if !(self.layout.wide && self.layout.order == ByteOrder::Little) {
+            for _ in 0..count {
+                self.string(what)?;
+            }
+            return Ok(());
+        }
+        let data = self.data;
+        let mut pos = self.pos;
+        for _ in 0..count {
+            let Some(&len) = data[pos..].first_chunk::<8>() else {
+                self.pos = pos;
+                return Err(self.truncated(8, what));
+            };
+            let len = u64::from_le_bytes(len);
+            let start = pos + 8;
+            if len > (data.len() - start) as u64 {
+                self.pos = start;
+                return Err(self.string_too_long(pos, len, what));
+            }
+            pos = start + len as usize;
+        }
+        self.pos = pos;
+        Ok(())
     }
 }
 

@@ -173,9 +173,7 @@ fn read_array(r: &mut ByteReader<'_>, depth: usize, what: &str) -> Result<(Value
         }
         match ty {
             ValueType::String => {
-                for _ in 0..left {
-                    r.string(what)?;
-                }
+                r.skip_strings(left, what)?;
                 stack[top].1 = 0;
             }
             ValueType::Array => {
