@@ -123,7 +123,9 @@ struct PendingTensor {
     name: Vec<u8>,
     dims: Vec<u64>,
     dtype: DataType,
-    data: Vec<u8>,
+    size: u64,
+    /// `None` for a tensor whose data the caller streams after the header.
+    data: Option<Vec<u8>>,
 }
 
 /// Builds a GGUF file in memory and writes it out.
@@ -255,7 +257,28 @@ impl Writer {
         dtype: DataType,
         data: Vec<u8>,
     ) -> Result<&mut Writer> {
-        let name = name.as_ref();
+        self.push_tensor(name.as_ref(), dims, dtype, Some(data))
+    }
+
+    /// Adds a tensor whose data is not in memory: write the file with
+    /// [`Writer::header_bytes`], then each tensor's data at [`Writer::tensor_offsets`] (relative
+    /// to the end of the header), each padded to the alignment. For files larger than memory.
+    pub fn add_tensor_info(
+        &mut self,
+        name: impl AsRef<[u8]>,
+        dims: &[u64],
+        dtype: DataType,
+    ) -> Result<&mut Writer> {
+        self.push_tensor(name.as_ref(), dims, dtype, None)
+    }
+
+    fn push_tensor(
+        &mut self,
+        name: &[u8],
+        dims: &[u64],
+        dtype: DataType,
+        data: Option<Vec<u8>>,
+    ) -> Result<&mut Writer> {
         let quoted = crate::file::quote(name);
         if self.tensors.iter().any(|t| t.name == name) {
             return Err(Error::new(
@@ -289,22 +312,48 @@ impl Writer {
                 format!("tensor {quoted}: size overflows"),
             )
         })?;
-        if size != data.len() as u64 {
-            return Err(Error::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "tensor {quoted}: expected {size} bytes of data, found {}",
-                    data.len()
-                ),
-            ));
+        if let Some(data) = &data {
+            if size != data.len() as u64 {
+                return Err(Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "tensor {quoted}: expected {size} bytes of data, found {}",
+                        data.len()
+                    ),
+                ));
+            }
         }
         self.tensors.push(PendingTensor {
             name: name.to_vec(),
             dims: dims.to_vec(),
             dtype,
+            size,
             data,
         });
         Ok(self)
+    }
+
+    /// Each tensor's offset from the start of the data section: in order, each padded to the
+    /// alignment. Fails if the data section would pass 2^64 bytes.
+    pub fn tensor_offsets(&self) -> Result<Vec<u64>> {
+        let alignment = self.alignment();
+        let mut next = 0u64;
+        self.tensors
+            .iter()
+            .map(|t| {
+                let offset = next;
+                next = offset
+                    .checked_add(t.size)
+                    .and_then(|end| format::align_up(end, alignment))
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorCode::SizeOverflow,
+                            "the data section passes 2^64 bytes",
+                        )
+                    })?;
+                Ok(offset)
+            })
+            .collect()
     }
 
     /// The whole file.
@@ -326,8 +375,9 @@ impl Writer {
         file.flush().map_err(io)
     }
 
-    /// Writes the file to `out`.
-    pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
+    /// The header: magic, counts, metadata and tensor infos, padded to the alignment. The data
+    /// section starts right after it.
+    pub fn header_bytes(&self) -> Result<Vec<u8>> {
         let mut enc = Encoder {
             buf: Vec::new(),
             layout: Layout::new(self.version, self.order),
@@ -341,10 +391,7 @@ impl Writer {
             enc.u32(value.value_type().id());
             enc.value(value)?;
         }
-        let alignment = self.alignment();
-        let mut offset = 0u64;
-        let mut offsets = Vec::with_capacity(self.tensors.len());
-        for t in &self.tensors {
+        for (t, offset) in self.tensors.iter().zip(self.tensor_offsets()?) {
             enc.string(&t.name)?;
             enc.u32(t.dims.len() as u32);
             for &d in &t.dims {
@@ -352,18 +399,31 @@ impl Writer {
             }
             enc.u32(t.dtype.id());
             enc.u64(offset);
-            offsets.push(offset);
-            offset = pad_to(offset + t.data.len() as u64, alignment);
         }
         let header_end = enc.buf.len() as u64;
-        enc.buf.resize(pad_to(header_end, alignment) as usize, 0);
+        enc.buf
+            .resize(pad_to(header_end, self.alignment()) as usize, 0);
+        Ok(enc.buf)
+    }
+
+    /// Writes the file to `out`. Every tensor must have been given its data.
+    pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
         let io = |e: std::io::Error| Error::new(ErrorCode::Io, format!("cannot write: {e}"));
-        out.write_all(&enc.buf).map_err(io)?;
+        out.write_all(&self.header_bytes()?).map_err(io)?;
+        let alignment = self.alignment();
         let zeros = vec![0u8; alignment as usize];
         for t in &self.tensors {
-            out.write_all(&t.data).map_err(io)?;
-            let len = t.data.len() as u64;
-            let padding = pad_to(len, alignment) - len;
+            let Some(data) = &t.data else {
+                return Err(Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "tensor {} has no data: write the header, then stream it",
+                        crate::file::quote(&t.name)
+                    ),
+                ));
+            };
+            out.write_all(data).map_err(io)?;
+            let padding = pad_to(t.size, alignment) - t.size;
             out.write_all(&zeros[..padding as usize]).map_err(io)?;
         }
         Ok(())

@@ -222,3 +222,32 @@ fn writer_refuses_what_the_reader_refuses() {
         ErrorCode::ArrayTooDeep
     );
 }
+
+#[test]
+fn streamed_tensors_match_tensors_given_in_memory() {
+    let mut whole = Writer::new();
+    let mut streamed = Writer::new();
+    let tensors = [
+        ("a", vec![3u64], DataType::F32),
+        ("b", vec![64, 2], DataType::Q4_0),
+    ];
+    for (name, dims, dtype) in &tensors {
+        let size = dtype.tensor_bytes(dims).unwrap() as usize;
+        whole.add_tensor(name, dims, *dtype, vec![7; size]).unwrap();
+        streamed.add_tensor_info(name, dims, *dtype).unwrap();
+    }
+    assert_eq!(
+        streamed.to_bytes().unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
+    let mut bytes = streamed.header_bytes().unwrap();
+    let data_offset = bytes.len();
+    for ((_, dims, dtype), offset) in tensors.iter().zip(streamed.tensor_offsets().unwrap()) {
+        let size = dtype.tensor_bytes(dims).unwrap() as usize;
+        let at = data_offset + offset as usize;
+        bytes.resize(at, 0);
+        bytes.extend(std::iter::repeat_n(7, size));
+    }
+    bytes.resize(bytes.len().div_ceil(32) * 32, 0);
+    assert_eq!(bytes, whole.to_bytes().unwrap());
+}
