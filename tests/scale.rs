@@ -1,0 +1,110 @@
+//! Scale: a file whose tensor data spans more than 1 TiB (sparse: only the header and the last
+//! tensor's bytes are written) opens like a small one, with offsets above 4 GiB everywhere, and
+//! opening never touches the data section (counted in page faults).
+
+use gguf::ffi::*;
+use gguf::{DataType, MappedFile, MetadataValue as V, ValueType, Writer};
+use std::ffi::CString;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+const GIB: u64 = 1 << 30;
+
+/// Writes the sparse file: a vocabulary, two 512 GiB tensors, then small tensors above 1 TiB
+/// whose bytes are written. Returns its path and the small tensors' names and bytes.
+fn sparse_model(name: &str) -> (PathBuf, Vec<(String, Vec<u8>)>) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", V::string("llama"))
+        .unwrap();
+    let tokens = (0..20_000).map(|i| V::string(format!("tok{i}"))).collect();
+    w.add_metadata("tokenizer.ggml.tokens", V::Array(ValueType::String, tokens))
+        .unwrap();
+    // 512 GiB each: 2^37 F32 elements.
+    w.add_tensor_info("huge.0", &[1 << 27, 1 << 10], DataType::F32)
+        .unwrap();
+    w.add_tensor_info("huge.1", &[1 << 27, 1 << 10], DataType::F32)
+        .unwrap();
+    let small: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| (format!("tail.{i}"), (0..64u8).map(|b| b ^ i).collect()))
+        .collect();
+    for (n, data) in &small {
+        w.add_tensor_info(n, &[data.len() as u64 / 4], DataType::F32)
+            .unwrap();
+    }
+    let header = w.header_bytes().unwrap();
+    let offsets = w.tensor_offsets().unwrap();
+    let mut f = std::fs::File::create(&path).unwrap();
+    f.write_all(&header).unwrap();
+    for ((_, data), offset) in small.iter().zip(&offsets[2..]) {
+        f.seek(SeekFrom::Start(header.len() as u64 + offset))
+            .unwrap();
+        f.write_all(data).unwrap();
+    }
+    (path, small)
+}
+
+#[test]
+fn a_terabyte_of_tensor_data_opens_with_offsets_above_4_gib() {
+    let (path, small) = sparse_model("1tib.gguf");
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 1 << 40, "the sparse file is {size} bytes");
+
+    let f = MappedFile::open(&path).unwrap();
+    let huge = f.tensor("huge.1").unwrap();
+    assert_eq!(huge.size, 512 * GIB);
+    assert!(huge.offset >= 512 * GIB);
+    for (name, data) in &small {
+        let t = f.tensor(name).unwrap();
+        assert!(t.file_offset > 1 << 40, "{name} at {}", t.file_offset);
+        assert_eq!(t.data, &data[..]);
+    }
+
+    // The same through the C API.
+    let c_path = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: the handle is used only below and closed at the end.
+    unsafe {
+        let h = gguf_open(c_path.as_ptr());
+        assert!(!h.is_null());
+        assert_eq!(gguf_file_size(h), size);
+        for (name, data) in &small {
+            let n = CString::new(name.as_str()).unwrap();
+            let info = gguf_get_tensor(h, n.as_ptr());
+            assert!((*info).file_offset > 1 << 40);
+            assert_eq!((*info).file_offset, gguf_data_offset(h) + (*info).offset);
+            let bytes = std::slice::from_raw_parts(gguf_tensor_data(h, info).cast::<u8>(), 64);
+            assert_eq!(bytes, &data[..]);
+        }
+        gguf_close(h);
+    }
+}
+
+/// Minor page faults of this process so far (field 10 of /proc/self/stat).
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // The command name (field 2) is parenthesised and may hold spaces: count from after it.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(7).unwrap().parse().unwrap()
+}
+
+#[test]
+fn opening_never_touches_the_data_section() {
+    let (path, _) = sparse_model("faults.gguf");
+    let header_pages = MappedFile::open(&path)
+        .unwrap()
+        .data_offset()
+        .div_ceil(4096);
+    let before = minor_faults();
+    let f = MappedFile::open(&path).unwrap();
+    let faults = minor_faults() - before;
+    println!("opening faulted {faults} pages; the header is {header_pages} pages");
+    // The header's pages, and a few for the allocator and the stack; touching even one
+    // megabyte of the data section would cost 256 more.
+    assert!(
+        faults <= header_pages + 64,
+        "opening faulted {faults} pages; the header is {header_pages} pages"
+    );
+    drop(f);
+}
