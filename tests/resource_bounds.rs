@@ -137,3 +137,63 @@ fn refusals_allocate_only_their_message() {
     assert!(allocated < 4096, "allocated {allocated} bytes");
     assert!(calls < 8, "{calls} allocations");
 }
+
+/// A model with a 262144-token vocabulary (tokens, scores, token types) and 240 tensors.
+fn big_vocabulary_model() -> Vec<u8> {
+    use gguf::{DataType, MetadataValue as V, ValueType, Writer};
+    let n = 262_144;
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", V::string("gemma3"))
+        .unwrap();
+    let tokens = (0..n).map(|i| V::string(format!("▁t{i}"))).collect();
+    w.add_metadata("tokenizer.ggml.tokens", V::Array(ValueType::String, tokens))
+        .unwrap();
+    let scores = (0..n).map(|i| V::F32(i as f32)).collect();
+    w.add_metadata(
+        "tokenizer.ggml.scores",
+        V::Array(ValueType::Float32, scores),
+    )
+    .unwrap();
+    let types = (0..n).map(|_| V::I32(1)).collect();
+    w.add_metadata(
+        "tokenizer.ggml.token_type",
+        V::Array(ValueType::Int32, types),
+    )
+    .unwrap();
+    for i in 0..240 {
+        w.add_tensor(
+            format!("blk.{}.w{}", i / 13, i % 13),
+            &[32],
+            DataType::Q8_0,
+            vec![0; 34],
+        )
+        .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
+/// Opening allocates nothing per array element: a few dozen allocations, well under 256 KB,
+/// for a 262144-token vocabulary (both the Rust parse and the C handle with its records).
+#[test]
+fn opening_a_big_vocabulary_allocates_nothing_per_element() {
+    let bytes = big_vocabulary_model();
+    let (b0, c0) = counters();
+    let f = gguf::GgufFile::from_bytes(&bytes[..]).unwrap();
+    let (b1, c1) = counters();
+    assert_eq!(f.tensor_count(), 240);
+    drop(f);
+    println!("Rust parse: {} bytes in {} allocations", b1 - b0, c1 - c0);
+    assert!(c1 - c0 <= 16, "{} allocations", c1 - c0);
+    assert!(b1 - b0 < 128 << 10, "{} bytes", b1 - b0);
+
+    let (b0, c0) = counters();
+    // SAFETY: `bytes` outlives the handle, closed below.
+    let h = unsafe { gguf::ffi::gguf_open_memory(bytes.as_ptr().cast(), bytes.len()) };
+    let (b1, c1) = counters();
+    assert!(!h.is_null());
+    // SAFETY: a live handle, closed once.
+    unsafe { gguf::ffi::gguf_close(h) };
+    println!("C handle: {} bytes in {} allocations", b1 - b0, c1 - c0);
+    assert!(c1 - c0 <= 36, "{} allocations", c1 - c0);
+    assert!(b1 - b0 < 256 << 10, "{} bytes", b1 - b0);
+}
