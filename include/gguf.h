@@ -20,6 +20,11 @@
 #include <stdint.h>
 
 /**
+ * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
+ */
+#define GGUF_NO_VIEW 18446744073709551615ull
+
+/**
  * The type of a metadata value, as stored in the file (`u32`).
  */
 enum GGUFValueType
@@ -288,6 +293,10 @@ enum GGUFErrorCode
    */
   GGUF_ERROR_CODE_INTERNAL = 7,
   /**
+   * The operation does not apply to this handle (e.g. paging advice for lent memory).
+   */
+  GGUF_ERROR_CODE_UNSUPPORTED = 8,
+  /**
    * The file ends in the middle of a field.
    */
   GGUF_ERROR_CODE_TRUNCATED = 10,
@@ -372,6 +381,11 @@ enum GGUFErrorCode
    * Two tensors' data ranges overlap.
    */
   GGUF_ERROR_CODE_DATA_OVERLAP = 37,
+  /**
+   * The shards of a split model do not fit together: a shard is missing, misnumbered, or
+   * disagrees with the others on the shard or tensor count.
+   */
+  GGUF_ERROR_CODE_SHARD_MISMATCH = 40,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -403,6 +417,78 @@ enum GGUFByteOrder
 typedef enum GGUFByteOrder GGUFByteOrder;
 #else
 typedef uint32_t GGUFByteOrder;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Flags for `gguf_open_ex`, combined with `|`.
+ */
+enum GGUFOpenFlag
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Fault every page of the file in while mapping it (`MAP_POPULATE`).
+   */
+  GGUF_OPEN_FLAG_POPULATE = 1,
+  /**
+   * Lock the file's pages in memory (`mlock`); fails, naming the limit, when `ulimit -l`
+   * forbids it.
+   */
+  GGUF_OPEN_FLAG_LOCK = 2,
+  /**
+   * Read the file into private page-aligned memory instead of mapping it.
+   */
+  GGUF_OPEN_FLAG_READ = 4,
+  /**
+   * Open only this file even if it is one shard of a split model.
+   */
+  GGUF_OPEN_FLAG_SINGLE_SHARD = 8,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum GGUFOpenFlag GGUFOpenFlag;
+#else
+typedef uint32_t GGUFOpenFlag;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Paging advice for a range of mapped bytes (`madvise`).
+ */
+enum GGUFPaging
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * No special treatment.
+   */
+  GGUF_PAGING_NORMAL = 0,
+  /**
+   * The range will be needed soon: read it ahead.
+   */
+  GGUF_PAGING_WILL_NEED = 1,
+  /**
+   * The range is not needed now: its pages may be dropped (they are re-read from the file if
+   * touched again; nothing is lost, the mapping is read-only).
+   */
+  GGUF_PAGING_DONT_NEED = 2,
+  /**
+   * The range will be read sequentially: read ahead aggressively, drop behind.
+   */
+  GGUF_PAGING_SEQUENTIAL = 3,
+  /**
+   * The range will be read randomly: do not read ahead.
+   */
+  GGUF_PAGING_RANDOM = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum GGUFPaging GGUFPaging;
+#else
+typedef uint32_t GGUFPaging;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -562,10 +648,130 @@ typedef struct GGUFTensorInfo {
    */
   uint64_t name_len;
   /**
-   * Position of the tensor in the file's tensor list (what `gguf_get_tensor_by_index` takes).
+   * Position of the tensor in the model's tensor list (what `gguf_get_tensor_by_index`
+   * takes).
    */
   uint64_t index;
+  /**
+   * The shard holding the tensor (0 unless the model is split; see `gguf_get_shard`).
+   * `offset` and `file_offset` are positions in that shard's file.
+   */
+  uint32_t shard;
 } GGUFTensorInfo;
+
+/**
+ * A page-aligned range of one shard's mapping.
+ */
+typedef struct GGUFView {
+  /**
+   * First byte of the view: page-aligned (for a mapped file always; for memory lent to
+   * `gguf_open_memory`, unless that would fall before the buffer).
+   */
+  const void *data;
+  /**
+   * Length in bytes: at most the plan's `max_view_size` and a multiple of its page size,
+   * except for a view ending where the mapping ends.
+   */
+  uint64_t size;
+  /**
+   * Absolute offset of `data` in the shard's file (for `pread`, `O_DIRECT`, cuFile).
+   */
+  uint64_t file_offset;
+  /**
+   * The shard whose mapping holds the view.
+   */
+  uint32_t shard;
+} GGUFView;
+
+/**
+ * Where a tensor lies in an upload plan.
+ */
+typedef struct GGUFPlacement {
+  /**
+   * Index of the view holding the whole tensor, or `GGUF_NO_VIEW` if the tensor (rounded out
+   * to whole pages) is larger than the limit: it is reported, never split.
+   */
+  uint64_t view;
+  /**
+   * Offset of the tensor's first byte inside that view.
+   */
+  uint64_t offset;
+} GGUFPlacement;
+
+/**
+ * An upload plan. Owned by the handle; valid until `gguf_close`.
+ */
+typedef struct GGUFUploadPlan {
+  /**
+   * The page size the views are aligned to.
+   */
+  uint64_t page_size;
+  /**
+   * The largest view allowed (the requested maximum rounded down to whole pages).
+   */
+  uint64_t max_view_size;
+  /**
+   * Number of views.
+   */
+  uint64_t n_views;
+  /**
+   * The views, shard by shard, in file order. Views may overlap where a tensor straddles the
+   * page on which one view ends and the next begins.
+   */
+  const struct GGUFView *views;
+  /**
+   * Number of placements: `gguf_tensor_count(file)`.
+   */
+  uint64_t n_tensors;
+  /**
+   * One placement per tensor, indexed like `gguf_get_tensor_by_index`.
+   */
+  const struct GGUFPlacement *placements;
+  /**
+   * Number of tensors placed in no view (`view == GGUF_NO_VIEW`).
+   */
+  uint64_t n_oversized;
+} GGUFUploadPlan;
+
+/**
+ * One file of a model: the only one for an unsplit model, or one shard of a split model.
+ * Owned by the handle; valid until `gguf_close`.
+ */
+typedef struct GGUFShardInfo {
+  /**
+   * The path the shard was opened from, NUL-terminated (`<memory>` for `gguf_open_memory`).
+   */
+  const char *path;
+  /**
+   * Size of the shard's file in bytes.
+   */
+  uint64_t file_size;
+  /**
+   * Absolute offset of the shard's data section.
+   */
+  uint64_t data_offset;
+  /**
+   * Alignment of the shard's tensor data.
+   */
+  uint64_t alignment;
+  /**
+   * Format version of the shard.
+   */
+  uint32_t version;
+  /**
+   * Number of tensors in the shard.
+   */
+  uint64_t tensor_count;
+  /**
+   * Model-wide index of the shard's first tensor (for `gguf_get_tensor_by_index`).
+   */
+  uint64_t first_tensor;
+  /**
+   * Start of the shard's bytes in memory (its mapping): tensor data of this shard lies at
+   * `base + info->file_offset`.
+   */
+  const uint8_t *base;
+} GGUFShardInfo;
 
 #ifdef __cplusplus
 extern "C" {
@@ -702,12 +908,83 @@ const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
 const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
 
 /**
- * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
- * format, and indexes its metadata and tensors. Tensor data is neither read nor copied. Returns
- * NULL on failure, recording why (see `gguf_last_error`); never prints. Close the handle with
+ * Advises the kernel how the tensor's data will be used (`madvise` on its pages, widened to
+ * whole pages): `advice` is a `GGUFPaging` value. Returns false, recording why, if an argument
+ * is NULL or `info` is not this file's (GGUF_ERROR_CODE_INVALID_ARGUMENT), the advice is
+ * unknown, the handle holds memory lent to `gguf_open_memory` or (for DONTNEED) a file read
+ * into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO).
+ */
+bool gguf_advise_tensor(GGUFFile file, const struct GGUFTensorInfo *info, uint32_t advice);
+
+/**
+ * `gguf_advise_tensor` for `count` tensors at once (`infos` holds `count` pointers returned by
+ * this `file`). Every pointer is checked before any advice is given.
+ */
+bool gguf_advise_tensors(GGUFFile file,
+                         const struct GGUFTensorInfo *const *infos,
+                         size_t count,
+                         uint32_t advice);
+
+/**
+ * `gguf_advise_tensor` for the whole data section of every shard.
+ */
+bool gguf_advise_data(GGUFFile file, uint32_t advice);
+
+/**
+ * Whether the `len` bytes at `ptr` lie wholly inside the memory of one of the handle's shards
+ * (its mapping, or the buffer lent to `gguf_open_memory`). False for NULL arguments (recording
+ * GGUF_ERROR_CODE_NULL_ARGUMENT) and for ranges outside (recording
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ */
+bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
+
+/**
+ * Plans the upload of every tensor's data: page-aligned views of at most `max_view_size` bytes
+ * (e.g. Metal's `maxBufferLength`; `UINT64_MAX` for no limit) such that every tensor lies
+ * wholly inside at least one view. `page_size` is a power of two, or 0 for the system's page
+ * size. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
+ * `cudaHostRegister`) or read from the file at its `file_offset`; each tensor's placement
+ * gives its view and its offset there. A tensor too large for any view is reported
+ * (`GGUF_NO_VIEW`, counted in `n_oversized`), never split. Owned by the handle, valid until
+ * `gguf_close`; each call makes a new plan. NULL if `file` is NULL, or `page_size` is not a
+ * power of two, or `max_view_size` is smaller than a page (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ */
+const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
+                                              uint64_t max_view_size,
+                                              uint64_t page_size);
+
+/**
+ * Number of shards the handle holds: 1 for an unsplit file (or one opened with
+ * `GGUF_OPEN_FLAG_SINGLE_SHARD`), N for a split model opened from any of its N shards; 0 if
+ * `file` is NULL. The model's metadata is the first shard's; `gguf_version`, `gguf_alignment`,
+ * `gguf_data_offset` and `gguf_file_size` describe the first shard too.
+ */
+uint32_t gguf_shard_count(GGUFFile file);
+
+/**
+ * Shard `index` (0-based) of the model, or NULL if `index >= gguf_shard_count(file)`
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
+const struct GGUFShardInfo *gguf_get_shard(GGUFFile file, uint32_t index);
+
+/**
+ * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
+ * format, and indexes its metadata and tensors. Tensor data is neither read nor copied. If the
+ * file is one shard of a split model (`name-00002-of-00005.gguf`), every shard is opened and
+ * the handle presents the whole model (see `gguf_shard_count`). Returns NULL on failure,
+ * recording why (see `gguf_last_error`); never prints. Close the handle with `gguf_close`.
+ */
 GGUFFile gguf_open(const char *path);
+
+/**
+ * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
+ * faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
+ * `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
+ * instead of mapping it, and `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model
+ * alone. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
+ */
+GGUFFile gguf_open_ex(const char *path, uint32_t flags);
 
 /**
  * Opens a GGUF file held in memory, with the same checks as `gguf_open`. Nothing is copied: the

@@ -24,6 +24,8 @@ pub enum ErrorCode {
     OutOfMemory = 6,
     /// An internal error was caught at the C boundary (a bug: please report it).
     Internal = 7,
+    /// The operation does not apply to this handle (e.g. paging advice for lent memory).
+    Unsupported = 8,
 
     /// The file ends in the middle of a field.
     Truncated = 10,
@@ -70,6 +72,10 @@ pub enum ErrorCode {
     DataOutOfBounds = 36,
     /// Two tensors' data ranges overlap.
     DataOverlap = 37,
+
+    /// The shards of a split model do not fit together: a shard is missing, misnumbered, or
+    /// disagrees with the others on the shard or tensor count.
+    ShardMismatch = 40,
 }
 
 impl ErrorCode {
@@ -85,6 +91,7 @@ impl ErrorCode {
             WrongType => "wrong type",
             OutOfMemory => "out of memory",
             Internal => "internal error",
+            Unsupported => "unsupported",
             Truncated => "truncated file",
             BadMagic => "bad magic",
             UnsupportedVersion => "unsupported version",
@@ -106,6 +113,7 @@ impl ErrorCode {
             MisalignedOffset => "misaligned tensor offset",
             DataOutOfBounds => "tensor data out of bounds",
             DataOverlap => "tensor data overlap",
+            ShardMismatch => "shard mismatch",
         }
     }
 }

@@ -224,10 +224,6 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
         &self.parsed.kvs
     }
 
-    pub(crate) fn tensor_records(&self) -> &[TensorRecord] {
-        &self.parsed.tensors
-    }
-
     pub(crate) fn layout(&self) -> Layout {
         self.parsed.layout
     }

@@ -7,6 +7,8 @@ pub mod error;
 pub mod file;
 pub mod format;
 mod index;
+pub mod model;
+pub mod plan;
 mod reader;
 #[allow(unsafe_code)]
 pub mod source;
@@ -20,6 +22,8 @@ pub mod ffi;
 pub use error::{Error, ErrorCode, Result};
 pub use file::{GgufFile, MappedFile, MetadataEntry, TensorInfo};
 pub use format::ByteOrder;
+pub use model::{Model, ModelTensor};
+pub use source::{OpenOptions, Paging};
 pub use types::{DataType, ValueType};
 pub use value::{Array, Element, Value};
 pub use writer::{MetadataValue, Writer};

@@ -1,49 +1,217 @@
-//! Where a file's bytes come from: a read-only memory map of a path, or memory the caller lends.
-//! This is one of the two places with `unsafe` (the other is the C API).
+//! Where a file's bytes come from: a read-only memory map of a path (optionally pre-faulted or
+//! locked), a private copy read into page-aligned memory, or memory the caller lends; and paging
+//! advice for mapped bytes. This is one of the two places with `unsafe` (the other is the C API).
 
 use crate::error::{Error, ErrorCode, Result};
-use memmap2::Mmap;
+use memmap2::{Advice, Mmap, MmapOptions, UncheckedAdvice};
 use std::fs::File;
+use std::io::Read;
+use std::ops::Range;
 use std::path::Path;
 
-/// Maps the file at `path` read-only.
-pub fn map_file(path: &Path) -> Result<Mmap> {
-    let file = File::open(path)
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot open the file: {e}")))?;
+/// How to bring a file into memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Fault every page in while mapping (`MAP_POPULATE`), instead of on first touch.
+    pub populate: bool,
+    /// Lock the pages in memory (`mlock`): fails clearly when `ulimit -l` forbids it.
+    pub lock: bool,
+    /// Read the file into private, page-aligned memory instead of mapping it (for file systems
+    /// where mapping is slow or unsafe, or to be immune to the file changing underneath).
+    pub read: bool,
+    /// Open only the named file of a split model, not its sibling shards.
+    pub single_shard: bool,
+}
+
+/// Paging advice for a range of mapped bytes (`madvise`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paging {
+    /// No special treatment.
+    Normal = 0,
+    /// The range will be needed soon: read it ahead.
+    WillNeed = 1,
+    /// The range is not needed now: its pages may be dropped (they are re-read from the file if
+    /// touched again; nothing is lost, the mapping is read-only).
+    DontNeed = 2,
+    /// The range will be read sequentially: read ahead aggressively, drop behind.
+    Sequential = 3,
+    /// The range will be read randomly: do not read ahead.
+    Random = 4,
+}
+
+impl Paging {
+    /// The advice with this id, if there is one.
+    pub fn from_id(id: u32) -> Option<Paging> {
+        [
+            Paging::Normal,
+            Paging::WillNeed,
+            Paging::DontNeed,
+            Paging::Sequential,
+            Paging::Random,
+        ]
+        .get(id as usize)
+        .copied()
+    }
+}
+
+fn io_error(what: &str, e: std::io::Error) -> Error {
+    Error::new(ErrorCode::Io, format!("{what}: {e}"))
+}
+
+/// Opens `path` and returns its size, refusing what is not a non-empty regular file.
+fn open_regular(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|e| io_error("cannot open the file", e))?;
     let meta = file
         .metadata()
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot read the file size: {e}")))?;
+        .map_err(|e| io_error("cannot read the file size", e))?;
     if !meta.is_file() {
         return Err(Error::new(ErrorCode::Io, "not a regular file"));
     }
-    let size = meta.len();
-    if size == 0 {
+    if meta.len() == 0 {
         return Err(Error::at(
             ErrorCode::Truncated,
             0,
             "expected 4 bytes for the magic, found an empty file",
         ));
     }
-    // SAFETY: the map is read-only and private to this process, and every byte of it is read
-    // through bounds-checked slices. What a map cannot guard against is another process
-    // truncating the file while it is mapped (reads past the new end raise SIGBUS); that is the
-    // documented contract of every mmap-based model loader, ggml's included.
-    unsafe { Mmap::map(&file) }
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot map the file: {e}")))
+    Ok((file, meta.len()))
+}
+
+/// Maps the file at `path` read-only.
+pub fn map_file(path: &Path) -> Result<Mmap> {
+    match open_source(path, OpenOptions::default())? {
+        Source::Mapped(map) | Source::Copied(map) => Ok(map),
+        Source::Lent(_) => unreachable!("open_source maps or reads, never lends"),
+    }
+}
+
+/// Brings the file at `path` into memory as `options` say.
+pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
+    let (mut file, size) = open_regular(path)?;
+    let source = if options.read {
+        let len = usize::try_from(size)
+            .map_err(|_| Error::new(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
+        let mut copy = MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map_err(|e| io_error(&format!("cannot allocate {size} bytes to read the file"), e))?;
+        file.read_exact(&mut copy)
+            .map_err(|e| io_error("cannot read the file", e))?;
+        Source::Copied(
+            copy.make_read_only()
+                .map_err(|e| io_error("cannot protect the copy", e))?,
+        )
+    } else {
+        let mut map_options = MmapOptions::new();
+        if options.populate {
+            map_options.populate();
+        }
+        // SAFETY: the map is read-only and private to this process, and every byte of it is
+        // read through bounds-checked slices. What a map cannot guard against is another
+        // process truncating the file while it is mapped (reads past the new end raise SIGBUS);
+        // that is the documented contract of every mmap-based model loader, ggml's included
+        // (`OpenOptions::read` avoids it).
+        Source::Mapped(
+            unsafe { map_options.map(&file) }.map_err(|e| io_error("cannot map the file", e))?,
+        )
+    };
+    if options.lock {
+        if let Source::Mapped(map) | Source::Copied(map) = &source {
+            map.lock().map_err(|e| lock_error(size, e))?;
+        }
+    }
+    Ok(source)
+}
+
+fn lock_error(size: u64, e: std::io::Error) -> Error {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } == 0;
+    let why = if known && limit.rlim_cur != libc::RLIM_INFINITY && limit.rlim_cur < size {
+        format!(
+            "the limit on locked memory (ulimit -l) is {} bytes",
+            limit.rlim_cur
+        )
+    } else {
+        e.to_string()
+    };
+    Error::new(
+        ErrorCode::Io,
+        format!("cannot lock the file's {size} bytes in memory: {why}"),
+    )
+}
+
+/// The system's page size.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size)
+        .ok()
+        .filter(|s| s.is_power_of_two())
+        .unwrap_or(4096)
 }
 
 /// The bytes behind an open handle.
 pub enum Source {
     /// A file mapped by this library.
     Mapped(Mmap),
+    /// A file read into page-aligned private memory by this library.
+    Copied(Mmap),
     /// Memory lent by the caller, who keeps it alive and unchanged while the handle lives.
     Lent(&'static [u8]),
+}
+
+impl Source {
+    /// Advises the kernel about `range` (byte offsets, widened to whole pages). Only mapped
+    /// bytes take advice; lent memory is the caller's to manage.
+    pub fn advise(&self, range: Range<usize>, advice: Paging) -> Result<()> {
+        let map =
+            match self {
+                Source::Mapped(map) => map,
+                // Dropped anonymous pages would come back as zeros.
+                Source::Copied(_) if advice == Paging::DontNeed => {
+                    return Err(Error::new(
+                        ErrorCode::Unsupported,
+                        "DONTNEED would discard a file read into memory: only mapped files take it",
+                    ))
+                }
+                Source::Copied(map) => map,
+                Source::Lent(_) => return Err(Error::new(
+                    ErrorCode::Unsupported,
+                    "paging advice applies to files this library opened, not to memory lent to \
+                     gguf_open_memory",
+                )),
+            };
+        let end = range.end.min(map.len());
+        let start = range.start.min(end);
+        if start == end {
+            return Ok(());
+        }
+        let len = end - start;
+        let result = match advice {
+            Paging::Normal => map.advise_range(Advice::Normal, start, len),
+            Paging::WillNeed => map.advise_range(Advice::WillNeed, start, len),
+            Paging::Sequential => map.advise_range(Advice::Sequential, start, len),
+            Paging::Random => map.advise_range(Advice::Random, start, len),
+            // SAFETY: MADV_DONTNEED on a private file mapping discards modified pages; this
+            // mapping is read-only and never written, so dropped pages are re-read unchanged
+            // from the file. (Copies, whose pages would come back zeroed, are refused above.)
+            Paging::DontNeed => unsafe {
+                map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, len)
+            },
+        };
+        result.map_err(|e| io_error("madvise failed", e))
+    }
 }
 
 impl AsRef<[u8]> for Source {
     fn as_ref(&self) -> &[u8] {
         match self {
-            Source::Mapped(map) => map,
+            Source::Mapped(map) | Source::Copied(map) => map,
             Source::Lent(bytes) => bytes,
         }
     }

@@ -375,6 +375,59 @@ impl Writer {
         file.flush().map_err(io)
     }
 
+    /// Splits the model into shards of at most `max_tensors` tensors each, as llama.cpp's
+    /// `gguf-split` does: the first shard keeps every metadata entry, every shard gets
+    /// `split.no` (0-based, UINT16), `split.count` (UINT16) and `split.tensors.count` (INT32).
+    /// Write shard `i` of `n` to `<prefix>-<i+1:05>-of-<n:05>.gguf` (see [`Writer::shard_path`]).
+    pub fn into_shards(self, max_tensors: usize) -> Result<Vec<Writer>> {
+        use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
+        if max_tensors == 0 {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "a shard must hold at least one tensor",
+            ));
+        }
+        let count = self.tensors.len().div_ceil(max_tensors).max(1);
+        let (Ok(count16), Ok(total)) = (u16::try_from(count), i32::try_from(self.tensors.len()))
+        else {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{count} shards of {} tensors are more than the split keys hold",
+                    self.tensors.len()
+                ),
+            ));
+        };
+        let alignment = self.alignment();
+        let mut tensors = self.tensors.into_iter();
+        let mut shards = Vec::with_capacity(count);
+        for no in 0..count {
+            let mut shard = Writer {
+                version: self.version,
+                order: self.order,
+                kvs: if no == 0 {
+                    self.kvs.clone()
+                } else {
+                    Vec::new()
+                },
+                tensors: tensors.by_ref().take(max_tensors).collect(),
+            };
+            if no > 0 && alignment != DEFAULT_ALIGNMENT {
+                shard.set_alignment(alignment as u32)?;
+            }
+            shard.add_metadata(SPLIT_NO, MetadataValue::U16(no as u16))?;
+            shard.add_metadata(SPLIT_COUNT, MetadataValue::U16(count16))?;
+            shard.add_metadata(SPLIT_TENSORS_COUNT, MetadataValue::I32(total))?;
+            shards.push(shard);
+        }
+        Ok(shards)
+    }
+
+    /// The file name of shard `no` (0-based) of `count`: `<prefix>-<no+1:05>-of-<count:05>.gguf`.
+    pub fn shard_path(prefix: &str, no: usize, count: usize) -> String {
+        format!("{prefix}-{:05}-of-{count:05}.gguf", no + 1)
+    }
+
     /// The header: magic, counts, metadata and tensor infos, padded to the alignment. The data
     /// section starts right after it.
     pub fn header_bytes(&self) -> Result<Vec<u8>> {

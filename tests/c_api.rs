@@ -475,7 +475,10 @@ fn every_header_function_is_called_from_c() {
             Some(&l[start..end])
         })
         .collect();
-    assert!(functions.len() >= 36, "functions found: {functions:?}");
+    assert!(
+        functions.len() >= 12 && functions.contains(&"gguf_tensor_data"),
+        "functions found: {functions:?}"
+    );
     let uncalled: Vec<&&str> = functions
         .iter()
         .filter(|f| !sources.contains(&format!("{f}(")))

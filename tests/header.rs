@@ -624,7 +624,11 @@ fn every_function_has_a_doc_comment_directly_above_it() {
             undocumented.push(format!("{name} (line {})", at + 1));
         }
     }
-    assert_eq!(functions.len(), 36, "functions found: {functions:?}");
+    // The parse found the declarations (akunu's twelve at least), not a stray subset.
+    assert!(
+        functions.len() >= 12 && functions.contains("gguf_tensor_data"),
+        "functions found: {functions:?}"
+    );
     assert!(
         undocumented.is_empty(),
         "functions in include/gguf.h without a doc comment directly above: {undocumented:?}"

@@ -3,7 +3,7 @@
 
 use super::boundary::{c_str, guard, write_out};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use super::once::OnceBox;
+use super::lazy::OnceBox;
 use crate::error::{ErrorCode, Result};
 use crate::file::quote;
 use crate::types::ValueType;
@@ -98,7 +98,7 @@ fn array_at<'f>(f: &'f GGUFFileImpl, key: *const c_char) -> Result<(usize, Array
     // SAFETY: `key` is NULL or a NUL-terminated string (the header's contract).
     let key = unsafe { c_str(key, "key")? };
     let i = f.kv_index(key)?;
-    match f.file.metadata_at(i).map(|e| e.value) {
+    match f.model.first().metadata_at(i).map(|e| e.value) {
         Some(Value::Array(array)) => Ok((i, array)),
         other => Err(f.error(
             ErrorCode::WrongType,
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn gguf_get_array_string(
         };
         // Element `at`'s bytes start at starts[at]; its length is what precedes element at+1
         // minus the next element's length field.
-        let len_size = f.file.layout().len_size();
+        let len_size = f.model.first().layout().len_size();
         let end = if at + 1 < n {
             starts[at + 1] - len_size
         } else {

@@ -1,33 +1,41 @@
-//! The handle behind `GGUFFile`: the parsed file, the C records handed out for its tensors and
-//! metadata, one arena holding every NUL-terminated name, and lazily built array caches.
+//! The handle behind `GGUFFile`: the parsed model (one file, or every shard of a split model),
+//! the C records handed out for its tensors, metadata and shards, one arena holding every
+//! NUL-terminated name, and lazily built caches (arrays, upload plans).
 
 use super::arrays::ArrayCaches;
 use super::boundary::null;
+use super::lazy::AppendList;
 use super::metadata::GGUFMetadataKV;
+use super::plan::PlanRecords;
+use super::shards::GGUFShardInfo;
 use super::tensors::GGUFTensorInfo;
 use crate::error::{Error, ErrorCode, Result};
-use crate::file::{quote, GgufFile};
+use crate::file::quote;
+use crate::model::Model;
 use crate::source::Source;
 use crate::value::RawValue;
 
 /// The opaque state behind a `GGUFFile`. Everything it hands out lives as long as it does.
 pub struct GGUFFileImpl {
-    pub(crate) file: GgufFile<Source>,
+    pub(crate) model: Model<Source>,
     /// The path it was opened from (or `<memory>`), for error messages.
     pub(crate) name: String,
-    /// Every key, tensor name and string value, NUL-terminated, back to back. Never resized
-    /// after open, so pointers into it are stable.
+    /// Every key, tensor name, string value and shard path, NUL-terminated, back to back. Never
+    /// resized after open, so pointers into it are stable.
     _arena: Box<[u8]>,
     pub(crate) tensors: Box<[GGUFTensorInfo]>,
     pub(crate) metadata: Box<[GGUFMetadataKV]>,
+    pub(crate) shards: Box<[GGUFShardInfo]>,
     /// One slot per metadata entry, filled on first use by the array helpers.
     pub(crate) arrays: Box<[ArrayCaches]>,
+    /// Every upload plan made on this handle, kept until it closes.
+    pub(crate) plans: AppendList<PlanRecords>,
 }
 
 // SAFETY: the raw pointers inside the handle's records point into memory the handle owns (the
-// map, the arena, the caches), which is never written after open except through `OnceBox`,
-// whose publication is synchronised. Sharing the handle across threads is therefore sound,
-// and moving it only moves owners of heap memory and mappings.
+// maps, the arena, the caches), which is never written after open except through `OnceBox` and
+// `AppendList`, whose publication is synchronised. Sharing the handle across threads is
+// therefore sound, and moving it only moves owners of heap memory and mappings.
 unsafe impl Send for GGUFFileImpl {}
 // SAFETY: as above.
 unsafe impl Sync for GGUFFileImpl {}
@@ -36,27 +44,31 @@ unsafe impl Sync for GGUFFileImpl {}
 pub type GGUFFile = *mut GGUFFileImpl;
 
 impl GGUFFileImpl {
-    /// Builds the handle's C records over a parsed file.
-    pub(crate) fn new(file: GgufFile<Source>, name: String) -> GGUFFileImpl {
-        let bytes = file.bytes();
-        let kvs = file.kv_records();
-        let records = file.tensor_records();
+    /// Builds the handle's C records over a parsed model.
+    pub(crate) fn new(model: Model<Source>, name: String) -> GGUFFileImpl {
+        let first = model.first();
+        let bytes = first.bytes();
+        let kvs = first.kv_records();
+        let tensor_names =
+            (0..model.tensor_count()).map(|i| model.tensor_at(i).map_or(&[][..], |t| t.info.name));
+        let shard_names = model.shard_names().iter().map(|n| n.as_bytes());
 
         // One exact-size allocation for every string the C API must NUL-terminate.
         let strings = kvs
             .iter()
             .flat_map(|kv| {
                 let value = match kv.value {
-                    RawValue::String(s) => Some(s),
+                    RawValue::String(s) => Some(s.of(bytes)),
                     _ => None,
                 };
-                std::iter::once(kv.key).chain(value)
+                std::iter::once(kv.key.of(bytes)).chain(value)
             })
-            .chain(records.iter().map(|t| t.name));
-        let total: usize = strings.clone().map(|s| s.len + 1).sum();
+            .chain(tensor_names)
+            .chain(shard_names);
+        let total: usize = strings.clone().map(|s| s.len() + 1).sum();
         let mut arena = Vec::with_capacity(total);
-        for span in strings {
-            arena.extend_from_slice(span.of(bytes));
+        for s in strings {
+            arena.extend_from_slice(s);
             arena.push(0);
         }
         let arena = arena.into_boxed_slice();
@@ -80,10 +92,24 @@ impl GGUFFileImpl {
                 GGUFMetadataKV::new(i, kv, key, str_ptr, bytes)
             })
             .collect();
-        let tensors: Box<[GGUFTensorInfo]> = (0..records.len())
+        let tensors: Box<[GGUFTensorInfo]> = (0..model.tensor_count())
             .filter_map(|i| {
-                let info = file.tensor_at(i)?;
-                Some(GGUFTensorInfo::new(i, &info, take(info.name.len())))
+                let t = model.tensor_at(i)?;
+                Some(GGUFTensorInfo::new(
+                    i,
+                    t.shard,
+                    &t.info,
+                    take(t.info.name.len()),
+                ))
+            })
+            .collect();
+        let shards: Box<[GGUFShardInfo]> = model
+            .shards()
+            .iter()
+            .zip(model.shard_names())
+            .zip(model.shard_starts())
+            .map(|((file, name), &first_tensor)| {
+                GGUFShardInfo::new(file, take(name.len()), first_tensor)
             })
             .collect();
         let arrays = (0..kvs.len()).map(|_| ArrayCaches::default()).collect();
@@ -91,9 +117,11 @@ impl GGUFFileImpl {
             _arena: arena,
             tensors,
             metadata,
+            shards,
             arrays,
+            plans: AppendList::default(),
             name,
-            file,
+            model,
         }
     }
 
@@ -113,7 +141,7 @@ impl GGUFFileImpl {
 
     /// The position of the metadata entry with this key, or a NotFound error.
     pub(crate) fn kv_index(&self, key: &[u8]) -> Result<usize> {
-        self.file.metadata_index(key).ok_or_else(|| {
+        self.model.first().metadata_index(key).ok_or_else(|| {
             self.error(
                 ErrorCode::NotFound,
                 format!("no metadata key {}", quote(key)),

@@ -6,7 +6,8 @@ use crate::error::Result;
 #[cfg(not(unix))]
 use crate::error::{Error, ErrorCode};
 use crate::file::GgufFile;
-use crate::source::{map_file, Source};
+use crate::model::Model;
+use crate::source::{OpenOptions, Source};
 use std::ffi::{c_char, c_void};
 use std::path::PathBuf;
 
@@ -24,23 +25,69 @@ fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
     }
 }
 
-fn into_handle(source: Source, name: String) -> Result<GGUFFile> {
-    let file = GgufFile::from_bytes(source).map_err(|e| e.in_file(name.clone()))?;
-    Ok(Box::into_raw(Box::new(GGUFFileImpl::new(file, name))))
+fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
+    Box::into_raw(Box::new(GGUFFileImpl::new(model, name)))
+}
+
+/// Flags for `gguf_open_ex`, combined with `|`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenFlag {
+    /// Fault every page of the file in while mapping it (`MAP_POPULATE`).
+    Populate = 1,
+    /// Lock the file's pages in memory (`mlock`); fails, naming the limit, when `ulimit -l`
+    /// forbids it.
+    Lock = 2,
+    /// Read the file into private page-aligned memory instead of mapping it.
+    Read = 4,
+    /// Open only this file even if it is one shard of a split model.
+    SingleShard = 8,
+}
+
+fn open_options(flags: u32) -> Result<OpenOptions> {
+    let known = OpenFlag::Populate as u32
+        | OpenFlag::Lock as u32
+        | OpenFlag::Read as u32
+        | OpenFlag::SingleShard as u32;
+    if flags & !known != 0 {
+        return Err(crate::error::Error::new(
+            crate::error::ErrorCode::InvalidArgument,
+            format!("unknown open flags {:#x}", flags & !known),
+        ));
+    }
+    let has = |flag: OpenFlag| flags & flag as u32 != 0;
+    Ok(OpenOptions {
+        populate: has(OpenFlag::Populate),
+        lock: has(OpenFlag::Lock),
+        read: has(OpenFlag::Read),
+        single_shard: has(OpenFlag::SingleShard),
+    })
 }
 
 /// Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
-/// format, and indexes its metadata and tensors. Tensor data is neither read nor copied. Returns
-/// NULL on failure, recording why (see `gguf_last_error`); never prints. Close the handle with
-/// `gguf_close`.
+/// format, and indexes its metadata and tensors. Tensor data is neither read nor copied. If the
+/// file is one shard of a split model (`name-00002-of-00005.gguf`), every shard is opened and
+/// the handle presents the whole model (see `gguf_shard_count`). Returns NULL on failure,
+/// recording why (see `gguf_last_error`); never prints. Close the handle with `gguf_close`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
+    // SAFETY: the same contract as ours.
+    unsafe { gguf_open_ex(path, 0) }
+}
+
+/// `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
+/// faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
+/// `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
+/// instead of mapping it, and `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model
+/// alone. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFile {
     guard(std::ptr::null_mut(), || {
         // SAFETY: `path` is NULL or a NUL-terminated string (the header's contract).
         let bytes = unsafe { c_str(path, "path")? };
         let name = String::from_utf8_lossy(bytes).into_owned();
-        let map = map_file(&path_from_bytes(bytes)?).map_err(|e| e.in_file(name.clone()))?;
-        into_handle(Source::Mapped(map), name)
+        let model = Model::open(&path_from_bytes(bytes)?, open_options(flags)?)?;
+        Ok(into_handle(model, name))
     })
 }
 
@@ -58,7 +105,9 @@ pub unsafe extern "C" fn gguf_open_memory(data: *const c_void, len: usize) -> GG
         // stay alive and unchanged until the handle is closed (the header's contract); the
         // 'static slice never escapes the handle.
         let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(data.cast(), len) };
-        into_handle(Source::Lent(bytes), "<memory>".to_string())
+        let name = "<memory>".to_string();
+        let file = GgufFile::from_bytes(Source::Lent(bytes)).map_err(|e| e.in_file(&name))?;
+        Ok(into_handle(Model::single(file, name.clone())?, name))
     })
 }
 
@@ -87,26 +136,26 @@ fn file_fact(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> u64) -> u64 {
 /// The format version of the file (1, 2 or 3); 0 if `file` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_version(file: GGUFFile) -> u32 {
-    file_fact(file, |f| f.file.version().into()) as u32
+    file_fact(file, |f| f.model.first().version().into()) as u32
 }
 
 /// The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_alignment(file: GGUFFile) -> u64 {
-    file_fact(file, |f| f.file.alignment())
+    file_fact(file, |f| f.model.first().alignment())
 }
 
 /// The absolute file offset where the data section starts (tensor offsets are relative to it);
 /// 0 if `file` is NULL. For a file without tensor data it may equal or exceed the file size.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_data_offset(file: GGUFFile) -> u64 {
-    file_fact(file, |f| f.file.data_offset())
+    file_fact(file, |f| f.model.first().data_offset())
 }
 
 /// The size of the file in bytes; 0 if `file` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_file_size(file: GGUFFile) -> u64 {
-    file_fact(file, |f| f.file.file_size())
+    file_fact(file, |f| f.model.first().file_size())
 }
 
 /// The byte order of the file's numbers (a `GGUFByteOrder`): big-endian files are detected by
@@ -114,5 +163,5 @@ pub unsafe extern "C" fn gguf_file_size(file: GGUFFile) -> u64 {
 /// `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_byte_order(file: GGUFFile) -> u32 {
-    file_fact(file, |f| f.file.byte_order() as u64) as u32
+    file_fact(file, |f| f.model.first().byte_order() as u64) as u32
 }

@@ -28,12 +28,21 @@ pub struct GGUFTensorInfo {
     pub file_offset: u64,
     /// Length of the name in bytes, excluding the terminating NUL.
     pub name_len: u64,
-    /// Position of the tensor in the file's tensor list (what `gguf_get_tensor_by_index` takes).
+    /// Position of the tensor in the model's tensor list (what `gguf_get_tensor_by_index`
+    /// takes).
     pub index: u64,
+    /// The shard holding the tensor (0 unless the model is split; see `gguf_get_shard`).
+    /// `offset` and `file_offset` are positions in that shard's file.
+    pub shard: u32,
 }
 
 impl GGUFTensorInfo {
-    pub(crate) fn new(index: usize, info: &TensorInfo<'_>, name: *const c_char) -> GGUFTensorInfo {
+    pub(crate) fn new(
+        index: usize,
+        shard: usize,
+        info: &TensorInfo<'_>,
+        name: *const c_char,
+    ) -> GGUFTensorInfo {
         GGUFTensorInfo {
             name,
             n_elements: info.n_elements,
@@ -45,6 +54,7 @@ impl GGUFTensorInfo {
             file_offset: info.file_offset,
             name_len: info.name.len() as u64,
             index: index as u64,
+            shard: shard as u32,
         }
     }
 }
@@ -72,7 +82,7 @@ pub unsafe extern "C" fn gguf_get_tensor(
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         // SAFETY: `name` is NULL or a NUL-terminated string (the header's contract).
         let name = unsafe { c_str(name, "name")? };
-        let i = f.file.tensor_index(name).ok_or_else(|| {
+        let i = f.model.tensor_index(name).ok_or_else(|| {
             f.error(
                 ErrorCode::NotFound,
                 format!("no tensor named {}", quote(name)),
@@ -110,7 +120,7 @@ pub unsafe extern "C" fn gguf_get_tensor_by_index(
 }
 
 /// The position of `info` in `f`'s tensor table, if it is one of `f`'s records.
-fn own_index(f: &GGUFFileImpl, info: *const GGUFTensorInfo) -> Result<usize> {
+pub(crate) fn own_index(f: &GGUFFileImpl, info: *const GGUFTensorInfo) -> Result<usize> {
     if info.is_null() {
         return Err(null("info"));
     }
@@ -140,7 +150,11 @@ pub unsafe extern "C" fn gguf_tensor_data(
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let i = own_index(f, info)?;
-        let data = f.file.tensor_at(i).map(|t| t.data).unwrap_or_default();
+        let data = f
+            .model
+            .tensor_at(i)
+            .map(|t| t.info.data)
+            .unwrap_or_default();
         Ok(data.as_ptr().cast())
     })
 }

@@ -1,0 +1,129 @@
+//! Paging control (`madvise`) and pointer checks: what an engine does with the mapping between
+//! opening a model and uploading it.
+
+use super::boundary::{guard, null};
+use super::handle::{GGUFFile, GGUFFileImpl};
+use super::tensors::{own_index, GGUFTensorInfo};
+use crate::error::{Error, ErrorCode, Result};
+use crate::source::Paging;
+use std::ffi::c_void;
+
+fn advice(id: u32) -> Result<Paging> {
+    Paging::from_id(id).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!("{id} is not a GGUFPaging value (0 to 4)"),
+        )
+    })
+}
+
+/// Advises the tensor at position `i` of the model's tensor table.
+fn advise_tensor(f: &GGUFFileImpl, i: usize, paging: Paging) -> Result<()> {
+    let t = f.model.tensor_at(i).ok_or_else(|| null("info"))?;
+    let start = t.info.file_offset as usize;
+    f.model.shards()[t.shard]
+        .source()
+        .advise(start..start + t.info.size as usize, paging)
+        .map_err(|e| f.error(e.code(), e.message().to_string()))
+}
+
+/// Advises the kernel how the tensor's data will be used (`madvise` on its pages, widened to
+/// whole pages): `advice` is a `GGUFPaging` value. Returns false, recording why, if an argument
+/// is NULL or `info` is not this file's (GGUF_ERROR_CODE_INVALID_ARGUMENT), the advice is
+/// unknown, the handle holds memory lent to `gguf_open_memory` or (for DONTNEED) a file read
+/// into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_advise_tensor(
+    file: GGUFFile,
+    info: *const GGUFTensorInfo,
+    advice: u32,
+) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        advise_tensor(f, own_index(f, info)?, self::advice(advice)?)?;
+        Ok(true)
+    })
+}
+
+/// `gguf_advise_tensor` for `count` tensors at once (`infos` holds `count` pointers returned by
+/// this `file`). Every pointer is checked before any advice is given.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_advise_tensors(
+    file: GGUFFile,
+    infos: *const *const GGUFTensorInfo,
+    count: usize,
+    advice: u32,
+) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let paging = self::advice(advice)?;
+        if infos.is_null() && count > 0 {
+            return Err(null("infos"));
+        }
+        let infos: &[*const GGUFTensorInfo] = if count == 0 {
+            &[]
+        } else {
+            // SAFETY: `infos` is non-NULL and points to `count` pointers (the header's contract).
+            unsafe { std::slice::from_raw_parts(infos, count) }
+        };
+        let indices = infos
+            .iter()
+            .map(|&info| own_index(f, info))
+            .collect::<Result<Vec<_>>>()?;
+        for i in indices {
+            advise_tensor(f, i, paging)?;
+        }
+        Ok(true)
+    })
+}
+
+/// `gguf_advise_tensor` for the whole data section of every shard.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_advise_data(file: GGUFFile, advice: u32) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let paging = self::advice(advice)?;
+        for shard in f.model.shards() {
+            let start = shard.data_offset().min(shard.file_size()) as usize;
+            shard
+                .source()
+                .advise(start..shard.bytes().len(), paging)
+                .map_err(|e| f.error(e.code(), e.message().to_string()))?;
+        }
+        Ok(true)
+    })
+}
+
+/// Whether the `len` bytes at `ptr` lie wholly inside the memory of one of the handle's shards
+/// (its mapping, or the buffer lent to `gguf_open_memory`). False for NULL arguments (recording
+/// GGUF_ERROR_CODE_NULL_ARGUMENT) and for ranges outside (recording
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_contains(file: GGUFFile, ptr: *const c_void, len: u64) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        if ptr.is_null() {
+            return Err(null("ptr"));
+        }
+        let start = ptr as u64;
+        let inside = f.model.shards().iter().any(|s| {
+            let base = s.bytes().as_ptr() as u64;
+            start >= base
+                && start
+                    .checked_add(len)
+                    .is_some_and(|end| end <= base + s.file_size())
+        });
+        if inside {
+            Ok(true)
+        } else {
+            Err(f.error(
+                ErrorCode::InvalidArgument,
+                format!("{len} bytes at {ptr:p} are not inside the file's memory"),
+            ))
+        }
+    })
+}
