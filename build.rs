@@ -9,7 +9,19 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GGUF_UPDATE_HEADER");
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("gguf.h");
-    let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config =
+        cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
+    // The version macros come from Cargo.toml, the one place the version is written.
+    let version = |part: &str| std::env::var(format!("CARGO_PKG_VERSION_{part}")).unwrap();
+    config.after_includes = Some(format!(
+        "\n/* The version of this header; gguf_library_version() gives the linked library's. */\n\
+         #define LIBGGUF_VERSION_MAJOR {}\n#define LIBGGUF_VERSION_MINOR {}\n\
+         #define LIBGGUF_VERSION_PATCH {}\n#define LIBGGUF_VERSION \"{}\"",
+        version("MAJOR"),
+        version("MINOR"),
+        version("PATCH"),
+        std::env::var("CARGO_PKG_VERSION").unwrap()
+    ));
     let header = cbindgen::Builder::new()
         .with_crate(&root)
         .with_config(config)

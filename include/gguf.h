@@ -19,6 +19,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; gguf_library_version() gives the linked library's. */
+#define LIBGGUF_VERSION_MAJOR 0
+#define LIBGGUF_VERSION_MINOR 1
+#define LIBGGUF_VERSION_PATCH 0
+#define LIBGGUF_VERSION "0.1.0"
+
 /**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
  */
@@ -498,6 +504,11 @@ typedef uint32_t GGUFPaging;
 typedef struct GGUFFileImpl GGUFFileImpl;
 
 /**
+ * The opaque state behind a `GGUFWriter`.
+ */
+typedef struct GGUFWriterImpl GGUFWriterImpl;
+
+/**
  * A handle to an open GGUF file. NULL is never a valid open handle.
  */
 typedef struct GGUFFileImpl *GGUFFile;
@@ -773,6 +784,11 @@ typedef struct GGUFShardInfo {
   const uint8_t *base;
 } GGUFShardInfo;
 
+/**
+ * A handle to a GGUF file being built. Not for use from several threads at once.
+ */
+typedef struct GGUFWriterImpl *GGUFWriter;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -908,6 +924,66 @@ const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
 const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
 
 /**
+ * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
+ * format, and indexes its metadata and tensors. Tensor data is neither read nor copied. If the
+ * file is one shard of a split model (`name-00002-of-00005.gguf`), every shard is opened and
+ * the handle presents the whole model (see `gguf_shard_count`). Returns NULL on failure,
+ * recording why (see `gguf_last_error`); never prints. Close the handle with `gguf_close`.
+ */
+GGUFFile gguf_open(const char *path);
+
+/**
+ * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
+ * faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
+ * `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
+ * instead of mapping it, and `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model
+ * alone. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
+ */
+GGUFFile gguf_open_ex(const char *path, uint32_t flags);
+
+/**
+ * Opens a GGUF file held in memory, with the same checks as `gguf_open`. Nothing is copied: the
+ * caller keeps the `len` bytes at `data` alive and unchanged until `gguf_close`, and tensor
+ * data pointers point into them. Returns NULL on failure, recording why (errors name the file
+ * `<memory>`).
+ */
+GGUFFile gguf_open_memory(const void *data, size_t len);
+
+/**
+ * Closes a handle: unmaps the file and frees everything the handle handed out. NULL is a no-op.
+ * Closing a handle twice, or using it or any pointer it returned afterwards, is undefined.
+ */
+void gguf_close(GGUFFile file);
+
+/**
+ * The format version of the file (1, 2 or 3); 0 if `file` is NULL.
+ */
+uint32_t gguf_version(GGUFFile file);
+
+/**
+ * The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
+ */
+uint64_t gguf_alignment(GGUFFile file);
+
+/**
+ * The absolute file offset where the data section starts (tensor offsets are relative to it);
+ * 0 if `file` is NULL. For a file without tensor data it may equal or exceed the file size.
+ */
+uint64_t gguf_data_offset(GGUFFile file);
+
+/**
+ * The size of the file in bytes; 0 if `file` is NULL.
+ */
+uint64_t gguf_file_size(GGUFFile file);
+
+/**
+ * The byte order of the file's numbers (a `GGUFByteOrder`): big-endian files are detected by
+ * their byte-swapped version field. Metadata values are returned in host order; tensor data and
+ * `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
+ */
+uint32_t gguf_byte_order(GGUFFile file);
+
+/**
  * Advises the kernel how the tensor's data will be used (`madvise` on its pages, widened to
  * whole pages): `advice` is a `GGUFPaging` value. Returns false, recording why, if an argument
  * is NULL or `info` is not this file's (GGUF_ERROR_CODE_INVALID_ARGUMENT), the advice is
@@ -969,66 +1045,6 @@ uint32_t gguf_shard_count(GGUFFile file);
 const struct GGUFShardInfo *gguf_get_shard(GGUFFile file, uint32_t index);
 
 /**
- * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
- * format, and indexes its metadata and tensors. Tensor data is neither read nor copied. If the
- * file is one shard of a split model (`name-00002-of-00005.gguf`), every shard is opened and
- * the handle presents the whole model (see `gguf_shard_count`). Returns NULL on failure,
- * recording why (see `gguf_last_error`); never prints. Close the handle with `gguf_close`.
- */
-GGUFFile gguf_open(const char *path);
-
-/**
- * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
- * faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
- * `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
- * instead of mapping it, and `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model
- * alone. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
- */
-GGUFFile gguf_open_ex(const char *path, uint32_t flags);
-
-/**
- * Opens a GGUF file held in memory, with the same checks as `gguf_open`. Nothing is copied: the
- * caller keeps the `len` bytes at `data` alive and unchanged until `gguf_close`, and tensor
- * data pointers point into them. Returns NULL on failure, recording why (errors name the file
- * `<memory>`).
- */
-GGUFFile gguf_open_memory(const void *data, size_t len);
-
-/**
- * Closes a handle: unmaps the file and frees everything the handle handed out. NULL is a no-op.
- * Closing a handle twice, or using it or any pointer it returned afterwards, is undefined.
- */
-void gguf_close(GGUFFile file);
-
-/**
- * The format version of the file (1, 2 or 3); 0 if `file` is NULL.
- */
-uint32_t gguf_version(GGUFFile file);
-
-/**
- * The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
- */
-uint64_t gguf_alignment(GGUFFile file);
-
-/**
- * The absolute file offset where the data section starts (tensor offsets are relative to it);
- * 0 if `file` is NULL. For a file without tensor data it may equal or exceed the file size.
- */
-uint64_t gguf_data_offset(GGUFFile file);
-
-/**
- * The size of the file in bytes; 0 if `file` is NULL.
- */
-uint64_t gguf_file_size(GGUFFile file);
-
-/**
- * The byte order of the file's numbers (a `GGUFByteOrder`): big-endian files are detected by
- * their byte-swapped version field. Metadata values are returned in host order; tensor data and
- * `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
- */
-uint32_t gguf_byte_order(GGUFFile file);
-
-/**
  * Number of tensors in the file; 0 if `file` is NULL (recording the error).
  */
 uint64_t gguf_tensor_count(GGUFFile file);
@@ -1077,6 +1093,194 @@ uint64_t gguf_dtype_block_bytes(uint32_t dtype);
  * ids above 12.
  */
 const char *gguf_value_type_name(uint32_t type);
+
+/**
+ * The version of the library actually linked, e.g. "0.1.0": a static string. Compare it with
+ * `LIBGGUF_VERSION` (the header compiled against) to detect a mismatched install.
+ */
+const char *gguf_library_version(void);
+
+/**
+ * A new, empty writer: format version 3, little-endian, alignment 32. Free it with
+ * `gguf_writer_free`. NULL only if memory runs out.
+ */
+GGUFWriter gguf_writer_new(void);
+
+/**
+ * A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
+ * model, whose tensors are all gathered into one file), version, byte order, and every tensor
+ * with its data read from `src`'s mapping when the file is written. Change what you like,
+ * then write it: `src` must stay open until then. NULL if `src` is NULL.
+ */
+GGUFWriter gguf_writer_from_file(GGUFFile src);
+
+/**
+ * Frees a writer (closing a file it was streaming, unfinished). NULL is a no-op.
+ */
+void gguf_writer_free(GGUFWriter w);
+
+/**
+ * Sets the format version (2 or 3; 1 for 32-bit counts and lengths). Default 3.
+ */
+bool gguf_writer_set_version(GGUFWriter w, uint32_t version);
+
+/**
+ * Sets the byte order of every number written (a `GGUFByteOrder`). Tensor data is written as
+ * given. Default little-endian.
+ */
+bool gguf_writer_set_byte_order(GGUFWriter w, uint32_t order);
+
+/**
+ * Sets the alignment of tensor data (a power of two up to 2^24), stored as `general.alignment`.
+ */
+bool gguf_writer_set_alignment(GGUFWriter w, uint32_t alignment);
+
+/**
+ * Sets `key` to a UINT8 (replacing its value if the key is set). False, recording why, if an
+ * argument is NULL, the key is empty, or the header is already written; likewise below.
+ */
+bool gguf_writer_set_uint8(GGUFWriter w, const char *key, uint8_t value);
+
+/**
+ * Sets `key` to an INT8.
+ */
+bool gguf_writer_set_int8(GGUFWriter w, const char *key, int8_t value);
+
+/**
+ * Sets `key` to a UINT16.
+ */
+bool gguf_writer_set_uint16(GGUFWriter w, const char *key, uint16_t value);
+
+/**
+ * Sets `key` to an INT16.
+ */
+bool gguf_writer_set_int16(GGUFWriter w, const char *key, int16_t value);
+
+/**
+ * Sets `key` to a UINT32.
+ */
+bool gguf_writer_set_uint32(GGUFWriter w, const char *key, uint32_t value);
+
+/**
+ * Sets `key` to an INT32.
+ */
+bool gguf_writer_set_int32(GGUFWriter w, const char *key, int32_t value);
+
+/**
+ * Sets `key` to a FLOAT32.
+ */
+bool gguf_writer_set_float32(GGUFWriter w, const char *key, float value);
+
+/**
+ * Sets `key` to a BOOL.
+ */
+bool gguf_writer_set_bool(GGUFWriter w, const char *key, bool value);
+
+/**
+ * Sets `key` to a UINT64.
+ */
+bool gguf_writer_set_uint64(GGUFWriter w, const char *key, uint64_t value);
+
+/**
+ * Sets `key` to an INT64.
+ */
+bool gguf_writer_set_int64(GGUFWriter w, const char *key, int64_t value);
+
+/**
+ * Sets `key` to a FLOAT64.
+ */
+bool gguf_writer_set_float64(GGUFWriter w, const char *key, double value);
+
+/**
+ * Sets `key` to a STRING of the `len` bytes at `str` (any bytes, NUL included; `str` may be
+ * NULL when `len` is 0). The bytes are copied.
+ */
+bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size_t len);
+
+/**
+ * Sets `key` to an ARRAY of `count` elements of the fixed-size type `elem_type` (a
+ * `GGUFValueType` other than STRING and ARRAY), read from `data` as host-order C values
+ * (`uint8_t`, ..., `double`; `bool` bytes must be 0 or 1). `data` may be NULL when `count` is
+ * 0. The elements are copied.
+ */
+bool gguf_writer_set_array(GGUFWriter w,
+                           const char *key,
+                           uint32_t elem_type,
+                           const void *data,
+                           uint64_t count);
+
+/**
+ * Sets `key` to an ARRAY of `count` STRINGs: `strs[i]` holds `lens[i]` bytes, or, when `lens`
+ * is NULL, is NUL-terminated. The strings are copied.
+ */
+bool gguf_writer_set_string_array(GGUFWriter w,
+                                  const char *key,
+                                  const char *const *strs,
+                                  const size_t *lens,
+                                  uint64_t count);
+
+/**
+ * Sets `key` to an ARRAY of `count` elements of any `elem_type` (nested arrays included)
+ * given as they are encoded in a little-endian version-3 GGUF file: the `size` bytes at
+ * `data` are exactly the elements (strings as a u64 length and bytes; a nested array as its
+ * element type, u64 count and elements). They are parsed with the reader's checks; the array
+ * is then written in the writer's own version and byte order. This is how a `GGUFMetadataKV`'s
+ * `array_data`/`array_bytes` from a little-endian file are copied.
+ */
+bool gguf_writer_set_array_encoded(GGUFWriter w,
+                                   const char *key,
+                                   uint32_t elem_type,
+                                   uint64_t count,
+                                   const void *data,
+                                   size_t size);
+
+/**
+ * Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
+ */
+bool gguf_writer_remove_key(GGUFWriter w, const char *key);
+
+/**
+ * Adds a tensor: `name` (NUL-terminated, unique), `n_dims` (0 to 4) dimensions at `dims`
+ * (innermost first), data type `dtype` (a `GGUFDataType`), and its data: `size` bytes at
+ * `data`, which must equal the size the type and dimensions give. `data` is not copied: it
+ * must stay valid until the file is written. Pass NULL `data` to stream the tensor's data
+ * later (`gguf_writer_begin_file`, `gguf_writer_write_tensor_data`). Refused like the reader
+ * refuses (duplicate name, more than 4 dimensions, a first dimension that is not a whole
+ * number of blocks, a size that overflows or differs), recording why.
+ */
+bool gguf_writer_add_tensor(GGUFWriter w,
+                            const char *name,
+                            uint32_t n_dims,
+                            const uint64_t *dims,
+                            uint32_t dtype,
+                            const void *data,
+                            uint64_t size);
+
+/**
+ * Creates the file at `path` and writes its header (metadata and tensor infos): from then on
+ * metadata and tensors are frozen. Then give each tensor's data, in the order the tensors were
+ * added, with `gguf_writer_write_tensor_data`, and end with `gguf_writer_finish`.
+ */
+bool gguf_writer_begin_file(GGUFWriter w, const char *path);
+
+/**
+ * Writes the data of the next tensor (in the order tensors were added): exactly its size in
+ * bytes, then the padding to the alignment. False, recording why, if no file is begun, every
+ * tensor is already written, or `size` differs from the tensor's.
+ */
+bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size);
+
+/**
+ * Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
+ * written, flushes and closes it. The writer can then begin another file.
+ */
+bool gguf_writer_finish(GGUFWriter w);
+
+/**
+ * Writes the whole file to `path`: the header, then every tensor's data from the pointer
+ * given to `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data.
+ */
+bool gguf_writer_write_file(GGUFWriter w, const char *path);
 
 #ifdef __cplusplus
 }  // extern "C"

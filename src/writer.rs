@@ -3,6 +3,7 @@
 //! would refuse, so everything it writes opens.
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::file::GgufFile;
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
 use crate::types::{DataType, ValueType};
 use crate::value::Value;
@@ -246,6 +247,62 @@ impl Writer {
         }
         self.kvs.push((key.to_vec(), value));
         Ok(self)
+    }
+
+    /// Sets a metadata entry: replaces the value of an existing key where it stands, or adds the
+    /// key at the end. The same checks as [`Writer::add_metadata`].
+    pub fn set_metadata(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: MetadataValue,
+    ) -> Result<&mut Writer> {
+        let key = key.as_ref();
+        match self.kvs.iter().position(|(k, _)| k == key) {
+            Some(i) if key != ALIGNMENT_KEY => {
+                value.check(1)?;
+                self.kvs[i].1 = value;
+                Ok(self)
+            }
+            Some(_) => {
+                self.remove_metadata(key);
+                self.add_metadata(key, value)
+            }
+            None => self.add_metadata(key, value),
+        }
+    }
+
+    /// Removes a metadata entry; returns whether the key was set.
+    pub fn remove_metadata(&mut self, key: impl AsRef<[u8]>) -> bool {
+        let before = self.kvs.len();
+        self.kvs.retain(|(k, _)| k != key.as_ref());
+        self.kvs.len() != before
+    }
+
+    /// Copies every metadata entry of `file`, in its order (values decoded, arrays included),
+    /// replacing keys already set.
+    pub fn copy_metadata_from<S: AsRef<[u8]>>(
+        &mut self,
+        file: &GgufFile<S>,
+    ) -> Result<&mut Writer> {
+        for entry in file.metadata() {
+            self.set_metadata(entry.key, MetadataValue::from(entry.value))?;
+        }
+        Ok(self)
+    }
+
+    /// The number of tensors added so far.
+    pub fn tensor_count(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// The byte size of the tensor at position `i`.
+    pub fn tensor_size(&self, i: usize) -> Option<u64> {
+        self.tensors.get(i).map(|t| t.size)
+    }
+
+    /// The position of the tensor named `name`.
+    pub fn tensor_position(&self, name: impl AsRef<[u8]>) -> Option<usize> {
+        self.tensors.iter().position(|t| t.name == name.as_ref())
     }
 
     /// Adds a tensor with its data. Names must be unique, at most 4 dimensions, the first a

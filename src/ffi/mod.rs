@@ -24,6 +24,8 @@ pub mod plan;
 pub mod shards;
 pub mod tensors;
 pub mod types;
+pub mod version;
+pub mod writer;
 
 // Every C function and type, under `gguf::ffi::` as well as its topic module.
 pub use arrays::*;
@@ -36,3 +38,5 @@ pub use plan::*;
 pub use shards::*;
 pub use tensors::*;
 pub use types::*;
+pub use version::*;
+pub use writer::*;

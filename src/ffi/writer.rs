@@ -1,0 +1,693 @@
+//! The writer from C: build a GGUF file (metadata of every type, tensors whose data is given by
+//! pointer or streamed in order), or start from an opened file and change it (a metadata
+//! editor), then write it. Large models never need their data in memory at once.
+
+use super::boundary::{c_str, guard, null};
+use super::handle::{GGUFFile, GGUFFileImpl};
+use crate::error::{Error, ErrorCode, Result};
+use crate::file::quote;
+use crate::format::{ByteOrder, Layout, MAX_DIMS};
+use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
+use crate::reader::ByteReader;
+use crate::types::{DataType, ValueType};
+use crate::value::{read_value, Element};
+use crate::writer::{MetadataValue, Writer};
+use std::ffi::{c_char, c_void};
+use std::io::{BufWriter, Write};
+
+/// A file being written.
+struct Stream {
+    out: BufWriter<std::fs::File>,
+    path: String,
+    /// The next tensor whose data is expected.
+    next: usize,
+}
+
+/// The opaque state behind a `GGUFWriter`.
+pub struct GGUFWriterImpl {
+    writer: Writer,
+    /// Per tensor, in order: the caller's data, if given when the tensor was added.
+    data: Vec<Option<(*const u8, u64)>>,
+    stream: Option<Stream>,
+}
+
+/// A handle to a GGUF file being built. Not for use from several threads at once.
+pub type GGUFWriter = *mut GGUFWriterImpl;
+
+impl GGUFWriterImpl {
+    /// The writer behind a `GGUFWriter` argument.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or a writer from `gguf_writer_new*` not yet freed, used by one thread.
+    unsafe fn from_ptr<'a>(ptr: GGUFWriter) -> Result<&'a mut GGUFWriterImpl> {
+        // SAFETY: the caller passes NULL or a live writer, used by one thread at a time.
+        unsafe { ptr.as_mut() }.ok_or_else(|| null("writer"))
+    }
+
+    /// Fails once the header is written: metadata and tensor infos are then frozen.
+    fn editable(&self) -> Result<&GGUFWriterImpl> {
+        match &self.stream {
+            Some(s) => Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "the header is already written: metadata and tensors can no longer change",
+            )
+            .in_file(s.path.clone())),
+            None => Ok(self),
+        }
+    }
+}
+
+/// Runs `body` on the writer behind `w` (NULL-checked), recording failures.
+fn with_writer<T>(
+    w: GGUFWriter,
+    fail: T,
+    body: impl FnOnce(&mut GGUFWriterImpl) -> Result<T>,
+) -> T {
+    guard(fail, || {
+        // SAFETY: `w` is NULL or a live writer used by one thread (the header's contract).
+        let w = unsafe { GGUFWriterImpl::from_ptr(w)? };
+        body(w)
+    })
+}
+
+/// Sets `key` (a NUL-terminated string) to `value`.
+fn set(w: GGUFWriter, key: *const c_char, value: impl FnOnce() -> Result<MetadataValue>) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        // SAFETY: `key` is NULL or NUL-terminated (the header's contract).
+        let key = unsafe { c_str(key, "key")? };
+        w.writer.set_metadata(key, value()?)?;
+        Ok(true)
+    })
+}
+
+/// A new, empty writer: format version 3, little-endian, alignment 32. Free it with
+/// `gguf_writer_free`. NULL only if memory runs out.
+#[unsafe(no_mangle)]
+pub extern "C" fn gguf_writer_new() -> GGUFWriter {
+    guard(std::ptr::null_mut(), || {
+        Ok(Box::into_raw(Box::new(GGUFWriterImpl {
+            writer: Writer::new(),
+            data: Vec::new(),
+            stream: None,
+        })))
+    })
+}
+
+/// A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
+/// model, whose tensors are all gathered into one file), version, byte order, and every tensor
+/// with its data read from `src`'s mapping when the file is written. Change what you like,
+/// then write it: `src` must stay open until then. NULL if `src` is NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
+    guard(std::ptr::null_mut(), || {
+        // SAFETY: `src` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(src)? };
+        let first = f.model.first();
+        let mut writer = Writer::new();
+        writer
+            .set_version(first.version())?
+            .set_byte_order(first.byte_order());
+        writer.copy_metadata_from(first)?;
+        if f.model.shards().len() > 1 {
+            for key in [SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS_COUNT] {
+                writer.remove_metadata(key);
+            }
+        }
+        let mut data = Vec::with_capacity(f.model.tensor_count());
+        for i in 0..f.model.tensor_count() {
+            let t = f.model.tensor_at(i).ok_or_else(|| null("tensor"))?.info;
+            writer.add_tensor_info(t.name, &t.dims[..t.n_dims as usize], t.dtype)?;
+            data.push(Some((t.data.as_ptr(), t.size)));
+        }
+        Ok(Box::into_raw(Box::new(GGUFWriterImpl {
+            writer,
+            data,
+            stream: None,
+        })))
+    })
+}
+
+/// Frees a writer (closing a file it was streaming, unfinished). NULL is a no-op.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_free(w: GGUFWriter) {
+    guard((), || {
+        if !w.is_null() {
+            // SAFETY: non-NULL `w` came from `Box::into_raw` in `gguf_writer_new*` and, by the
+            // header's contract, is freed once.
+            drop(unsafe { Box::from_raw(w) });
+        }
+        Ok(())
+    })
+}
+
+/// Sets the format version (2 or 3; 1 for 32-bit counts and lengths). Default 3.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_version(w: GGUFWriter, version: u32) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        w.writer.set_version(version)?;
+        Ok(true)
+    })
+}
+
+/// Sets the byte order of every number written (a `GGUFByteOrder`). Tensor data is written as
+/// given. Default little-endian.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_byte_order(w: GGUFWriter, order: u32) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        let order = match order {
+            0 => ByteOrder::Little,
+            1 => ByteOrder::Big,
+            other => {
+                return Err(Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!("{other} is not a GGUFByteOrder"),
+                ))
+            }
+        };
+        w.writer.set_byte_order(order);
+        Ok(true)
+    })
+}
+
+/// Sets the alignment of tensor data (a power of two up to 2^24), stored as `general.alignment`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_alignment(w: GGUFWriter, alignment: u32) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        w.writer.set_alignment(alignment)?;
+        Ok(true)
+    })
+}
+
+/// Sets `key` to a UINT8 (replacing its value if the key is set). False, recording why, if an
+/// argument is NULL, the key is empty, or the header is already written; likewise below.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_uint8(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: u8,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::U8(value)))
+}
+
+/// Sets `key` to an INT8.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_int8(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: i8,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::I8(value)))
+}
+
+/// Sets `key` to a UINT16.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_uint16(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: u16,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::U16(value)))
+}
+
+/// Sets `key` to an INT16.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_int16(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: i16,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::I16(value)))
+}
+
+/// Sets `key` to a UINT32.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_uint32(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: u32,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::U32(value)))
+}
+
+/// Sets `key` to an INT32.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_int32(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: i32,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::I32(value)))
+}
+
+/// Sets `key` to a FLOAT32.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_float32(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: f32,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::F32(value)))
+}
+
+/// Sets `key` to a BOOL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_bool(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: bool,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::Bool(value)))
+}
+
+/// Sets `key` to a UINT64.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_uint64(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: u64,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::U64(value)))
+}
+
+/// Sets `key` to an INT64.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_int64(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: i64,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::I64(value)))
+}
+
+/// Sets `key` to a FLOAT64.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_float64(
+    w: GGUFWriter,
+    key: *const c_char,
+    value: f64,
+) -> bool {
+    set(w, key, || Ok(MetadataValue::F64(value)))
+}
+
+/// Sets `key` to a STRING of the `len` bytes at `str` (any bytes, NUL included; `str` may be
+/// NULL when `len` is 0). The bytes are copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_string(
+    w: GGUFWriter,
+    key: *const c_char,
+    str: *const c_char,
+    len: usize,
+) -> bool {
+    set(w, key, || {
+        // SAFETY: `str` points to `len` readable bytes, or is NULL with `len` 0.
+        Ok(MetadataValue::String(
+            unsafe { bytes(str.cast(), len, "str")? }.to_vec(),
+        ))
+    })
+}
+
+/// `len` bytes at `ptr`, or an error if `ptr` is NULL while `len` is not 0.
+///
+/// # Safety
+/// `ptr` is NULL or valid for reads of `len` bytes for `'a`.
+unsafe fn bytes<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: non-NULL and, by the caller's contract, `len` readable bytes.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Decodes `count` host-order elements of type `T` from `data`.
+fn elements<T: Element>(data: &[u8], wrap: fn(T) -> MetadataValue) -> Vec<MetadataValue> {
+    let order = if cfg!(target_endian = "big") {
+        ByteOrder::Big
+    } else {
+        ByteOrder::Little
+    };
+    data.chunks_exact(std::mem::size_of::<T>())
+        .map(|c| wrap(T::decode(c, order)))
+        .collect()
+}
+
+/// Sets `key` to an ARRAY of `count` elements of the fixed-size type `elem_type` (a
+/// `GGUFValueType` other than STRING and ARRAY), read from `data` as host-order C values
+/// (`uint8_t`, ..., `double`; `bool` bytes must be 0 or 1). `data` may be NULL when `count` is
+/// 0. The elements are copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_array(
+    w: GGUFWriter,
+    key: *const c_char,
+    elem_type: u32,
+    data: *const c_void,
+    count: u64,
+) -> bool {
+    set(w, key, || {
+        let elem = ValueType::from_id(elem_type)
+            .filter(|t| t.fixed_size().is_some())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "element type {elem_type} is not a fixed-size value type (for strings use \
+                         gguf_writer_set_string_array, for nested arrays gguf_writer_set_array_encoded)"
+                    ),
+                )
+            })?;
+        let size = elem.fixed_size().unwrap_or(1) as u64;
+        let len = count
+            .checked_mul(size)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| Error::new(ErrorCode::SizeOverflow, format!("{count} elements")))?;
+        // SAFETY: `data` points to `count` elements of `elem_type` (the header's contract).
+        let raw = unsafe { bytes(data.cast(), len, "data")? };
+        use MetadataValue as V;
+        let items = match elem {
+            ValueType::Uint8 => elements::<u8>(raw, V::U8),
+            ValueType::Int8 => elements::<i8>(raw, V::I8),
+            ValueType::Uint16 => elements::<u16>(raw, V::U16),
+            ValueType::Int16 => elements::<i16>(raw, V::I16),
+            ValueType::Uint32 => elements::<u32>(raw, V::U32),
+            ValueType::Int32 => elements::<i32>(raw, V::I32),
+            ValueType::Float32 => elements::<f32>(raw, V::F32),
+            ValueType::Uint64 => elements::<u64>(raw, V::U64),
+            ValueType::Int64 => elements::<i64>(raw, V::I64),
+            ValueType::Float64 => elements::<f64>(raw, V::F64),
+            _ => {
+                if let Some(i) = raw.iter().position(|&b| b > 1) {
+                    return Err(Error::new(
+                        ErrorCode::BadBool,
+                        format!("bool element {i} is {}, not 0 or 1", raw[i]),
+                    ));
+                }
+                raw.iter().map(|&b| V::Bool(b == 1)).collect()
+            }
+        };
+        Ok(V::Array(elem, items))
+    })
+}
+
+/// Sets `key` to an ARRAY of `count` STRINGs: `strs[i]` holds `lens[i]` bytes, or, when `lens`
+/// is NULL, is NUL-terminated. The strings are copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_string_array(
+    w: GGUFWriter,
+    key: *const c_char,
+    strs: *const *const c_char,
+    lens: *const usize,
+    count: u64,
+) -> bool {
+    set(w, key, || {
+        let n = usize::try_from(count)
+            .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{count} strings")))?;
+        // SAFETY: `strs` points to `count` pointers (the header's contract).
+        let strs = unsafe { bytes(strs.cast::<u8>(), n * std::mem::size_of::<usize>(), "strs")? };
+        let ptrs: Vec<*const c_char> = strs
+            .chunks_exact(std::mem::size_of::<usize>())
+            .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or_default()) as *const c_char)
+            .collect();
+        let lens: Option<&[usize]> = if lens.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL `lens` points to `count` lengths (the header's contract).
+            Some(unsafe { std::slice::from_raw_parts(lens, n) })
+        };
+        let mut items = Vec::with_capacity(n);
+        for (i, &p) in ptrs.iter().enumerate() {
+            let s = match lens {
+                // SAFETY: `strs[i]` holds `lens[i]` bytes (the header's contract).
+                Some(lens) => unsafe { bytes(p.cast(), lens[i], "strs[i]")? },
+                // SAFETY: `strs[i]` is NULL or NUL-terminated (the header's contract).
+                None => unsafe { c_str(p, "strs[i]")? },
+            };
+            items.push(MetadataValue::String(s.to_vec()));
+        }
+        Ok(MetadataValue::Array(ValueType::String, items))
+    })
+}
+
+/// Sets `key` to an ARRAY of `count` elements of any `elem_type` (nested arrays included)
+/// given as they are encoded in a little-endian version-3 GGUF file: the `size` bytes at
+/// `data` are exactly the elements (strings as a u64 length and bytes; a nested array as its
+/// element type, u64 count and elements). They are parsed with the reader's checks; the array
+/// is then written in the writer's own version and byte order. This is how a `GGUFMetadataKV`'s
+/// `array_data`/`array_bytes` from a little-endian file are copied.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_array_encoded(
+    w: GGUFWriter,
+    key: *const c_char,
+    elem_type: u32,
+    count: u64,
+    data: *const c_void,
+    size: usize,
+) -> bool {
+    set(w, key, || {
+        // SAFETY: `data` points to `size` readable bytes (the header's contract).
+        let elements = unsafe { bytes(data.cast(), size, "data")? };
+        let mut encoded = Vec::with_capacity(12 + size);
+        encoded.extend_from_slice(&elem_type.to_le_bytes());
+        encoded.extend_from_slice(&count.to_le_bytes());
+        encoded.extend_from_slice(elements);
+        let layout = Layout::new(3, ByteOrder::Little);
+        let mut reader = ByteReader::new(&encoded, 0, layout);
+        let raw = read_value(&mut reader, ValueType::Array, "the encoded array")?;
+        if reader.remaining() != 0 {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{count} elements end after {} of the {size} bytes given",
+                    reader.pos() - 12
+                ),
+            ));
+        }
+        Ok(MetadataValue::from(raw.view(&encoded, layout)))
+    })
+}
+
+/// Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_remove_key(w: GGUFWriter, key: *const c_char) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        // SAFETY: `key` is NULL or NUL-terminated (the header's contract).
+        let key = unsafe { c_str(key, "key")? };
+        if w.writer.remove_metadata(key) {
+            Ok(true)
+        } else {
+            Err(Error::new(
+                ErrorCode::NotFound,
+                format!("no metadata key {}", quote(key)),
+            ))
+        }
+    })
+}
+
+/// Adds a tensor: `name` (NUL-terminated, unique), `n_dims` (0 to 4) dimensions at `dims`
+/// (innermost first), data type `dtype` (a `GGUFDataType`), and its data: `size` bytes at
+/// `data`, which must equal the size the type and dimensions give. `data` is not copied: it
+/// must stay valid until the file is written. Pass NULL `data` to stream the tensor's data
+/// later (`gguf_writer_begin_file`, `gguf_writer_write_tensor_data`). Refused like the reader
+/// refuses (duplicate name, more than 4 dimensions, a first dimension that is not a whole
+/// number of blocks, a size that overflows or differs), recording why.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_add_tensor(
+    w: GGUFWriter,
+    name: *const c_char,
+    n_dims: u32,
+    dims: *const u64,
+    dtype: u32,
+    data: *const c_void,
+    size: u64,
+) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        // SAFETY: `name` is NULL or NUL-terminated (the header's contract).
+        let name = unsafe { c_str(name, "name")? };
+        if n_dims as usize > MAX_DIMS {
+            return Err(Error::new(
+                ErrorCode::TooManyDims,
+                format!(
+                    "tensor {}: at most 4 dimensions, found {n_dims}",
+                    quote(name)
+                ),
+            ));
+        }
+        // SAFETY: `dims` points to `n_dims` values (the header's contract).
+        let dims_bytes = unsafe { bytes(dims.cast(), n_dims as usize * 8, "dims")? };
+        let dims: Vec<u64> = dims_bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
+            .collect();
+        let dtype = DataType::from_id(dtype).ok_or_else(|| {
+            Error::new(
+                ErrorCode::BadDataType,
+                format!("tensor {}: {dtype} is not a ggml data type", quote(name)),
+            )
+        })?;
+        let expected = dtype.tensor_bytes(&dims);
+        if !data.is_null() && expected.is_some_and(|e| e != size) {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "tensor {}: {} {dims:?} takes {} bytes, {size} given",
+                    quote(name),
+                    dtype.name(),
+                    expected.unwrap_or_default()
+                ),
+            ));
+        }
+        w.writer.add_tensor_info(name, &dims, dtype)?;
+        w.data
+            .push((!data.is_null()).then_some((data.cast::<u8>(), size)));
+        Ok(true)
+    })
+}
+
+fn io(path: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(path)
+}
+
+fn begin(w: &mut GGUFWriterImpl, path: String) -> Result<()> {
+    w.editable()?;
+    let header = w.writer.header_bytes()?;
+    let file = std::fs::File::create(&path).map_err(io(&path))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    out.write_all(&header).map_err(io(&path))?;
+    w.stream = Some(Stream { out, path, next: 0 });
+    Ok(())
+}
+
+/// Creates the file at `path` and writes its header (metadata and tensor infos): from then on
+/// metadata and tensors are frozen. Then give each tensor's data, in the order the tensors were
+/// added, with `gguf_writer_write_tensor_data`, and end with `gguf_writer_finish`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_begin_file(w: GGUFWriter, path: *const c_char) -> bool {
+    with_writer(w, false, |w| {
+        // SAFETY: `path` is NULL or NUL-terminated (the header's contract).
+        let path = String::from_utf8_lossy(unsafe { c_str(path, "path")? }).into_owned();
+        begin(w, path)?;
+        Ok(true)
+    })
+}
+
+fn write_next(w: &mut GGUFWriterImpl, data: &[u8]) -> Result<()> {
+    let Some(stream) = w.stream.as_mut() else {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            "no file is being written: call gguf_writer_begin_file first",
+        ));
+    };
+    let path = stream.path.clone();
+    let size = w.writer.tensor_size(stream.next).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            "every tensor's data is already written",
+        )
+        .in_file(path.as_str())
+    })?;
+    if data.len() as u64 != size {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "tensor {} takes {size} bytes, {} given",
+                stream.next,
+                data.len()
+            ),
+        )
+        .in_file(path));
+    }
+    let alignment = w.writer.alignment();
+    let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
+    stream.out.write_all(data).map_err(io(&path))?;
+    stream
+        .out
+        .write_all(&vec![0u8; padding as usize])
+        .map_err(io(&path))?;
+    stream.next += 1;
+    Ok(())
+}
+
+/// Writes the data of the next tensor (in the order tensors were added): exactly its size in
+/// bytes, then the padding to the alignment. False, recording why, if no file is begun, every
+/// tensor is already written, or `size` differs from the tensor's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_write_tensor_data(
+    w: GGUFWriter,
+    data: *const c_void,
+    size: u64,
+) -> bool {
+    with_writer(w, false, |w| {
+        let len = usize::try_from(size)
+            .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{size} bytes")))?;
+        // SAFETY: `data` points to `size` readable bytes (the header's contract).
+        let data = unsafe { bytes(data.cast(), len, "data")? };
+        write_next(w, data)?;
+        Ok(true)
+    })
+}
+
+fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
+    let Some(mut stream) = w.stream.take() else {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            "no file is being written",
+        ));
+    };
+    let total = w.writer.tensor_count();
+    if stream.next != total {
+        let message = format!(
+            "only {} of the {total} tensors' data were written",
+            stream.next
+        );
+        let path = stream.path.clone();
+        w.stream = Some(stream);
+        return Err(Error::new(ErrorCode::InvalidArgument, message).in_file(path));
+    }
+    stream.out.flush().map_err(io(&stream.path))
+}
+
+/// Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
+/// written, flushes and closes it. The writer can then begin another file.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_finish(w: GGUFWriter) -> bool {
+    with_writer(w, false, |w| {
+        finish(w)?;
+        Ok(true)
+    })
+}
+
+/// Writes the whole file to `path`: the header, then every tensor's data from the pointer
+/// given to `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_char) -> bool {
+    with_writer(w, false, |w| {
+        if let Some(i) = w.data.iter().position(Option::is_none) {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!("tensor {i} has no data: stream it with gguf_writer_begin_file"),
+            ));
+        }
+        // SAFETY: `path` is NULL or NUL-terminated (the header's contract).
+        let path = String::from_utf8_lossy(unsafe { c_str(path, "path")? }).into_owned();
+        begin(w, path)?;
+        for i in 0..w.data.len() {
+            let (ptr, size) = w.data[i].ok_or_else(|| null("data"))?;
+            let len = usize::try_from(size)
+                .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{size} bytes")))?;
+            // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
+            // given to gguf_writer_from_file) valid until the file is written (the header's
+            // contract).
+            let data = unsafe { bytes(ptr, len, "data")? };
+            write_next(w, data)?;
+        }
+        finish(w)?;
+        Ok(true)
+    })
+}
