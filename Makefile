@@ -57,3 +57,36 @@ header:
 clean:
 	$(CARGO) clean
 	rm -rf $(VENV)
+
+# The open benchmark side by side (libgguf, ggml, the floor walk, the Python reference; heap
+# counts under valgrind), then the Criterion benchmarks. bench-smoke: the quick run for CI.
+.PHONY: bench bench-smoke
+bench:
+	CARGO=$(CARGO) CC=$(CC) MAKE=$(MAKE) bench/run.sh
+	$(CARGO) bench --bench open
+
+bench-smoke:
+	CARGO=$(CARGO) CC=$(CC) MAKE=$(MAKE) bench/run.sh --quick
+
+# Installation: the release library (libgguf.so.X.Y.Z with soname libgguf.so.X and its links,
+# libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc and lib/cmake/gguf/ (find_package(gguf)),
+# under $(DESTDIR)$(PREFIX). The work is done by install/install.sh.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+.PHONY: install uninstall
+install:
+	CARGO=$(CARGO) install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
+
+uninstall:
+	install/install.sh uninstall --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
+
+# The Python package (python/, `pip install ./python`): its tests against the reference reader
+# (also part of `make test`), and its open benchmark on the 262144-token model.
+.PHONY: python-test python-bench
+python-test: venv
+	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python $(CARGO) test --test python
+
+python-bench: venv lib
+	$(CARGO) run --release --example make_bench_models target/bench-models --if-missing
+	PYTHONPATH=python LIBGGUF_PATH=$(CURDIR)/$(RELEASE)/libgguf.so \
+		$(VENV)/bin/python python/bench_open.py target/bench-models/gemma3-like.gguf

@@ -32,3 +32,4 @@ fn main() {
         header.write_to_file(root.join("include/gguf.h"));
     }
 }
+

@@ -5,11 +5,22 @@
 //! profile's `libgguf.so` (built first, as in `tests/c_api.rs`), then run on the sample, on
 //! files it cannot open, and with bad arguments. What it prints about the sample is checked
 //! against what the Rust reader ([`gguf::MappedFile`]) finds in the same file.
+//!
+//! Its options: `--json` is parsed and compared with the reference reader (PyPI `gguf`, through
+//! `tests/conformance/generate.py dump`; the interpreter is `$GGUF_PYTHON`, else
+//! `<repo>/.venv/bin/python`, and the tests fail without it: run `make venv`) on the sample and
+//! on files written with [`gguf::Writer`] (every value type, nested arrays, both byte orders,
+//! several data types, a split model), and with the Rust reader on files the reference cannot
+//! read (version 1, keys that are not UTF-8 or hold NUL); `--tensors`, `--metadata KEY` and
+//! `--verify` (digests, per-shard verdicts, exit status on truncated and corrupt files, the
+//! progress bar only on a terminal) are checked against the Rust reader.
 
 mod common;
 
 use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, show};
-use gguf::{ByteOrder, MappedFile, Value};
+use gguf::{ByteOrder, DataType, MappedFile, MetadataValue, Value, ValueType, Writer};
+use serde_json::{json, Value as Json};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -241,5 +252,1280 @@ fn help_exits_0_and_bad_usage_exits_2() {
         String::from_utf8_lossy(&output.stderr).starts_with("usage: "),
         "{}",
         show(&output)
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// The options: --json, --tensors, --metadata KEY, --verify.
+// ------------------------------------------------------------------------------------------------
+
+fn run_inspector<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    let args: Vec<&OsStr> = args.iter().map(AsRef::as_ref).collect();
+    inspect(&args)
+}
+
+/// Runs the inspector, asserting its exit status.
+fn expect<S: AsRef<OsStr>>(args: &[S], code: i32) -> Output {
+    let out = run_inspector(args);
+    let shown: Vec<&OsStr> = args.iter().map(AsRef::as_ref).collect();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "gguf-inspect {shown:?}\n{}",
+        show(&out)
+    );
+    out
+}
+
+/// A fresh directory of this process for one test's files.
+fn work_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("inspect")
+        .join(format!("{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_hex(h: &str) -> Vec<u8> {
+    assert!(h.len() % 2 == 0, "odd hex {h:?}");
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// Deterministic filler bytes.
+fn filler(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+// --- the reference reader --------------------------------------------------------------------
+
+/// The interpreter with the pinned reference (`$GGUF_PYTHON`, else `<repo>/.venv/bin/python`);
+/// panics, naming what was tried, when there is none.
+fn python() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let reqs =
+            std::fs::read_to_string(manifest_dir().join("tests/conformance/requirements.txt"))
+                .expect("read tests/conformance/requirements.txt");
+        let pinned = reqs
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("gguf=="))
+            .expect("requirements.txt pins gguf==VERSION")
+            .trim()
+            .to_string();
+        let mut candidates = Vec::new();
+        if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
+            candidates.push(PathBuf::from(p));
+        }
+        candidates.push(manifest_dir().join(".venv/bin/python"));
+        let mut tried = Vec::new();
+        for py in candidates {
+            let out = Command::new(&py)
+                .args([
+                    "-c",
+                    "import numpy, gguf, importlib.metadata as m; print(m.version('gguf'))",
+                ])
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {
+                    let version = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                    if version == pinned {
+                        return py;
+                    }
+                    tried.push(format!("{}: gguf {version}, not {pinned}", py.display()));
+                }
+                Ok(o) => tried.push(format!(
+                    "{}: {}",
+                    py.display(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => tried.push(format!("{}: {e}", py.display())),
+            }
+        }
+        panic!(
+            "these tests compare with the reference reader (PyPI gguf=={pinned}): run `make venv` \
+             or point GGUF_PYTHON at an interpreter that has it. Tried:\n  {}",
+            tried.join("\n  ")
+        );
+    })
+}
+
+/// What the reference reader sees in each file (`generate.py dump`), without the human-only
+/// fields and the fields the inspector does not print (block geometry, data digests). The
+/// reference writes its sidecar (`FILE.json`) beside each file: they must be scratch files.
+fn reference(paths: &[&Path]) -> Vec<Json> {
+    for p in paths {
+        assert!(
+            p.starts_with(env!("CARGO_TARGET_TMPDIR")),
+            "{} is not a scratch file",
+            p.display()
+        );
+    }
+    let out = Command::new(python())
+        .arg(manifest_dir().join("tests/conformance/generate.py"))
+        .arg("dump")
+        .args(paths)
+        .output()
+        .expect("run the reference");
+    assert!(out.status.success(), "the reference failed: {}", show(&out));
+    paths
+        .iter()
+        .map(|p| {
+            let sidecar = PathBuf::from(format!("{}.json", p.display()));
+            let text = std::fs::read_to_string(&sidecar).unwrap();
+            let mut j = strip(&serde_json::from_str(&text).unwrap());
+            j.as_object_mut().unwrap().remove("file");
+            for t in j["tensors"].as_array_mut().unwrap() {
+                let t = t.as_object_mut().unwrap();
+                t.remove("block");
+                t.remove("sha256");
+            }
+            j
+        })
+        .collect()
+}
+
+fn strip(j: &Json) -> Json {
+    match j {
+        Json::Object(m) => Json::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), strip(v)))
+                .collect(),
+        ),
+        Json::Array(a) => Json::Array(a.iter().map(strip).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Where `want` and `got` first differ.
+fn first_diff(want: &Json, got: &Json, path: &str) -> Option<String> {
+    match (want, got) {
+        (Json::Object(a), Json::Object(b)) => {
+            for k in a.keys().chain(b.keys()) {
+                let (x, y) = (
+                    a.get(k).unwrap_or(&Json::Null),
+                    b.get(k).unwrap_or(&Json::Null),
+                );
+                if let Some(d) = first_diff(x, y, &format!("{path}.{k}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        (Json::Array(a), Json::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_diff(x, y, &format!("{path}[{i}]"))),
+        _ if want == got => None,
+        _ => Some(format!("{path}: expected {want}, found {got}")),
+    }
+}
+
+fn assert_same(want: &Json, got: &Json, what: &str) {
+    if let Some(d) = first_diff(want, got, "") {
+        panic!("{what}: {d}");
+    }
+}
+
+// --- the inspector's JSON in the reference's canonical form ----------------------------------
+
+/// The inspector's JSON output, parsed. Numbers with a fraction or an exponent are kept as their
+/// text (`{"$float": "1e-05"}`): serde_json's default float parsing may be one ULP off, and
+/// floats are compared by their exact bits (`str::parse` is exact).
+fn parse_json(stdout: &[u8]) -> Json {
+    let text = std::str::from_utf8(stdout).expect("the JSON output is UTF-8");
+    if let Err(e) = serde_json::from_str::<Json>(text) {
+        panic!("the output is not JSON ({e}):\n{text}");
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'"' {
+            let start = i;
+            i += 1;
+            while b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str(&text[start..i]);
+        } else if b[i] == b'-' || b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && matches!(b[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                i += 1;
+            }
+            let token = &text[start..i];
+            if token.contains(['.', 'e', 'E']) {
+                out.push_str(&format!("{{\"$float\": \"{token}\"}}"));
+            } else {
+                out.push_str(token);
+            }
+        } else {
+            let start = i;
+            while i < b.len() && b[i] != b'"' && b[i] != b'-' && !b[i].is_ascii_digit() {
+                i += 1;
+            }
+            out.push_str(&text[start..i]);
+        }
+    }
+    serde_json::from_str(&out).unwrap()
+}
+
+/// A string of the inspector's JSON: a JSON string, or `{"hex": ...}` exactly when the bytes are
+/// not UTF-8.
+fn bytes_of(j: &Json, what: &str) -> Vec<u8> {
+    match j {
+        Json::String(s) => s.clone().into_bytes(),
+        Json::Object(m) if m.len() == 1 && m.contains_key("hex") => {
+            let bytes = decode_hex(m["hex"].as_str().unwrap());
+            assert!(
+                std::str::from_utf8(&bytes).is_err(),
+                "{what}: UTF-8 written as hex: {j}"
+            );
+            bytes
+        }
+        other => panic!("{what}: not a string: {other}"),
+    }
+}
+
+fn float_bits(j: &Json, single: bool, what: &str) -> u64 {
+    match j {
+        Json::Object(m) if m.len() == 1 && m.contains_key("$float") => {
+            let text = m["$float"].as_str().unwrap();
+            if single {
+                u64::from(text.parse::<f32>().unwrap().to_bits())
+            } else {
+                text.parse::<f64>().unwrap().to_bits()
+            }
+        }
+        Json::String(s) if s == "inf" || s == "-inf" => match (single, s.starts_with('-')) {
+            (true, false) => u64::from(f32::INFINITY.to_bits()),
+            (true, true) => u64::from(f32::NEG_INFINITY.to_bits()),
+            (false, false) => f64::INFINITY.to_bits(),
+            (false, true) => f64::NEG_INFINITY.to_bits(),
+        },
+        Json::String(s) if s.starts_with("nan:0x") => {
+            let digits = &s["nan:0x".len()..];
+            assert_eq!(digits.len(), if single { 8 } else { 16 }, "{what}: {s}");
+            let bits = u64::from_str_radix(digits, 16).unwrap();
+            let nan = if single {
+                f32::from_bits(bits as u32).is_nan()
+            } else {
+                f64::from_bits(bits).is_nan()
+            };
+            assert!(nan, "{what}: {s} is not a NaN");
+            bits
+        }
+        other => panic!("{what}: not a float (floats have a '.' or an exponent): {other}"),
+    }
+}
+
+/// A value of the inspector's JSON (`entry` holds `array_type` and `count` for arrays) in the
+/// reference sidecar's canonical form.
+fn canon_json_value(ty: &str, value: &Json, entry: &Json, what: &str) -> Json {
+    match ty {
+        "UINT8" | "INT8" | "UINT16" | "INT16" | "UINT32" | "INT32" | "UINT64" | "INT64" => {
+            assert!(value.is_u64() || value.is_i64(), "{what}: {ty} {value}");
+            json!({"type": ty, "value": value})
+        }
+        "BOOL" => {
+            assert!(value.is_boolean(), "{what}: {ty} {value}");
+            json!({"type": ty, "value": value})
+        }
+        "FLOAT32" => json!({"type": ty, "bits": float_bits(value, true, what)}),
+        "FLOAT64" => json!({"type": ty, "bits": float_bits(value, false, what)}),
+        "STRING" => json!({"type": ty, "hex": hex(&bytes_of(value, what))}),
+        "ARRAY" => {
+            let elem = entry["array_type"].as_str().expect("array_type");
+            let items = value.as_array().expect("an array's value is a JSON array");
+            assert_eq!(entry["count"].as_u64(), Some(items.len() as u64), "{what}");
+            let items: Vec<Json> = items
+                .iter()
+                .map(|item| {
+                    if elem == "ARRAY" {
+                        assert_eq!(item["type"], "ARRAY", "{what}");
+                        canon_json_value("ARRAY", &item["value"], item, what)
+                    } else {
+                        canon_json_value(elem, item, item, what)
+                    }
+                })
+                .collect();
+            json!({"type": "ARRAY", "elem": elem, "len": items.len(), "items": items})
+        }
+        other => panic!("{what}: unknown type {other}"),
+    }
+}
+
+fn canon_json_entry(e: &Json) -> Json {
+    let key = bytes_of(&e["key"], "key");
+    let what = format!("key {}", String::from_utf8_lossy(&key));
+    let ty = e["type"].as_str().expect("type");
+    json!({"key_hex": hex(&key), "value": canon_json_value(ty, &e["value"], e, &what)})
+}
+
+fn canon_json_tensor(t: &Json) -> Json {
+    let shape = t["shape"].as_array().unwrap();
+    assert_eq!(t["n_dims"].as_u64(), Some(shape.len() as u64), "{t}");
+    json!({
+        "name_hex": hex(&bytes_of(&t["name"], "tensor name")),
+        "n_dims": t["n_dims"],
+        "shape": t["shape"],
+        "type": t["type_id"],
+        "type_name": t["type"],
+        "n_elements": t["n_elements"],
+        "offset": t["offset"],
+        "file_offset": t["file_offset"],
+        "n_bytes": t["size"],
+    })
+}
+
+/// The inspector's `--json` document in the reference sidecar's form.
+fn canon_json(doc: &Json) -> Json {
+    let metadata = doc["metadata"].as_array().expect("metadata");
+    let tensors = doc["tensors"].as_array().expect("tensors");
+    assert_eq!(doc["metadata_count"].as_u64(), Some(metadata.len() as u64));
+    assert_eq!(doc["tensor_count"].as_u64(), Some(tensors.len() as u64));
+    json!({
+        "version": doc["version"],
+        "byte_order": doc["byte_order"],
+        "alignment": doc["alignment"],
+        "data_offset": doc["data_offset"],
+        "file_size": doc["file_size"],
+        "kv_count": doc["metadata_count"],
+        "tensor_count": doc["tensor_count"],
+        "metadata": metadata.iter().map(canon_json_entry).collect::<Vec<_>>(),
+        "tensors": tensors.iter().map(canon_json_tensor).collect::<Vec<_>>(),
+    })
+}
+
+/// The same facts from the Rust reader, for files the reference cannot read.
+fn canon_value(v: &Value<'_>) -> Json {
+    let ty = v.value_type().name();
+    match *v {
+        Value::U8(x) => json!({"type": ty, "value": x}),
+        Value::I8(x) => json!({"type": ty, "value": x}),
+        Value::U16(x) => json!({"type": ty, "value": x}),
+        Value::I16(x) => json!({"type": ty, "value": x}),
+        Value::U32(x) => json!({"type": ty, "value": x}),
+        Value::I32(x) => json!({"type": ty, "value": x}),
+        Value::U64(x) => json!({"type": ty, "value": x}),
+        Value::I64(x) => json!({"type": ty, "value": x}),
+        Value::Bool(x) => json!({"type": ty, "value": x}),
+        Value::F32(x) => json!({"type": ty, "bits": x.to_bits()}),
+        Value::F64(x) => json!({"type": ty, "bits": x.to_bits()}),
+        Value::String(s) => json!({"type": ty, "hex": hex(s)}),
+        Value::Array(a) => json!({
+            "type": ty,
+            "elem": a.elem_type().name(),
+            "len": a.len(),
+            "items": a.iter().map(|x| canon_value(&x)).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn canon_rust(path: &Path) -> Json {
+    let f = MappedFile::open(path).unwrap();
+    json!({
+        "version": f.version(),
+        "byte_order": if f.byte_order() == ByteOrder::Big { "big" } else { "little" },
+        "alignment": f.alignment(),
+        "data_offset": f.data_offset(),
+        "file_size": f.file_size(),
+        "kv_count": f.metadata_count(),
+        "tensor_count": f.tensor_count(),
+        "metadata": f.metadata().map(|e| json!({"key_hex": hex(e.key), "value": canon_value(&e.value)})).collect::<Vec<_>>(),
+        "tensors": f.tensors().map(|t| json!({
+            "name_hex": hex(t.name),
+            "n_dims": t.n_dims,
+            "shape": &t.dims[..t.n_dims as usize],
+            "type": t.dtype.id(),
+            "type_name": t.dtype.name(),
+            "n_elements": t.n_elements,
+            "offset": t.offset,
+            "file_offset": t.file_offset,
+            "n_bytes": t.size,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `--json` on `path`: parsed, with the single-file facts (one shard, the path) checked.
+fn json_of(path: &Path) -> Json {
+    let out = expect(&[OsStr::new("--json"), path.as_os_str()], 0);
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+    let doc = parse_json(&out.stdout);
+    assert_eq!(
+        bytes_of(&doc["file"], "file"),
+        path.as_os_str().as_encoded_bytes()
+    );
+    doc
+}
+
+fn check_single_shard(doc: &Json, path: &Path) {
+    let shards = doc["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 1);
+    let s = &shards[0];
+    assert_eq!(
+        bytes_of(&s["path"], "path"),
+        path.as_os_str().as_encoded_bytes()
+    );
+    for (k, top) in [
+        ("version", "version"),
+        ("file_size", "file_size"),
+        ("alignment", "alignment"),
+        ("data_offset", "data_offset"),
+        ("tensor_count", "tensor_count"),
+    ] {
+        assert_eq!(s[k], doc[top], "shard field {k}");
+    }
+    assert_eq!(s["first_tensor"], 0);
+    for t in doc["tensors"].as_array().unwrap() {
+        assert_eq!(t["shard"], 0);
+    }
+}
+
+// --- files written with gguf::Writer ---------------------------------------------------------
+
+fn s(bytes: impl AsRef<[u8]>) -> MetadataValue {
+    MetadataValue::string(bytes)
+}
+
+/// Every value type with edge values, exact-float traps, strings needing escapes or not UTF-8,
+/// arrays of every element type (empty too) and nested arrays.
+fn every_value() -> Vec<(Vec<u8>, MetadataValue)> {
+    use MetadataValue::{Array, Bool, F32, F64, I16, I32, I64, I8, U16, U32, U64, U8};
+    let f32s: Vec<f32> = [
+        0x7fc0_1234u32, // NaN with a payload
+        0x7f80_0001,    // signalling NaN
+        0x8000_0000,    // -0.0
+        0x0000_0001,    // smallest subnormal
+        0xff80_0000,    // -inf
+        0x7f7f_ffff,    // largest
+        0x3dcc_cccd,    // 0.1
+    ]
+    .into_iter()
+    .map(f32::from_bits)
+    .chain([
+        1e-5,
+        10000.0,
+        16_777_216.0,
+        1.0e30,
+        1.0 / 3.0,
+        -2.5,
+        1.0,
+        123_456_790.0,
+    ])
+    .collect();
+    let f64s: Vec<f64> = [
+        0xfff8_0000_dead_beefu64,
+        0x7ff0_0000_0000_0001,
+        0x8000_0000_0000_0000,
+        0x0000_0000_0000_0001,
+        0x7ff0_0000_0000_0000,
+    ]
+    .into_iter()
+    .map(f64::from_bits)
+    .chain([
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        0.1,
+        1e16,
+        1.234_567_890_123_456_7e16,
+        9_007_199_254_740_993.0,
+        1e17,
+        1e100,
+        -1e-300,
+        1.0 / 3.0,
+        2f64.powi(63),
+        100.0,
+    ])
+    .collect();
+    let strings: Vec<&[u8]> = vec![
+        b"",
+        b"plain",
+        b"quote\" backslash\\ slash/",
+        b"newline\n tab\t cr\r bell\x07 esc\x1b del\x7f nul\0end",
+        "h\u{e9}llo \u{65e5}\u{672c} \u{1f999} \u{2028}".as_bytes(),
+        b"\xff\xfe not UTF-8",
+        b"overlong \xc0\xaf",
+        b"surrogate \xed\xa0\x80",
+        b"past U+10FFFF \xf4\x90\x80\x80",
+        b"cut \xe6\x97",
+        b"'single quotes'",
+    ];
+    let mut kv: Vec<(Vec<u8>, MetadataValue)> = vec![
+        (b"general.architecture".to_vec(), s("llama")),
+        (b"u8".to_vec(), U8(u8::MAX)),
+        (b"i8".to_vec(), I8(i8::MIN)),
+        (b"u16".to_vec(), U16(u16::MAX)),
+        (b"i16".to_vec(), I16(i16::MIN)),
+        (b"u32".to_vec(), U32(u32::MAX)),
+        (b"i32".to_vec(), I32(i32::MIN)),
+        (b"u64".to_vec(), U64(u64::MAX)),
+        (b"i64.min".to_vec(), I64(i64::MIN)),
+        (b"i64.max".to_vec(), I64(i64::MAX)),
+        (b"bool.true".to_vec(), Bool(true)),
+        (b"bool.false".to_vec(), Bool(false)),
+        (
+            "\u{43a}\u{43b}\u{44e}\u{447}".as_bytes().to_vec(),
+            s("\u{437}\u{43d}\u{430}\u{447}"),
+        ),
+        (b"key \"with\" \\escapes\\\t".to_vec(), U8(1)),
+    ];
+    for (i, v) in f32s.iter().enumerate() {
+        kv.push((format!("f32.{i}").into_bytes(), F32(*v)));
+    }
+    for (i, v) in f64s.iter().enumerate() {
+        kv.push((format!("f64.{i}").into_bytes(), F64(*v)));
+    }
+    for (i, v) in strings.iter().enumerate() {
+        kv.push((format!("str.{i}").into_bytes(), s(v)));
+    }
+    let arrays: Vec<(ValueType, Vec<MetadataValue>)> = vec![
+        (ValueType::Uint8, vec![U8(0), U8(1), U8(255)]),
+        (ValueType::Int8, vec![I8(-128), I8(0), I8(127)]),
+        (ValueType::Uint16, vec![U16(0), U16(65535)]),
+        (ValueType::Int16, vec![I16(-32768), I16(32767)]),
+        (ValueType::Uint32, vec![U32(0), U32(u32::MAX)]),
+        (
+            ValueType::Int32,
+            vec![I32(i32::MIN), I32(-1), I32(i32::MAX)],
+        ),
+        (ValueType::Uint64, vec![U64(0), U64(u64::MAX)]),
+        (ValueType::Int64, vec![I64(i64::MIN), I64(i64::MAX)]),
+        (ValueType::Float32, f32s.iter().map(|&v| F32(v)).collect()),
+        (ValueType::Float64, f64s.iter().map(|&v| F64(v)).collect()),
+        (ValueType::Bool, vec![Bool(true), Bool(false), Bool(true)]),
+        (ValueType::String, strings.iter().map(s).collect()),
+    ];
+    for (elem, items) in arrays {
+        kv.push((
+            format!("array.{}", elem.name()).into_bytes(),
+            Array(elem, items),
+        ));
+        kv.push((
+            format!("array.{}.empty", elem.name()).into_bytes(),
+            Array(elem, vec![]),
+        ));
+    }
+    kv.push((
+        b"nested.deep".to_vec(),
+        (0..7).fold(
+            Array(ValueType::Int16, vec![I16(-1), I16(2)]),
+            |inner, _| Array(ValueType::Array, vec![inner]),
+        ),
+    ));
+    kv.push((
+        b"nested.mixed".to_vec(),
+        Array(
+            ValueType::Array,
+            vec![
+                Array(ValueType::Uint64, vec![U64(1), U64(u64::MAX)]),
+                Array(ValueType::String, vec![s("x"), s(""), s(b"\xff")]),
+                Array(ValueType::Bool, vec![]),
+                Array(
+                    ValueType::Array,
+                    vec![Array(ValueType::Float64, vec![F64(-0.5), F64(f64::NAN)])],
+                ),
+                Array(ValueType::Float32, vec![F32(0.1), F32(-0.0)]),
+                Array(ValueType::Array, vec![]),
+            ],
+        ),
+    ));
+    kv.push((b"nested.empty".to_vec(), Array(ValueType::Array, vec![])));
+    kv
+}
+
+/// Tensors of several data types, 0 to 4 dimensions, one empty.
+fn some_tensors() -> Vec<(Vec<u8>, Vec<u64>, DataType)> {
+    vec![
+        (b"token_embd.weight".to_vec(), vec![64, 3], DataType::Q8_0),
+        (
+            b"blk.0.attn_q.weight".to_vec(),
+            vec![256, 2],
+            DataType::Q4_K,
+        ),
+        (b"blk.0.ffn_down.weight".to_vec(), vec![256], DataType::Q6_K),
+        (b"norm".to_vec(), vec![7], DataType::F32),
+        (b"half".to_vec(), vec![5, 2, 3], DataType::F16),
+        (b"bf".to_vec(), vec![4, 1, 2, 2], DataType::BF16),
+        (b"ints".to_vec(), vec![3], DataType::I32),
+        (b"scalar".to_vec(), vec![], DataType::F32),
+        (b"empty".to_vec(), vec![32, 0], DataType::Q4_0),
+        (
+            "\u{442}\u{435}\u{43d}\u{437}\u{43e}\u{440}"
+                .as_bytes()
+                .to_vec(),
+            vec![2],
+            DataType::F64,
+        ),
+    ]
+}
+
+struct Plan {
+    version: u32,
+    order: ByteOrder,
+    alignment: Option<u32>,
+    kv: Vec<(Vec<u8>, MetadataValue)>,
+    tensors: Vec<(Vec<u8>, Vec<u64>, DataType)>,
+}
+
+fn write(path: &Path, plan: &Plan) {
+    writer(plan).write_file(path).unwrap();
+}
+
+fn writer(plan: &Plan) -> Writer {
+    let mut w = Writer::new();
+    w.set_version(plan.version)
+        .unwrap()
+        .set_byte_order(plan.order);
+    for (k, v) in &plan.kv {
+        w.add_metadata(k, v.clone()).unwrap();
+    }
+    if let Some(a) = plan.alignment {
+        w.set_alignment(a).unwrap();
+    }
+    for (i, (name, dims, dtype)) in plan.tensors.iter().enumerate() {
+        let size = dtype.tensor_bytes(dims).unwrap() as usize;
+        w.add_tensor(name, dims, *dtype, filler(i as u64 + 1, size))
+            .unwrap();
+    }
+    w
+}
+
+fn plan(version: u32, order: ByteOrder, alignment: Option<u32>, kv: bool, tensors: bool) -> Plan {
+    Plan {
+        version,
+        order,
+        alignment,
+        kv: if kv { every_value() } else { vec![] },
+        tensors: if tensors { some_tensors() } else { vec![] },
+    }
+}
+
+#[test]
+fn json_agrees_with_the_reference_reader() {
+    let dir = work_dir("json-reference");
+    // A copy: the reference writes its sidecar (FILE.json) beside each file.
+    let copy = dir.join("sample.gguf");
+    std::fs::copy(sample(), &copy).unwrap();
+    let mut paths = vec![copy];
+    for (name, p) in [
+        ("v3-le", plan(3, ByteOrder::Little, None, true, true)),
+        ("v3-be", plan(3, ByteOrder::Big, Some(64), true, true)),
+        ("v2-le", plan(2, ByteOrder::Little, Some(1), true, true)),
+        ("v2-be", plan(2, ByteOrder::Big, Some(8), true, true)),
+        (
+            "metadata-only",
+            plan(3, ByteOrder::Little, None, true, false),
+        ),
+        (
+            "tensors-only",
+            plan(3, ByteOrder::Little, Some(128), false, true),
+        ),
+        ("empty", plan(3, ByteOrder::Little, None, false, false)),
+    ] {
+        let path = dir.join(format!("{name}.gguf"));
+        write(&path, &p);
+        paths.push(path);
+    }
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let expected = reference(&refs);
+    for (path, want) in paths.iter().zip(&expected) {
+        let doc = json_of(path);
+        check_single_shard(&doc, path);
+        assert_same(want, &canon_json(&doc), &path.display().to_string());
+        // The Rust reader agrees too (a check of the comparison itself).
+        assert_same(
+            &canon_rust(path),
+            &canon_json(&doc),
+            &path.display().to_string(),
+        );
+    }
+}
+
+#[test]
+fn json_of_files_the_reference_cannot_read_agrees_with_the_rust_reader() {
+    let dir = work_dir("json-rust");
+    let mut odd = plan(3, ByteOrder::Little, None, false, false);
+    odd.kv = vec![
+        (b"\xffkey".to_vec(), s("value")),
+        (
+            b"nul\0key".to_vec(),
+            MetadataValue::Array(ValueType::Uint32, vec![MetadataValue::U32(7)]),
+        ),
+        (b"nul".to_vec(), s("not the one above")),
+    ];
+    odd.tensors = vec![
+        (b"t\xe9nsor".to_vec(), vec![4], DataType::F32),
+        (b"we\"ird\\name\n".to_vec(), vec![2], DataType::F16),
+    ];
+    let mut paths = Vec::new();
+    for (name, p) in [
+        ("v1-le", plan(1, ByteOrder::Little, None, true, true)),
+        ("v1-be", plan(1, ByteOrder::Big, Some(16), true, true)),
+        ("odd-names", odd),
+    ] {
+        let path = dir.join(format!("{name}.gguf"));
+        write(&path, &p);
+        paths.push(path);
+    }
+    for path in &paths {
+        let doc = json_of(path);
+        check_single_shard(&doc, path);
+        assert_same(
+            &canon_rust(path),
+            &canon_json(&doc),
+            &path.display().to_string(),
+        );
+    }
+    // Bytes that are not UTF-8 are written as hex, the rest as JSON strings.
+    let doc = json_of(&paths[2]);
+    assert_eq!(doc["metadata"][0]["key"], json!({"hex": "ff6b6579"}));
+    assert_eq!(doc["metadata"][1]["key"], "nul\u{0}key");
+    assert_eq!(doc["tensors"][0]["name"], json!({"hex": "74e96e736f72"}));
+    assert_eq!(doc["tensors"][1]["name"], "we\"ird\\name\n");
+}
+
+/// The default output and the JSON of a file with many strings stay one line per entry.
+#[test]
+fn json_escapes_every_control_byte() {
+    let dir = work_dir("json-escapes");
+    let all: Vec<u8> = (0u8..0x80).collect();
+    let mut p = plan(3, ByteOrder::Little, None, false, false);
+    p.kv = vec![(b"ascii".to_vec(), s(&all))];
+    let path = dir.join("escapes.gguf");
+    write(&path, &p);
+    let out = expect(&[OsStr::new("--json"), path.as_os_str()], 0);
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(
+        !text.bytes().any(|b| b < 0x20 && b != b'\n'),
+        "raw control bytes in the JSON:\n{text}"
+    );
+    let doc = parse_json(&out.stdout);
+    assert_eq!(
+        doc["metadata"][0]["value"].as_str().unwrap().as_bytes(),
+        &all[..]
+    );
+}
+
+// --- --tensors and --metadata ----------------------------------------------------------------
+
+#[test]
+fn tensors_prints_the_tensor_table_only() {
+    let sample = sample();
+    let full = expect(&[sample.as_os_str()], 0);
+    let full = String::from_utf8(full.stdout).unwrap();
+    let table = &full[full.find("* Dumping 21 tensor(s)").unwrap()..];
+    let out = expect(&[OsStr::new("--tensors"), sample.as_os_str()], 0);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), table);
+
+    let out = expect(&["--json", "--tensors"], 0);
+    let tensors = parse_json(&out.stdout);
+    assert_eq!(tensors, json_of(&sample)["tensors"]);
+    assert_eq!(tensors.as_array().unwrap().len(), 21);
+}
+
+/// The inspector's quoting of a string inside an array.
+fn quoted(bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![b'\''];
+    for &c in bytes {
+        match c {
+            b'\'' | b'\\' => out.extend([b'\\', c]),
+            0..=0x1f | 0x7f => out.extend(format!("\\x{c:02x}").bytes()),
+            _ => out.push(c),
+        }
+    }
+    out.push(b'\'');
+    out
+}
+
+#[test]
+fn metadata_prints_one_value_in_full() {
+    let sample = sample();
+    let f = MappedFile::open(&sample).unwrap();
+    let value = |key: &str| {
+        let out = expect(
+            &[
+                OsStr::new("--metadata"),
+                OsStr::new(key),
+                sample.as_os_str(),
+            ],
+            0,
+        );
+        assert!(out.stderr.is_empty(), "{}", show(&out));
+        out.stdout
+    };
+    assert_eq!(value("general.architecture"), b"llama\n");
+    assert_eq!(value("llama.block_count"), b"2\n");
+    let eps = f.get("llama.attention.layer_norm_rms_epsilon").unwrap();
+    let Value::F32(eps) = eps else {
+        panic!("{eps:?}")
+    };
+    let printed = String::from_utf8(value("llama.attention.layer_norm_rms_epsilon")).unwrap();
+    assert_eq!(
+        printed.trim_end().parse::<f32>().unwrap().to_bits(),
+        eps.to_bits()
+    );
+
+    // An array in full: every token, quoted.
+    let tokens = f.get("tokenizer.ggml.tokens").unwrap().as_array().unwrap();
+    let mut want = b"[".to_vec();
+    for (i, t) in tokens.strings().unwrap().enumerate() {
+        if i > 0 {
+            want.extend(b", ");
+        }
+        want.extend(quoted(t));
+    }
+    want.extend(b"]\n");
+    assert!(tokens.len() > ARRAY_PREVIEW as u64);
+    assert_eq!(
+        String::from_utf8_lossy(&value("tokenizer.ggml.tokens")),
+        String::from_utf8_lossy(&want)
+    );
+    // Float arrays print every element exactly.
+    let scores = f.get("tokenizer.ggml.scores").unwrap().as_array().unwrap();
+    let printed = String::from_utf8(value("tokenizer.ggml.scores")).unwrap();
+    let printed: Vec<u32> = printed
+        .trim_end()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(", ")
+        .map(|x| x.parse::<f32>().unwrap().to_bits())
+        .collect();
+    let want: Vec<u32> = scores
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
+    assert_eq!(printed, want);
+
+    // With --json: the entry, as in the whole document.
+    let out = expect(&["--json", "--metadata", "tokenizer.ggml.tokens"], 0);
+    let doc = json_of(&sample);
+    let index = f.metadata_index("tokenizer.ggml.tokens").unwrap();
+    assert_eq!(parse_json(&out.stdout), doc["metadata"][index]);
+
+    // A missing key: exit status 1, nothing on stdout.
+    let out = expect(
+        &[
+            OsStr::new("--metadata"),
+            OsStr::new("no.such.key"),
+            sample.as_os_str(),
+        ],
+        1,
+    );
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no.such.key"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn metadata_prints_nested_arrays_and_exact_floats() {
+    let dir = work_dir("metadata-values");
+    let path = dir.join("values.gguf");
+    write(&path, &plan(3, ByteOrder::Big, None, true, false));
+    let value = |key: &str| {
+        let out = expect(
+            &[OsStr::new("--metadata"), OsStr::new(key), path.as_os_str()],
+            0,
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(value("nested.deep"), "[[[[[[[[-1, 2]]]]]]]]\n");
+    assert_eq!(
+        value("nested.mixed"),
+        "[[1, 18446744073709551615], ['x', '', '\u{fffd}'], [], [[-0.5, nan]], [0.1, -0], []]\n"
+    );
+    assert_eq!(value("array.INT8"), "[-128, 0, 127]\n");
+    assert_eq!(value("array.BOOL.empty"), "[]\n");
+    assert_eq!(value("u64"), "18446744073709551615\n");
+    assert_eq!(value("i64.min"), "-9223372036854775808\n");
+    assert_eq!(value("bool.false"), "false\n");
+    // Top-level strings are printed as they are (here with a NUL and control bytes).
+    let out = expect(
+        &[
+            OsStr::new("--metadata"),
+            OsStr::new("str.3"),
+            path.as_os_str(),
+        ],
+        0,
+    );
+    assert_eq!(
+        out.stdout,
+        b"newline\n tab\t cr\r bell\x07 esc\x1b del\x7f nul\0end\n"
+    );
+    for (i, v) in [
+        "nan",
+        "nan",
+        "-0",
+        "1e-45",
+        "-inf",
+        "3.4028235e+38",
+        "0.1",
+        "1e-05",
+        "10000",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert_eq!(value(&format!("f32.{i}")), format!("{v}\n"), "f32.{i}");
+    }
+    assert_eq!(value("f64.7"), "0.1\n");
+    assert_eq!(value("f64.8"), "10000000000000000\n");
+    assert_eq!(value("f64.9"), "12345678901234568\n");
+    assert_eq!(value("f64.11"), "1e+17\n");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["--bogus"][..],
+        &["--metadata"],
+        &["--verify", "--json"],
+        &["--tensors", "--metadata", "k"],
+        &["--verify", "--tensors"],
+    ] {
+        let out = expect(args, 2);
+        assert!(out.stdout.is_empty(), "{}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with("usage: "),
+            "{}",
+            show(&out)
+        );
+    }
+    // `--` ends the options: a file named like one.
+    let out = expect(&["--", "--verify"], 1);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--verify"),
+        "{}",
+        show(&out)
+    );
+}
+
+// --- --verify --------------------------------------------------------------------------------
+
+/// `--verify` of a file that opens: every tensor's digest line, in order, and the verdicts.
+/// Returns stdout's lines.
+fn verify_ok(path: &Path, shards: &[PathBuf]) -> Vec<String> {
+    let out = expect(&[OsStr::new("--verify"), path.as_os_str()], 0);
+    assert!(
+        out.stderr.is_empty(),
+        "no progress bar unless stderr is a terminal\n{}",
+        show(&out)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut want = Vec::new();
+    let n = shards.len();
+    for (i, shard) in shards.iter().enumerate() {
+        let f = MappedFile::open(shard).unwrap();
+        want.push(format!("* Shard {}/{n}: {}", i + 1, shard.display()));
+        let mut bytes = 0;
+        for t in f.tensors() {
+            want.push(format!(
+                "{:016x}  {}",
+                fnv1a64(t.data),
+                String::from_utf8_lossy(t.name)
+            ));
+            bytes += t.size;
+        }
+        want.push(format!(
+            "* Shard {}/{n}: OK ({} tensor(s), {bytes} bytes)",
+            i + 1,
+            f.tensor_count()
+        ));
+    }
+    want.push(format!("* {}: OK", path.display()));
+    assert!(
+        lines[0].starts_with(&format!("* Verifying {}: {n} shard(s)", path.display())),
+        "{text}"
+    );
+    assert_eq!(lines[1..], want[..], "{text}");
+    lines
+}
+
+fn verify_fails(path: &Path, why: &str) {
+    let out = expect(&[OsStr::new("--verify"), path.as_os_str()], 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("* {}: FAILED", path.display()).as_str()),
+        "{why}\n{}",
+        show(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("gguf: "),
+        "{why}: the library's error on stderr\n{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn verify_passes_good_files_and_prints_each_tensors_digest() {
+    verify_ok(&sample(), &[sample()]);
+    let dir = work_dir("verify-good");
+    for (name, p) in [
+        ("v3-be", plan(3, ByteOrder::Big, Some(64), true, true)),
+        ("v1-le", plan(1, ByteOrder::Little, None, true, true)),
+        ("empty", plan(3, ByteOrder::Little, None, false, false)),
+    ] {
+        let path = dir.join(format!("{name}.gguf"));
+        write(&path, &p);
+        verify_ok(&path, std::slice::from_ref(&path));
+    }
+    // Names are printed as bytes, backslashes and control bytes escaped: one line per tensor.
+    let mut p = plan(3, ByteOrder::Little, None, false, false);
+    p.tensors = vec![
+        (b"t\xe9nsor".to_vec(), vec![4], DataType::F32),
+        (b"we\"ird\\name\n".to_vec(), vec![2], DataType::F16),
+    ];
+    let path = dir.join("odd-names.gguf");
+    write(&path, &p);
+    let out = expect(&[OsStr::new("--verify"), path.as_os_str()], 0);
+    let f = MappedFile::open(&path).unwrap();
+    let digests: Vec<u64> = f.tensors().map(|t| fnv1a64(t.data)).collect();
+    let lines: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').collect();
+    assert_eq!(lines.len(), 7, "{}", show(&out));
+    assert_eq!(
+        lines[2],
+        [format!("{:016x}  t", digests[0]).as_bytes(), b"\xe9nsor"].concat()
+    );
+    assert_eq!(
+        lines[3],
+        format!("{:016x}  we\"ird\\\\name\\x0a", digests[1]).as_bytes()
+    );
+}
+
+#[test]
+fn verify_fails_on_truncated_data_and_corrupt_headers() {
+    let dir = work_dir("verify-bad");
+    let good = dir.join("good.gguf");
+    write(&good, &plan(3, ByteOrder::Little, None, true, true));
+    let bytes = std::fs::read(&good).unwrap();
+    let f = MappedFile::open(&good).unwrap();
+    let last_end = f.tensors().map(|t| t.file_offset + t.size).max().unwrap() as usize;
+    let header_end = f.data_offset() as usize;
+    drop(f);
+
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "truncated in the last tensor's data",
+            bytes[..last_end - 1].to_vec(),
+        ),
+        (
+            "truncated at the data section",
+            bytes[..header_end].to_vec(),
+        ),
+        ("bad magic", [b"GGUX".as_slice(), &bytes[4..]].concat()),
+        ("bad version", {
+            let mut b = bytes.clone();
+            b[4..8].copy_from_slice(&99u32.to_le_bytes());
+            b
+        }),
+        ("huge tensor count", {
+            let mut b = bytes.clone();
+            b[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+            b
+        }),
+        ("header cut short", bytes[..header_end / 2].to_vec()),
+    ];
+    for (i, (why, data)) in cases.into_iter().enumerate() {
+        let path = dir.join(format!("bad-{i}.gguf"));
+        std::fs::write(&path, data).unwrap();
+        verify_fails(&path, why);
+    }
+    verify_fails(&dir.join("missing.gguf"), "a missing file");
+}
+
+/// A split model written with `Writer::into_shards`: any shard opens the whole model, `--json`
+/// describes every shard as the reference reads it, and `--verify` checks every shard.
+#[test]
+fn split_models_are_inspected_and_verified_as_a_whole() {
+    let dir = work_dir("split");
+    let mut p = plan(3, ByteOrder::Little, Some(64), false, true);
+    p.kv = vec![
+        (b"general.architecture".to_vec(), s("llama")),
+        (b"llama.block_count".to_vec(), MetadataValue::U32(2)),
+    ];
+    let shards = writer(&p).into_shards(4).unwrap();
+    let n = shards.len();
+    assert_eq!(n, 3);
+    let prefix = dir.join("model").display().to_string();
+    let paths: Vec<PathBuf> = (0..n)
+        .map(|i| PathBuf::from(Writer::shard_path(&prefix, i, n)))
+        .collect();
+    for (w, path) in shards.iter().zip(&paths) {
+        w.write_file(path).unwrap();
+    }
+
+    // --json, from the second shard: the model's metadata (the first shard's), every shard, and
+    // every tensor with its shard and its offsets in that shard, as the reference reads each file.
+    let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let expected = reference(&refs);
+    let doc = json_of(&paths[1]);
+    let ours = canon_json(&doc);
+    for k in [
+        "version",
+        "byte_order",
+        "alignment",
+        "data_offset",
+        "file_size",
+        "kv_count",
+        "metadata",
+    ] {
+        assert_same(&expected[0][k], &ours[k], k);
+    }
+    let json_shards = doc["shards"].as_array().unwrap();
+    assert_eq!(json_shards.len(), n);
+    let mut first = 0;
+    let mut all_tensors = Vec::new();
+    for (i, (shard, want)) in json_shards.iter().zip(&expected).enumerate() {
+        assert_eq!(
+            bytes_of(&shard["path"], "path"),
+            paths[i].as_os_str().as_encoded_bytes()
+        );
+        for k in [
+            "version",
+            "file_size",
+            "alignment",
+            "data_offset",
+            "tensor_count",
+        ] {
+            assert_eq!(shard[k], want[k], "shard {i}: {k}");
+        }
+        assert_eq!(shard["first_tensor"], first);
+        first += want["tensor_count"].as_u64().unwrap();
+        for t in want["tensors"].as_array().unwrap() {
+            all_tensors.push((i, t.clone()));
+        }
+    }
+    let tensors = doc["tensors"].as_array().unwrap();
+    assert_eq!(tensors.len(), all_tensors.len());
+    assert_eq!(doc["tensor_count"], all_tensors.len());
+    for (t, (shard, want)) in tensors.iter().zip(&all_tensors) {
+        assert_eq!(t["shard"], *shard);
+        assert_same(want, &canon_json_tensor(t), "split tensor");
+    }
+
+    // The default output names the shards and gives each tensor's.
+    let out = expect(&[paths[0].as_os_str()], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("* Split model: 3 shards\n"), "{text}");
+    for (i, path) in paths.iter().enumerate() {
+        assert!(
+            text.contains(&format!("*   shard {}: {}: ", i + 1, path.display())),
+            "{text}"
+        );
+    }
+    assert!(text.contains("| shard |"), "{text}");
+
+    // --verify from the last shard: every shard, every tensor.
+    verify_ok(&paths[2], &paths);
+
+    // A shard truncated, or missing: FAILED.
+    let second = std::fs::read(&paths[1]).unwrap();
+    let data_end = MappedFile::open(&paths[1])
+        .unwrap()
+        .tensors()
+        .map(|t| t.file_offset + t.size)
+        .max()
+        .unwrap() as usize;
+    std::fs::write(&paths[1], &second[..data_end - 1]).unwrap();
+    verify_fails(&paths[0], "a truncated shard");
+    std::fs::remove_file(&paths[1]).unwrap();
+    verify_fails(&paths[0], "a missing shard");
+    std::fs::write(&paths[1], &second).unwrap();
+    verify_ok(&paths[0], &paths);
+}
+
+/// The progress bar goes to stderr when it is a terminal (a pseudo-terminal here), and the
+/// verdicts to stdout all the same.
+#[test]
+fn verify_draws_a_progress_bar_only_on_a_terminal() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // A pseudo-terminal: the inspector's stderr is its follower side; this test reads the leader.
+    let (leader, follower) = unsafe {
+        let leader = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(
+            leader >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
+        assert_eq!(libc::grantpt(leader), 0);
+        assert_eq!(libc::unlockpt(leader), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(leader, name.as_mut_ptr(), name.len()), 0);
+        let follower = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(
+            follower >= 0,
+            "open the pty: {}",
+            std::io::Error::last_os_error()
+        );
+        (OwnedFd::from_raw_fd(leader), OwnedFd::from_raw_fd(follower))
+    };
+    let mut leader = std::fs::File::from(leader);
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the inspector has exited and the follower is closed.
+        while let Ok(n) = leader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        seen
+    });
+    let sample = sample();
+    let out = Command::new(inspector())
+        .arg("--verify")
+        .arg(&sample)
+        .stderr(std::fs::File::from(follower))
+        .output()
+        .unwrap();
+    let tty = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.ends_with(&format!("* {}: OK\n", sample.display())),
+        "{stdout}"
+    );
+    let tty = String::from_utf8_lossy(&tty);
+    assert!(
+        tty.contains("\r[") && tty.contains("100.0%"),
+        "no progress bar: {tty:?}"
+    );
+    assert!(
+        tty.ends_with("\r\x1b[K"),
+        "the bar is not cleared at the end: {tty:?}"
     );
 }

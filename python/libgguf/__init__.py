@@ -1,0 +1,68 @@
+"""libgguf: a zero-copy GGUF reader and writer, over the C library ``libgguf.so``.
+
+    import libgguf
+
+    with libgguf.open("model.gguf") as f:
+        print(f.version, f.metadata["general.architecture"])
+        tokens = f.metadata["tokenizer.ggml.tokens"]        # decoded in bulk, on first read
+        t = f.tensor("token_embd.weight")
+        print(t.shape, t.dtype_name, t.size)               # GGUF order: ne[0] first
+        raw = t.data                                       # read-only memoryview of the mapping
+        arr = t.numpy()                                    # zero-copy, shape ne[n-1], ..., ne[0]
+
+Everything is read by the C library through ``ctypes``; tensor data is never copied. The
+library is found through ``$LIBGGUF_PATH``, the copy bundled by ``pip install``, a checkout's
+``target/release`` or ``target/debug``, or the system's search path (see
+:func:`library_path`). numpy is used when installed (``Tensor.numpy``, ``Metadata.numpy``).
+"""
+
+from ._file import (
+    Field,
+    GGUFFile,
+    Metadata,
+    Placement,
+    Shard,
+    Tensor,
+    UploadPlan,
+    View,
+    open,
+    open_memory,
+)
+from ._native import (
+    ByteOrder,
+    DataType,
+    ErrorCode,
+    GGUFError,
+    LibraryNotFoundError,
+    Paging,
+    ValueType,
+    library_path,
+    library_version,
+)
+from ._writer import Writer, infer_type
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ByteOrder",
+    "DataType",
+    "ErrorCode",
+    "Field",
+    "GGUFError",
+    "GGUFFile",
+    "LibraryNotFoundError",
+    "Metadata",
+    "Paging",
+    "Placement",
+    "Shard",
+    "Tensor",
+    "UploadPlan",
+    "ValueType",
+    "View",
+    "Writer",
+    "infer_type",
+    "library_path",
+    "library_version",
+    "open",
+    "open_memory",
+]

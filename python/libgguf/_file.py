@@ -1,0 +1,849 @@
+"""Reading: :func:`open`, :func:`open_memory` and the objects they hand out."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import struct
+import weakref
+from collections.abc import Mapping
+from ctypes import byref, c_char_p, c_uint64
+from typing import Any, Iterator, NamedTuple
+
+from . import _native
+from ._buffer import Pin, readonly_view
+from ._native import (
+    ARRAY_GETTERS,
+    NO_VIEW,
+    UINT64_MAX,
+    DataType,
+    GGUFError,
+    GGUFMetadataKV,
+    GGUFShardInfo,
+    GGUFTensorInfo,
+    GGUFUploadPlan,
+    GGUFView,
+    GGUFPlacement,
+    ValueType,
+)
+
+__all__ = [
+    "Field",
+    "GGUFFile",
+    "Metadata",
+    "Placement",
+    "Shard",
+    "Tensor",
+    "UploadPlan",
+    "View",
+    "open",
+    "open_memory",
+]
+
+def _text(raw: bytes) -> str | bytes:
+    """``raw`` as ``str`` when it is valid UTF-8, else the bytes themselves."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError as e:  # pragma: no cover (numpy is optional)
+        raise ImportError("libgguf: this needs numpy (pip install numpy)") from e
+    return numpy
+
+
+class _Handle:
+    """Owns a C handle. ``gguf_close`` runs when the last reference goes: the :class:`GGUFFile`
+    (until :meth:`GGUFFile.close`) and every buffer of the file's memory handed out, so a
+    ``memoryview`` or numpy array of tensor data never outlives the mapping."""
+
+    __slots__ = ("ptr", "lib", "__weakref__")
+
+    def __init__(self, lib: Any, ptr: int, pin: Pin | None):
+        self.ptr = ptr
+        self.lib = lib
+        fin = weakref.finalize(self, _close, lib, ptr, pin)
+        fin.atexit = False  # at exit the process unmaps everything anyway
+
+
+def _close(lib: Any, ptr: int, pin: Pin | None) -> None:
+    lib.gguf_close(ptr)
+    if pin is not None:
+        pin.release()
+
+
+# --------------------------------------------------------------------------------------------
+# Opening
+# --------------------------------------------------------------------------------------------
+
+
+def open(
+    path: str | bytes | os.PathLike,
+    *,
+    populate: bool = False,
+    lock: bool = False,
+    read: bool = False,
+    single_shard: bool = False,
+) -> "GGUFFile":
+    """Opens the GGUF file at ``path``: maps it read-only and checks every rule of the format
+    (``gguf_open_ex``). Tensor data is neither read nor copied.
+
+    ``populate`` faults every page in up front (``MAP_POPULATE``), ``lock`` locks the pages in
+    memory (``mlock``; fails when ``ulimit -l`` forbids), ``read`` reads the file into private
+    memory instead of mapping it, ``single_shard`` opens one shard of a split model
+    (``name-00002-of-00005.gguf``) alone; by default every shard is opened and the file presents
+    the whole model. Raises :class:`GGUFError` (with the code, byte offset and message) when the
+    file cannot be opened or breaks a rule.
+    """
+    lib = _native.load()
+    flags = (
+        (_native.OPEN_FLAG_POPULATE if populate else 0)
+        | (_native.OPEN_FLAG_LOCK if lock else 0)
+        | (_native.OPEN_FLAG_READ if read else 0)
+        | (_native.OPEN_FLAG_SINGLE_SHARD if single_shard else 0)
+    )
+    ptr = lib.gguf_open_ex(os.fsencode(path), flags)
+    if not ptr:
+        raise lib.error()
+    return GGUFFile(_Handle(lib, ptr, None), os.fspath(path))
+
+
+def open_memory(buffer: Any) -> "GGUFFile":
+    """Opens a GGUF file held in memory: any contiguous object supporting the buffer protocol
+    (``bytes``, ``bytearray``, ``mmap.mmap``, ``memoryview``, a numpy array). Nothing is copied:
+    the buffer is held (a ``bytearray`` cannot be resized, an ``mmap`` cannot be closed) until
+    the file and every view of its data are gone. Raises :class:`GGUFError` like :func:`open`;
+    errors name the file ``<memory>``."""
+    lib = _native.load()
+    pin = Pin(buffer)
+    try:
+        ptr = lib.gguf_open_memory(pin.address or None, pin.size)
+        if not ptr:
+            raise lib.error()
+    except BaseException:
+        pin.release()
+        raise
+    return GGUFFile(_Handle(lib, ptr, pin), "<memory>")
+
+
+# --------------------------------------------------------------------------------------------
+# Small value objects
+# --------------------------------------------------------------------------------------------
+
+
+class Field(NamedTuple):
+    """A metadata entry's description: its key, :class:`ValueType`, and for arrays the element
+    type and element count (``None`` otherwise)."""
+
+    key: str | bytes
+    type: ValueType
+    element_type: ValueType | None
+    length: int | None
+    index: int
+
+
+class Shard(NamedTuple):
+    """One file of a model (the only one for an unsplit model)."""
+
+    index: int
+    path: str
+    file_size: int
+    data_offset: int
+    alignment: int
+    version: int
+    tensor_count: int
+    first_tensor: int
+
+
+class Placement(NamedTuple):
+    """Where a tensor lies in an :class:`UploadPlan`: the index of the view holding it whole
+    (``None`` if the tensor is larger than any view may be) and its offset inside that view."""
+
+    view: int | None
+    offset: int
+
+
+class View:
+    """A page-aligned range of one shard's memory in an :class:`UploadPlan`."""
+
+    __slots__ = ("index", "address", "size", "file_offset", "shard", "_file")
+
+    def __init__(self, file: "_Core", index: int, v: GGUFView):
+        self._file = file
+        self.index = index
+        self.address = v.data or 0
+        self.size = v.size
+        self.file_offset = v.file_offset
+        self.shard = v.shard
+
+    @property
+    def data(self) -> memoryview:
+        """The view's bytes: a zero-copy, read-only ``memoryview`` (see :attr:`Tensor.data`)."""
+        return self._file._slice(self.shard, self.address, self.size)
+
+    def __repr__(self) -> str:
+        return (
+            f"View(index={self.index}, shard={self.shard}, file_offset={self.file_offset}, "
+            f"size={self.size})"
+        )
+
+
+class UploadPlan(NamedTuple):
+    """Page-aligned views of at most ``max_view_size`` bytes such that every tensor lies wholly
+    inside one (``gguf_plan_upload``): ``placements[i]`` is tensor ``i``'s."""
+
+    page_size: int
+    max_view_size: int
+    views: list
+    placements: list
+    n_oversized: int
+
+    @property
+    def oversized(self) -> list:
+        """Indices of the tensors no view holds (larger than ``max_view_size``)."""
+        return [i for i, p in enumerate(self.placements) if p.view is None]
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata
+# --------------------------------------------------------------------------------------------
+
+_UNSIGNED_SMALL = (ValueType.UINT8, ValueType.UINT16, ValueType.UINT32)
+_SIGNED_SMALL = (ValueType.INT8, ValueType.INT16, ValueType.INT32)
+_STRUCT = {
+    ValueType.UINT8: "B",
+    ValueType.INT8: "b",
+    ValueType.UINT16: "H",
+    ValueType.INT16: "h",
+    ValueType.UINT32: "I",
+    ValueType.INT32: "i",
+    ValueType.FLOAT32: "f",
+    ValueType.BOOL: "?",
+    ValueType.UINT64: "Q",
+    ValueType.INT64: "q",
+    ValueType.FLOAT64: "d",
+}
+_NUMPY_ELEMENTS = {
+    ValueType.UINT8: "u1",
+    ValueType.INT8: "i1",
+    ValueType.UINT16: "u2",
+    ValueType.INT16: "i2",
+    ValueType.UINT32: "u4",
+    ValueType.INT32: "i4",
+    ValueType.FLOAT32: "f4",
+    ValueType.BOOL: "?",
+    ValueType.UINT64: "u8",
+    ValueType.INT64: "i8",
+    ValueType.FLOAT64: "f8",
+}
+
+
+def _value_type(t: int) -> ValueType | int:
+    try:
+        return ValueType(t)
+    except ValueError:  # pragma: no cover (the library refuses unknown types)
+        return t
+
+
+def _scalar(kv: GGUFMetadataKV) -> Any:
+    t = kv.type
+    v = kv.value
+    if t in _UNSIGNED_SMALL:
+        return v.u32
+    if t in _SIGNED_SMALL:
+        return v.i32
+    if t == ValueType.FLOAT32:
+        return v.f32
+    if t == ValueType.BOOL:
+        return v.b
+    if t == ValueType.STRING:
+        return _text(ctypes.string_at(v.str, kv.str_len)) if kv.str_len else ""
+    if t == ValueType.UINT64:
+        return v.u64
+    if t == ValueType.INT64:
+        return v.i64
+    if t == ValueType.FLOAT64:
+        return v.f64
+    raise AssertionError(f"libgguf: unexpected value type {t}")  # pragma: no cover
+
+
+class _RawArrays:
+    """Decodes nested arrays from their raw bytes (``array_data``), which only the file's own
+    encoding describes: there is no C getter for arrays of arrays."""
+
+    def __init__(self, data: bytes, big: bool, v1: bool):
+        self.data = data
+        self.e = ">" if big else "<"
+        self.count = self.e + ("I" if v1 else "Q")
+        self.count_size = 4 if v1 else 8
+
+    def elements(self, pos: int, elem: int, n: int) -> tuple[list, int]:
+        data, e = self.data, self.e
+        if elem == ValueType.STRING:
+            out = []
+            for _ in range(n):
+                (length,) = struct.unpack_from(self.count, data, pos)
+                pos += self.count_size
+                out.append(_text(data[pos : pos + length]))
+                pos += length
+            return out, pos
+        if elem == ValueType.ARRAY:
+            out = []
+            for _ in range(n):
+                (inner,) = struct.unpack_from(e + "I", data, pos)
+                (count,) = struct.unpack_from(self.count, data, pos + 4)
+                items, pos = self.elements(pos + 4 + self.count_size, inner, count)
+                out.append(items)
+            return out, pos
+        fmt = f"{e}{n}{_STRUCT[ValueType(elem)]}"
+        return list(struct.unpack_from(fmt, data, pos)), pos + struct.calcsize(fmt)
+
+
+class Metadata(Mapping):
+    """The file's metadata: an ordered, read-only mapping from each key (``str``; ``bytes`` for a
+    key that is not valid UTF-8) to its value, in file order.
+
+    Values: ``int`` for the integer types, ``float`` for FLOAT32/FLOAT64, ``bool``, ``str`` for a
+    STRING that is valid UTF-8 (``bytes`` otherwise), and a ``list`` for an ARRAY (of such
+    values, or of lists for nested arrays). Arrays are decoded when first read, in bulk by the C
+    library's typed getters, and kept; each read returns a new list. :meth:`type`,
+    :meth:`field` and :meth:`numpy` give the GGUF types and zero-copy numpy arrays.
+    """
+
+    def __init__(self, file: "_Core"):
+        self._file = file
+        h = file._handle()
+        lib = h.lib
+        n = lib.gguf_metadata_count(h.ptr)
+        keys: dict = {}
+        raw: list[bytes] = []
+        addrs: list[int] = []
+        for i in range(n):
+            addr = lib.gguf_get_metadata_by_index(h.ptr, i)
+            if not addr:
+                raise lib.error()
+            kv = GGUFMetadataKV.from_address(addr)
+            key = ctypes.string_at(kv.key, kv.key_len)
+            raw.append(key)
+            addrs.append(addr)
+            keys[_text(key)] = i
+        self._keys = keys
+        self._raw = raw
+        self._addrs = addrs
+        self._arrays: dict[int, tuple] = {}
+
+    # Mapping
+    def __getitem__(self, key: str | bytes) -> Any:
+        i = self._index(key)
+        kv = self._kv(i)
+        if kv.type != ValueType.ARRAY:
+            return _scalar(kv)
+        return self._array(i, kv)
+
+    def __iter__(self) -> Iterator[str | bytes]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            self._index(key)  # type: ignore[arg-type]
+        except KeyError:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"<libgguf.Metadata of {len(self)} keys>"
+
+    # Types
+    def type(self, key: str | bytes) -> ValueType:
+        """The :class:`ValueType` of ``key``'s value."""
+        return _value_type(self._kv(self._index(key)).type)
+
+    def element_type(self, key: str | bytes) -> ValueType | None:
+        """For an array, the :class:`ValueType` of its elements; otherwise ``None``."""
+        kv = self._kv(self._index(key))
+        return _value_type(kv.array_type) if kv.type == ValueType.ARRAY else None
+
+    def field(self, key: str | bytes) -> Field:
+        """Everything about ``key`` but its value (see :class:`Field`)."""
+        i = self._index(key)
+        kv = self._kv(i)
+        is_array = kv.type == ValueType.ARRAY
+        return Field(
+            _text(self._raw[i]),
+            _value_type(kv.type),
+            _value_type(kv.array_type) if is_array else None,
+            kv.array_len if is_array else None,
+            i,
+        )
+
+    def types(self) -> dict:
+        """Every key's :class:`ValueType`, in file order."""
+        return {k: _value_type(self._kv(i).type) for k, i in self._keys.items()}
+
+    # Arrays
+    def numpy(self, key: str | bytes):
+        """The numeric or BOOL array under ``key`` as a read-only numpy array without copying:
+        it shares the C library's decoded copy (host byte order), which lives as long as the
+        file's handle (see :attr:`Tensor.data`). Raises ``TypeError`` for other values."""
+        np = _numpy()
+        i = self._index(key)
+        kv = self._kv(i)
+        if kv.type != ValueType.ARRAY or kv.array_type not in ARRAY_GETTERS:
+            raise TypeError(f"libgguf: {key!r} is not an array of numbers or booleans")
+        h = self._file._handle()
+        addr, n = self._typed(h, i, kv.array_type)
+        size = n * np.dtype(_NUMPY_ELEMENTS[kv.array_type]).itemsize
+        buf = readonly_view(h, addr, size) if size else memoryview(b"")
+        return np.frombuffer(buf, dtype="=" + _NUMPY_ELEMENTS[kv.array_type], count=n)
+
+    def array_string(self, key: str | bytes, index: int) -> str | bytes:
+        """Element ``index`` of the string array under ``key``, without decoding the rest
+        (``gguf_get_array_string``, O(1) after the first call)."""
+        i = self._index(key)
+        h = self._file._handle()
+        n = c_uint64()
+        addr = h.lib.gguf_get_array_string(h.ptr, self._raw[i], index, byref(n))
+        if not addr:
+            raise h.lib.error()
+        return _text(ctypes.string_at(addr, n.value)) if n.value else ""
+
+    # Internals
+    def _index(self, key: str | bytes) -> int:
+        try:
+            return self._keys[key]
+        except KeyError:
+            if isinstance(key, bytes):
+                alt = _text(key)
+                if alt in self._keys:
+                    return self._keys[alt]
+            raise KeyError(key) from None
+        except TypeError:
+            raise KeyError(key) from None
+
+    def _kv(self, i: int) -> GGUFMetadataKV:
+        self._file._handle()  # raises if closed
+        return GGUFMetadataKV.from_address(self._addrs[i])
+
+    def _typed(self, h: _Handle, i: int, elem: int) -> tuple[int, int]:
+        name = ARRAY_GETTERS[elem][0]
+        n = c_uint64()
+        addr = getattr(h.lib, name)(h.ptr, self._raw[i], byref(n))
+        if not addr:
+            raise h.lib.error()
+        return addr, n.value
+
+    def _array(self, i: int, kv: GGUFMetadataKV) -> list:
+        cached = self._arrays.get(i)
+        if cached is not None:
+            return list(cached)
+        h = self._file._handle()
+        elem = kv.array_type
+        if b"\0" in self._raw[i]:
+            values = self._nested(kv)  # the getters take the key as a C string
+        elif elem in ARRAY_GETTERS:
+            addr, n = self._typed(h, i, elem)
+            values = (ARRAY_GETTERS[elem][1] * n).from_address(addr)[:] if n else []
+        elif elem == ValueType.STRING:
+            values = self._strings(h, i, kv)
+        else:
+            # Nested arrays are decoded each time (they are small: no cache to keep in sync).
+            return self._nested(kv)
+        self._arrays[i] = tuple(values)
+        return values
+
+    def _strings(self, h: _Handle, i: int, kv: GGUFMetadataKV) -> list:
+        n = c_uint64()
+        addr = h.lib.gguf_get_string_array(h.ptr, self._raw[i], byref(n))
+        if not addr:
+            raise h.lib.error()
+        n = n.value
+        if n == 0:
+            return []
+        items = (c_char_p * n).from_address(addr)[:]  # cut at the first NUL, if any
+        length_field = 4 if self._file.version == 1 else 8
+        if sum(map(len, items)) + n * length_field != kv.array_bytes:
+            # Some string holds a NUL byte: take every one whole, zero-copy from the mapping.
+            items = []
+            out_len = c_uint64()
+            for j in range(n):
+                p = h.lib.gguf_get_array_string(h.ptr, self._raw[i], j, byref(out_len))
+                if not p:
+                    raise h.lib.error()
+                items.append(ctypes.string_at(p, out_len.value))
+            return [_text(b) for b in items]
+        try:  # no string holds a NUL: decode them all at once
+            return b"\0".join(items).decode("utf-8").split("\0")
+        except UnicodeDecodeError:
+            return [_text(b) for b in items]
+
+    def _nested(self, kv: GGUFMetadataKV) -> list:
+        data = ctypes.string_at(kv.array_data, kv.array_bytes) if kv.array_bytes else b""
+        f = self._file
+        raw = _RawArrays(data, f.byte_order == "big", f.version == 1)
+        return raw.elements(0, kv.array_type, kv.array_len)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Tensors
+# --------------------------------------------------------------------------------------------
+
+# numpy dtype (without byte order) of each plain tensor type; BF16 is given as its bits.
+_NUMPY_TENSORS = {
+    DataType.F32: "f4",
+    DataType.F16: "f2",
+    DataType.BF16: "u2",
+    DataType.I8: "i1",
+    DataType.I16: "i2",
+    DataType.I32: "i4",
+    DataType.I64: "i8",
+    DataType.F64: "f8",
+}
+
+
+class Tensor:
+    """A tensor's description and data.
+
+    ``shape`` is in GGUF order (innermost dimension first, ``ne[0]``, as in the file);
+    ``dtype`` is the :class:`DataType` (an ``int``), ``dtype_name`` ggml's name for it;
+    ``offset`` is relative to the data section of the tensor's shard, ``file_offset`` absolute
+    in that shard's file, ``size`` the data's size in bytes.
+    """
+
+    __slots__ = (
+        "_file",
+        "name",
+        "shape",
+        "n_elements",
+        "dtype",
+        "offset",
+        "file_offset",
+        "size",
+        "shard",
+        "index",
+        "_addr",
+    )
+
+    def __init__(self, file: "_Core", addr: int):
+        info = GGUFTensorInfo.from_address(addr)
+        self._file = file
+        self._addr = addr
+        self.name = _text(ctypes.string_at(info.name, info.name_len))
+        self.shape = tuple(info.dims[: info.n_dims])
+        self.n_elements = info.n_elements
+        try:
+            self.dtype = DataType(info.dtype)
+        except ValueError:  # pragma: no cover (a type newer than this package)
+            self.dtype = info.dtype
+        self.offset = info.offset
+        self.file_offset = info.file_offset
+        self.size = info.size_bytes
+        self.shard = info.shard
+        self.index = info.index
+
+    @property
+    def n_dims(self) -> int:
+        return len(self.shape)
+
+    @property
+    def dtype_name(self) -> str:
+        """ggml's name of the data type, e.g. ``"Q4_K"``."""
+        return _dtype_name(_native.load(), int(self.dtype))
+
+    @property
+    def data(self) -> memoryview:
+        """The tensor's bytes as stored in the file: a read-only ``memoryview`` (format ``B``)
+        of the mapping, without copying.
+
+        The view (and anything made from it: slices, numpy arrays) keeps the file's mapping
+        alive: it stays valid after :meth:`GGUFFile.close`, which then releases the mapping
+        only when the last such view is gone. Do not write through it (it is read-only)."""
+        return self._file._slice(self.shard, self._data_address(), self.size)
+
+    def numpy(self):
+        """The tensor's data as a read-only numpy array sharing the mapping (zero-copy; see
+        :attr:`data`), in numpy's row-major order: the GGUF shape reversed
+        (``ne[n-1], ..., ne[0]``).
+
+        F32, F16, F64, I8, I16, I32 and I64 get their numpy types (in the file's byte order);
+        BF16 is given as ``uint16`` (its bits: ``(a.astype(np.uint32) << 16).view(np.float32)``
+        converts). Quantized types are given as their raw bytes (``uint8``) with the innermost
+        axis in bytes (``ne[0] / block_size * block_bytes``), as gguf-py does."""
+        np = _numpy()
+        shape = self.shape[::-1]
+        kind = _NUMPY_TENSORS.get(self.dtype)
+        order = ">" if self._file.byte_order == "big" else "<"
+        if kind is not None:
+            dt = np.dtype(order + kind)
+        else:
+            dt = np.dtype(np.uint8)
+            lib = _native.load()
+            block = lib.gguf_dtype_block_size(int(self.dtype))
+            block_bytes = lib.gguf_dtype_block_bytes(int(self.dtype))
+            inner = (self.shape[0] if self.shape else 1) // block * block_bytes
+            shape = shape[:-1] + (inner,) if shape else (inner,)
+        if self.size == 0:
+            out = np.empty(shape, dtype=dt)
+            out.flags.writeable = False
+            return out
+        return np.frombuffer(self.data, dtype=dt).reshape(shape)
+
+    def advise(self, advice: int) -> None:
+        """Paging advice for the tensor's pages (``madvise``): a :class:`Paging` value."""
+        h = self._file._handle()
+        if not h.lib.gguf_advise_tensor(h.ptr, self._addr, int(advice)):
+            raise h.lib.error()
+
+    def _data_address(self) -> int:
+        h = self._file._handle()
+        addr = h.lib.gguf_tensor_data(h.ptr, self._addr)
+        if not addr:
+            raise h.lib.error()
+        return addr
+
+    def __repr__(self) -> str:
+        dtype = self.dtype.name if isinstance(self.dtype, DataType) else self.dtype
+        return (
+            f"Tensor({self.name!r}, shape={self.shape}, dtype={dtype}, "
+            f"file_offset={self.file_offset}, size={self.size}, shard={self.shard})"
+        )
+
+
+_DTYPE_NAMES: dict[int, str] = {}
+
+
+def _dtype_name(lib: Any, dtype: int) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        raw = lib.gguf_dtype_name(dtype)
+        name = raw.decode("ascii") if raw else str(dtype)
+        _DTYPE_NAMES[dtype] = name
+    return name
+
+
+# --------------------------------------------------------------------------------------------
+# The file
+# --------------------------------------------------------------------------------------------
+
+
+class _Core:
+    """What the objects a :class:`GGUFFile` hands out share with it: the handle (``None`` once
+    the file is closed), the format facts they need and the views of each shard's memory. It
+    refers to none of them, so no reference cycle delays closing."""
+
+    __slots__ = ("h", "version", "byte_order", "shard_views")
+
+    def __init__(self, handle: _Handle):
+        self.h: _Handle | None = handle
+        self.version: int = handle.lib.gguf_version(handle.ptr)
+        self.byte_order = "big" if handle.lib.gguf_byte_order(handle.ptr) == 1 else "little"
+        self.shard_views: dict = {}
+
+    def _handle(self) -> _Handle:
+        h = self.h
+        if h is None:
+            raise ValueError("libgguf: the file is closed")
+        return h
+
+    @staticmethod
+    def _memory_len(h: _Handle, info: GGUFShardInfo) -> int:
+        """The length of a shard's memory: a mapped (or read) file's is whole pages, whose
+        bytes past the end of the file read as zeros (upload plan views may end there); memory
+        lent to ``open_memory`` is the buffer's length. ``gguf_contains`` confirms it."""
+        page = mmap.PAGESIZE
+        rounded = -(-info.file_size // page) * page
+        if rounded != info.file_size and h.lib.gguf_contains(h.ptr, info.base, rounded):
+            return rounded
+        h.lib.gguf_clear_error()
+        return info.file_size
+
+    def _slice(self, shard: int, address: int, size: int) -> memoryview:
+        """A read-only view of ``size`` bytes at ``address`` inside shard ``shard``'s memory,
+        sliced from one view of the whole shard (which keeps the handle alive)."""
+        if size == 0:
+            return memoryview(b"")
+        entry = self.shard_views.get(shard)
+        if entry is None:
+            h = self._handle()
+            addr = h.lib.gguf_get_shard(h.ptr, shard)
+            if not addr:
+                raise h.lib.error()
+            info = GGUFShardInfo.from_address(addr)
+            entry = (info.base, readonly_view(h, info.base, self._memory_len(h, info)))
+            self.shard_views[shard] = entry
+        base, whole = entry
+        start = address - base
+        if start < 0 or start + size > len(whole):  # pragma: no cover (the library checks)
+            raise AssertionError("libgguf: data outside its shard")
+        return whole[start : start + size]
+
+
+class GGUFFile:
+    """An open GGUF file (or split model). Use it as a context manager, or call :meth:`close`.
+
+    Everything is read through the C library; the metadata and tensor list are built on first
+    access. Tensor data is never copied: :attr:`Tensor.data` and :meth:`Tensor.numpy` share the
+    mapping.
+    """
+
+    def __init__(self, handle: _Handle, path: str):
+        self._core = core = _Core(handle)
+        self.path = path
+        lib, ptr = handle.lib, handle.ptr
+        #: The format version (1, 2 or 3).
+        self.version: int = core.version
+        #: The alignment of tensor data (``general.alignment``, or 32).
+        self.alignment: int = lib.gguf_alignment(ptr)
+        #: The absolute offset of the data section (of the first shard).
+        self.data_offset: int = lib.gguf_data_offset(ptr)
+        #: The size of the file (of the first shard) in bytes.
+        self.file_size: int = lib.gguf_file_size(ptr)
+        #: ``"little"`` or ``"big"``: the byte order of the file's numbers.
+        self.byte_order: str = core.byte_order
+        self._metadata: Metadata | None = None
+        self._tensors: list | None = None
+        self._by_name: dict | None = None
+        self._shards: list | None = None
+
+    # Life cycle
+    def close(self) -> None:
+        """Closes the file. Memory views and numpy arrays of its data handed out earlier stay
+        valid: the mapping is released when the last of them is gone. Idempotent."""
+        core = self._core
+        core.h = None
+        core.shard_views.clear()
+        self._metadata = self._tensors = self._by_name = None
+
+    @property
+    def closed(self) -> bool:
+        return self._core.h is None
+
+    def __enter__(self) -> "GGUFFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<libgguf.GGUFFile {self.path!r} {state}, version {self.version}>"
+
+    def _handle(self) -> _Handle:
+        return self._core._handle()
+
+    # Metadata
+    @property
+    def metadata(self) -> Metadata:
+        """The metadata, an ordered mapping key -> value (see :class:`Metadata`)."""
+        m = self._metadata
+        if m is None:
+            m = self._metadata = Metadata(self._core)
+        else:
+            self._handle()
+        return m
+
+    @property
+    def metadata_types(self) -> dict:
+        """Every key's :class:`ValueType`, in file order (for arrays, see
+        ``metadata.element_type(key)``)."""
+        return self.metadata.types()
+
+    # Tensors
+    @property
+    def tensor_count(self) -> int:
+        h = self._handle()
+        return h.lib.gguf_tensor_count(h.ptr)
+
+    @property
+    def tensors(self) -> list:
+        """Every :class:`Tensor`, in the model's order (a new list each time)."""
+        h = self._handle()
+        if self._tensors is None:
+            lib = h.lib
+            out = []
+            for i in range(lib.gguf_tensor_count(h.ptr)):
+                addr = lib.gguf_get_tensor_by_index(h.ptr, i)
+                if not addr:
+                    raise lib.error()
+                out.append(Tensor(self._core, addr))
+            self._tensors = out
+        return list(self._tensors)
+
+    def tensor(self, name: str | bytes) -> Tensor:
+        """The tensor named ``name``; raises :class:`GGUFError` (code ``NOT_FOUND``) if there is
+        none."""
+        h = self._handle()
+        if self._by_name is None:
+            self._by_name = {t.name: t for t in self.tensors}
+        t = self._by_name.get(name)
+        if t is None and isinstance(name, bytes):
+            t = self._by_name.get(_text(name))
+        if t is not None:
+            return t
+        raw = name.encode("utf-8") if isinstance(name, str) else bytes(name)
+        if b"\0" not in raw and not h.lib.gguf_get_tensor(h.ptr, raw):
+            raise h.lib.error()  # NOT_FOUND, with the library's message
+        raise GGUFError(_native.ErrorCode.NOT_FOUND, None, f"gguf: no tensor named {name!r}")
+
+    # Shards and engine integration
+    @property
+    def shards(self) -> list:
+        """Every file of the model as a :class:`Shard` (one for an unsplit model)."""
+        h = self._handle()
+        if self._shards is None:
+            lib = h.lib
+            out = []
+            for i in range(lib.gguf_shard_count(h.ptr)):
+                addr = lib.gguf_get_shard(h.ptr, i)
+                if not addr:
+                    raise lib.error()
+                s = GGUFShardInfo.from_address(addr)
+                out.append(
+                    Shard(
+                        i,
+                        os.fsdecode(ctypes.string_at(s.path)),
+                        s.file_size,
+                        s.data_offset,
+                        s.alignment,
+                        s.version,
+                        s.tensor_count,
+                        s.first_tensor,
+                    )
+                )
+            self._shards = out
+        return list(self._shards)
+
+    def plan_upload(self, max_view_size: int | None = None, page_size: int = 0) -> UploadPlan:
+        """Plans the upload of every tensor's data (``gguf_plan_upload``): page-aligned views of
+        at most ``max_view_size`` bytes (``None``: no limit) such that every tensor lies wholly
+        inside one. ``page_size`` is a power of two, or 0 for the system's."""
+        h = self._handle()
+        limit = UINT64_MAX if max_view_size is None else max_view_size
+        addr = h.lib.gguf_plan_upload(h.ptr, limit, page_size)
+        if not addr:
+            raise h.lib.error()
+        p = GGUFUploadPlan.from_address(addr)
+        views = []
+        if p.n_views:
+            raw_views = (GGUFView * p.n_views).from_address(p.views)
+            views = [View(self._core, i, v) for i, v in enumerate(raw_views)]
+        placements = []
+        if p.n_tensors:
+            raw = (GGUFPlacement * p.n_tensors).from_address(p.placements)
+            placements = [
+                Placement(None if x.view == NO_VIEW else x.view, x.offset) for x in raw
+            ]
+        return UploadPlan(p.page_size, p.max_view_size, views, placements, p.n_oversized)
+
+    def advise(self, advice: int) -> None:
+        """Paging advice for the whole data section of every shard (``gguf_advise_data``)."""
+        h = self._handle()
+        if not h.lib.gguf_advise_data(h.ptr, int(advice)):
+            raise h.lib.error()

@@ -1,0 +1,129 @@
+//! The Python package (`python/`, import `libgguf`): runs its unittest suite
+//! (`python/tests/test_libgguf.py`, which compares it with the reference reader, PyPI `gguf`)
+//! against the library of this test's profile, freshly built.
+//!
+//! The interpreter is `$GGUF_PYTHON`, else `<repo>/.venv/bin/python` (`make venv`); it needs
+//! numpy and gguf. Without one the test fails, never skips. The layout of every C structure the
+//! package declares with ctypes is measured here and handed over in `GGUF_FFI_LAYOUT`, so a
+//! change to the C API that the package does not follow fails this test.
+
+mod common;
+
+use gguf::ffi::{
+    GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFTensorInfo, GGUFUploadPlan, GGUFValue,
+    GGUFView,
+};
+use serde_json::{json, Map, Value as Json};
+use std::mem::{align_of, offset_of, size_of};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The interpreter with numpy and the reference installed: `$GGUF_PYTHON`, else the repo's venv.
+fn python() -> PathBuf {
+    let mut candidates = Vec::new();
+    if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
+        candidates.push(PathBuf::from(p));
+    }
+    candidates.push(common::manifest_dir().join(".venv/bin/python"));
+    let mut tried = Vec::new();
+    for py in candidates {
+        match Command::new(&py)
+            .args(["-c", "import numpy, gguf"])
+            .output()
+        {
+            Ok(o) if o.status.success() => return py,
+            Ok(o) => tried.push(format!(
+                "{}: cannot import numpy/gguf: {}",
+                py.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Err(e) => tried.push(format!("{}: {e}", py.display())),
+        }
+    }
+    panic!(
+        "the Python package's tests need Python 3 with numpy and the reference package (PyPI \
+         gguf): run `make venv` (creates .venv from tests/conformance/requirements.txt) or point \
+         GGUF_PYTHON at an interpreter that has them. Tried:\n  {}",
+        tried.join("\n  ")
+    );
+}
+
+/// One structure's size, alignment and field offsets.
+macro_rules! layout {
+    ($ty:ty { $($field:ident),* }) => {{
+        #[allow(unused_mut)] // GGUFValue lists no fields
+        let mut fields = Map::new();
+        $(fields.insert(
+            stringify!($field).trim_start_matches("r#").to_string(),
+            json!(offset_of!($ty, $field)),
+        );)*
+        json!({"size": size_of::<$ty>(), "align": align_of::<$ty>(), "fields": fields})
+    }};
+}
+
+/// The layout of every structure `python/libgguf/_native.py` declares.
+fn ffi_layout() -> Json {
+    json!({
+        // A union: every member at offset 0; its size and alignment are what matter.
+        "GGUFValue": layout!(GGUFValue {}),
+        "GGUFMetadataKV": layout!(GGUFMetadataKV {
+            key, r#type, value, array_len, array_data, key_len, str_len, array_type,
+            array_bytes, index
+        }),
+        "GGUFTensorInfo": layout!(GGUFTensorInfo {
+            name, n_elements, n_dims, dims, offset, dtype, size_bytes, file_offset, name_len,
+            index, shard
+        }),
+        "GGUFView": layout!(GGUFView { data, size, file_offset, shard }),
+        "GGUFPlacement": layout!(GGUFPlacement { view, offset }),
+        "GGUFUploadPlan": layout!(GGUFUploadPlan {
+            page_size, max_view_size, n_views, views, n_tensors, placements, n_oversized
+        }),
+        "GGUFShardInfo": layout!(GGUFShardInfo {
+            path, file_size, data_offset, alignment, version, tensor_count, first_tensor, base
+        }),
+    })
+}
+
+#[test]
+fn python_package_matches_the_reference() {
+    let py = python();
+    let root = common::manifest_dir();
+    let lib = common::lib_dir().join(if cfg!(target_os = "macos") {
+        "libgguf.dylib"
+    } else {
+        "libgguf.so"
+    });
+    let mut pythonpath = std::ffi::OsString::from(root.join("python"));
+    if let Some(old) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
+        pythonpath.push(":");
+        pythonpath.push(old);
+    }
+    let out = Command::new(&py)
+        .args(["-m", "unittest", "discover", "-v", "-s"])
+        .arg(root.join("python/tests"))
+        .current_dir(&root)
+        .env("LIBGGUF_PATH", &lib)
+        .env("PYTHONPATH", pythonpath)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("GGUF_FFI_LAYOUT", ffi_layout().to_string())
+        .output()
+        .expect("run python -m unittest");
+    let report = common::show(&out);
+    assert!(
+        out.status.success(),
+        "the Python package's tests failed ({} with LIBGGUF_PATH={}):\n{report}",
+        py.display(),
+        lib.display()
+    );
+    // unittest reports on stderr; a run that collected nothing would also "succeed".
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("test_random_files") && stderr.contains("\nOK"),
+        "unexpected unittest report:\n{report}"
+    );
+    assert!(
+        !stderr.contains("skipped 'GGUF_FFI_LAYOUT"),
+        "the layout check was skipped:\n{report}"
+    );
+}
