@@ -32,4 +32,3 @@ fn main() {
         header.write_to_file(root.join("include/gguf.h"));
     }
 }
-
