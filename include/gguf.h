@@ -675,13 +675,17 @@ typedef struct GGUFTensorInfo {
  */
 typedef struct GGUFView {
   /**
-   * First byte of the view: page-aligned (for a mapped file always; for memory lent to
-   * `gguf_open_memory`, unless that would fall before the buffer).
+   * First byte of the view: a multiple of the plan's `page_size`, except where that page
+   * would start before the shard's memory; the view then starts with it, at the shard's
+   * `base`. That happens for memory lent to `gguf_open_memory`, and for a mapping (which
+   * starts on a system page) when `page_size` is larger than the system's page.
    */
   const void *data;
   /**
-   * Length in bytes: at most the plan's `max_view_size` and a multiple of its page size,
-   * except for a view ending where the mapping ends.
+   * Length in bytes: at most the plan's `max_view_size`. The view ends on a multiple of the
+   * page size or where the shard's memory ends (the mapping's last page, or the lent
+   * buffer's end), so its length is a multiple of the page size unless it starts or ends
+   * at the edge of the shard's memory.
    */
   uint64_t size;
   /**
@@ -1008,7 +1012,8 @@ bool gguf_advise_data(GGUFFile file, uint32_t advice);
 
 /**
  * Whether the `len` bytes at `ptr` lie wholly inside the memory of one of the handle's shards
- * (its mapping, or the buffer lent to `gguf_open_memory`). False for NULL arguments (recording
+ * (its mapping, whole pages, as every view of `gguf_plan_upload` does; or the buffer lent to
+ * `gguf_open_memory`). False for NULL arguments (recording
  * GGUF_ERROR_CODE_NULL_ARGUMENT) and for ranges outside (recording
  * GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */

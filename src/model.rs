@@ -46,6 +46,11 @@ fn integer(file: &GgufFile<impl AsRef<[u8]>>, key: &str) -> Option<i128> {
     }
 }
 
+/// An integer key's value for a message, or that the key is missing (or not an integer).
+fn shown(value: Option<i128>) -> String {
+    value.map_or_else(|| "no integer".to_string(), |v| v.to_string())
+}
+
 /// The name of shard `no` (0-based) of `count`, given the name of shard `given` of the model.
 fn shard_path(given_path: &str, given: u64, no: u64, count: u64) -> Result<String> {
     // The naming rule lives in the writer, which makes such files.
@@ -57,7 +62,7 @@ fn shard_path(given_path: &str, given: u64, no: u64, count: u64) -> Result<Strin
             format!(
                 "this is shard {} of {count} of a split model, but its name does not end in \
                  '{suffix}', so its siblings cannot be found (open it alone with \
-                 GGUF_OPEN_SINGLE_SHARD)",
+                 GGUF_OPEN_FLAG_SINGLE_SHARD)",
                 given + 1
             ),
         )
@@ -108,14 +113,15 @@ impl Model<Source> {
             check(
                 this_no == Some(no.into()),
                 &shard_name,
-                format!("expected {SPLIT_NO} {no}, found {this_no:?}"),
+                format!("expected {SPLIT_NO} {no}, found {}", shown(this_no)),
             )?;
             let this_count = integer(&file, SPLIT_COUNT);
             check(
                 this_count == Some(count.into()),
                 &shard_name,
                 format!(
-                    "expected {SPLIT_COUNT} {count} like the other shards, found {this_count:?}"
+                    "expected {SPLIT_COUNT} {count} like the other shards, found {}",
+                    shown(this_count)
                 ),
             )?;
             shards.push(file);
@@ -129,7 +135,8 @@ impl Model<Source> {
                 claimed == Some(total),
                 name,
                 format!(
-                    "{SPLIT_TENSORS_COUNT} is {claimed:?}, but the shards hold {total} tensors"
+                    "{SPLIT_TENSORS_COUNT} is {}, but the shards hold {total} tensors",
+                    shown(claimed)
                 ),
             )?;
         }

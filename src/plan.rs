@@ -91,10 +91,19 @@ impl Plan {
             if fits_last {
                 let v = views.last_mut().expect("checked above");
                 v.len = end.max(v.start + v.len) - v.start;
-            } else {
+            } else if end > first_page {
                 views.push(View {
                     start: first_page,
                     len: end - first_page,
+                });
+            } else {
+                // An empty tensor on a page boundary starts the view: give it the page there
+                // (the last one, at the end of the bounds), never a view of 0 bytes, which
+                // Metal and CUDA refuse to wrap.
+                let first = floor(start.min(bounds.end.saturating_sub(1)));
+                views.push(View {
+                    start: first,
+                    len: ceil(first + 1) - first,
                 });
             }
             let index = views.len() - 1;
@@ -130,6 +139,7 @@ mod tests {
     /// Checks every invariant a caller relies on.
     fn check(tensors: &[(u64, u64)], limit: u64, plan: &Plan) {
         for v in &plan.views {
+            assert!(v.len > 0, "{v:?}");
             assert_eq!(v.start % PAGE, 0, "{v:?}");
             assert!(v.len <= plan.max_view_len, "{v:?}");
             assert!(v.start + v.len <= limit, "{v:?}");
@@ -182,6 +192,20 @@ mod tests {
         let tensors = [(81_920, 0), (8192, 100), (0, 5000), (12_288, 70_000)];
         let plan = Plan::new(&tensors, 0..90_000, PAGE, 32_768).unwrap();
         check(&tensors, 90_000, &plan);
+    }
+
+    #[test]
+    fn empty_tensors_on_a_page_boundary_get_a_page() {
+        // Alone, before an oversized tensor, and at the very end of the bounds.
+        for (tensors, limit) in [
+            (vec![(8192, 0)], 16_384),
+            (vec![(8192, 0), (8192, 3 << 20)], 8 << 20),
+            (vec![(16_384, 0)], 16_384),
+        ] {
+            let plan = Plan::new(&tensors, 0..limit, PAGE, 1 << 20).unwrap();
+            check(&tensors, limit, &plan);
+            assert!(plan.views.iter().all(|v| v.len == PAGE), "{:?}", plan.views);
+        }
     }
 
     #[test]

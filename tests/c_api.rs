@@ -192,6 +192,167 @@ fn small(build: impl FnOnce(&mut Writer)) -> Vec<u8> {
     w.to_bytes().unwrap()
 }
 
+// ---------------------------------------------------------------------------------------------
+// Engine fixtures: a model to plan uploads over, and split models (whole and broken).
+
+/// The 40 tensors of `plan.gguf`: `plan.00` to `plan.39`, of varied types and sizes (17 bytes
+/// to 3 MB, about 9 MiB in all). `plan.05` (1.5 MB) and `plan.29` (3 MB) exceed 1 MiB;
+/// `plan.12` is empty; `plan.23` (1 040 000 bytes) fits 1 MiB only when its pages do.
+fn plan_tensors() -> Vec<(String, Vec<u64>, DataType)> {
+    (0..40u64)
+        .map(|k| {
+            let bytes = match k {
+                5 => 1_500_000,
+                23 => 1_040_000,
+                29 => 3_000_000,
+                _ => k * 2_654_435_761 % 240_000 + 17,
+            };
+            let (dims, dtype) = match k {
+                12 => (vec![0, 4], DataType::F32),
+                _ => match k % 5 {
+                    0 => (vec![bytes], DataType::I8),
+                    1 => (vec![bytes / 2], DataType::F16),
+                    2 => (vec![bytes / 12, 3], DataType::F32),
+                    3 => (vec![32 * (bytes / 18).max(1)], DataType::Q4_0),
+                    _ => (vec![256 * (bytes / 144).max(1), 1], DataType::Q4_K),
+                },
+            };
+            (format!("plan.{k:02}"), dims, dtype)
+        })
+        .collect()
+}
+
+/// FNV-1a, 64 bits: the digest `test_plan_pinned.c` computes over each tensor it copies.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// `plan.gguf` (its data section deliberately not page-aligned) and `plan.digests`, one line
+/// `NAME SIZE FNV1A64` per tensor, in file order.
+fn plan_model() -> (Vec<u8>, Vec<u8>) {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    w.add_metadata("general.name", MetadataValue::string("upload plan model"))
+        .unwrap();
+    let mut digests = String::new();
+    for (k, (name, dims, dtype)) in plan_tensors().into_iter().enumerate() {
+        let size = dtype.tensor_bytes(&dims).unwrap() as usize;
+        let data: Vec<u8> = (0..size).map(|j| pattern(k, j)).collect();
+        digests.push_str(&format!("{name} {size} {:016x}\n", fnv1a64(&data)));
+        w.add_tensor(&name, &dims, dtype, data).unwrap();
+    }
+    let header = w.header_bytes().unwrap().len();
+    assert!(
+        header % 4096 != 0 && header % 16384 != 0,
+        "plan.gguf's data section must not start on a page ({header})"
+    );
+    (w.to_bytes().unwrap(), digests.into_bytes())
+}
+
+/// Byte `j` of tensor `k` of the split fixtures (`k` counts across shards).
+fn split_pattern(k: usize, j: usize) -> u8 {
+    (k * 53 + j * 7 + 3) as u8
+}
+
+/// The split model: 3 metadata entries and 13 tensors `split.00` to `split.12`, I8 of
+/// `1000 + 4099 k` bytes (`split.09` is 200 000 bytes), in shards of 3 tensors (5 shards).
+fn split_model() -> Writer {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    w.add_metadata("general.name", MetadataValue::string("split test model"))
+        .unwrap();
+    w.add_metadata("test.u32", MetadataValue::U32(77)).unwrap();
+    for k in 0..13 {
+        let size = if k == 9 { 200_000 } else { 1000 + 4099 * k };
+        let data = (0..size).map(|j| split_pattern(k, j)).collect();
+        w.add_tensor(format!("split.{k:02}"), &[size as u64], DataType::I8, data)
+            .unwrap();
+    }
+    w
+}
+
+/// A model of `n` small I8 tensors named `{stem}.{k}`, split `per_shard` to a shard.
+fn small_split(stem: &str, n: usize, per_shard: usize) -> Vec<Writer> {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    for k in 0..n {
+        let data = (0..64).map(|j| split_pattern(k, j)).collect();
+        w.add_tensor(format!("{stem}.{k}"), &[64], DataType::I8, data)
+            .unwrap();
+    }
+    w.into_shards(per_shard).unwrap()
+}
+
+/// Each shard's file name (`prefix-0000i-of-0000N.gguf`) and bytes, leaving out shard `skip`.
+fn shard_files(prefix: &str, shards: &[Writer], skip: Option<usize>) -> Vec<(String, Vec<u8>)> {
+    shards
+        .iter()
+        .enumerate()
+        .filter(|&(no, _)| Some(no) != skip)
+        .map(|(no, s)| {
+            (
+                Writer::shard_path(prefix, no, shards.len()),
+                s.to_bytes().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The fixtures of the engine programs (c_tests/README.md lists them).
+fn engine_fixtures() -> Vec<(String, Vec<u8>)> {
+    let (plan, digests) = plan_model();
+    let mut files = vec![
+        ("plan.gguf".to_string(), plan),
+        ("plan.digests".to_string(), digests),
+    ];
+    files.extend(shard_files(
+        "split",
+        &split_model().into_shards(3).unwrap(),
+        None,
+    ));
+    // Shard 2 of 3 is missing.
+    files.extend(shard_files("missing", &small_split("m", 6, 2), Some(1)));
+    // Shard 3 of 3 says there are 4.
+    let mut badcount = small_split("c", 6, 2);
+    badcount[2]
+        .set_metadata("split.count", MetadataValue::U16(4))
+        .unwrap();
+    files.extend(shard_files("badcount", &badcount, None));
+    // Shard 2 of 2 says the model has 5 tensors; it has 4.
+    let mut badtensors = small_split("t", 4, 2);
+    badtensors[1]
+        .set_metadata("split.tensors.count", MetadataValue::I32(5))
+        .unwrap();
+    files.extend(shard_files("badtensors", &badtensors, None));
+    // Both shards hold `dup.weight` (written by hand: one Writer refuses a duplicate name).
+    let dup: Vec<Writer> = (0..2u8)
+        .map(|no| {
+            let mut w = Writer::new();
+            w.add_metadata("split.no", MetadataValue::U16(no.into()))
+                .unwrap();
+            w.add_metadata("split.count", MetadataValue::U16(2))
+                .unwrap();
+            w.add_metadata("split.tensors.count", MetadataValue::I32(4))
+                .unwrap();
+            w.add_tensor(format!("own.{no}"), &[4], DataType::I8, vec![no; 4])
+                .unwrap();
+            w.add_tensor("dup.weight", &[4], DataType::I8, vec![8 + no; 4])
+                .unwrap();
+            w
+        })
+        .collect();
+    files.extend(shard_files("dup", &dup, None));
+    // Shard 1 of 2 under a name that does not follow the pattern.
+    let renamed = small_split("r", 4, 2);
+    files.push(("renamed.gguf".to_string(), renamed[0].to_bytes().unwrap()));
+    files
+}
+
 /// Writes every fixture (once per test process) and returns their paths.
 fn fixtures() -> &'static [PathBuf] {
     static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();
@@ -263,9 +424,13 @@ fn fixtures() -> &'static [PathBuf] {
                 ),
             ),
         ];
+        let files = files
+            .into_iter()
+            .map(|(name, bytes)| (name.to_string(), bytes))
+            .chain(engine_fixtures());
         let mut paths = vec![dir.join("a_directory.gguf")];
         for (name, bytes) in files {
-            let path = dir.join(name);
+            let path = dir.join(&name);
             // Written aside then renamed, so that a concurrent test run never reads half a file.
             let part = dir.join(format!(".{name}.{}", std::process::id()));
             std::fs::write(&part, bytes).unwrap();
@@ -274,6 +439,8 @@ fn fixtures() -> &'static [PathBuf] {
         }
         paths.push(dir.join("does_not_exist.gguf"));
         let _ = std::fs::remove_file(dir.join("does_not_exist.gguf"));
+        // The shard the `missing` set lacks.
+        let _ = std::fs::remove_file(dir.join("missing-00002-of-00003.gguf"));
         paths
     })
 }
@@ -401,6 +568,21 @@ fn valgrind_threads() {
 }
 
 #[test]
+fn valgrind_plan_metal() {
+    run_valgrind("test_plan_metal");
+}
+
+#[test]
+fn valgrind_plan_pinned() {
+    run_valgrind("test_plan_pinned");
+}
+
+#[test]
+fn valgrind_shards() {
+    run_valgrind("test_shards");
+}
+
+#[test]
 fn c_test_open() {
     run_c_test("test_open");
 }
@@ -428,6 +610,21 @@ fn c_test_errors() {
 #[test]
 fn c_test_threads() {
     run_c_test("test_threads");
+}
+
+#[test]
+fn c_test_plan_metal() {
+    run_c_test("test_plan_metal");
+}
+
+#[test]
+fn c_test_plan_pinned() {
+    run_c_test("test_plan_pinned");
+}
+
+#[test]
+fn c_test_shards() {
+    run_c_test("test_shards");
 }
 
 /// Every program in c_tests/ has a test above, so none is silently skipped.

@@ -3,6 +3,7 @@
 
 use super::boundary::{guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
+use super::plan::memory_len;
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::error::{Error, ErrorCode, Result};
 use crate::source::Paging;
@@ -98,7 +99,8 @@ pub unsafe extern "C" fn gguf_advise_data(file: GGUFFile, advice: u32) -> bool {
 }
 
 /// Whether the `len` bytes at `ptr` lie wholly inside the memory of one of the handle's shards
-/// (its mapping, or the buffer lent to `gguf_open_memory`). False for NULL arguments (recording
+/// (its mapping, whole pages, as every view of `gguf_plan_upload` does; or the buffer lent to
+/// `gguf_open_memory`). False for NULL arguments (recording
 /// GGUF_ERROR_CODE_NULL_ARGUMENT) and for ranges outside (recording
 /// GGUF_ERROR_CODE_INVALID_ARGUMENT).
 #[unsafe(no_mangle)]
@@ -115,7 +117,7 @@ pub unsafe extern "C" fn gguf_contains(file: GGUFFile, ptr: *const c_void, len: 
             start >= base
                 && start
                     .checked_add(len)
-                    .is_some_and(|end| end <= base + s.file_size())
+                    .is_some_and(|end| end <= base + memory_len(s))
         });
         if inside {
             Ok(true)

@@ -5,6 +5,7 @@
 use super::boundary::guard;
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::Result;
+use crate::file::GgufFile;
 use crate::format::align_up;
 use crate::plan::Plan;
 use crate::source::{page_size, Source};
@@ -17,11 +18,15 @@ pub const GGUF_NO_VIEW: u64 = 0xFFFF_FFFF_FFFF_FFFF;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GGUFView {
-    /// First byte of the view: page-aligned (for a mapped file always; for memory lent to
-    /// `gguf_open_memory`, unless that would fall before the buffer).
+    /// First byte of the view: a multiple of the plan's `page_size`, except where that page
+    /// would start before the shard's memory; the view then starts with it, at the shard's
+    /// `base`. That happens for memory lent to `gguf_open_memory`, and for a mapping (which
+    /// starts on a system page) when `page_size` is larger than the system's page.
     pub data: *const c_void,
-    /// Length in bytes: at most the plan's `max_view_size` and a multiple of its page size,
-    /// except for a view ending where the mapping ends.
+    /// Length in bytes: at most the plan's `max_view_size`. The view ends on a multiple of the
+    /// page size or where the shard's memory ends (the mapping's last page, or the lent
+    /// buffer's end), so its length is a multiple of the page size unless it starts or ends
+    /// at the edge of the shard's memory.
     pub size: u64,
     /// Absolute offset of `data` in the shard's file (for `pread`, `O_DIRECT`, cuFile).
     pub file_offset: u64,
@@ -68,6 +73,17 @@ pub(crate) struct PlanRecords {
     _placements: Box<[GGUFPlacement]>,
 }
 
+/// How many bytes from the start of a shard's memory the handle may hand out: the whole
+/// system pages of a mapping (the kernel maps the last page whole, zero past the end of the
+/// file), or exactly the bytes lent to `gguf_open_memory`.
+pub(super) fn memory_len(file: &GgufFile<Source>) -> u64 {
+    let len = file.file_size();
+    match file.source() {
+        Source::Lent(_) => len,
+        Source::Mapped(_) | Source::Copied(_) => align_up(len, page_size()).unwrap_or(len),
+    }
+}
+
 fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords> {
     let system_page = page_size();
     let page = if page == 0 { system_page } else { page };
@@ -88,12 +104,7 @@ fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords>
         .enumerate()
     {
         let base = file.bytes().as_ptr() as u64;
-        let len = file.file_size();
-        // A mapping covers whole system pages; lent memory covers exactly its bytes.
-        let mapped = match file.source() {
-            Source::Lent(_) => len,
-            Source::Mapped(_) | Source::Copied(_) => align_up(len, system_page).unwrap_or(len),
-        };
+        let mapped = memory_len(file);
         let tensors: Vec<(u64, u64)> = (0..file.tensor_count())
             .filter_map(|i| file.tensor_at(i))
             .map(|t| (base + t.file_offset, t.size))

@@ -7,6 +7,11 @@ Usage:
         with gguf.GGUFReader and writes beside it a JSON sidecar (<name>.json) describing what the
         reference READER sees. Also writes OUTDIR/reference-types.json (the reference's tables of
         value types and tensor data types).
+    generate.py split OUTDIR SEED
+        Writes one model with gguf.GGUFWriter unsplit (OUTDIR/whole.gguf) and split three ways
+        (split_max_tensors, split_max_size, small_first_shard: OUTDIR/<set>-0000i-of-0000N.gguf),
+        a sidecar beside each file, and OUTDIR/split.json naming the files and the tensors of
+        each shard (see split_models). Used by tests/shards.rs.
     generate.py dump FILE...
         Reads each FILE with gguf.GGUFReader and writes FILE.json, the same sidecar (used for files
         written by libgguf's own Writer).
@@ -503,6 +508,86 @@ def generate_one(path: str, seed: int, index: int) -> None:
     write_json(path[: -len(".gguf")] + ".json", seen)
 
 
+# --------------------------------------------------------------------------------------------
+# Split models: GGUFWriter's split_max_tensors / split_max_size / small_first_shard.
+# --------------------------------------------------------------------------------------------
+
+SPLIT_TYPES = [GGMLQuantizationType.F32, GGMLQuantizationType.F16, GGMLQuantizationType.I8,
+               GGMLQuantizationType.I32, GGMLQuantizationType.Q4_0, GGMLQuantizationType.Q8_0,
+               GGMLQuantizationType.Q4_K, GGMLQuantizationType.BF16, GGMLQuantizationType.Q6_K]
+# name -> GGUFWriter's split arguments. "whole" is the same model unsplit.
+SPLIT_SETS = {
+    "whole": {},
+    "bytensors": {"split_max_tensors": 4},
+    "bysize": {"split_max_size": 60000},
+    "smallfirst": {"split_max_tensors": 6, "small_first_shard": True},
+}
+
+
+def split_models(outdir: str, seed: int) -> None:
+    """One model of 17 tensors written by GGUFWriter unsplit (whole.gguf) and split three ways
+    (SPLIT_SETS: <set>-<i>-of-<n>.gguf); a sidecar per file (what GGUFReader sees) and
+    split.json: {"sets": {set: {"files": [...], "shards": [[tensor names of each file]]}},
+    "metadata": [[key, type name]...] (the model's own keys, in order), "tensors": [{"name",
+    "shape", "type", "sha256"}]} (the model's tensors in order)."""
+    rng = random.Random(f"split/{seed}")
+    tensors = []
+    for j in range(17):
+        ttype = SPLIT_TYPES[j % len(SPLIT_TYPES)]
+        if j in (3, 11):  # two larger F32 tensors, so that the size limit splits unevenly
+            rows, cols = 96, 200
+            data = np.frombuffer(rng.randbytes(rows * cols * 4), dtype=np.float32).copy()
+            data, raw_dtype = data.reshape(rows, cols), None
+            shape = [cols, rows]
+            ttype = GGMLQuantizationType.F32
+        else:
+            data, plan = tensor_plan(rng, ttype)
+            raw_dtype, shape = plan["raw_dtype"], plan["shape"]
+        tensors.append((f"blk.{j}.weight", data, raw_dtype, {
+            "name": f"blk.{j}.weight", "shape": shape, "type": int(ttype),
+            "sha256": hashlib.sha256(data.tobytes()).hexdigest()}))
+
+    manifest: dict[str, Any] = {"sets": {}, "tensors": [t[3] for t in tensors]}
+    for set_name, split_args in SPLIT_SETS.items():
+        path = os.path.join(outdir, set_name + ".gguf")
+        writer = GGUFWriter(path, "llama", **split_args)
+        writer.add_name("split reference model")
+        writer.add_uint32("test.u32", 7)
+        writer.add_string("test.string", "héllo")
+        writer.add_array("tokenizer.ggml.tokens", ["<s>", "a", "", "</s>"])
+        writer.add_array("test.floats", [0.5, -1.5, 3.25])
+        writer.add_context_length(4096)
+        for name, data, raw_dtype, _ in tensors:
+            writer.add_tensor(name, data, raw_dtype=raw_dtype)
+        shards = [list(t.keys()) for t in writer.tensors]  # the writer's own split
+        files = [p.name for p in writer.format_shard_names(writer.path)]
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        assert (len(files) == 1) == (set_name == "whole"), f"{set_name}: {files}"
+
+        # What the reference reader sees of each file is what the writer was given.
+        total = len(tensors)
+        for no, (file, names) in enumerate(zip(files, shards)):
+            seen = describe(os.path.join(outdir, file))
+            got = [bytes.fromhex(t["name_hex"]).decode("utf-8") for t in seen["tensors"]]
+            assert got == names, f"{file}: tensors {got} != {names}"
+            keys = {bytes.fromhex(m["key_hex"]).decode("utf-8"): m["value"]
+                    for m in seen["metadata"]}
+            if len(files) > 1:
+                assert keys["split.no"] == {"type": "UINT16", "value": no}, keys["split.no"]
+                assert keys["split.count"] == {"type": "UINT16", "value": len(files)}
+                assert keys["split.tensors.count"] == {"type": "INT32", "value": total}
+                assert (no == 0) == ("general.name" in keys), f"{file}: {list(keys)}"
+            write_json(os.path.join(outdir, file[: -len(".gguf")] + ".json"), seen)
+        if set_name == "whole":
+            manifest["metadata"] = [[bytes.fromhex(m["key_hex"]).decode("utf-8"),
+                                     m["value"]["type"]] for m in seen["metadata"]]
+        manifest["sets"][set_name] = {"files": files, "shards": shards}
+    write_json(os.path.join(outdir, "split.json"), manifest)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 5 and argv[1] == "generate":
         outdir, count, seed = argv[2], int(argv[3]), int(argv[4])
@@ -510,6 +595,11 @@ def main(argv: list[str]) -> int:
         write_json(os.path.join(outdir, "reference-types.json"), reference_types())
         for i in range(count):
             generate_one(os.path.join(outdir, f"s{seed}-{i:03d}.gguf"), seed, i)
+        return 0
+    if len(argv) == 4 and argv[1] == "split":
+        outdir, seed = argv[2], int(argv[3])
+        os.makedirs(outdir, exist_ok=True)
+        split_models(outdir, seed)
         return 0
     if len(argv) >= 3 and argv[1] == "dump":
         for path in argv[2:]:
