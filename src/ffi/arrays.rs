@@ -28,24 +28,29 @@ struct StringArray {
 }
 
 impl StringArray {
-    fn build(array: &Array<'_>) -> StringArray {
+    fn build(array: &Array<'_>, len_size: usize) -> StringArray {
         let Some(strings) = array.strings() else {
             return StringArray {
                 ptrs: Box::default(),
                 _bytes: Box::default(),
             };
         };
-        let total: usize = strings.map(|s| s.len() + 1).sum();
+        let count = array.len() as usize;
+        // Exact without a pass: every element is its length field and its bytes, and each copy
+        // trades the length field for one NUL.
+        let total = array.raw_bytes().len() - count * len_size + count;
         let mut bytes: Vec<u8> = Vec::with_capacity(total);
-        let mut ptrs = Vec::with_capacity(array.len() as usize);
+        let mut ptrs = Vec::with_capacity(count);
         // `bytes` never grows past its capacity, so its buffer does not move while it fills.
         let base = bytes.as_ptr();
-        for s in array.strings().into_iter().flatten() {
+        for s in strings {
             ptrs.push(base.wrapping_add(bytes.len()).cast::<c_char>());
             bytes.extend_from_slice(s);
             bytes.push(0);
         }
-        debug_assert_eq!(bytes.as_ptr(), base);
+        // Had the exact size been wrong, the buffer would have moved and the pointers dangle:
+        // refuse to hand them out (a panic becomes an internal error at the C boundary).
+        assert_eq!(bytes.as_ptr(), base, "string array buffer moved while filling");
         StringArray {
             ptrs: ptrs.into_boxed_slice(),
             _bytes: bytes.into_boxed_slice(),
@@ -178,7 +183,7 @@ pub unsafe extern "C" fn gguf_get_string_array(
         expect_elements(f, key, &array, ValueType::String)?;
         let strings = f.arrays[i]
             .strings
-            .get_or_init(|| StringArray::build(&array));
+            .get_or_init(|| StringArray::build(&array, f.model.first().layout().len_size()));
         // SAFETY: `out_count` is NULL or valid for writes (the header's contract).
         unsafe { write_out(out_count, strings.ptrs.len() as u64) };
         // Mutable only to keep akunu's `const char **` signature; callers must not write.

@@ -92,17 +92,17 @@ impl GGUFFileImpl {
                 GGUFMetadataKV::new(i, kv, key, str_ptr, bytes)
             })
             .collect();
-        let tensors: Box<[GGUFTensorInfo]> = (0..model.tensor_count())
-            .filter_map(|i| {
-                let t = model.tensor_at(i)?;
-                Some(GGUFTensorInfo::new(
-                    i,
-                    t.shard,
-                    &t.info,
-                    take(t.info.name.len()),
-                ))
-            })
-            .collect();
+        // Sized once: every position below `tensor_count` has a tensor.
+        let mut tensors = Vec::with_capacity(model.tensor_count());
+        for (i, t) in (0..model.tensor_count()).filter_map(|i| Some((i, model.tensor_at(i)?))) {
+            tensors.push(GGUFTensorInfo::new(
+                i,
+                t.shard,
+                &t.info,
+                take(t.info.name.len()),
+            ));
+        }
+        let tensors = tensors.into_boxed_slice();
         let shards: Box<[GGUFShardInfo]> = model
             .shards()
             .iter()
