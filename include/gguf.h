@@ -1228,9 +1228,10 @@ bool gguf_writer_set_string_array(GGUFWriter w,
  * Sets `key` to an ARRAY of `count` elements of any `elem_type` (nested arrays included)
  * given as they are encoded in a little-endian version-3 GGUF file: the `size` bytes at
  * `data` are exactly the elements (strings as a u64 length and bytes; a nested array as its
- * element type, u64 count and elements). They are parsed with the reader's checks; the array
- * is then written in the writer's own version and byte order. This is how a `GGUFMetadataKV`'s
- * `array_data`/`array_bytes` from a little-endian file are copied.
+ * element type, u64 count and elements). They are parsed with the reader's checks (a refusal's
+ * offset counts from `data`); the array is then written in the writer's own version and byte
+ * order. This is how a `GGUFMetadataKV`'s `array_data`/`array_bytes` from a little-endian file
+ * are copied.
  */
 bool gguf_writer_set_array_encoded(GGUFWriter w,
                                    const char *key,

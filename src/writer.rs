@@ -195,9 +195,11 @@ impl Writer {
                 ),
             ));
         }
-        self.kvs.retain(|(k, _)| k != ALIGNMENT_KEY);
-        self.kvs
-            .push((ALIGNMENT_KEY.to_vec(), MetadataValue::U32(alignment)));
+        let value = MetadataValue::U32(alignment);
+        match self.kvs.iter_mut().find(|(k, _)| k == ALIGNMENT_KEY) {
+            Some(entry) => entry.1 = value,
+            None => self.kvs.push((ALIGNMENT_KEY.to_vec(), value)),
+        }
         Ok(self)
     }
 
@@ -234,16 +236,7 @@ impl Writer {
         }
         value.check(1)?;
         if key == ALIGNMENT_KEY {
-            return match value {
-                MetadataValue::U32(a) => self.set_alignment(a),
-                other => Err(Error::new(
-                    ErrorCode::BadAlignment,
-                    format!(
-                        "general.alignment: expected a UINT32, found a {}",
-                        other.value_type().name()
-                    ),
-                )),
-            };
+            return self.set_alignment(alignment_value(value)?);
         }
         self.kvs.push((key.to_vec(), value));
         Ok(self)
@@ -257,15 +250,14 @@ impl Writer {
         value: MetadataValue,
     ) -> Result<&mut Writer> {
         let key = key.as_ref();
+        if key == ALIGNMENT_KEY {
+            return self.set_alignment(alignment_value(value)?);
+        }
         match self.kvs.iter().position(|(k, _)| k == key) {
-            Some(i) if key != ALIGNMENT_KEY => {
+            Some(i) => {
                 value.check(1)?;
                 self.kvs[i].1 = value;
                 Ok(self)
-            }
-            Some(_) => {
-                self.remove_metadata(key);
-                self.add_metadata(key, value)
             }
             None => self.add_metadata(key, value),
         }
@@ -537,6 +529,21 @@ impl Writer {
             out.write_all(&zeros[..padding as usize]).map_err(io)?;
         }
         Ok(())
+    }
+}
+
+/// The alignment a `general.alignment` value sets: it must be a UINT32 (checked for range by
+/// [`Writer::set_alignment`]).
+fn alignment_value(value: MetadataValue) -> Result<u32> {
+    match value {
+        MetadataValue::U32(a) => Ok(a),
+        other => Err(Error::new(
+            ErrorCode::BadAlignment,
+            format!(
+                "general.alignment: expected a UINT32, found a {}",
+                other.value_type().name()
+            ),
+        )),
     }
 }
 

@@ -583,6 +583,11 @@ fn valgrind_shards() {
 }
 
 #[test]
+fn valgrind_writer() {
+    run_valgrind("test_writer");
+}
+
+#[test]
 fn c_test_open() {
     run_c_test("test_open");
 }
@@ -625,6 +630,11 @@ fn c_test_plan_pinned() {
 #[test]
 fn c_test_shards() {
     run_c_test("test_shards");
+}
+
+#[test]
+fn c_test_writer() {
+    run_c_test("test_writer");
 }
 
 /// Every program in c_tests/ has a test above, so none is silently skipped.

@@ -154,6 +154,26 @@ fn custom_alignment_is_written_and_honoured() {
     }
 }
 
+/// A refused `general.alignment` leaves the alignment already set, where it stood.
+#[test]
+fn a_refused_alignment_keeps_the_previous_one() {
+    let mut w = Writer::new();
+    w.set_alignment(128).unwrap();
+    w.add_metadata("k", MetadataValue::U8(1)).unwrap();
+    for bad in [
+        MetadataValue::U32(48),
+        MetadataValue::U32(0),
+        MetadataValue::U64(64),
+    ] {
+        let err = w.set_metadata("general.alignment", bad).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::BadAlignment);
+        assert_eq!(w.alignment(), 128);
+    }
+    let f = GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap();
+    assert_eq!(f.alignment(), 128);
+    assert_eq!(f.metadata_index("general.alignment"), Some(0));
+}
+
 #[test]
 fn writer_refuses_what_the_reader_refuses() {
     let mut w = Writer::new();

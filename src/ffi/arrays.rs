@@ -50,7 +50,11 @@ impl StringArray {
         }
         // Had the exact size been wrong, the buffer would have moved and the pointers dangle:
         // refuse to hand them out (a panic becomes an internal error at the C boundary).
-        assert_eq!(bytes.as_ptr(), base, "string array buffer moved while filling");
+        assert_eq!(
+            bytes.as_ptr(),
+            base,
+            "string array buffer moved while filling"
+        );
         StringArray {
             ptrs: ptrs.into_boxed_slice(),
             _bytes: bytes.into_boxed_slice(),

@@ -405,10 +405,13 @@ pub unsafe extern "C" fn gguf_writer_set_string_array(
     count: u64,
 ) -> bool {
     set(w, key, || {
-        let n = usize::try_from(count)
-            .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{count} strings")))?;
+        let overflow = || Error::new(ErrorCode::SizeOverflow, format!("{count} strings"));
+        let n = usize::try_from(count).map_err(|_| overflow())?;
+        let len = n
+            .checked_mul(std::mem::size_of::<usize>())
+            .ok_or_else(overflow)?;
         // SAFETY: `strs` points to `count` pointers (the header's contract).
-        let strs = unsafe { bytes(strs.cast::<u8>(), n * std::mem::size_of::<usize>(), "strs")? };
+        let strs = unsafe { bytes(strs.cast::<u8>(), len, "strs")? };
         let ptrs: Vec<*const c_char> = strs
             .chunks_exact(std::mem::size_of::<usize>())
             .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or_default()) as *const c_char)
@@ -436,9 +439,10 @@ pub unsafe extern "C" fn gguf_writer_set_string_array(
 /// Sets `key` to an ARRAY of `count` elements of any `elem_type` (nested arrays included)
 /// given as they are encoded in a little-endian version-3 GGUF file: the `size` bytes at
 /// `data` are exactly the elements (strings as a u64 length and bytes; a nested array as its
-/// element type, u64 count and elements). They are parsed with the reader's checks; the array
-/// is then written in the writer's own version and byte order. This is how a `GGUFMetadataKV`'s
-/// `array_data`/`array_bytes` from a little-endian file are copied.
+/// element type, u64 count and elements). They are parsed with the reader's checks (a refusal's
+/// offset counts from `data`); the array is then written in the writer's own version and byte
+/// order. This is how a `GGUFMetadataKV`'s `array_data`/`array_bytes` from a little-endian file
+/// are copied.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_set_array_encoded(
     w: GGUFWriter,
@@ -457,7 +461,8 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         encoded.extend_from_slice(elements);
         let layout = Layout::new(3, ByteOrder::Little);
         let mut reader = ByteReader::new(&encoded, 0, layout);
-        let raw = read_value(&mut reader, ValueType::Array, "the encoded array")?;
+        let raw = read_value(&mut reader, ValueType::Array, "the encoded array")
+            .map_err(offset_in_data)?;
         if reader.remaining() != 0 {
             return Err(Error::new(
                 ErrorCode::InvalidArgument,
@@ -469,6 +474,16 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         }
         Ok(MetadataValue::from(raw.view(&encoded, layout)))
     })
+}
+
+/// An error of `gguf_writer_set_array_encoded` with its offset counted from the caller's `data`:
+/// the 12 bytes parsed before it are the `elem_type` and `count` arguments, errors about which
+/// concern no byte.
+fn offset_in_data(e: Error) -> Error {
+    match e.offset() {
+        Some(at) if at >= 12 => Error::at(e.code(), at - 12, e.message()),
+        _ => Error::new(e.code(), e.message()),
+    }
 }
 
 /// Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
