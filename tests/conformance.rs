@@ -16,13 +16,15 @@
 //! (run `make venv`). `GGUF_CONFORMANCE_SEED` adds a second corpus with that seed and
 //! `GGUF_CONFORMANCE_COUNT` changes the number of files per corpus (default 40).
 
+mod common;
+
+use common::canon::{self, hex, order_name, prefix, read_json, sha256, strip, unhex};
+use common::{last_error, run_reference};
 use gguf::ffi::{self, GGUFFile, GGUFMetadataKV};
-use gguf::{ByteOrder, DataType, GgufFile, MetadataValue, Value, ValueType, Writer};
+use gguf::{ByteOrder, DataType, GgufFile, MetadataValue, ValueType, Writer};
 use serde_json::{json, Value as Json};
-use sha2::{Digest, Sha256};
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Seed of the corpus every run checks.
 const SEED: u64 = 1;
@@ -41,88 +43,6 @@ const REFERENCE_WRONG_SIZES: &[(DataType, (u64, u64))] = &[(DataType::Q8_1, (32,
 /// Mismatches listed in a failure message (all are counted).
 const SHOWN: usize = 40;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn script() -> PathBuf {
-    repo().join("tests/conformance/generate.py")
-}
-
-/// The pinned reference version, from requirements.txt.
-fn pinned_version() -> String {
-    let reqs = std::fs::read_to_string(repo().join("tests/conformance/requirements.txt"))
-        .expect("read tests/conformance/requirements.txt");
-    reqs.lines()
-        .find_map(|l| l.trim().strip_prefix("gguf=="))
-        .expect("requirements.txt pins gguf==VERSION")
-        .trim()
-        .to_string()
-}
-
-/// The Python interpreter with the reference installed: `$GGUF_PYTHON`, else the repo's venv.
-fn python() -> PathBuf {
-    let pinned = pinned_version();
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
-        candidates.push(PathBuf::from(p));
-    }
-    candidates.push(repo().join(".venv/bin/python"));
-    let mut tried = Vec::new();
-    for py in candidates {
-        let out = Command::new(&py)
-            .args([
-                "-c",
-                "import numpy, gguf, importlib.metadata as m; print(m.version('gguf'))",
-            ])
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                let version = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                if version == pinned {
-                    if !tried.is_empty() {
-                        eprintln!("conformance: using {}; {}", py.display(), tried.join("; "));
-                    }
-                    return py;
-                }
-                tried.push(format!(
-                    "{}: has gguf {version}, not the pinned {pinned}",
-                    py.display()
-                ));
-            }
-            Ok(o) => tried.push(format!(
-                "{}: cannot import gguf/numpy: {}",
-                py.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => tried.push(format!("{}: {e}", py.display())),
-        }
-    }
-    panic!(
-        "the conformance tests need the reference implementation (PyPI gguf=={pinned}): run \
-         `make venv` (creates .venv from tests/conformance/requirements.txt) or point \
-         GGUF_PYTHON at an interpreter that has it. Tried:\n  {}",
-        tried.join("\n  ")
-    );
-}
-
-fn run_python(py: &Path, args: &[&std::ffi::OsStr]) {
-    let out = Command::new(py)
-        .arg(script())
-        .args(args)
-        .output()
-        .expect("run the reference script");
-    assert!(
-        out.status.success(),
-        "{} {} failed ({}):\n{}{}",
-        py.display(),
-        script().display(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A fresh directory under target/ for one test's files.
 fn work_dir(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -131,29 +51,6 @@ fn work_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create the work directory");
     dir
-}
-
-fn read_json(path: &Path) -> Json {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
-fn prefix(s: &str, n: usize) -> &str {
-    let end = (0..=n.min(s.len()))
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0);
-    &s[..end]
 }
 
 /// Keys and names for messages: the text when UTF-8, else the hex.
@@ -165,159 +62,19 @@ fn shown(bytes: &[u8]) -> String {
     }
 }
 
-/// The sidecar without its human-only fields (keys starting with `_`) and the file name.
-fn strip(j: &Json) -> Json {
-    match j {
-        Json::Object(m) => Json::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('_') && k.as_str() != "file")
-                .map(|(k, v)| (k.clone(), strip(v)))
-                .collect(),
-        ),
-        Json::Array(a) => Json::Array(a.iter().map(strip).collect()),
-        other => other.clone(),
-    }
-}
-
-fn short(j: &Json) -> String {
-    let s = j.to_string();
-    if s.len() > 300 {
-        format!("{}... ({} chars)", prefix(&s, 300), s.len())
-    } else {
-        s
-    }
-}
-
-/// Where `a` (the reference) and `b` (ours) first differ, and both values there.
+/// Where the reference (`a`) and libgguf (`b`) first differ, and both values there.
 fn first_diff(a: &Json, b: &Json, path: &str) -> Option<String> {
-    first_diff_as(a, b, path, ("reference", "libgguf"))
-}
-
-/// [`first_diff`], naming the two sides `names`.
-fn first_diff_as(a: &Json, b: &Json, path: &str, names: (&str, &str)) -> Option<String> {
-    match (a, b) {
-        (Json::Object(x), Json::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
-                (Some(u), Some(v)) => first_diff_as(u, v, &format!("{path}.{k}"), names),
-                (u, v) => Some(format!(
-                    "{path}.{k}: {} {} vs {} {}",
-                    names.0,
-                    u.map_or("(absent)".into(), short),
-                    names.1,
-                    v.map_or("(absent)".into(), short)
-                )),
-            })
-        }
-        (Json::Array(x), Json::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (u, v))| first_diff_as(u, v, &format!("{path}[{i}]"), names)),
-        _ if a == b => None,
-        _ => Some(format!(
-            "{path}: {} {} vs {} {}",
-            names.0,
-            short(a),
-            names.1,
-            short(b)
-        )),
-    }
+    canon::first_diff(a, b, path, ("reference", "libgguf"))
 }
 
 // ------------------------------------------------------------------------------------------
 // libgguf's view, in the sidecar's canonical form: through the Rust API and through the C API.
 // ------------------------------------------------------------------------------------------
 
-fn order_name(order: ByteOrder) -> &'static str {
-    match order {
-        ByteOrder::Little => "little",
-        ByteOrder::Big => "big",
-    }
-}
-
-fn canon_value(v: &Value<'_>) -> Json {
-    let ty = v.value_type().name();
-    match *v {
-        Value::U8(x) => json!({"type": ty, "value": x}),
-        Value::I8(x) => json!({"type": ty, "value": x}),
-        Value::U16(x) => json!({"type": ty, "value": x}),
-        Value::I16(x) => json!({"type": ty, "value": x}),
-        Value::U32(x) => json!({"type": ty, "value": x}),
-        Value::I32(x) => json!({"type": ty, "value": x}),
-        Value::U64(x) => json!({"type": ty, "value": x}),
-        Value::I64(x) => json!({"type": ty, "value": x}),
-        Value::Bool(x) => json!({"type": ty, "value": x}),
-        Value::F32(x) => json!({"type": ty, "bits": x.to_bits()}),
-        Value::F64(x) => json!({"type": ty, "bits": x.to_bits()}),
-        Value::String(s) => json!({"type": ty, "hex": hex(s)}),
-        Value::Array(a) => json!({
-            "type": ty,
-            "elem": a.elem_type().name(),
-            "len": a.len(),
-            "items": a.iter().map(|x| canon_value(&x)).collect::<Vec<_>>(),
-        }),
-    }
-}
-
-fn canon_written(v: &MetadataValue) -> Json {
-    let ty = v.value_type().name();
-    match v {
-        MetadataValue::U8(x) => json!({"type": ty, "value": x}),
-        MetadataValue::I8(x) => json!({"type": ty, "value": x}),
-        MetadataValue::U16(x) => json!({"type": ty, "value": x}),
-        MetadataValue::I16(x) => json!({"type": ty, "value": x}),
-        MetadataValue::U32(x) => json!({"type": ty, "value": x}),
-        MetadataValue::I32(x) => json!({"type": ty, "value": x}),
-        MetadataValue::U64(x) => json!({"type": ty, "value": x}),
-        MetadataValue::I64(x) => json!({"type": ty, "value": x}),
-        MetadataValue::Bool(x) => json!({"type": ty, "value": x}),
-        MetadataValue::F32(x) => json!({"type": ty, "bits": x.to_bits()}),
-        MetadataValue::F64(x) => json!({"type": ty, "bits": x.to_bits()}),
-        MetadataValue::String(s) => json!({"type": ty, "hex": hex(s)}),
-        MetadataValue::Array(elem, items) => json!({
-            "type": ty,
-            "elem": elem.name(),
-            "len": items.len(),
-            "items": items.iter().map(canon_written).collect::<Vec<_>>(),
-        }),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn canon_tensor(
-    name: &[u8],
-    dims: &[u64],
-    dtype_id: u32,
-    type_name: &str,
-    block: (u64, u64),
-    n_elements: u64,
-    offset: u64,
-    file_offset: u64,
-    data: &[u8],
-) -> Json {
-    json!({
-        "name_hex": hex(name),
-        "n_dims": dims.len(),
-        "shape": dims,
-        "type": dtype_id,
-        "type_name": type_name,
-        "block": [block.0, block.1],
-        "n_elements": n_elements,
-        "offset": offset,
-        "file_offset": file_offset,
-        "n_bytes": data.len(),
-        "sha256": sha256(data),
-    })
-}
-
 /// The file through the Rust API. Inconsistencies inside the API (a lookup by name disagreeing
 /// with the walk in file order) are pushed to `errors`.
 fn describe_rust(path: &Path, errors: &mut Vec<String>) -> Result<Json, String> {
     let f = GgufFile::open(path).map_err(|e| e.to_string())?;
-    let mut metadata = Vec::new();
     for (i, entry) in f.metadata().enumerate() {
         if f.metadata_index(entry.key) != Some(i) {
             errors.push(format!(
@@ -327,15 +84,13 @@ fn describe_rust(path: &Path, errors: &mut Vec<String>) -> Result<Json, String> 
             ));
         }
         // Compared in canonical form: NaN != NaN for `Value`'s PartialEq.
-        if f.get(entry.key).map(|v| canon_value(&v)) != Some(canon_value(&entry.value)) {
+        if f.get(entry.key).map(|v| canon::value(&v)) != Some(canon::value(&entry.value)) {
             errors.push(format!(
                 "get({}) differs from metadata_at({i})",
                 shown(entry.key)
             ));
         }
-        metadata.push(json!({"key_hex": hex(entry.key), "value": canon_value(&entry.value)}));
     }
-    let mut tensors = Vec::new();
     for (i, t) in f.tensors().enumerate() {
         if f.tensor(t.name) != Some(t) || f.tensor_index(t.name) != Some(i) {
             errors.push(format!(
@@ -356,29 +111,8 @@ fn describe_rust(path: &Path, errors: &mut Vec<String>) -> Result<Json, String> 
                 shown(t.name)
             ));
         }
-        tensors.push(canon_tensor(
-            t.name,
-            &t.dims[..t.n_dims as usize],
-            t.dtype.id(),
-            t.dtype.name(),
-            (t.dtype.block_elems(), t.dtype.block_bytes()),
-            t.n_elements,
-            t.offset,
-            t.file_offset,
-            t.data,
-        ));
     }
-    Ok(json!({
-        "version": f.version(),
-        "byte_order": order_name(f.byte_order()),
-        "alignment": f.alignment(),
-        "data_offset": f.data_offset(),
-        "file_size": f.file_size(),
-        "kv_count": f.metadata_count(),
-        "tensor_count": f.tensor_count(),
-        "metadata": metadata,
-        "tensors": tensors,
-    }))
+    Ok(canon::file(&f))
 }
 
 /// `len` bytes at `ptr` (a NULL pointer is allowed for an empty range).
@@ -675,7 +409,7 @@ unsafe fn c_value(
                         if typed != from_raw {
                             errors.push(format!(
                                 "typed getter disagrees with array_data: {}",
-                                first_diff_as(
+                                canon::first_diff(
                                     &Json::from(from_raw.clone()),
                                     &Json::from(typed.clone()),
                                     "items",
@@ -697,13 +431,6 @@ unsafe fn c_value(
     };
     errors.extend(issue);
     Ok(json)
-}
-
-fn last_error() -> String {
-    // SAFETY: never NULL; valid until the next failing call on this thread.
-    unsafe { CStr::from_ptr(ffi::last_error::gguf_last_error()) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// The file through the C API.
@@ -763,7 +490,7 @@ unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, S
             }
             let value =
                 c_value(h, kv, layout, errors).map_err(|e| format!("key {}: {e}", shown(key)))?;
-            metadata.push(json!({"key_hex": hex(key), "value": value}));
+            metadata.push(canon::entry(key, value));
         }
         let mut tensors = Vec::new();
         for i in 0..gguf_tensor_count(h) {
@@ -806,7 +533,7 @@ unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, S
             if type_name.is_null() {
                 return Err(format!("gguf_dtype_name({}) is NULL", t.dtype));
             }
-            tensors.push(canon_tensor(
+            tensors.push(canon::tensor(
                 name,
                 &t.dims[..n_dims.min(4)],
                 t.dtype,
@@ -856,7 +583,7 @@ fn compare(reference: &Json, ours: &Json) -> Vec<String> {
     }
     let key_of = |m: &Json| {
         let h = m["key_hex"].as_str().unwrap_or_default();
-        shown(&decode_hex(h))
+        shown(&unhex(h))
     };
     let (rm, om) = (
         as_array(&reference["metadata"]),
@@ -884,7 +611,7 @@ fn compare(reference: &Json, ours: &Json) -> Vec<String> {
     }
     for (i, (r, o)) in rt.iter().zip(ot).enumerate() {
         if let Some(d) = first_diff(r, o, "") {
-            let name = shown(&decode_hex(r["name_hex"].as_str().unwrap_or_default()));
+            let name = shown(&unhex(r["name_hex"].as_str().unwrap_or_default()));
             out.push(format!("tensor {i} ({name}): {d}"));
         }
     }
@@ -893,12 +620,6 @@ fn compare(reference: &Json, ours: &Json) -> Vec<String> {
 
 fn as_array(j: &Json) -> &[Json] {
     j.as_array().map(Vec::as_slice).unwrap_or_default()
-}
-
-fn decode_hex(h: &str) -> Vec<u8> {
-    (0..h.len() / 2)
-        .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap_or(0))
-        .collect()
 }
 
 /// Compares the reference's sidecar for `path` with libgguf's Rust and C views; returns the
@@ -1020,7 +741,7 @@ fn check_coverage(sidecars: &[Json], tables: &Json) {
             }
             if ty == "STRING" {
                 let hex = v["hex"].as_str().unwrap_or_default();
-                let bytes = decode_hex(hex);
+                let bytes = unhex(hex);
                 if hex.is_empty() {
                     seen.insert("empty string".into());
                 } else if std::str::from_utf8(&bytes).is_err() {
@@ -1070,19 +791,16 @@ fn check_coverage(sidecars: &[Json], tables: &Json) {
     );
 }
 
-fn check_corpus(py: &Path, seed: u64, count: usize) {
+fn check_corpus(seed: u64, count: usize) {
     let dir = work_dir(&format!("reference-seed-{seed}"));
     let count_arg = count.to_string();
     let seed_arg = seed.to_string();
-    run_python(
-        py,
-        &[
-            "generate".as_ref(),
-            dir.as_os_str(),
-            count_arg.as_ref(),
-            seed_arg.as_ref(),
-        ],
-    );
+    run_reference([
+        "generate".as_ref(),
+        dir.as_os_str(),
+        count_arg.as_ref(),
+        seed_arg.as_ref(),
+    ]);
     let tables = read_json(&dir.join("reference-types.json"));
     let mut mismatches = check_type_tables(&tables);
     let mut sidecars = Vec::new();
@@ -1104,17 +822,16 @@ fn check_corpus(py: &Path, seed: u64, count: usize) {
 
 #[test]
 fn files_written_by_the_reference_read_identically() {
-    let py = python();
     let count = std::env::var("GGUF_CONFORMANCE_COUNT")
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(COUNT);
-    check_corpus(&py, SEED, count);
+    check_corpus(SEED, count);
     if let Some(seed) = std::env::var("GGUF_CONFORMANCE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
     {
-        check_corpus(&py, seed, count);
+        check_corpus(seed, count);
     }
 }
 
@@ -1326,7 +1043,6 @@ fn written_tensors(rng: &mut Rng) -> Vec<WrittenTensor> {
 
 #[test]
 fn files_written_by_libgguf_read_identically_in_the_reference() {
-    let py = python();
     let dir = work_dir("libgguf-written");
     let mut rng = Rng(0x6767_7566);
     let plans = [
@@ -1381,7 +1097,7 @@ fn files_written_by_libgguf_read_identically_in_the_reference() {
 
     let mut args: Vec<&std::ffi::OsStr> = vec!["dump".as_ref()];
     args.extend(written.iter().map(|w| w.0.as_os_str()));
-    run_python(&py, &args);
+    run_reference(&args);
 
     let mut mismatches = Vec::new();
     for (path, version, order, alignment, kv, tensors) in &written {
@@ -1408,11 +1124,11 @@ fn files_written_by_libgguf_read_identically_in_the_reference() {
         const WRITTEN: (&str, &str) = ("the reference reads", "libgguf wrote");
         let written_kv: Vec<Json> = kv
             .iter()
-            .map(|(k, v)| json!({"key_hex": hex(k), "value": canon_written(v)}))
+            .map(|(k, v)| canon::entry(k, canon::written(v)))
             .collect();
         let rm = as_array(&reference["metadata"]);
         for (i, (want, got)) in written_kv.iter().zip(rm).enumerate() {
-            if let Some(d) = first_diff_as(got, want, "", WRITTEN) {
+            if let Some(d) = canon::first_diff(got, want, "", WRITTEN) {
                 let key = shown(&kv[i].0);
                 mismatches.push(format!("{file} (written): key {key}: {d}"));
             }
@@ -1432,7 +1148,7 @@ fn files_written_by_libgguf_read_identically_in_the_reference() {
                 .flatten()
                 .map(|(k, _)| (k.clone(), got[k].clone()))
                 .collect();
-            if let Some(d) = first_diff_as(&Json::Object(got_subset), &want, "", WRITTEN) {
+            if let Some(d) = canon::first_diff(&Json::Object(got_subset), &want, "", WRITTEN) {
                 mismatches.push(format!("{file} (written): tensor '{name}': {d}"));
             }
         }

@@ -13,44 +13,10 @@
 mod common;
 
 use common::raw::{file, kv, le_u64, tensor_info, with_data};
-use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, run};
+use common::{crosscheck_exe, manifest_dir, run};
 use gguf::{ByteOrder, DataType, ErrorCode, MetadataValue as V, ValueType, Writer};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn ggml_dir() -> PathBuf {
-    let dir = std::env::var_os("GGUF_GGML_LIB_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("target/ggml"));
-    assert!(
-        dir.join("libggml-base.so").is_file(),
-        "ggml's libggml-base.so is not in {}: run `make ggml` (tools/fetch-ggml.sh)",
-        dir.display()
-    );
-    dir
-}
-
-/// Builds tests/ggml/crosscheck.c against both libraries (once per test process).
-fn crosscheck_exe() -> &'static Path {
-    static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| {
-        let root = manifest_dir();
-        let (lib, ggml) = (lib_dir(), ggml_dir());
-        let exe = bin_dir("ggml_crosscheck").join("crosscheck");
-        let mut cmd = Command::new(cc());
-        cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
-            .arg(format!("-I{}", root.join("include").display()))
-            .arg(format!("-I{}", root.join("tests/ggml").display()))
-            .arg(root.join("tests/ggml/crosscheck.c"))
-            .arg(format!("-L{}", lib.display()))
-            .arg("-lgguf")
-            .arg(format!("-L{}", ggml.display()))
-            .arg("-l:libggml-base.so")
-            .arg(format!("-Wl,-rpath,{}:{}", lib.display(), ggml.display()));
-        link_aside(&mut cmd, &exe);
-        exe
-    })
-}
 
 /// What both parsers said about one file.
 #[derive(Debug)]

@@ -17,7 +17,8 @@
 
 mod common;
 
-use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, show};
+use common::canon::{self, hex, read_json, strip, unhex};
+use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, run_reference, show};
 use gguf::{ByteOrder, DataType, MappedFile, MetadataValue, Value, ValueType, Writer};
 use serde_json::{json, Value as Json};
 use std::ffi::OsStr;
@@ -287,18 +288,6 @@ fn work_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn decode_hex(h: &str) -> Vec<u8> {
-    assert!(h.len() % 2 == 0, "odd hex {h:?}");
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -320,57 +309,6 @@ fn filler(seed: u64, n: usize) -> Vec<u8> {
 
 // --- the reference reader --------------------------------------------------------------------
 
-/// The interpreter with the pinned reference (`$GGUF_PYTHON`, else `<repo>/.venv/bin/python`);
-/// panics, naming what was tried, when there is none.
-fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let reqs =
-            std::fs::read_to_string(manifest_dir().join("tests/conformance/requirements.txt"))
-                .expect("read tests/conformance/requirements.txt");
-        let pinned = reqs
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("gguf=="))
-            .expect("requirements.txt pins gguf==VERSION")
-            .trim()
-            .to_string();
-        let mut candidates = Vec::new();
-        if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
-            candidates.push(PathBuf::from(p));
-        }
-        candidates.push(manifest_dir().join(".venv/bin/python"));
-        let mut tried = Vec::new();
-        for py in candidates {
-            let out = Command::new(&py)
-                .args([
-                    "-c",
-                    "import numpy, gguf, importlib.metadata as m; print(m.version('gguf'))",
-                ])
-                .output();
-            match out {
-                Ok(o) if o.status.success() => {
-                    let version = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                    if version == pinned {
-                        return py;
-                    }
-                    tried.push(format!("{}: gguf {version}, not {pinned}", py.display()));
-                }
-                Ok(o) => tried.push(format!(
-                    "{}: {}",
-                    py.display(),
-                    String::from_utf8_lossy(&o.stderr).trim()
-                )),
-                Err(e) => tried.push(format!("{}: {e}", py.display())),
-            }
-        }
-        panic!(
-            "these tests compare with the reference reader (PyPI gguf=={pinned}): run `make venv` \
-             or point GGUF_PYTHON at an interpreter that has it. Tried:\n  {}",
-            tried.join("\n  ")
-        );
-    })
-}
-
 /// What the reference reader sees in each file (`generate.py dump`), without the human-only
 /// fields and the fields the inspector does not print (block geometry, data digests). The
 /// reference writes its sidecar (`FILE.json`) beside each file: they must be scratch files.
@@ -382,72 +320,31 @@ fn reference(paths: &[&Path]) -> Vec<Json> {
             p.display()
         );
     }
-    let out = Command::new(python())
-        .arg(manifest_dir().join("tests/conformance/generate.py"))
-        .arg("dump")
-        .args(paths)
-        .output()
-        .expect("run the reference");
-    assert!(out.status.success(), "the reference failed: {}", show(&out));
+    run_reference(std::iter::once(OsStr::new("dump")).chain(paths.iter().map(|p| p.as_os_str())));
     paths
         .iter()
         .map(|p| {
             let sidecar = PathBuf::from(format!("{}.json", p.display()));
-            let text = std::fs::read_to_string(&sidecar).unwrap();
-            let mut j = strip(&serde_json::from_str(&text).unwrap());
-            j.as_object_mut().unwrap().remove("file");
-            for t in j["tensors"].as_array_mut().unwrap() {
-                let t = t.as_object_mut().unwrap();
-                t.remove("block");
-                t.remove("sha256");
-            }
-            j
+            without_block_and_digest(strip(&read_json(&sidecar)))
         })
         .collect()
 }
 
-fn strip(j: &Json) -> Json {
-    match j {
-        Json::Object(m) => Json::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), strip(v)))
-                .collect(),
-        ),
-        Json::Array(a) => Json::Array(a.iter().map(strip).collect()),
-        other => other.clone(),
+/// A canonical view without the tensors' block geometry and data digests, which the inspector
+/// does not print.
+fn without_block_and_digest(mut j: Json) -> Json {
+    for t in j["tensors"].as_array_mut().unwrap() {
+        let t = t.as_object_mut().unwrap();
+        t.remove("block");
+        t.remove("sha256");
     }
+    j
 }
 
-/// Where `want` and `got` first differ.
-fn first_diff(want: &Json, got: &Json, path: &str) -> Option<String> {
-    match (want, got) {
-        (Json::Object(a), Json::Object(b)) => {
-            for k in a.keys().chain(b.keys()) {
-                let (x, y) = (
-                    a.get(k).unwrap_or(&Json::Null),
-                    b.get(k).unwrap_or(&Json::Null),
-                );
-                if let Some(d) = first_diff(x, y, &format!("{path}.{k}")) {
-                    return Some(d);
-                }
-            }
-            None
-        }
-        (Json::Array(a), Json::Array(b)) if a.len() == b.len() => a
-            .iter()
-            .zip(b)
-            .enumerate()
-            .find_map(|(i, (x, y))| first_diff(x, y, &format!("{path}[{i}]"))),
-        _ if want == got => None,
-        _ => Some(format!("{path}: expected {want}, found {got}")),
-    }
-}
-
+/// Panics with `what` and where `want` and `got` first differ unless they are equal.
+#[track_caller]
 fn assert_same(want: &Json, got: &Json, what: &str) {
-    if let Some(d) = first_diff(want, got, "") {
-        panic!("{what}: {d}");
-    }
+    canon::assert_same(what, want, got, ("expected", "found"));
 }
 
 // --- the inspector's JSON in the reference's canonical form ----------------------------------
@@ -500,7 +397,7 @@ fn bytes_of(j: &Json, what: &str) -> Vec<u8> {
     match j {
         Json::String(s) => s.clone().into_bytes(),
         Json::Object(m) if m.len() == 1 && m.contains_key("hex") => {
-            let bytes = decode_hex(m["hex"].as_str().unwrap());
+            let bytes = unhex(m["hex"].as_str().unwrap());
             assert!(
                 std::str::from_utf8(&bytes).is_err(),
                 "{what}: UTF-8 written as hex: {j}"
@@ -583,7 +480,7 @@ fn canon_json_entry(e: &Json) -> Json {
     let key = bytes_of(&e["key"], "key");
     let what = format!("key {}", String::from_utf8_lossy(&key));
     let ty = e["type"].as_str().expect("type");
-    json!({"key_hex": hex(&key), "value": canon_json_value(ty, &e["value"], e, &what)})
+    canon::entry(&key, canon_json_value(ty, &e["value"], e, &what))
 }
 
 fn canon_json_tensor(t: &Json) -> Json {
@@ -621,54 +518,19 @@ fn canon_json(doc: &Json) -> Json {
     })
 }
 
-/// The same facts from the Rust reader, for files the reference cannot read.
-fn canon_value(v: &Value<'_>) -> Json {
-    let ty = v.value_type().name();
-    match *v {
-        Value::U8(x) => json!({"type": ty, "value": x}),
-        Value::I8(x) => json!({"type": ty, "value": x}),
-        Value::U16(x) => json!({"type": ty, "value": x}),
-        Value::I16(x) => json!({"type": ty, "value": x}),
-        Value::U32(x) => json!({"type": ty, "value": x}),
-        Value::I32(x) => json!({"type": ty, "value": x}),
-        Value::U64(x) => json!({"type": ty, "value": x}),
-        Value::I64(x) => json!({"type": ty, "value": x}),
-        Value::Bool(x) => json!({"type": ty, "value": x}),
-        Value::F32(x) => json!({"type": ty, "bits": x.to_bits()}),
-        Value::F64(x) => json!({"type": ty, "bits": x.to_bits()}),
-        Value::String(s) => json!({"type": ty, "hex": hex(s)}),
-        Value::Array(a) => json!({
-            "type": ty,
-            "elem": a.elem_type().name(),
-            "len": a.len(),
-            "items": a.iter().map(|x| canon_value(&x)).collect::<Vec<_>>(),
-        }),
-    }
-}
-
+/// The same facts from the Rust reader, for files the reference cannot read. Each tensor's
+/// `size` must be the length of its data, which the view gives as `n_bytes`.
 fn canon_rust(path: &Path) -> Json {
     let f = MappedFile::open(path).unwrap();
-    json!({
-        "version": f.version(),
-        "byte_order": if f.byte_order() == ByteOrder::Big { "big" } else { "little" },
-        "alignment": f.alignment(),
-        "data_offset": f.data_offset(),
-        "file_size": f.file_size(),
-        "kv_count": f.metadata_count(),
-        "tensor_count": f.tensor_count(),
-        "metadata": f.metadata().map(|e| json!({"key_hex": hex(e.key), "value": canon_value(&e.value)})).collect::<Vec<_>>(),
-        "tensors": f.tensors().map(|t| json!({
-            "name_hex": hex(t.name),
-            "n_dims": t.n_dims,
-            "shape": &t.dims[..t.n_dims as usize],
-            "type": t.dtype.id(),
-            "type_name": t.dtype.name(),
-            "n_elements": t.n_elements,
-            "offset": t.offset,
-            "file_offset": t.file_offset,
-            "n_bytes": t.size,
-        })).collect::<Vec<_>>(),
-    })
+    for t in f.tensors() {
+        assert_eq!(
+            t.size,
+            t.data.len() as u64,
+            "{}",
+            String::from_utf8_lossy(t.name)
+        );
+    }
+    without_block_and_digest(canon::file(&f))
 }
 
 /// `--json` on `path`: parsed, with the single-file facts (one shard, the path) checked.

@@ -3,9 +3,10 @@
 //! against the library of this test's profile, freshly built.
 //!
 //! The interpreter is `$GGUF_PYTHON`, else `<repo>/.venv/bin/python` (`make venv`); it needs
-//! numpy and gguf. Without one the test fails, never skips. The layout of every C structure the
-//! package declares with ctypes is measured here and handed over in `GGUF_FFI_LAYOUT`, so a
-//! change to the C API that the package does not follow fails this test.
+//! numpy and the pinned gguf (`common::reference_python`). Without one the test fails, never
+//! skips. The layout of every C structure the package declares with ctypes is measured here and
+//! handed over in `GGUF_FFI_LAYOUT`, so a change to the C API that the package does not follow
+//! fails this test.
 
 mod common;
 
@@ -15,38 +16,7 @@ use gguf::ffi::{
 };
 use serde_json::{json, Map, Value as Json};
 use std::mem::{align_of, offset_of, size_of};
-use std::path::PathBuf;
 use std::process::Command;
-
-/// The interpreter with numpy and the reference installed: `$GGUF_PYTHON`, else the repo's venv.
-fn python() -> PathBuf {
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
-        candidates.push(PathBuf::from(p));
-    }
-    candidates.push(common::manifest_dir().join(".venv/bin/python"));
-    let mut tried = Vec::new();
-    for py in candidates {
-        match Command::new(&py)
-            .args(["-c", "import numpy, gguf"])
-            .output()
-        {
-            Ok(o) if o.status.success() => return py,
-            Ok(o) => tried.push(format!(
-                "{}: cannot import numpy/gguf: {}",
-                py.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => tried.push(format!("{}: {e}", py.display())),
-        }
-    }
-    panic!(
-        "the Python package's tests need Python 3 with numpy and the reference package (PyPI \
-         gguf): run `make venv` (creates .venv from tests/conformance/requirements.txt) or point \
-         GGUF_PYTHON at an interpreter that has them. Tried:\n  {}",
-        tried.join("\n  ")
-    );
-}
 
 /// One structure's size, alignment and field offsets.
 macro_rules! layout {
@@ -87,7 +57,7 @@ fn ffi_layout() -> Json {
 
 #[test]
 fn python_package_matches_the_reference() {
-    let py = python();
+    let py = common::reference_python();
     let root = common::manifest_dir();
     let lib = common::lib_dir().join(if cfg!(target_os = "macos") {
         "libgguf.dylib"
@@ -99,7 +69,7 @@ fn python_package_matches_the_reference() {
         pythonpath.push(":");
         pythonpath.push(old);
     }
-    let out = Command::new(&py)
+    let out = Command::new(py)
         .args(["-m", "unittest", "discover", "-v", "-s"])
         .arg(root.join("python/tests"))
         .current_dir(&root)

@@ -12,17 +12,19 @@
 //!   tensor or report it oversized.
 //!
 //! The reference interpreter is `$GGUF_PYTHON`, else `<repo>/.venv/bin/python` (`make venv`),
-//! as in tests/conformance.rs; without it the reference test fails, never skips.
+//! found by `common::reference_python`; without it the reference tests fail, never skip.
 
+mod common;
+
+use common::canon::{read_json, sha256};
+use common::{last_error, run_reference};
 use gguf::ffi::*;
 use gguf::source::Source;
 use gguf::{DataType, ErrorCode, MetadataValue as V, Model, OpenOptions, Paging, Writer};
 use serde_json::Value as Json;
-use sha2::{Digest, Sha256};
 use std::ffi::{CStr, CString};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const GIB: u64 = 1 << 30;
 
@@ -216,60 +218,8 @@ fn assert_same_through_c(path: &Path, whole: &Path, shards: &[Vec<String>]) {
     }
 }
 
-fn last_error() -> String {
-    // SAFETY: gguf_last_error never returns NULL, and the string lives until the next failure.
-    unsafe { CStr::from_ptr(gguf_last_error()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
 // ---------------------------------------------------------------------------------------------
 // The reference writer's shards.
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The interpreter with the pinned reference (`gguf==` in tests/conformance/requirements.txt):
-/// `$GGUF_PYTHON`, else the repo's venv. Panics when neither has it.
-fn python() -> PathBuf {
-    let reqs = std::fs::read_to_string(repo().join("tests/conformance/requirements.txt")).unwrap();
-    let pinned = reqs
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("gguf=="))
-        .expect("requirements.txt pins gguf==VERSION")
-        .trim()
-        .to_string();
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
-        candidates.push(PathBuf::from(p));
-    }
-    candidates.push(repo().join(".venv/bin/python"));
-    let mut tried = Vec::new();
-    for py in candidates {
-        let probe = "import numpy, gguf, importlib.metadata as m; print(m.version('gguf'))";
-        match Command::new(&py).args(["-c", probe]).output() {
-            Ok(o) if o.status.success() => {
-                let version = String::from_utf8_lossy(&o.stdout).trim().to_string();
-                if version == pinned {
-                    return py;
-                }
-                tried.push(format!("{}: gguf {version}, not {pinned}", py.display()));
-            }
-            Ok(o) => tried.push(format!(
-                "{}: {}",
-                py.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => tried.push(format!("{}: {e}", py.display())),
-        }
-    }
-    panic!(
-        "the reference split test needs PyPI gguf=={pinned}: run `make venv` or set \
-         GGUF_PYTHON. Tried:\n  {}",
-        tried.join("\n  ")
-    );
-}
 
 fn names_of(set: &Json) -> Vec<Vec<String>> {
     set["shards"]
@@ -289,21 +239,8 @@ fn names_of(set: &Json) -> Vec<Vec<String>> {
 #[test]
 fn shards_written_by_the_reference_open_as_the_whole_model() {
     let d = dir("reference");
-    let py = python();
-    let status = Command::new(&py)
-        .arg(repo().join("tests/conformance/generate.py"))
-        .args(["split"])
-        .arg(&d)
-        .arg("1")
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "generate.py split failed:\n{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let manifest: Json =
-        serde_json::from_str(&std::fs::read_to_string(d.join("split.json")).unwrap()).unwrap();
+    run_reference(["split".as_ref(), d.as_os_str(), "1".as_ref()]);
+    let manifest = read_json(&d.join("split.json"));
     let whole_path = d.join("whole.gguf");
     let whole = open(&whole_path).unwrap();
     assert_eq!(whole.shards().len(), 1);
@@ -322,11 +259,7 @@ fn shards_written_by_the_reference_open_as_the_whole_model() {
             .map(|d| d.as_u64().unwrap())
             .collect();
         assert_eq!(&t.dims[..t.n_dims as usize], &shape[..]);
-        let digest: String = Sha256::digest(t.data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(digest, e["sha256"].as_str().unwrap());
+        assert_eq!(sha256(t.data), e["sha256"].as_str().unwrap());
     }
 
     let sets = manifest["sets"].as_object().unwrap();
@@ -435,24 +368,9 @@ fn into_shards_round_trips_from_every_shard() {
 fn the_reference_reads_our_split_keys_as_it_writes_them() {
     let d = dir("ours_in_reference");
     let paths = write_shards(&d, "ours", varied_model(7).into_shards(3).unwrap());
-    let mut args = vec!["dump".to_string()];
-    args.extend(paths.iter().map(|p| p.display().to_string()));
-    let py = python();
-    let output = Command::new(&py)
-        .arg(repo().join("tests/conformance/generate.py"))
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_reference(std::iter::once("dump".as_ref()).chain(paths.iter().map(|p| p.as_os_str())));
     for (no, path) in paths.iter().enumerate() {
-        let json: Json = serde_json::from_str(
-            &std::fs::read_to_string(format!("{}.json", path.display())).unwrap(),
-        )
-        .unwrap();
+        let json = read_json(Path::new(&format!("{}.json", path.display())));
         let value = |key: &str| {
             json["metadata"]
                 .as_array()

@@ -1,14 +1,18 @@
-//! Helpers shared by the integration tests that drive external processes (`tests/c_api.rs`,
-//! `tests/header.rs`, `tests/inspect.rs`): running a command, and building this profile's
-//! `libgguf.so` / `libgguf.a` for C programs to link against.
+//! Helpers shared by the integration tests: running a command; building this profile's
+//! `libgguf.so` / `libgguf.a` for C programs to link against; the Python interpreter with the
+//! pinned reference reader (PyPI `gguf`) and its script `tests/conformance/generate.py`; ggml's
+//! parser and `tests/ggml/crosscheck.c`; the C API's last error. [`canon`] is the canonical JSON
+//! view of a file compared with the reference's, [`raw`] hand-built GGUF bytes.
 //!
 //! Each test binary that uses it declares `mod common;` and compiles its own copy, so an item
 //! one of them leaves unused would warn there: hence `dead_code` is allowed module-wide.
 
 #![allow(dead_code)]
 
+pub mod canon;
 pub mod raw;
 
+use std::ffi::{CStr, OsStr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -112,4 +116,125 @@ pub fn link_aside(cmd: &mut Command, exe: &Path) {
     let part = exe.with_file_name(format!(".{name}.{}", std::process::id()));
     run(cmd.arg("-o").arg(&part));
     std::fs::rename(&part, exe).unwrap();
+}
+
+/// The version of the reference reader (PyPI `gguf`) pinned in
+/// `tests/conformance/requirements.txt`.
+pub fn pinned_reference_version() -> String {
+    let reqs = std::fs::read_to_string(manifest_dir().join("tests/conformance/requirements.txt"))
+        .expect("read tests/conformance/requirements.txt");
+    reqs.lines()
+        .find_map(|l| l.trim().strip_prefix("gguf=="))
+        .expect("requirements.txt pins gguf==VERSION")
+        .trim()
+        .to_string()
+}
+
+/// The Python interpreter with numpy and the pinned reference reader
+/// ([`pinned_reference_version`]) installed: `$GGUF_PYTHON` when set and it has them, else
+/// `<repo>/.venv/bin/python` (`make venv`). Found once per test process. Panics, naming every
+/// interpreter tried and why it would not do, when neither has them: the tests that need it
+/// fail, never skip.
+pub fn reference_python() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let pinned = pinned_reference_version();
+        let mut candidates = Vec::new();
+        if let Some(p) = std::env::var_os("GGUF_PYTHON").filter(|p| !p.is_empty()) {
+            candidates.push(PathBuf::from(p));
+        }
+        candidates.push(manifest_dir().join(".venv/bin/python"));
+        let probe = "import numpy, gguf, importlib.metadata as m; print(m.version('gguf'))";
+        let mut tried = Vec::new();
+        for py in candidates {
+            match Command::new(&py).args(["-c", probe]).output() {
+                Ok(o) if o.status.success() => {
+                    let version = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                    if version == pinned {
+                        if !tried.is_empty() {
+                            eprintln!("using {}; {}", py.display(), tried.join("; "));
+                        }
+                        return py;
+                    }
+                    tried.push(format!(
+                        "{}: has gguf {version}, not the pinned {pinned}",
+                        py.display()
+                    ));
+                }
+                Ok(o) => tried.push(format!(
+                    "{}: cannot import numpy and gguf ({}): {}",
+                    py.display(),
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => tried.push(format!("{}: cannot run it: {e}", py.display())),
+            }
+        }
+        panic!(
+            "this test needs Python 3 with numpy and the reference reader (PyPI gguf=={pinned}): \
+             run `make venv` (creates .venv from tests/conformance/requirements.txt) or point \
+             GGUF_PYTHON at an interpreter that has them. Tried:\n  {}",
+            tried.join("\n  ")
+        );
+    })
+}
+
+/// Runs the reference script `tests/conformance/generate.py` with `args` under
+/// [`reference_python`]; panics, showing its output, unless it exits with status 0.
+pub fn run_reference<I, A>(args: I) -> Output
+where
+    I: IntoIterator<Item = A>,
+    A: AsRef<OsStr>,
+{
+    let mut cmd = Command::new(reference_python());
+    cmd.arg(manifest_dir().join("tests/conformance/generate.py"))
+        .args(args);
+    run(&mut cmd)
+}
+
+/// The directory holding ggml's `libggml-base.so`: `$GGUF_GGML_LIB_DIR`, else `target/ggml`
+/// (`make ggml`); panics when it is not there.
+pub fn ggml_dir() -> PathBuf {
+    let dir = std::env::var_os("GGUF_GGML_LIB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("target/ggml"));
+    assert!(
+        dir.join("libggml-base.so").is_file(),
+        "ggml's libggml-base.so is not in {}: run `make ggml` (tools/fetch-ggml.sh)",
+        dir.display()
+    );
+    dir
+}
+
+/// `tests/ggml/crosscheck.c` built against this profile's libgguf and ggml's `libggml-base.so`
+/// (once per test process): it opens each file named on its command line with both parsers and
+/// prints a line of verdicts per file.
+pub fn crosscheck_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let root = manifest_dir();
+        let (lib, ggml) = (lib_dir(), ggml_dir());
+        let exe = bin_dir("ggml_crosscheck").join("crosscheck");
+        let mut cmd = Command::new(cc());
+        cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+            .arg(format!("-I{}", root.join("include").display()))
+            .arg(format!("-I{}", root.join("tests/ggml").display()))
+            .arg(root.join("tests/ggml/crosscheck.c"))
+            .arg(format!("-L{}", lib.display()))
+            .arg("-lgguf")
+            .arg(format!("-L{}", ggml.display()))
+            .arg("-l:libggml-base.so")
+            .arg(format!("-Wl,-rpath,{}:{}", lib.display(), ggml.display()));
+        link_aside(&mut cmd, &exe);
+        exe
+    })
+}
+
+/// The C API's message for this thread's last failure (`gguf_last_error`).
+pub fn last_error() -> String {
+    // SAFETY: gguf_last_error never returns NULL, and the string lives until the next failing
+    // call on this thread.
+    unsafe { CStr::from_ptr(gguf::ffi::last_error::gguf_last_error()) }
+        .to_string_lossy()
+        .into_owned()
 }
