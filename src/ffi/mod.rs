@@ -3,8 +3,9 @@
 //! Every function here follows one contract: pointer arguments are NULL-checked, panics are caught
 //! (none unwinds into C), failure returns the value the header documents and records why in a
 //! thread-local error ([`last_error`]), and every pointer handed out is owned by the handle and
-//! valid until `gguf_close`. Getters only read the handle or fill lazy caches through a write-once cell,
-//! so many threads may call them on one handle at once.
+//! valid until `gguf_close`. Getters only read the handle or fill its lazy caches through
+//! write-once cells (`lazy.rs`), so many threads may call them on one handle at once. A
+//! `GGUFWriter` (`writer.rs`) is the exception: one thread at a time.
 //!
 //! Functions taking pointers are `unsafe` to call from Rust: the caller guarantees what the
 //! header states for C (a `GGUFFile` from `gguf_open*` not yet closed, strings NUL-terminated,
