@@ -50,9 +50,9 @@ tsan:
 fuzz-smoke:
 	fuzz/run.sh 60
 
-# Regenerates include/gguf.h after a change to the C API.
+# Regenerates include/gguf.h after a change to the C API (the `header` feature compiles cbindgen).
 header:
-	GGUF_UPDATE_HEADER=1 $(CARGO) build --lib
+	GGUF_UPDATE_HEADER=1 $(CARGO) build --lib --features header
 
 clean:
 	$(CARGO) clean
