@@ -69,13 +69,13 @@ bench-smoke:
 	CARGO=$(CARGO) CC=$(CC) MAKE=$(MAKE) bench/run.sh --quick
 
 # Installation: the release library (libgguf.so.X.Y.Z with soname libgguf.so.X and its links,
-# libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc and lib/cmake/gguf/ (find_package(gguf)),
-# under $(DESTDIR)$(PREFIX). The work is done by install/install.sh.
+# libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc, lib/cmake/gguf/ (find_package(gguf)) and
+# bin/gguf-inspect (with share/libgguf/sample.gguf, its default FILE), under $(DESTDIR)$(PREFIX). The work is done by install/install.sh.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 .PHONY: install uninstall
 install:
-	CARGO=$(CARGO) install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
+	CARGO=$(CARGO) CC=$(CC) install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
 
 uninstall:
 	install/install.sh uninstall --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
