@@ -88,7 +88,8 @@ bench-smoke:
 
 # Installation: the release library (libgguf.so.X.Y.Z with soname libgguf.so.X and its links,
 # libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc, lib/cmake/gguf/ (find_package(gguf)) and
-# bin/gguf-inspect (with share/libgguf/sample.gguf, its default FILE), under $(DESTDIR)$(PREFIX). The work is done by install/install.sh.
+# bin/gguf-inspect (with share/libgguf/sample.gguf, its default FILE), under $(DESTDIR)$(PREFIX).
+# The work is done by install/install.sh.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 .PHONY: install uninstall
