@@ -126,10 +126,7 @@ fn the_c_example_runs_on_a_gemma3_model() {
     let tokens = ["<pad>", "<eos>", "<bos>", "hello"];
     w.add_metadata(
         "tokenizer.ggml.tokens",
-        V::Array(
-            ValueType::String,
-            tokens.iter().map(|t| V::string(t)).collect(),
-        ),
+        V::Array(ValueType::String, tokens.iter().map(V::string).collect()),
     )
     .unwrap();
     w.add_tensor("token_embd.weight", &[8, 4], DataType::F32, vec![0; 128])
