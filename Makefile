@@ -11,7 +11,7 @@ VENV    := .venv
 RELEASE := target/release
 CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -Iinclude
 
-.PHONY: all lib inspect test venv ggml header tsan fuzz-smoke clean
+.PHONY: all lib inspect test test-prereqs venv ggml header tsan fuzz-smoke clean
 
 all: inspect
 	./$(RELEASE)/gguf-inspect
@@ -37,7 +37,25 @@ venv: $(VENV)/.installed
 ggml:
 	tools/fetch-ggml.sh
 
-test: venv ggml
+# What `make test` runs besides cargo and $(CC), as COMMAND:DEBIAN-PACKAGE (README: Quick start).
+TEST_TOOLS := c++:g++ nm:binutils readelf:binutils valgrind:valgrind cmake:cmake \
+	pkg-config:pkg-config npm:npm $(PYTHON):python3
+
+# Stops with the packages to install when a tool is missing (the registries must be reachable
+# too: PyPI for .venv, npm for target/ggml).
+test-prereqs:
+	@missing=; \
+	command -v $(CARGO) >/dev/null 2>&1 || { echo "make test needs cargo (Rust 1.82 or newer): https://rustup.rs" >&2; exit 1; }; \
+	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
+	for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	$(PYTHON) -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  echo "make test needs tools that are not installed; on Debian or Ubuntu:" >&2; \
+	  echo "  apt-get install$$(printf ' %s' $$missing | tr ' ' '\n' | sort -u | tr '\n' ' ')" >&2; \
+	  exit 1; \
+	fi
+
+test: test-prereqs venv ggml
 	$(CARGO) build --lib
 	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml $(CARGO) test
 
@@ -50,9 +68,9 @@ tsan:
 fuzz-smoke:
 	fuzz/run.sh 60
 
-# Regenerates include/gguf.h after a change to the C API.
+# Regenerates include/gguf.h after a change to the C API (the `header` feature compiles cbindgen).
 header:
-	GGUF_UPDATE_HEADER=1 $(CARGO) build --lib
+	GGUF_UPDATE_HEADER=1 $(CARGO) build --lib --features header
 
 clean:
 	$(CARGO) clean
@@ -69,13 +87,14 @@ bench-smoke:
 	CARGO=$(CARGO) CC=$(CC) MAKE=$(MAKE) bench/run.sh --quick
 
 # Installation: the release library (libgguf.so.X.Y.Z with soname libgguf.so.X and its links,
-# libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc and lib/cmake/gguf/ (find_package(gguf)),
-# under $(DESTDIR)$(PREFIX). The work is done by install/install.sh.
+# libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc, lib/cmake/gguf/ (find_package(gguf)) and
+# bin/gguf-inspect (with share/libgguf/sample.gguf, its default FILE), under $(DESTDIR)$(PREFIX).
+# The work is done by install/install.sh.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 .PHONY: install uninstall
 install:
-	CARGO=$(CARGO) install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
+	CARGO=$(CARGO) CC=$(CC) install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
 
 uninstall:
 	install/install.sh uninstall --prefix "$(PREFIX)" --destdir "$(DESTDIR)"

@@ -14,7 +14,9 @@
 # Installs, under DESTDIR/PREFIX:
 #   lib/libgguf.so.MAJOR.MINOR.PATCH (soname libgguf.so.MAJOR), lib/libgguf.so.MAJOR and
 #   lib/libgguf.so (links), lib/libgguf.a, include/gguf.h, lib/pkgconfig/gguf.pc,
-#   lib/cmake/gguf/ggufConfig.cmake and ggufConfigVersion.cmake
+#   lib/cmake/gguf/ggufConfig.cmake and ggufConfigVersion.cmake,
+#   bin/gguf-inspect (built with $CC against the installed library, found through the run path
+#   $ORIGIN/../lib) and share/libgguf/sample.gguf (what gguf-inspect reads given no FILE)
 # The version comes from Cargo.toml; the last three files are made from the templates beside
 # this script (@PREFIX@, @VERSION@, @MAJOR@, @MINOR@, @PATCH@, @SIZEOF_VOID_P@ substituted).
 set -euo pipefail
@@ -58,7 +60,8 @@ dest=$destdir$prefix
 lib=$dest/lib
 files=("$lib/libgguf.so.$version" "$lib/libgguf.so.$major" "$lib/libgguf.so" "$lib/libgguf.a"
        "$dest/include/gguf.h" "$lib/pkgconfig/gguf.pc" "$lib/cmake/gguf/ggufConfig.cmake"
-       "$lib/cmake/gguf/ggufConfigVersion.cmake")
+       "$lib/cmake/gguf/ggufConfigVersion.cmake" "$dest/bin/gguf-inspect"
+       "$dest/share/libgguf/sample.gguf")
 
 # Writes template $1 to $2 with the placeholders substituted (no sed: PREFIX may hold any byte).
 generate() {
@@ -82,15 +85,26 @@ case $action in
     for f in libgguf.so libgguf.a; do
       [ -f "$build_dir/$f" ] || die "$build_dir/$f is missing after the build"
     done
+    # The inspector's default FILE, the installed sample, as a C string literal.
+    sample=$prefix/share/libgguf/sample.gguf
+    sample=${sample//\\/\\\\}
+    sample=${sample//\"/\\\"}
+    "${CC:-cc}" -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" \
+      -DGGUF_INSPECT_DEFAULT_SAMPLE="\"$sample\"" -o "$build_dir/gguf-inspect" \
+      "$root/tools/gguf-inspect.c" -L"$build_dir" -lgguf -Wl,-rpath,'$ORIGIN/../lib' ||
+      die "could not build gguf-inspect"
     header_version=$(sed -n 's/^#define LIBGGUF_VERSION "\(.*\)"$/\1/p' "$root/include/gguf.h")
     [ "$header_version" = "$version" ] ||
       die "include/gguf.h is for version '$header_version', Cargo.toml says $version: run make header"
-    install -d "$lib" "$dest/include" "$lib/pkgconfig" "$lib/cmake/gguf"
+    install -d "$lib" "$dest/include" "$lib/pkgconfig" "$lib/cmake/gguf" "$dest/bin" \
+      "$dest/share/libgguf"
     install -m 0755 "$build_dir/libgguf.so" "$lib/libgguf.so.$version"
     ln -sfn "libgguf.so.$version" "$lib/libgguf.so.$major"
     ln -sfn "libgguf.so.$major" "$lib/libgguf.so"
     install -m 0644 "$build_dir/libgguf.a" "$lib/libgguf.a"
     install -m 0644 "$root/include/gguf.h" "$dest/include/gguf.h"
+    install -m 0755 "$build_dir/gguf-inspect" "$dest/bin/gguf-inspect"
+    install -m 0644 "$root/testdata/sample.gguf" "$dest/share/libgguf/sample.gguf"
     generate gguf.pc.in "$lib/pkgconfig/gguf.pc"
     generate ggufConfig.cmake.in "$lib/cmake/gguf/ggufConfig.cmake"
     generate ggufConfigVersion.cmake.in "$lib/cmake/gguf/ggufConfigVersion.cmake"
@@ -107,7 +121,7 @@ case $action in
     done
     # Directories this installation created, if nothing else lives there.
     rmdir "$lib/cmake/gguf" 2>/dev/null || true
-    rmdir "$lib/cmake" "$lib/pkgconfig" 2>/dev/null || true
+    rmdir "$lib/cmake" "$lib/pkgconfig" "$dest/share/libgguf" 2>/dev/null || true
     ;;
   *) die "unknown action $action (install or uninstall)" ;;
 esac

@@ -16,6 +16,9 @@ pub mod types;
 pub mod value;
 pub mod writer;
 
+// The C API (`include/gguf.h`, documented there): public for Rust code that wants the C
+// functions (the tests do), kept out of the Rust API's documentation.
+#[doc(hidden)]
 #[allow(unsafe_code)]
 pub mod ffi;
 

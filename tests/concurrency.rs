@@ -1,7 +1,7 @@
-//! Many threads share one handle, call every getter and race the lazy array builders: every
-//! thread must see the same pointers and values. CI also runs this under ThreadSanitizer
-//! (`make tsan`); it has its own `main` (no libtest harness) so that TSan sees no thread but the
-//! test's own.
+//! Many threads share one handle, call every getter and race the lazy array builders and the
+//! upload plans: every thread must see the same pointers and values, and a plan of its own per
+//! call. CI also runs this under ThreadSanitizer (`make tsan`); it has its own `main` (no libtest
+//! harness) so that TSan sees no thread but the test's own.
 
 use gguf::ffi::*;
 use gguf::{DataType, MetadataValue as V, ValueType, Writer};
@@ -68,12 +68,14 @@ struct Seen {
     data: Vec<usize>,
 }
 
-fn reader(file: usize, barrier: &Barrier) -> Seen {
+/// What one thread observed, and the upload plans it made (a new one per call).
+fn reader(file: usize, barrier: &Barrier) -> (Seen, Vec<usize>) {
     let h = file as GGUFFile;
     let key = |k: &str| CString::new(k).unwrap();
     let (tokens, scores, types, ids) = (key("tokens"), key("scores"), key("types"), key("ids"));
     barrier.wait();
     let mut seen = None;
+    let mut plans = Vec::new();
     for round in 0..ROUNDS {
         // SAFETY: `h` is a live handle for the whole test; keys are NUL-terminated.
         unsafe {
@@ -105,6 +107,11 @@ fn reader(file: usize, barrier: &Barrier) -> Seen {
                 tensors.push(info as usize);
                 data.push(d as usize);
             }
+            // Each call appends a plan to the handle's list, racing the other threads.
+            let plan = gguf_plan_upload(h, 1 << 20, 4096);
+            assert!(!plan.is_null());
+            assert_eq!((*plan).n_tensors, gguf_tensor_count(h));
+            plans.push(plan as usize);
             for i in 0..gguf_metadata_count(h) {
                 let kv = gguf_get_metadata_by_index(h, i);
                 assert!(std::ptr::eq(gguf_get_metadata(h, (*kv).key), kv));
@@ -123,7 +130,7 @@ fn reader(file: usize, barrier: &Barrier) -> Seen {
             }
         }
     }
-    seen.unwrap()
+    (seen.unwrap(), plans)
 }
 
 fn threads_share_one_handle() {
@@ -133,15 +140,29 @@ fn threads_share_one_handle() {
     assert!(!h.is_null());
     let barrier = Barrier::new(THREADS);
     let file = h as usize;
-    let seen: Vec<Seen> = std::thread::scope(|s| {
+    let (seen, plans): (Vec<Seen>, Vec<Vec<usize>>) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|_| s.spawn(|| reader(file, &barrier)))
             .collect();
-        handles.into_iter().map(|t| t.join().unwrap()).collect()
+        handles.into_iter().map(|t| t.join().unwrap()).unzip()
     });
     for other in &seen[1..] {
         assert_eq!(&seen[0], other, "threads were handed different pointers");
     }
+    // Every plan is its own and still intact after the others were made.
+    let mut plans: Vec<usize> = plans.into_iter().flatten().collect();
+    for &p in &plans {
+        // SAFETY: plans live until `gguf_close`, below.
+        let plan = unsafe { &*(p as *const GGUFUploadPlan) };
+        assert_eq!((plan.n_tensors, plan.page_size), (64, 4096));
+    }
+    plans.sort_unstable();
+    plans.dedup();
+    assert_eq!(
+        plans.len(),
+        THREADS * ROUNDS,
+        "two calls were handed one plan"
+    );
     // SAFETY: every thread has finished with the handle.
     unsafe { gguf_close(h) };
 }

@@ -1,6 +1,7 @@
 //! Checks on the C header `include/gguf.h`:
 //!
-//! - it is what build.rs generates from `src/ffi` today (no drift);
+//! - it is what build.rs generates from `src/ffi` today (no drift), built with the `header`
+//!   feature that alone compiles cbindgen;
 //! - it compiles cleanly, alone, as C (C99 to C2x) and C++ (C++11 to C++20), and so does a file
 //!   that also declares akunu's C API (the seed's `gguf_parser.h`) and uses it the way akunu
 //!   does, which only compiles if every signature and field matches;
@@ -24,27 +25,106 @@ fn committed_header() -> String {
 // ---------------------------------------------------------------------------------------------
 // Drift.
 
+/// The header build.rs generates from `src/ffi` today, and where it was written. Built with the
+/// `header` feature, this test finds it in its own `OUT_DIR`; otherwise it runs
+/// `cargo check --lib --features header` once in this target directory (cbindgen is compiled on
+/// the first run only, and the library is only checked, not built) and reads what that wrote.
+fn generated_header() -> (PathBuf, String) {
+    #[cfg(feature = "header")]
+    let path = PathBuf::from(concat!(env!("OUT_DIR"), "/gguf.h"));
+    #[cfg(not(feature = "header"))]
+    let path = generate_with_cargo();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("build.rs should have written {}: {e}", path.display()));
+    (path, text)
+}
+
+#[cfg(not(feature = "header"))]
+fn generate_with_cargo() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .expect("the test executable lies in a cargo target directory");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = run(Command::new(cargo)
+        .args([
+            "check",
+            "--lib",
+            "--features",
+            "header",
+            "--message-format=json",
+        ])
+        .arg("--target-dir")
+        .arg(target)
+        .current_dir(manifest_dir()));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "build-script-executed")
+        .filter(|m| {
+            m["package_id"]
+                .as_str()
+                .is_some_and(|p| p.contains("libgguf"))
+        })
+        .find_map(|m| m["out_dir"].as_str().map(|d| Path::new(d).join("gguf.h")))
+        .expect("cargo check reported no build script run for libgguf")
+}
+
+/// The first line where `committed` differs from `generated`: (line number, generated line,
+/// committed line).
+fn first_difference(generated: &str, committed: &str) -> Option<(usize, String, String)> {
+    if generated == committed {
+        return None;
+    }
+    let end = std::iter::repeat("<end of file>");
+    let lines = generated.lines().count().max(committed.lines().count());
+    let (line, (g, c)) = generated
+        .lines()
+        .chain(end.clone())
+        .zip(committed.lines().chain(end))
+        .take(lines)
+        .enumerate()
+        .find(|(_, (g, c))| g != c)
+        // The same lines: they differ in line endings or the final newline.
+        .unwrap_or((lines, ("(line endings)", "(line endings)")));
+    Some((line + 1, g.to_string(), c.to_string()))
+}
+
 #[test]
 fn committed_header_is_the_generated_one() {
-    let generated_path = concat!(env!("OUT_DIR"), "/gguf.h");
-    let generated = std::fs::read_to_string(generated_path)
-        .unwrap_or_else(|e| panic!("build.rs should have written {generated_path}: {e}"));
-    let committed = committed_header();
-    if generated != committed {
-        let (line, (g, c)) = generated
-            .lines()
-            .chain(std::iter::repeat("<end of file>"))
-            .zip(committed.lines().chain(std::iter::repeat("<end of file>")))
-            .enumerate()
-            .find(|(_, (g, c))| g != c)
-            .unwrap_or((0, ("", "")));
+    let (path, generated) = generated_header();
+    assert!(
+        generated.contains("gguf_open(") && generated.contains("#define LIBGGUF_VERSION "),
+        "{} is not the C header",
+        path.display()
+    );
+    if let Some((line, g, c)) = first_difference(&generated, &committed_header()) {
         panic!(
             "include/gguf.h is out of date: it differs from the header build.rs generates from \
-             src/ffi ({generated_path}).\nFirst difference, line {}:\n  generated: {g}\n  \
+             src/ffi ({}).\nFirst difference, line {line}:\n  generated: {g}\n  \
              committed: {c}\nRun `make header` and commit include/gguf.h.",
-            line + 1
+            path.display()
         );
     }
+}
+
+/// The drift check itself: a header one declaration behind, or cut short, is caught.
+#[test]
+fn a_stale_header_is_reported() {
+    let current = committed_header();
+    assert_eq!(first_difference(&current, &current), None);
+    let stale = current.replacen("gguf_open(", "gguf_open_old(", 1);
+    let (line, g, c) = first_difference(&current, &stale).expect("a renamed function");
+    assert!(
+        g.contains("gguf_open(") && c.contains("gguf_open_old("),
+        "line {line}"
+    );
+    let cut = &current[..current.len() / 2];
+    assert!(first_difference(&current, cut).is_some());
+    let crlf = current.replace('\n', "\r\n");
+    assert!(first_difference(&current, &crlf).is_some());
 }
 
 // ---------------------------------------------------------------------------------------------

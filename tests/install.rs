@@ -11,6 +11,7 @@
 //! Nothing is installed globally, and nothing installed globally is used: pkg-config searches the
 //! prefix only (`PKG_CONFIG_LIBDIR`), CMake must report the prefix's package directory, and
 //! `ldd` must show each dynamically linked program loading the prefix's `libgguf.so.<major>`.
+//! The installed inspector (`bin/gguf-inspect`) must run from the prefix alone too.
 //! `cmake` and `pkg-config` must be on PATH (`.ci/run` installs them); the tests fail without.
 
 mod common;
@@ -256,6 +257,75 @@ fn make_install_lays_out_the_library_header_and_package_files() {
     );
 }
 
+/// `bin/gguf-inspect` runs from the prefix alone: it loads the prefix's library (run path
+/// `$ORIGIN/../lib`) and, given no FILE, reads the sample installed in `share/libgguf/`.
+#[test]
+fn make_install_installs_the_inspector() {
+    let prefix = prefix();
+    let exe = prefix.join("bin/gguf-inspect");
+    assert!(exe.is_file(), "bin/gguf-inspect is not installed");
+    let installed_sample = prefix.join("share/libgguf/sample.gguf");
+    assert_eq!(
+        std::fs::read(&installed_sample).unwrap(),
+        std::fs::read(sample()).unwrap()
+    );
+    // ldd shows the path as the run path builds it: `<prefix>/bin/../lib/...`.
+    let want = prefix.join(format!("lib/libgguf.so.{MAJOR}"));
+    let libs = loaded_libraries(&exe);
+    assert!(
+        libs.iter()
+            .any(|(name, path)| *name == format!("libgguf.so.{MAJOR}")
+                && std::fs::canonicalize(path).ok() == std::fs::canonicalize(&want).ok()),
+        "{} does not load {}: {libs:?}",
+        exe.display(),
+        want.display()
+    );
+    // Run from a directory with no `testdata/`, so that only the installed sample can be read.
+    let cwd = scratch("inspect-cwd");
+    let inspect = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(&exe)
+            .args(args)
+            .current_dir(&cwd)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "gguf-inspect {args:?}: {}",
+            show(&out)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let sample = sample();
+    let arch = inspect(&[
+        "--metadata".as_ref(),
+        "general.architecture".as_ref(),
+        sample.as_ref(),
+    ]);
+    let f = MappedFile::open(&sample).unwrap();
+    let want_arch = String::from_utf8(
+        f.get("general.architecture")
+            .unwrap()
+            .as_bytes()
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    assert_eq!(arch.trim(), want_arch);
+    assert_eq!(
+        inspect(&["--tensors".as_ref()]),
+        inspect(&["--tensors".as_ref(), sample.as_ref()])
+    );
+    let json = inspect(&["--json".as_ref()]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        json["shards"][0]["path"],
+        installed_sample.display().to_string(),
+        "{json}"
+    );
+    assert_eq!(json["tensor_count"], f.tensor_count());
+}
+
 #[test]
 fn c_and_cpp_programs_build_with_pkg_config_and_run() {
     let dir = scratch("pkg-config");
@@ -396,6 +466,8 @@ fn destdir_staging_and_uninstall() {
         "{pc}"
     );
     assert!(root.join(format!("lib/libgguf.so.{VERSION}")).is_file());
+    assert!(root.join("bin/gguf-inspect").is_file());
+    assert!(root.join("share/libgguf/sample.gguf").is_file());
     assert!(
         !Path::new(final_prefix).exists(),
         "DESTDIR was not honoured"

@@ -154,9 +154,11 @@ fn typed_array<T: HostElement>(
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let (i, array) = array_at(f, key)?;
         expect_elements(f, key, &array, T::TYPE)?;
-        let host = f.arrays[i]
-            .numbers
-            .get_or_init(|| T::wrap(array.to_vec::<T>().unwrap_or_default().into_boxed_slice()));
+        let host = f.arrays[i].numbers.get_or_init(|| {
+            Box::new(T::wrap(
+                array.to_vec::<T>().unwrap_or_default().into_boxed_slice(),
+            ))
+        });
         let elements = T::unwrap(host).unwrap_or_default();
         // SAFETY: `out_count` is NULL or valid for writes (the header's contract).
         unsafe { write_out(out_count, elements.len() as u64) };
@@ -185,9 +187,12 @@ pub unsafe extern "C" fn gguf_get_string_array(
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let (i, array) = array_at(f, key)?;
         expect_elements(f, key, &array, ValueType::String)?;
-        let strings = f.arrays[i]
-            .strings
-            .get_or_init(|| StringArray::build(&array, f.model.first().layout().len_size()));
+        let strings = f.arrays[i].strings.get_or_init(|| {
+            Box::new(StringArray::build(
+                &array,
+                f.model.first().layout().len_size(),
+            ))
+        });
         // SAFETY: `out_count` is NULL or valid for writes (the header's contract).
         unsafe { write_out(out_count, strings.ptrs.len() as u64) };
         // Mutable only to keep akunu's `const char **` signature; callers must not write.
@@ -223,7 +228,7 @@ pub unsafe extern "C" fn gguf_get_array_string(
                 starts.push(s.as_ptr() as usize - base);
             }
             starts.push(raw.len());
-            starts.into_boxed_slice()
+            Box::new(starts.into_boxed_slice())
         });
         let n = starts.len() - 1;
         let index_ok = usize::try_from(index).ok().filter(|&i| i < n);

@@ -1,86 +1,31 @@
 //! The handle's lazily filled, shared state: a write-once box (array caches) and an append-only
-//! list (upload plans), each built on atomic pointers.
+//! list (upload plans), both made of `once_cell::race::OnceBox`, with no unsafe code here.
 //!
 //! `std::sync::OnceLock` and `Mutex` would do, but their synchronisation lives in std's
 //! non-generic code, which ThreadSanitizer cannot see unless std itself is rebuilt
-//! instrumented; here every synchronising operation is compiled into this crate, so the
-//! concurrency test under TSan checks the real thing.
+//! instrumented. `OnceBox` is generic, so its atomics are compiled into this crate and the
+//! concurrency test under TSan (`make tsan`) checks the real thing. Racing first callers of
+//! `get_or_init` may each build a value; exactly one is published and every caller gets it.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+pub(crate) use once_cell::race::OnceBox;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A value built on first use. Racing first callers may each build one; exactly one is
-/// published and every caller gets that one.
-pub(crate) struct OnceBox<T> {
-    ptr: AtomicPtr<T>,
-}
-
-impl<T> Default for OnceBox<T> {
-    fn default() -> Self {
-        OnceBox {
-            ptr: AtomicPtr::new(std::ptr::null_mut()),
-        }
-    }
-}
-
-impl<T> OnceBox<T> {
-    /// The published value, building and publishing one with `build` if there is none yet.
-    pub fn get_or_init(&self, build: impl FnOnce() -> T) -> &T {
-        let current = self.ptr.load(Ordering::Acquire);
-        if !current.is_null() {
-            // SAFETY: a non-null pointer was published below from `Box::into_raw` and is only
-            // freed by `drop`, which cannot run while `&self` is borrowed.
-            return unsafe { &*current };
-        }
-        let fresh = Box::into_raw(Box::new(build()));
-        match self.ptr.compare_exchange(
-            std::ptr::null_mut(),
-            fresh,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            // SAFETY: `fresh` is now published and lives until `drop`, as above.
-            Ok(_) => unsafe { &*fresh },
-            Err(winner) => {
-                // SAFETY: `fresh` came from `Box::into_raw` above and was never published.
-                drop(unsafe { Box::from_raw(fresh) });
-                // SAFETY: `winner` is the published pointer, as above.
-                unsafe { &*winner }
-            }
-        }
-    }
-}
-
-impl<T> Drop for OnceBox<T> {
-    fn drop(&mut self) {
-        let published = *self.ptr.get_mut();
-        if !published.is_null() {
-            // SAFETY: the pointer came from `Box::into_raw` and `&mut self` proves no borrow of
-            // the value remains.
-            drop(unsafe { Box::from_raw(published) });
-        }
-    }
-}
-
-// SAFETY: the cell hands out `&T` to any thread and drops `T` on the dropping thread: that is
-// exactly what `Sync + Send` on `T` permit.
-unsafe impl<T: Send + Sync> Sync for OnceBox<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Send for OnceBox<T> {}
+/// Bucket `k` holds `2^k` slots: 64 buckets have room for more values than a `usize` counts.
+const BUCKETS: usize = usize::BITS as usize;
 
 /// A list that only grows: each pushed value stays at its address until the list is dropped.
+/// Value `i` lives in bucket `floor(log2(i + 1))`; a bucket is allocated when first reached and
+/// never moves, and each slot is written once.
 pub(crate) struct AppendList<T> {
-    head: AtomicPtr<Node<T>>,
-}
-
-struct Node<T> {
-    value: T,
-    next: *mut Node<T>,
+    len: AtomicUsize,
+    buckets: [OnceBox<Box<[OnceBox<T>]>>; BUCKETS],
 }
 
 impl<T> Default for AppendList<T> {
     fn default() -> Self {
         AppendList {
-            head: AtomicPtr::new(std::ptr::null_mut()),
+            len: AtomicUsize::new(0),
+            buckets: std::array::from_fn(|_| OnceBox::new()),
         }
     }
 }
@@ -88,42 +33,16 @@ impl<T> Default for AppendList<T> {
 impl<T> AppendList<T> {
     /// Adds `value` and returns it where it will stay.
     pub fn push(&self, value: T) -> &T {
-        let node = Box::into_raw(Box::new(Node {
-            value,
-            next: std::ptr::null_mut(),
-        }));
-        let mut head = self.head.load(Ordering::Acquire);
-        loop {
-            // SAFETY: `node` is ours alone until the exchange below publishes it.
-            unsafe { (*node).next = head };
-            match self
-                .head
-                .compare_exchange_weak(head, node, Ordering::AcqRel, Ordering::Acquire)
-            {
-                // SAFETY: published nodes live until `drop`, which `&self` keeps away.
-                Ok(_) => return unsafe { &(*node).value },
-                Err(current) => head = current,
-            }
-        }
+        // Only uniqueness matters here: the value is published by its slot's `OnceBox`.
+        let index = self.len.fetch_add(1, Ordering::Relaxed);
+        let bucket = (usize::BITS - 1 - (index + 1).leading_zeros()) as usize;
+        let first = (1usize << bucket) - 1;
+        let slots = self.buckets[bucket]
+            .get_or_init(|| Box::new((0..=first).map(|_| OnceBox::new()).collect()));
+        // The index is this call's alone, so the slot is empty and `value` is what it gets.
+        slots[index - first].get_or_init(|| Box::new(value))
     }
 }
-
-impl<T> Drop for AppendList<T> {
-    fn drop(&mut self) {
-        let mut node = *self.head.get_mut();
-        while !node.is_null() {
-            // SAFETY: every node came from `Box::into_raw` in `push`, is reachable once, and
-            // `&mut self` proves no reference into the list remains.
-            let boxed = unsafe { Box::from_raw(node) };
-            node = boxed.next;
-        }
-    }
-}
-
-// SAFETY: as for `OnceBox`: values are handed out as `&T` and dropped by the list's owner.
-unsafe impl<T: Send + Sync> Sync for AppendList<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Send for AppendList<T> {}
 
 #[cfg(test)]
 mod tests {
@@ -131,19 +50,19 @@ mod tests {
 
     #[test]
     fn builds_once_and_returns_the_same_value() {
-        let cell = OnceBox::default();
-        let a = cell.get_or_init(|| vec![1, 2, 3]) as *const Vec<i32>;
+        let cell = OnceBox::new();
+        let a = cell.get_or_init(|| Box::new(vec![1, 2, 3])) as *const Vec<i32>;
         let b = cell.get_or_init(|| unreachable!("already built")) as *const Vec<i32>;
         assert_eq!(a, b);
     }
 
     #[test]
     fn racing_threads_all_get_the_published_value() {
-        let cell = OnceBox::default();
+        let cell = OnceBox::new();
         let seen: Vec<usize> = std::thread::scope(|s| {
             let cell = &cell;
             let threads: Vec<_> = (0..8)
-                .map(|i| s.spawn(move || cell.get_or_init(|| i) as *const i32 as usize))
+                .map(|i| s.spawn(move || cell.get_or_init(|| Box::new(i)) as *const i32 as usize))
                 .collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
@@ -153,12 +72,41 @@ mod tests {
     #[test]
     fn appended_values_stay_put() {
         let list = AppendList::default();
-        let values: Vec<*const String> = (0..100)
-            .map(|i| list.push(format!("value {i}")) as *const String)
-            .collect();
+        // Held across later pushes, which fill seven buckets.
+        let values: Vec<&String> = (0..100).map(|i| list.push(format!("value {i}"))).collect();
         for (i, v) in values.iter().enumerate() {
-            // SAFETY: the list is alive and never moves its values.
-            assert_eq!(unsafe { &**v }, &format!("value {i}"));
+            assert_eq!(**v, format!("value {i}"));
         }
+        let mut addresses: Vec<*const String> = values.iter().map(|v| *v as *const _).collect();
+        addresses.sort();
+        addresses.dedup();
+        assert_eq!(addresses.len(), 100);
+    }
+
+    #[test]
+    fn racing_pushes_each_keep_their_value() {
+        let list = AppendList::default();
+        let pushed: Vec<Vec<(usize, &usize)>> = std::thread::scope(|s| {
+            let list = &list;
+            let threads: Vec<_> = (0..8)
+                .map(|t| {
+                    s.spawn(move || {
+                        (0..200)
+                            .map(|i| (t * 1000 + i, list.push(t * 1000 + i)))
+                            .collect()
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let mut addresses = Vec::new();
+        for (want, got) in pushed.iter().flatten() {
+            assert_eq!(want, *got);
+            addresses.push(*got as *const usize);
+        }
+        addresses.sort();
+        addresses.dedup();
+        assert_eq!(addresses.len(), 8 * 200);
+        assert_eq!(list.len.load(Ordering::Relaxed), 8 * 200);
     }
 }

@@ -1,4 +1,5 @@
-//! The C API, declared in `include/gguf.h` (generated from these files by cbindgen).
+//! The C API, declared in `include/gguf.h` (generated from these files by cbindgen) and documented
+//! there; hidden from the Rust documentation (`#[doc(hidden)]` in lib.rs), which is the Rust API's.
 //!
 //! Every function here follows one contract: pointer arguments are NULL-checked, panics are caught
 //! (none unwinds into C), failure returns the value the header documents and records why in a
