@@ -106,9 +106,9 @@ def open(
     ``PermissionError``, ``IsADirectoryError``, ... with ``errno`` and ``filename``). A NUL
     byte in ``path`` raises ``ValueError``.
     """
+    lib = _native.load()
     raw = _convert.path(path)
     _refuse_unopenable(raw, os.fspath(path))
-    lib = _native.load()
     flags = (
         (_native.OPEN_FLAG_POPULATE if populate else 0)
         | (_native.OPEN_FLAG_LOCK if lock else 0)
