@@ -55,7 +55,21 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-class ValueType(enum.IntEnum):
+class _NamedIntEnum(enum.IntEnum):
+    """An ``IntEnum`` that prints as its name, ``ValueType.UINT32``: since Python 3.11
+    ``str()`` and f-strings of an ``IntEnum`` give the bare number. Numeric formats (``f"{t:d}"``,
+    ``:x``) still give the number, and ``int(t)`` and comparisons with ints are unchanged."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __format__(self, spec: str) -> str:
+        if spec and spec[-1] in "bcdoxXneEfFgG%":
+            return int.__format__(int(self), spec)
+        return format(str(self), spec)
+
+
+class ValueType(_NamedIntEnum):
     """The type of a metadata value (``GGUFValueType``)."""
 
     UINT8 = 0
@@ -73,7 +87,7 @@ class ValueType(enum.IntEnum):
     FLOAT64 = 12
 
 
-class DataType(enum.IntEnum):
+class DataType(_NamedIntEnum):
     """The data type of a tensor (``GGUFDataType``, ggml's ``ggml_type``)."""
 
     F32 = 0
@@ -113,7 +127,7 @@ class DataType(enum.IntEnum):
     Q2_0 = 42
 
 
-class ErrorCode(enum.IntEnum):
+class ErrorCode(_NamedIntEnum):
     """Why an operation failed (``GGUFErrorCode``); the numbers are stable."""
 
     NONE = 0
@@ -149,14 +163,14 @@ class ErrorCode(enum.IntEnum):
     SHARD_MISMATCH = 40
 
 
-class ByteOrder(enum.IntEnum):
+class ByteOrder(_NamedIntEnum):
     """Byte order of a file's numbers (``GGUFByteOrder``)."""
 
     LITTLE = 0
     BIG = 1
 
 
-class Paging(enum.IntEnum):
+class Paging(_NamedIntEnum):
     """Paging advice for mapped bytes (``GGUFPaging``, ``madvise``)."""
 
     NORMAL = 0

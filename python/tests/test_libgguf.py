@@ -624,6 +624,25 @@ class Behaviour(unittest.TestCase):
                 f.plan_upload(1 << 20, page_size=3)
             self.assertEqual(cm.exception.code, ErrorCode.INVALID_ARGUMENT)
 
+    def test_enums_print_as_names(self):
+        for cls in (ValueType, DataType, ErrorCode, libgguf.ByteOrder, libgguf.Paging):
+            for member in cls:
+                with self.subTest(member=member.name):
+                    want = f"{cls.__name__}.{member.name}"
+                    self.assertEqual(str(member), want)
+                    self.assertEqual(f"{member}", want)
+                    self.assertEqual("%s" % member, want)
+                    self.assertEqual(f"{member:>30}", want.rjust(30))
+                    # Still numbers where a number is asked for.
+                    self.assertEqual(f"{member:d}", str(int(member)))
+                    self.assertEqual("%d" % member, str(int(member)))
+                    self.assertEqual(member, int(member))
+        with libgguf.open(SAMPLE) as f:
+            self.assertEqual(str(f.metadata.type("llama.block_count")), "ValueType.UINT32")
+            self.assertEqual(str(f.tensor("output_norm.weight").dtype), "DataType.F32")
+            self.assertIn("element_type=<ValueType.STRING: 8>",
+                          repr(f.metadata.field("tokenizer.ggml.tokens")))
+
     def test_plan_upload(self):
         with libgguf.open(SAMPLE) as f:
             tensors = f.tensors
