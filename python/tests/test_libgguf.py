@@ -1184,6 +1184,32 @@ class Boundary(unittest.TestCase):
 
 
 class Packaging(unittest.TestCase):
+    def test_distribution_name(self):
+        """The distribution is published as libgguf-zerocopy: "libgguf" on PyPI is another
+        project, which `pip install libgguf` would fetch. The import name is libgguf."""
+        try:
+            import setuptools  # noqa: F401
+        except ImportError:
+            self.skipTest("setuptools is not installed in this interpreter")
+        out = tempfile.mkdtemp(prefix="libgguf-py-meta-")
+        try:
+            proc = subprocess.run(
+                [sys.executable, "setup.py", "-q", "egg_info", "--egg-base", out],
+                cwd=os.path.join(REPO, "python"), capture_output=True, text=True,
+            )
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            (info,) = [d for d in os.listdir(out) if d.endswith(".egg-info")]
+            with open(os.path.join(out, info, "PKG-INFO"), encoding="utf-8") as fh:
+                fields = dict(
+                    line.split(": ", 1) for line in fh.read().splitlines() if ": " in line
+                )
+            self.assertEqual(fields["Name"], "libgguf-zerocopy")
+            self.assertEqual(fields["Version"], libgguf.__version__)
+            with open(os.path.join(out, info, "top_level.txt"), encoding="utf-8") as fh:
+                self.assertEqual(fh.read().split(), ["libgguf"])
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
     def test_bundled_library(self):
         """setup.py's build step copies the library into the package, and the package then
         finds it without LIBGGUF_PATH."""
