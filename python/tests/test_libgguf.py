@@ -643,6 +643,46 @@ class Behaviour(unittest.TestCase):
             self.assertIn("element_type=<ValueType.STRING: 8>",
                           repr(f.metadata.field("tokenizer.ggml.tokens")))
 
+    def test_readme_examples(self):
+        """The Python code of README.md's Python section and of python/README.md runs, with
+        the bundled sample as "model.gguf", and does what it says."""
+        blocks = []
+        for readme, section in (("README.md", "## Using it from Python"),
+                                (os.path.join("python", "README.md"), None)):
+            text = read_bytes(os.path.join(REPO, readme)).decode("utf-8")
+            if section is not None:
+                text = text[text.index(section) :]
+                text = text[: text.index("\n## ", len(section))]
+            found = [b.split("\n```", 1)[0] for b in text.split("```python\n")[1:]]
+            self.assertTrue(found, f"no Python example in {readme}")
+            blocks.append(found)
+        tmp = tempfile.mkdtemp(prefix="libgguf-py-readme-")
+        cwd = os.getcwd()
+        try:
+            shutil.copyfile(SAMPLE, os.path.join(tmp, "model.gguf"))
+            os.chdir(tmp)
+            import contextlib
+            import io
+
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                for found in blocks:
+                    namespace = {}  # one per README: its blocks follow on from each other
+                    for block in found:
+                        exec(compile(block, "README", "exec"), namespace)
+            self.assertIn("ValueType.UINT32", out.getvalue())
+            with libgguf.open("new.gguf") as f:
+                self.assertEqual(f.metadata["llama.block_count"], 2)
+                self.assertEqual(f.tensor("token_embd.weight").shape, (4, 8))
+            with libgguf.open("renamed.gguf") as f, libgguf.open(SAMPLE) as g:
+                self.assertEqual(f.metadata["general.name"], "renamed")
+                self.assertEqual(len(f.metadata), len(g.metadata))
+                self.assertEqual([t.data.tobytes() for t in f.tensors],
+                                 [t.data.tobytes() for t in g.tensors])
+        finally:
+            os.chdir(cwd)
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_plan_upload(self):
         with libgguf.open(SAMPLE) as f:
             tensors = f.tensors
