@@ -10,7 +10,7 @@ import stat
 import struct
 import weakref
 from collections.abc import Mapping
-from ctypes import byref, c_char_p, c_uint64
+from ctypes import byref, c_uint64, c_void_p
 from typing import Any, Iterator, NamedTuple
 
 from . import _convert, _native
@@ -525,22 +525,35 @@ class Metadata(Mapping):
         n = n.value
         if n == 0:
             return []
-        items = (c_char_p * n).from_address(addr)[:]  # cut at the first NUL, if any
+        # The handle's copy is one block: the strings in order, each followed by a NUL, from
+        # the first pointer on (gguf_get_string_array's documented layout). Each length field
+        # of the file became one NUL, which gives the block's size; read whole, decoded once
+        # and split, it yields the list without one bytes object per string.
         length_field = 4 if self._file.version == 1 else 8
-        if sum(map(len, items)) + n * length_field != kv.array_bytes:
-            # Some string holds a NUL byte: take every one whole, zero-copy from the mapping.
-            items = []
-            out_len = c_uint64()
-            for j in range(n):
-                p = h.lib.gguf_get_array_string(h.ptr, self._raw[i], j, byref(out_len))
-                if not p:
-                    raise h.lib.error()
-                items.append(ctypes.string_at(p, out_len.value))
-            return [_text(b) for b in items]
-        try:  # no string holds a NUL: decode them all at once
-            return b"\0".join(items).decode("utf-8").split("\0")
-        except UnicodeDecodeError:
-            return [_text(b) for b in items]
+        size = kv.array_bytes - n * (length_field - 1)
+        ptr = ctypes.sizeof(c_void_p)
+        first = c_void_p.from_address(addr).value
+        last = c_void_p.from_address(addr + (n - 1) * ptr).value
+        packed = ctypes.string_at(first, size)
+        # As many NULs as strings, and the last string where the block says: no string holds
+        # a NUL byte of its own (those are taken whole below).
+        start = last - first
+        if 0 <= start < size and packed.count(0) == n and packed.index(0, start) == size - 1:
+            try:
+                items = packed.decode("utf-8").split("\0")
+            except UnicodeDecodeError:  # some string is not UTF-8: that one stays bytes
+                items = [_text(b) for b in packed.split(b"\0")]
+            items.pop()  # what follows the last NUL
+            return items
+        # Some string holds a NUL byte: take every one whole, zero-copy from the mapping.
+        items = []
+        out_len = c_uint64()
+        for j in range(n):
+            p = h.lib.gguf_get_array_string(h.ptr, self._raw[i], j, byref(out_len))
+            if not p:
+                raise h.lib.error()
+            items.append(ctypes.string_at(p, out_len.value))
+        return [_text(b) for b in items]
 
     def _nested(self, kv: GGUFMetadataKV) -> list:
         data = ctypes.string_at(kv.array_data, kv.array_bytes) if kv.array_bytes else b""

@@ -859,6 +859,35 @@ class Writing(Compare):
                 del held
                 gc.collect()
 
+    def test_string_arrays(self):
+        """String arrays decoded in bulk (one block from the C library, split) and exactly
+        (strings holding NUL bytes), in every version (v1 has 32-bit lengths) and byte order."""
+        cases = {
+            "vocab": [f"▁tok{i}" if i % 3 else f"t{i}" for i in range(5000)],
+            "ascii": ["a", "bc", "", "def"],
+            "empties": ["", "", ""],
+            "one_empty": [""],
+            "last_empty": ["x", ""],
+            "nul": ["a\0b", "", "\0", "c"],
+            "nul_last": ["a", "b\0"],
+            "not_utf8": [b"\xff", "ok", b"\x80\x81", "▁"],
+            "both": [b"\xff\0", "x"],
+            "empty_array": [],
+        }
+        for version in (1, 2, 3):
+            for big in (False, True):
+                path = os.path.join(self.dir, f"s{version}{big}.gguf")
+                with libgguf.Writer(version=version, byte_order="big" if big else "little") as w:
+                    for k, v in cases.items():
+                        w.set_array(k, v, ValueType.STRING)
+                    w.write_file(path)
+                with self.subTest(version=version, big=big), libgguf.open(path) as f:
+                    for k, v in cases.items():
+                        want = [text(x) if isinstance(x, bytes) else x for x in v]
+                        self.assertTrue(same(f.metadata[k], want), k)
+                        for j in (0, len(v) // 2, len(v) - 1) if v else ():
+                            self.assertTrue(same(f.metadata.array_string(k, j), want[j]), k)
+
     def test_writer_errors(self):
         w = libgguf.Writer()
         with self.assertRaises(GGUFError) as cm:
