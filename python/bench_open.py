@@ -8,6 +8,11 @@ decoded); the handle is closed outside the timed region. Reference: `gguf.GGUFRe
 which parses every field (arrays included) and the tensor table while opening (at most 5 rounds:
 it takes seconds on a 262144-token vocabulary). Also shown, for
 libgguf: the tensor list, and the first (bulk) decoding of `tokenizer.ggml.tokens` when present.
+
+The vocabulary as Python strings is also measured against the C call it starts with, side by
+side (alternating rounds, each on a freshly opened file, open and close untimed): the C call is
+the first `gguf_get_string_array` through ctypes (it builds the handle's copy of the strings);
+the Python side is the first `f.metadata["tokenizer.ggml.tokens"]` (that call, then the list).
 Run from the repository root with `PYTHONPATH=python` (or with the package installed); the
 reference needs `pip install gguf` (the repository's .venv has it).
 """
@@ -31,6 +36,17 @@ def median_seconds(fn, rounds: int) -> float:
         if after is not None:
             after()
     return statistics.median(times)
+
+
+def side_by_side(fns: dict, rounds: int) -> dict:
+    """Each function returns the seconds it measured itself; rounds alternate between them.
+    Returns name -> (min, median)."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            gc.collect()
+            times[name].append(fn())
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
 def fmt(seconds: float) -> str:
@@ -89,6 +105,7 @@ def main(argv: list[str]) -> int:
     print(f"libgguf.open + keys + tensor list          {fmt(median_seconds(libgguf_open_tensors, rounds))}")
     if has_tokens:
         print(f"libgguf.open + decode tokenizer.ggml.tokens {fmt(median_seconds(libgguf_tokens, rounds))}")
+        vocab_side_by_side(libgguf, path, max(rounds, 21))
     if GGUFReader is None:
         print("gguf.GGUFReader: not installed (pip install gguf)")
         return 0
@@ -97,6 +114,40 @@ def main(argv: list[str]) -> int:
     print(f"gguf.GGUFReader(path) ({ref_rounds} rounds)           {fmt(ref)}")
     print(f"ratio (GGUFReader / libgguf.open)          {ref / ours:9.1f}x")
     return 0
+
+
+def vocab_side_by_side(libgguf, path: str, rounds: int) -> None:
+    import ctypes
+
+    key = "tokenizer.ggml.tokens"
+
+    def c_call():
+        f = libgguf.open(path)
+        h = f._core.h
+        n = ctypes.c_uint64()
+        t0 = time.perf_counter()
+        ok = h.lib.gguf_get_string_array(h.ptr, key.encode(), ctypes.byref(n))
+        t = time.perf_counter() - t0
+        assert ok
+        f.close()
+        return t
+
+    def python_list():
+        f = libgguf.open(path)
+        m = f.metadata
+        t0 = time.perf_counter()
+        tokens = m[key]
+        t = time.perf_counter() - t0
+        assert len(tokens) == m.field(key).length
+        f.close()
+        return t
+
+    r = side_by_side({"c": c_call, "py": python_list}, rounds)
+    (c_min, c_med), (p_min, p_med) = r["c"], r["py"]
+    print(f"vocabulary, {rounds} alternating rounds (min / median):")
+    print(f"  gguf_get_string_array (C, via ctypes)    {fmt(c_min)} / {fmt(c_med).strip()}")
+    print(f"  metadata[{key!r}] {fmt(p_min)} / {fmt(p_med).strip()}")
+    print(f"  ratio Python list / C call               {p_min / c_min:9.2f}x / {p_med / c_med:.2f}x")
 
 
 if __name__ == "__main__":

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import os
+import stat
 import struct
 import weakref
 from collections.abc import Mapping
-from ctypes import byref, c_char_p, c_uint64
+from ctypes import byref, c_uint64, c_void_p
 from typing import Any, Iterator, NamedTuple
 
-from . import _native
+from . import _convert, _native
 from ._buffer import Pin, readonly_view
+from ._convert import STRUCT
 from ._native import (
     ARRAY_GETTERS,
     NO_VIEW,
@@ -98,19 +101,54 @@ def open(
     memory instead of mapping it, ``single_shard`` opens one shard of a split model
     (``name-00002-of-00005.gguf``) alone; by default every shard is opened and the file presents
     the whole model. Raises :class:`GGUFError` (with the code, byte offset and message) when the
-    file cannot be opened or breaks a rule.
+    file cannot be opened or breaks a rule; when it cannot be opened at all, the error is also
+    the ``OSError`` Python's ``open`` would raise (:class:`GGUFOSError`: ``FileNotFoundError``,
+    ``PermissionError``, ``IsADirectoryError``, ... with ``errno`` and ``filename``). A NUL
+    byte in ``path`` raises ``ValueError``.
     """
     lib = _native.load()
+    raw = _convert.path(path)
+    _refuse_unopenable(raw, os.fspath(path))
     flags = (
         (_native.OPEN_FLAG_POPULATE if populate else 0)
         | (_native.OPEN_FLAG_LOCK if lock else 0)
         | (_native.OPEN_FLAG_READ if read else 0)
         | (_native.OPEN_FLAG_SINGLE_SHARD if single_shard else 0)
     )
-    ptr = lib.gguf_open_ex(os.fsencode(path), flags)
+    ptr = lib.gguf_open_ex(raw, flags)
     if not ptr:
         raise lib.error()
     return GGUFFile(_Handle(lib, ptr, None), os.fspath(path))
+
+
+_PROBE_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block here (the library refuses it)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _refuse_unopenable(raw: bytes, filename: Any) -> None:
+    """Raises the :class:`GGUFOSError` for a path that cannot be opened for reading, or that
+    names a directory.
+
+    The C API reports such failures as code ``IO`` with a message, without ``errno``; so the
+    path is opened here first, and the errno is that of this very ``open(2)``, never a guess
+    made after the library's failure (the file could have changed in between). A path that
+    passes goes to the library, which opens it again; if it vanishes in between, the library's
+    own ``IO`` error is raised (a :class:`GGUFError`, not an ``OSError``)."""
+    try:
+        fd = os.open(raw, _PROBE_FLAGS)
+    except OSError as e:
+        raise _native.os_error(e, raw, filename) from None
+    try:
+        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if is_dir:  # open(2) lets a directory be opened for reading
+        e = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        raise _native.os_error(e, raw, filename)
 
 
 def open_memory(buffer: Any) -> "GGUFFile":
@@ -215,19 +253,6 @@ class UploadPlan(NamedTuple):
 
 _UNSIGNED_SMALL = (ValueType.UINT8, ValueType.UINT16, ValueType.UINT32)
 _SIGNED_SMALL = (ValueType.INT8, ValueType.INT16, ValueType.INT32)
-_STRUCT = {
-    ValueType.UINT8: "B",
-    ValueType.INT8: "b",
-    ValueType.UINT16: "H",
-    ValueType.INT16: "h",
-    ValueType.UINT32: "I",
-    ValueType.INT32: "i",
-    ValueType.FLOAT32: "f",
-    ValueType.BOOL: "?",
-    ValueType.UINT64: "Q",
-    ValueType.INT64: "q",
-    ValueType.FLOAT64: "d",
-}
 _NUMPY_ELEMENTS = {
     ValueType.UINT8: "u1",
     ValueType.INT8: "i1",
@@ -300,7 +325,7 @@ class _RawArrays:
                 items, pos = self.elements(pos + 4 + self.count_size, inner, count)
                 out.append(items)
             return out, pos
-        fmt = f"{e}{n}{_STRUCT[ValueType(elem)]}"
+        fmt = f"{e}{n}{STRUCT[ValueType(elem)]}"
         return list(struct.unpack_from(fmt, data, pos)), pos + struct.calcsize(fmt)
 
 
@@ -392,23 +417,37 @@ class Metadata(Mapping):
     def numpy(self, key: str | bytes):
         """The numeric or BOOL array under ``key`` as a read-only numpy array without copying:
         it shares the C library's decoded copy (host byte order), which lives as long as the
-        file's handle (see :attr:`Tensor.data`). Raises ``TypeError`` for other values."""
+        file's handle (see :attr:`Tensor.data`). Raises ``TypeError`` for other values.
+
+        For a key holding a NUL byte (which the C getters, taking C strings, cannot name), the
+        array is a view of the file's own bytes instead, in the file's byte order."""
         np = _numpy()
         i = self._index(key)
         kv = self._kv(i)
         if kv.type != ValueType.ARRAY or kv.array_type not in ARRAY_GETTERS:
             raise TypeError(f"libgguf: {key!r} is not an array of numbers or booleans")
         h = self._file._handle()
-        addr, n = self._typed(h, i, kv.array_type)
-        size = n * np.dtype(_NUMPY_ELEMENTS[kv.array_type]).itemsize
+        if b"\0" in self._raw[i]:
+            order = ">" if self._file.byte_order == "big" else "<"
+            addr, n = kv.array_data, kv.array_len
+        else:
+            order = "="
+            addr, n = self._typed(h, i, kv.array_type)
+        dt = np.dtype(order + _NUMPY_ELEMENTS[kv.array_type])
+        size = n * dt.itemsize
         buf = readonly_view(h, addr, size) if size else memoryview(b"")
-        return np.frombuffer(buf, dtype="=" + _NUMPY_ELEMENTS[kv.array_type], count=n)
+        return np.frombuffer(buf, dtype=dt, count=n)
 
     def array_string(self, key: str | bytes, index: int) -> str | bytes:
         """Element ``index`` of the string array under ``key``, without decoding the rest
-        (``gguf_get_array_string``, O(1) after the first call)."""
+        (``gguf_get_array_string``, O(1) after the first call). ``index`` is an integer from 0;
+        past the end raises :class:`GGUFError` (``INVALID_ARGUMENT``), a negative one or one
+        beyond 64 bits ``OverflowError``."""
         i = self._index(key)
+        index = _convert.u64(index, "a string index")
         h = self._file._handle()
+        if b"\0" in self._raw[i]:
+            return self._nul_key_string(i, index)
         n = c_uint64()
         addr = h.lib.gguf_get_array_string(h.ptr, self._raw[i], index, byref(n))
         if not addr:
@@ -427,6 +466,25 @@ class Metadata(Mapping):
             raise KeyError(key) from None
         except TypeError:
             raise KeyError(key) from None
+
+    def _nul_key_string(self, i: int, index: int) -> str | bytes:
+        """:meth:`array_string` for a key the C getter cannot name (it holds a NUL byte), with
+        the C getter's refusals."""
+        kv = self._kv(i)
+        shown = repr(_text(self._raw[i]))
+        if kv.type != ValueType.ARRAY or kv.array_type != ValueType.STRING:
+            what = ValueType(kv.array_type if kv.type == ValueType.ARRAY else kv.type).name
+            raise GGUFError(
+                _native.ErrorCode.WRONG_TYPE, None, f"gguf: key {shown} holds {what}, not STRING"
+            )
+        values = self._array(i, kv)
+        if index >= len(values):
+            raise GGUFError(
+                _native.ErrorCode.INVALID_ARGUMENT,
+                None,
+                f"gguf: string index {index} is past the end ({len(values)} strings)",
+            )
+        return values[index]
 
     def _kv(self, i: int) -> GGUFMetadataKV:
         self._file._handle()  # raises if closed
@@ -467,22 +525,35 @@ class Metadata(Mapping):
         n = n.value
         if n == 0:
             return []
-        items = (c_char_p * n).from_address(addr)[:]  # cut at the first NUL, if any
+        # The handle's copy is one block: the strings in order, each followed by a NUL, from
+        # the first pointer on (gguf_get_string_array's documented layout). Each length field
+        # of the file became one NUL, which gives the block's size; read whole, decoded once
+        # and split, it yields the list without one bytes object per string.
         length_field = 4 if self._file.version == 1 else 8
-        if sum(map(len, items)) + n * length_field != kv.array_bytes:
-            # Some string holds a NUL byte: take every one whole, zero-copy from the mapping.
-            items = []
-            out_len = c_uint64()
-            for j in range(n):
-                p = h.lib.gguf_get_array_string(h.ptr, self._raw[i], j, byref(out_len))
-                if not p:
-                    raise h.lib.error()
-                items.append(ctypes.string_at(p, out_len.value))
-            return [_text(b) for b in items]
-        try:  # no string holds a NUL: decode them all at once
-            return b"\0".join(items).decode("utf-8").split("\0")
-        except UnicodeDecodeError:
-            return [_text(b) for b in items]
+        size = kv.array_bytes - n * (length_field - 1)
+        ptr = ctypes.sizeof(c_void_p)
+        first = c_void_p.from_address(addr).value
+        last = c_void_p.from_address(addr + (n - 1) * ptr).value
+        packed = ctypes.string_at(first, size)
+        # As many NULs as strings, and the last string where the block says: no string holds
+        # a NUL byte of its own (those are taken whole below).
+        start = last - first
+        if 0 <= start < size and packed.count(0) == n and packed.index(0, start) == size - 1:
+            try:
+                items = packed.decode("utf-8").split("\0")
+            except UnicodeDecodeError:  # some string is not UTF-8: that one stays bytes
+                items = [_text(b) for b in packed.split(b"\0")]
+            items.pop()  # what follows the last NUL
+            return items
+        # Some string holds a NUL byte: take every one whole, zero-copy from the mapping.
+        items = []
+        out_len = c_uint64()
+        for j in range(n):
+            p = h.lib.gguf_get_array_string(h.ptr, self._raw[i], j, byref(out_len))
+            if not p:
+                raise h.lib.error()
+            items.append(ctypes.string_at(p, out_len.value))
+        return [_text(b) for b in items]
 
     def _nested(self, kv: GGUFMetadataKV) -> list:
         data = ctypes.string_at(kv.array_data, kv.array_bytes) if kv.array_bytes else b""
@@ -597,8 +668,9 @@ class Tensor:
 
     def advise(self, advice: int) -> None:
         """Paging advice for the tensor's pages (``madvise``): a :class:`Paging` value."""
+        advice = _convert.u32(advice, "paging advice")
         h = self._file._handle()
-        if not h.lib.gguf_advise_tensor(h.ptr, self._addr, int(advice)):
+        if not h.lib.gguf_advise_tensor(h.ptr, self._addr, advice):
             raise h.lib.error()
 
     def _data_address(self) -> int:
@@ -777,17 +849,16 @@ class GGUFFile:
         return list(self._tensors)
 
     def tensor(self, name: str | bytes) -> Tensor:
-        """The tensor named ``name``; raises :class:`GGUFError` (code ``NOT_FOUND``) if there is
-        none."""
+        """The tensor named ``name`` (``str``, or ``bytes`` for a name that is not UTF-8),
+        compared whole: a NUL byte in ``name`` is part of it. Raises :class:`GGUFError` (code
+        ``NOT_FOUND``) if there is none, ``TypeError`` for a name of another type."""
+        raw = _convert.name_bytes(name, "tensor name")
         h = self._handle()
         if self._by_name is None:
             self._by_name = {t.name: t for t in self.tensors}
-        t = self._by_name.get(name)
-        if t is None and isinstance(name, bytes):
-            t = self._by_name.get(_text(name))
+        t = self._by_name.get(_text(raw))
         if t is not None:
             return t
-        raw = name.encode("utf-8") if isinstance(name, str) else bytes(name)
         if b"\0" not in raw and not h.lib.gguf_get_tensor(h.ptr, raw):
             raise h.lib.error()  # NOT_FOUND, with the library's message
         raise GGUFError(_native.ErrorCode.NOT_FOUND, None, f"gguf: no tensor named {name!r}")
@@ -824,8 +895,10 @@ class GGUFFile:
         """Plans the upload of every tensor's data (``gguf_plan_upload``): page-aligned views of
         at most ``max_view_size`` bytes (``None``: no limit) such that every tensor lies wholly
         inside one. ``page_size`` is a power of two, or 0 for the system's."""
-        h = self._handle()
         limit = UINT64_MAX if max_view_size is None else max_view_size
+        limit = _convert.u64(limit, "max_view_size")
+        page_size = _convert.u64(page_size, "page_size")
+        h = self._handle()
         addr = h.lib.gguf_plan_upload(h.ptr, limit, page_size)
         if not addr:
             raise h.lib.error()
@@ -844,6 +917,7 @@ class GGUFFile:
 
     def advise(self, advice: int) -> None:
         """Paging advice for the whole data section of every shard (``gguf_advise_data``)."""
+        advice = _convert.u32(advice, "paging advice")
         h = self._handle()
-        if not h.lib.gguf_advise_data(h.ptr, int(advice)):
+        if not h.lib.gguf_advise_data(h.ptr, advice):
             raise h.lib.error()

@@ -37,6 +37,11 @@ __all__ = [
     "DataType",
     "ErrorCode",
     "GGUFError",
+    "GGUFFileNotFoundError",
+    "GGUFIsADirectoryError",
+    "GGUFNotADirectoryError",
+    "GGUFOSError",
+    "GGUFPermissionError",
     "LibraryNotFoundError",
     "Paging",
     "ValueType",
@@ -50,7 +55,21 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-class ValueType(enum.IntEnum):
+class _NamedIntEnum(enum.IntEnum):
+    """An ``IntEnum`` that prints as its name, ``ValueType.UINT32``: since Python 3.11
+    ``str()`` and f-strings of an ``IntEnum`` give the bare number. Numeric formats (``f"{t:d}"``,
+    ``:x``) still give the number, and ``int(t)`` and comparisons with ints are unchanged."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __format__(self, spec: str) -> str:
+        if spec and spec[-1] in "bcdoxXneEfFgG%":
+            return int.__format__(int(self), spec)
+        return format(str(self), spec)
+
+
+class ValueType(_NamedIntEnum):
     """The type of a metadata value (``GGUFValueType``)."""
 
     UINT8 = 0
@@ -68,7 +87,7 @@ class ValueType(enum.IntEnum):
     FLOAT64 = 12
 
 
-class DataType(enum.IntEnum):
+class DataType(_NamedIntEnum):
     """The data type of a tensor (``GGUFDataType``, ggml's ``ggml_type``)."""
 
     F32 = 0
@@ -108,7 +127,7 @@ class DataType(enum.IntEnum):
     Q2_0 = 42
 
 
-class ErrorCode(enum.IntEnum):
+class ErrorCode(_NamedIntEnum):
     """Why an operation failed (``GGUFErrorCode``); the numbers are stable."""
 
     NONE = 0
@@ -144,14 +163,14 @@ class ErrorCode(enum.IntEnum):
     SHARD_MISMATCH = 40
 
 
-class ByteOrder(enum.IntEnum):
+class ByteOrder(_NamedIntEnum):
     """Byte order of a file's numbers (``GGUFByteOrder``)."""
 
     LITTLE = 0
     BIG = 1
 
 
-class Paging(enum.IntEnum):
+class Paging(_NamedIntEnum):
     """Paging advice for mapped bytes (``GGUFPaging``, ``madvise``)."""
 
     NORMAL = 0
@@ -194,6 +213,84 @@ class GGUFError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class GGUFOSError(GGUFError, OSError):
+    """A file could not be opened: a :class:`GGUFError` (code ``IO``) that is also the
+    ``OSError`` Python's own ``open`` raises for the same path, with ``errno``, ``strerror``
+    and ``filename`` (the path as given, ``os.fspath`` of a path-like object). The subclasses
+    are also the matching built-in ``OSError`` subclasses: ``FileNotFoundError``,
+    ``PermissionError``, ``IsADirectoryError``, ``NotADirectoryError``."""
+
+    def __init__(
+        self,
+        code: int,
+        offset: int | None,
+        message: str,
+        errno: int | None = None,
+        strerror: str | None = None,
+        filename: object = None,
+    ):
+        # OSError.__init__ (reached through GGUFError's) reads (code, offset, message) as
+        # (errno, strerror, filename) and keeps two in args: every field is set again below.
+        GGUFError.__init__(self, code, offset, message)
+        self.args = (self.code, offset, message)
+        self.errno = errno
+        self.strerror = strerror
+        self.filename = filename
+
+    def __reduce__(self):  # OSError's would rebuild it from (errno, strerror, filename)
+        args = (self.code, self.offset, self.message, self.errno, self.strerror, self.filename)
+        return type(self), args, self.__dict__ or None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class GGUFFileNotFoundError(GGUFOSError, FileNotFoundError):
+    """The file (or a directory on its path) does not exist (``ENOENT``)."""
+
+
+class GGUFPermissionError(GGUFOSError, PermissionError):
+    """The file may not be read (``EACCES``, ``EPERM``)."""
+
+
+class GGUFIsADirectoryError(GGUFOSError, IsADirectoryError):
+    """The path names a directory (``EISDIR``)."""
+
+
+class GGUFNotADirectoryError(GGUFOSError, NotADirectoryError):
+    """A component of the path is not a directory (``ENOTDIR``)."""
+
+
+_OS_ERRORS = {
+    FileNotFoundError: GGUFFileNotFoundError,
+    PermissionError: GGUFPermissionError,
+    IsADirectoryError: GGUFIsADirectoryError,
+    NotADirectoryError: GGUFNotADirectoryError,
+}
+
+
+def os_error(e: OSError, path: bytes, filename: object) -> GGUFOSError:
+    """The exception for an ``OSError`` met opening ``path``: the class matching ``e``'s (a
+    :class:`GGUFOSError` for other errno values), with the library's kind of message."""
+    shown = printable(path.decode("utf-8", "backslashreplace"))
+    why = e.strerror or os.strerror(e.errno or 0)
+    cls = _OS_ERRORS.get(type(e), GGUFOSError)
+    return cls(
+        ErrorCode.IO, None, f"gguf: {shown}: cannot open the file: {why}", e.errno, why, filename
+    )
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` (as the library's messages show
+    them), so that a name cannot drive the terminal it is printed on."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100 else ascii(c)[1:-1]
+        for c in text
+    )
 
 
 class LibraryNotFoundError(ImportError):

@@ -7,35 +7,13 @@ import os
 import struct
 from typing import Any, Sequence
 
-from . import _native
+from . import _convert, _native
 from ._buffer import Pin
+from ._convert import INT_RANGES, STRUCT, c_name, text_bytes
 from ._native import DataType, ValueType
 
 __all__ = ["Writer"]
 
-_INT_RANGES = {
-    ValueType.UINT8: (0, 2**8 - 1),
-    ValueType.INT8: (-(2**7), 2**7 - 1),
-    ValueType.UINT16: (0, 2**16 - 1),
-    ValueType.INT16: (-(2**15), 2**15 - 1),
-    ValueType.UINT32: (0, 2**32 - 1),
-    ValueType.INT32: (-(2**31), 2**31 - 1),
-    ValueType.UINT64: (0, 2**64 - 1),
-    ValueType.INT64: (-(2**63), 2**63 - 1),
-}
-_STRUCT = {
-    ValueType.UINT8: "B",
-    ValueType.INT8: "b",
-    ValueType.UINT16: "H",
-    ValueType.INT16: "h",
-    ValueType.UINT32: "I",
-    ValueType.INT32: "i",
-    ValueType.FLOAT32: "f",
-    ValueType.BOOL: "?",
-    ValueType.UINT64: "Q",
-    ValueType.INT64: "q",
-    ValueType.FLOAT64: "d",
-}
 _SETTERS = {
     ValueType.UINT8: "gguf_writer_set_uint8",
     ValueType.INT8: "gguf_writer_set_int8",
@@ -67,14 +45,7 @@ _EMPTY = ctypes.addressof(_EMPTY_BUFFER)
 
 
 def _key(key: str | bytes) -> bytes:
-    raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
-    if b"\0" in raw:
-        raise ValueError(f"libgguf: key {key!r} holds a NUL byte")
-    return raw
-
-
-def _bytes(s: str | bytes) -> bytes:
-    return s.encode("utf-8") if isinstance(s, str) else bytes(s)
+    return c_name(key, "key")
 
 
 def infer_type(value: Any) -> ValueType:
@@ -85,7 +56,7 @@ def infer_type(value: Any) -> ValueType:
         return ValueType.BOOL
     if isinstance(value, int):
         for t in (ValueType.INT32, ValueType.INT64, ValueType.UINT64):
-            lo, hi = _INT_RANGES[t]
+            lo, hi = INT_RANGES[t]
             if lo <= value <= hi:
                 return t
         raise OverflowError(f"libgguf: {value} does not fit in 64 bits")
@@ -124,7 +95,7 @@ def _encode(elem: ValueType, values: Sequence[Any], out: bytearray) -> None:
     little-endian version-3 file (what ``gguf_writer_set_array_encoded`` reads)."""
     if elem == ValueType.STRING:
         for v in values:
-            raw = _bytes(v)
+            raw = text_bytes(v)
             out += struct.pack("<Q", len(raw))
             out += raw
     elif elem == ValueType.ARRAY:
@@ -133,7 +104,7 @@ def _encode(elem: ValueType, values: Sequence[Any], out: bytearray) -> None:
             out += struct.pack("<IQ", inner, len(v))
             _encode(inner, v, out)
     else:
-        out += struct.pack(f"<{len(values)}{_STRUCT[elem]}", *values)
+        out += _convert.pack(elem, values, "<")
 
 
 def _element_type(values: Sequence[Any]) -> ValueType:
@@ -179,9 +150,11 @@ class Writer:
             raise ValueError("libgguf: byte_order is 'little' or 'big'")
         self.byte_order = byte_order
         if _source is None:  # from_file takes both from the file
+            version = _convert.u32(version, "version")
             self._check(lib.gguf_writer_set_version(self._ptr, version))
             self._check(lib.gguf_writer_set_byte_order(self._ptr, byte_order == "big"))
         if alignment is not None:
+            alignment = _convert.u32(alignment, "alignment")
             self._check(lib.gguf_writer_set_alignment(self._ptr, alignment))
 
     @classmethod
@@ -237,7 +210,14 @@ class Writer:
     ) -> None:
         """Sets ``key`` to ``value`` (replacing an earlier value). ``type`` defaults to
         :func:`infer_type`'s choice; for an ARRAY, ``element_type`` defaults to that of the
-        first element (lists inside the list make a nested array)."""
+        first element (lists inside the list make a nested array).
+
+        Nothing is silently changed: an integer outside ``type``'s range raises
+        ``OverflowError``, as does a finite float beyond FLOAT32's range (infinities and NaN
+        are kept; smaller values round to the nearest FLOAT32); a non-integer for an integer
+        type (``1.5``, ``"3"``) raises ``TypeError``; BOOL takes ``True``, ``False``, 0 and
+        1. A key holding a NUL byte raises ``ValueError``, a key that is neither ``str`` nor
+        bytes ``TypeError``."""
         if type is None:
             type = infer_type(value)
         type = ValueType(type)
@@ -246,31 +226,29 @@ class Writer:
         elif type == ValueType.STRING:
             self.set_string(key, value)
         else:
-            if type in _INT_RANGES:
-                value = int(value)
-            elif type == ValueType.BOOL:
-                value = bool(value)
-            else:
-                value = float(value)
-            self._check(getattr(self._lib, _SETTERS[type])(self._w(), _key(key), value))
+            k = _key(key)
+            value = _convert.of_type(type, value)
+            self._check(getattr(self._lib, _SETTERS[type])(self._w(), k, value))
 
     def set_string(self, key: str, value: str | bytes) -> None:
-        """Sets ``key`` to a STRING (``str`` is written as UTF-8; ``bytes`` as they are)."""
-        raw = _bytes(value)
-        self._check(self._lib.gguf_writer_set_string(self._w(), _key(key), raw, len(raw)))
+        """Sets ``key`` to a STRING (``str`` is written as UTF-8; ``bytes`` as they are, NUL
+        bytes included)."""
+        k, raw = _key(key), text_bytes(value)
+        self._check(self._lib.gguf_writer_set_string(self._w(), k, raw, len(raw)))
 
     def set_array(
         self, key: str, values: Sequence[Any], element_type: ValueType | None = None
     ) -> None:
         """Sets ``key`` to an ARRAY of ``element_type`` (default: that of the first element; a
         numpy array's dtype). Nested arrays are lists of lists (each inner array's type is its
-        first element's)."""
+        first element's). Each element is checked as :meth:`set` checks a value."""
+        k = _key(key)
         if element_type is None:
             element_type = _element_type(values)
         elem = ValueType(element_type)
-        w, k = self._w(), _key(key)
+        w = self._w()
         if elem == ValueType.STRING:
-            raws = [_bytes(v) for v in values]
+            raws = [text_bytes(v) for v in values]
             n = len(raws)
             strs = (ctypes.c_char_p * n)(*raws)
             lens = (ctypes.c_size_t * n)(*map(len, raws))
@@ -285,14 +263,9 @@ class Writer:
                 )
             )
         else:
-            if hasattr(values, "tolist"):
-                values = values.tolist()
-            if elem == ValueType.BOOL:
-                values = [bool(v) for v in values]
-            elif elem in _INT_RANGES:
-                values = [int(v) for v in values]
-            data = struct.pack(f"={len(values)}{_STRUCT[elem]}", *values)
-            self._check(self._lib.gguf_writer_set_array(w, k, int(elem), data, len(values)))
+            data = _convert.pack(elem, values, "=")
+            n = len(data) // struct.calcsize(STRUCT[elem])
+            self._check(self._lib.gguf_writer_set_array(w, k, int(elem), data, n))
 
     def remove(self, key: str) -> None:
         """Removes ``key``; raises :class:`GGUFError` (``NOT_FOUND``) if it is not set."""
@@ -313,7 +286,10 @@ class Writer:
         (``uint16`` bits), quantized types (raw bytes) and bytes-like data. ``shape`` is in
         GGUF order (innermost first); it defaults to the numpy shape reversed, or to one
         dimension of the data's length for bytes. A numpy array in the other byte order than
-        the writer's is converted (a copy)."""
+        the writer's is converted (a copy). ``name`` is ``str`` or bytes without NUL bytes
+        (``TypeError``, ``ValueError``); ``dtype`` and every dimension are integers in range
+        (``TypeError``, ``OverflowError``)."""
+        raw = c_name(name, "tensor name")
         if hasattr(data, "dtype") and hasattr(data, "shape"):
             import numpy as np
 
@@ -334,17 +310,21 @@ class Writer:
                 raise TypeError("libgguf: pass dtype= for tensor data given as bytes")
             if shape is None:
                 shape = (len(memoryview(data).cast("B")),)
+        dtype = _convert.u32(dtype, "dtype")
+        shape = [_convert.u64(d, "a dimension") for d in shape]
+        n_dims = _convert.u32(len(shape), "the number of dimensions")
+        w = self._w()
         pin = Pin(data)
         self._keep.append(pin)
-        dims = (ctypes.c_uint64 * max(len(shape), 1))(*shape)
-        raw = name.encode("utf-8") if isinstance(name, str) else bytes(name)
+        dims = (ctypes.c_uint64 * max(n_dims, 1))(*shape)
         self._check(
             self._lib.gguf_writer_add_tensor(
-                self._w(), raw, len(shape), dims, int(dtype), pin.address or _EMPTY, pin.size
+                w, raw, n_dims, dims, dtype, pin.address or _EMPTY, pin.size
             )
         )
 
     # Output
     def write_file(self, path: str | bytes | os.PathLike) -> None:
-        """Writes the whole file to ``path``."""
-        self._check(self._lib.gguf_writer_write_file(self._w(), os.fsencode(path)))
+        """Writes the whole file to ``path`` (a NUL byte in it raises ``ValueError``)."""
+        raw = _convert.path(path)
+        self._check(self._lib.gguf_writer_write_file(self._w(), raw))

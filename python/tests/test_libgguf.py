@@ -624,6 +624,65 @@ class Behaviour(unittest.TestCase):
                 f.plan_upload(1 << 20, page_size=3)
             self.assertEqual(cm.exception.code, ErrorCode.INVALID_ARGUMENT)
 
+    def test_enums_print_as_names(self):
+        for cls in (ValueType, DataType, ErrorCode, libgguf.ByteOrder, libgguf.Paging):
+            for member in cls:
+                with self.subTest(member=member.name):
+                    want = f"{cls.__name__}.{member.name}"
+                    self.assertEqual(str(member), want)
+                    self.assertEqual(f"{member}", want)
+                    self.assertEqual("%s" % member, want)
+                    self.assertEqual(f"{member:>30}", want.rjust(30))
+                    # Still numbers where a number is asked for.
+                    self.assertEqual(f"{member:d}", str(int(member)))
+                    self.assertEqual("%d" % member, str(int(member)))
+                    self.assertEqual(member, int(member))
+        with libgguf.open(SAMPLE) as f:
+            self.assertEqual(str(f.metadata.type("llama.block_count")), "ValueType.UINT32")
+            self.assertEqual(str(f.tensor("output_norm.weight").dtype), "DataType.F32")
+            self.assertIn("element_type=<ValueType.STRING: 8>",
+                          repr(f.metadata.field("tokenizer.ggml.tokens")))
+
+    def test_readme_examples(self):
+        """The Python code of README.md's Python section and of python/README.md runs, with
+        the bundled sample as "model.gguf", and does what it says."""
+        blocks = []
+        for readme, section in (("README.md", "## Using it from Python"),
+                                (os.path.join("python", "README.md"), None)):
+            text = read_bytes(os.path.join(REPO, readme)).decode("utf-8")
+            if section is not None:
+                text = text[text.index(section) :]
+                text = text[: text.index("\n## ", len(section))]
+            found = [b.split("\n```", 1)[0] for b in text.split("```python\n")[1:]]
+            self.assertTrue(found, f"no Python example in {readme}")
+            blocks.append(found)
+        tmp = tempfile.mkdtemp(prefix="libgguf-py-readme-")
+        cwd = os.getcwd()
+        try:
+            shutil.copyfile(SAMPLE, os.path.join(tmp, "model.gguf"))
+            os.chdir(tmp)
+            import contextlib
+            import io
+
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                for found in blocks:
+                    namespace = {}  # one per README: its blocks follow on from each other
+                    for block in found:
+                        exec(compile(block, "README", "exec"), namespace)
+            self.assertIn("ValueType.UINT32", out.getvalue())
+            with libgguf.open("new.gguf") as f:
+                self.assertEqual(f.metadata["llama.block_count"], 2)
+                self.assertEqual(f.tensor("token_embd.weight").shape, (4, 8))
+            with libgguf.open("renamed.gguf") as f, libgguf.open(SAMPLE) as g:
+                self.assertEqual(f.metadata["general.name"], "renamed")
+                self.assertEqual(len(f.metadata), len(g.metadata))
+                self.assertEqual([t.data.tobytes() for t in f.tensors],
+                                 [t.data.tobytes() for t in g.tensors])
+        finally:
+            os.chdir(cwd)
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_plan_upload(self):
         with libgguf.open(SAMPLE) as f:
             tensors = f.tensors
@@ -762,6 +821,73 @@ class Writing(Compare):
                 self.assertEqual(g.byte_order, "big" if big else "little")
                 np.testing.assert_array_equal(g.tensor("f32").numpy(), arrays["f32"])
 
+    def test_in_place_edit(self):
+        """Writer.from_file(f).write_file(f.path): the editor's everyday case. The file is
+        rewritten whole, and the open handle keeps reading the old file until closed."""
+        src = os.path.join(self.dir, "src.gguf")
+        write_random(src, 11)
+        before = reference_view(src)
+        for flags in ({}, {"read": True}, {"populate": True}):
+            path = os.path.join(self.dir, "edit.gguf")
+            shutil.copyfile(src, path)
+            with self.subTest(**flags):
+                f = libgguf.open(path, **flags)
+                old_arch = f.metadata["general.architecture"]
+                old_data = [t.data.tobytes() for t in f.tensors]
+                held = f.tensors[-1].data  # a view of the old mapping, kept past the rewrite
+                w = libgguf.Writer.from_file(f)
+                w.set("general.architecture", "edited")
+                w.set("general.new_key", 42, ValueType.UINT32)
+                w.write_file(f.path)
+                w.close()
+                # The old handle still reads the old file.
+                self.assertEqual(f.metadata["general.architecture"], old_arch)
+                self.assertEqual([t.data.tobytes() for t in f.tensors], old_data)
+                self.assertEqual(held.tobytes(), old_data[-1])
+                f.close()
+                after = reference_view(path)
+                got = {k: v for k, _, _, v in after["metadata"]}
+                self.assertEqual(got["general.architecture"], "edited")
+                self.assertEqual(got["general.new_key"], 42)
+                self.assertEqual(
+                    [(t["name"], t["bytes"]) for t in after["tensors"]],
+                    [(t["name"], t["bytes"]) for t in before["tensors"]],
+                )
+                with libgguf.open(path) as g:
+                    self.assert_same_as_reference(path, g)
+                    self.assertEqual([t.data.tobytes() for t in g.tensors], old_data)
+                del held
+                gc.collect()
+
+    def test_string_arrays(self):
+        """String arrays decoded in bulk (one block from the C library, split) and exactly
+        (strings holding NUL bytes), in every version (v1 has 32-bit lengths) and byte order."""
+        cases = {
+            "vocab": [f"▁tok{i}" if i % 3 else f"t{i}" for i in range(5000)],
+            "ascii": ["a", "bc", "", "def"],
+            "empties": ["", "", ""],
+            "one_empty": [""],
+            "last_empty": ["x", ""],
+            "nul": ["a\0b", "", "\0", "c"],
+            "nul_last": ["a", "b\0"],
+            "not_utf8": [b"\xff", "ok", b"\x80\x81", "▁"],
+            "both": [b"\xff\0", "x"],
+            "empty_array": [],
+        }
+        for version in (1, 2, 3):
+            for big in (False, True):
+                path = os.path.join(self.dir, f"s{version}{big}.gguf")
+                with libgguf.Writer(version=version, byte_order="big" if big else "little") as w:
+                    for k, v in cases.items():
+                        w.set_array(k, v, ValueType.STRING)
+                    w.write_file(path)
+                with self.subTest(version=version, big=big), libgguf.open(path) as f:
+                    for k, v in cases.items():
+                        want = [text(x) if isinstance(x, bytes) else x for x in v]
+                        self.assertTrue(same(f.metadata[k], want), k)
+                        for j in (0, len(v) // 2, len(v) - 1) if v else ():
+                            self.assertTrue(same(f.metadata.array_string(k, j), want[j]), k)
+
     def test_writer_errors(self):
         w = libgguf.Writer()
         with self.assertRaises(GGUFError) as cm:
@@ -778,7 +904,381 @@ class Writing(Compare):
             w.set("k", 1)
 
 
+def write_nul_keys(path, big=False):
+    """A file (reference writer) whose keys and a tensor name hold NUL bytes, beside keys that
+    are their prefixes: a lookup cut at the NUL would find the prefix's value."""
+    w = GGUFWriter(path, "llama", endianess=GGUFEndian.BIG if big else GGUFEndian.LITTLE)
+    w.add_key_value("a", [1, 2, 3], GGUFValueType.ARRAY, sub_type=GGUFValueType.UINT32)
+    w.add_key_value("a\x00b", [7, 8], GGUFValueType.ARRAY, sub_type=GGUFValueType.UINT32)
+    w.add_key_value("s", ["x", "y"], GGUFValueType.ARRAY, sub_type=GGUFValueType.STRING)
+    w.add_key_value(
+        "s\x00t", ["p", "q", "r"], GGUFValueType.ARRAY, sub_type=GGUFValueType.STRING
+    )
+    w.add_key_value("v", 5, GGUFValueType.UINT32)
+    w.add_key_value("v\x00w", 6, GGUFValueType.UINT32)
+    w.add_tensor("t", np.arange(4, dtype=np.float32))
+    w.add_tensor("t\x00secret", np.arange(4, 8, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+class Boundary(unittest.TestCase):
+    """What crosses into C is checked first: no NUL byte silently cuts a path, key or name, no
+    integer silently wraps, and a missing file raises what Python users expect of open()."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="libgguf-py-b-")
+        self.model = os.path.join(self.dir, "a.gguf")
+        shutil.copyfile(SAMPLE, self.model)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_nul_in_paths(self):
+        # A path cut at its NUL would name a.gguf, which exists.
+        for path in (self.model + "\0b", os.fsencode(self.model) + b"\0b"):
+            with self.subTest(path=path), self.assertRaises(ValueError):
+                libgguf.open(path)
+        import pathlib
+
+        with self.assertRaises(ValueError):
+            libgguf.open(pathlib.Path(self.model + "\0b"))
+        out = os.path.join(self.dir, "x.gguf")
+        with libgguf.open(self.model) as f, libgguf.Writer.from_file(f) as w:
+            for path in (out + "\0.tmp", os.fsencode(out) + b"\0.tmp"):
+                with self.subTest(path=path), self.assertRaises(ValueError):
+                    w.write_file(path)
+            self.assertFalse(os.path.exists(out), "nothing written under the cut name")
+            w.write_file(out)  # the writer is still usable
+        with libgguf.open(out) as g:
+            self.assertEqual(g.tensor_count, libgguf.open(self.model).tensor_count)
+
+    def test_nul_in_writer_keys_and_names(self):
+        with libgguf.Writer() as w:
+            data = np.zeros(4, np.float32)
+            for name in ("a\0secret", b"a\0secret", bytearray(b"a\0")):
+                with self.subTest(name=name), self.assertRaises(ValueError):
+                    w.add_tensor(name, data)
+            for call in (
+                lambda: w.set("k\0x", 1),
+                lambda: w.set_string("k\0x", "v"),
+                lambda: w.set_array("k\0x", [1, 2]),
+                lambda: w.set_array("k\0x", ["a"]),
+                lambda: w.remove("k\0x"),
+            ):
+                with self.assertRaises(ValueError):
+                    call()
+            # NUL bytes inside values are data, kept whole (the C calls take lengths).
+            w.set_string("s", "a\0b")
+            w.set_array("arr", ["c\0d", b"\0"])
+            w.add_tensor("a", data)
+            path = os.path.join(self.dir, "w.gguf")
+            w.write_file(path)
+        with libgguf.open(path) as f:
+            self.assertEqual([t.name for t in f.tensors], ["a"])
+            self.assertEqual(f.metadata["s"], "a\0b")
+            self.assertEqual(f.metadata["arr"], ["c\0d", "\0"])
+
+    def test_nul_in_lookups(self):
+        """Lookups in an open file compare whole keys and names (length-aware): a key with a
+        NUL byte finds its own value, never that of the key its prefix names."""
+        for big in (False, True):
+            path = os.path.join(self.dir, f"nul-{big}.gguf")
+            write_nul_keys(path, big)
+            with self.subTest(big=big), libgguf.open(path) as f:
+                m = f.metadata
+                self.assertEqual(m["a\0b"], [7, 8])
+                self.assertEqual(m[b"a\0b"], [7, 8])
+                self.assertEqual(m["a"], [1, 2, 3])
+                self.assertEqual(m.numpy("a\0b").tolist(), [7, 8])
+                self.assertEqual(m.numpy("a").tolist(), [1, 2, 3])
+                self.assertFalse(m.numpy("a\0b").flags.writeable)
+                self.assertEqual(m["s\0t"], ["p", "q", "r"])
+                self.assertEqual(m.array_string("s\0t", 2), "r")
+                self.assertEqual(m.array_string("s", 1), "y")
+                with self.assertRaises(GGUFError) as cm:
+                    m.array_string("s\0t", 3)
+                self.assertEqual(cm.exception.code, ErrorCode.INVALID_ARGUMENT)
+                with self.assertRaises(GGUFError) as cm:
+                    m.array_string("a\0b", 0)
+                self.assertEqual(cm.exception.code, ErrorCode.WRONG_TYPE)
+                self.assertEqual(m["v\0w"], 6)
+                for missing in ("a\0c", "v\0", b"s\0"):
+                    with self.assertRaises(KeyError):
+                        m[missing]
+                    with self.assertRaises(KeyError):
+                        m.numpy(missing)
+                    with self.assertRaises(KeyError):
+                        m.array_string(missing, 0)
+                    self.assertNotIn(missing, m)
+                self.assertEqual(f.tensor("t\0secret").numpy().tolist(), [4, 5, 6, 7])
+                self.assertEqual(f.tensor("t").numpy().tolist(), [0, 1, 2, 3])
+                with self.assertRaises(GGUFError) as cm:
+                    f.tensor("t\0other")
+                self.assertEqual(cm.exception.code, ErrorCode.NOT_FOUND)
+
+    def test_types_of_names(self):
+        with libgguf.Writer() as w:
+            data = np.zeros(4, np.float32)
+            for name in (123, 0, None, 1.5, ["a"]):
+                with self.subTest(name=name), self.assertRaises(TypeError):
+                    w.add_tensor(name, data)
+            for key in (123, None):
+                with self.assertRaises(TypeError):
+                    w.set(key, 1)
+                with self.assertRaises(TypeError):
+                    w.remove(key)
+            with self.assertRaises(TypeError):
+                w.set_string("k", 5)  # would be five NUL bytes
+            with self.assertRaises(TypeError):
+                w.set("k", 5, ValueType.STRING)
+            with self.assertRaises(TypeError):
+                w.set_array("k", ["a", 3], ValueType.STRING)
+            with self.assertRaises(TypeError):
+                w.set("k", [["a", 3]])
+        with libgguf.open(self.model) as f:
+            with self.assertRaises(TypeError):
+                f.tensor(123)
+        with self.assertRaises(TypeError):
+            libgguf.open(3)
+
+    def test_integer_ranges(self):
+        w = libgguf.Writer()
+        self.addCleanup(w.close)
+        for vtype, (lo, hi) in {
+            ValueType.UINT8: (0, 255), ValueType.INT8: (-128, 127),
+            ValueType.UINT16: (0, 2**16 - 1), ValueType.INT16: (-(2**15), 2**15 - 1),
+            ValueType.UINT32: (0, 2**32 - 1), ValueType.INT32: (-(2**31), 2**31 - 1),
+            ValueType.UINT64: (0, 2**64 - 1), ValueType.INT64: (-(2**63), 2**63 - 1),
+        }.items():
+            with self.subTest(vtype=vtype):
+                w.set("k", lo, vtype)
+                w.set("k", hi, vtype)
+                w.set("k", np.int64(lo) if lo >= -(2**63) else lo, vtype)
+                for bad in (lo - 1, hi + 1, 300 if hi < 300 else hi + 300):
+                    with self.assertRaises(OverflowError):
+                        w.set("k", bad, vtype)
+                    with self.assertRaises(OverflowError):
+                        w.set_array("k", [lo, bad], vtype)
+                with self.assertRaises(OverflowError):
+                    w.set_array("k", np.array([lo - 1], dtype=object), vtype)
+                for bad in (1.5, 2.0, "3", None):
+                    with self.assertRaises(TypeError):
+                        w.set("k", bad, vtype)  # no silent int(): 1.5 would become 1
+                with self.assertRaises(TypeError):
+                    w.set_array("k", [1, 2.5], vtype)
+        # A numpy array whose values do not fit the element type asked for.
+        with self.assertRaises(OverflowError):
+            w.set_array("k", np.array([1, 300]), ValueType.UINT8)
+        with self.assertRaises(OverflowError):
+            w.set("k", [[1, 2**40]])  # inner type from its first element: INT32
+        with self.assertRaises(OverflowError):
+            w.set("k", 2**64)  # inferred: fits no integer type
+        # BOOL takes booleans (and 0 or 1), nothing else silently made true.
+        w.set("b", 0, ValueType.BOOL)
+        w.set("b", np.True_, ValueType.BOOL)
+        with self.assertRaises(OverflowError):
+            w.set("b", 2, ValueType.BOOL)
+        with self.assertRaises(OverflowError):
+            w.set_array("b", [True, 2], ValueType.BOOL)
+        with self.assertRaises(TypeError):
+            w.set("b", "false", ValueType.BOOL)
+        # FLOAT32: a finite value beyond its range would become infinity.
+        for ok in (3.4028234663852886e38, float("inf"), float("-inf"), float("nan"), 1e-50, 7):
+            w.set("f", ok, ValueType.FLOAT32)
+        for bad in (3.5e38, -1e39, 1e300):
+            with self.subTest(float32=bad):
+                with self.assertRaises(OverflowError):
+                    w.set("f", bad, ValueType.FLOAT32)
+                with self.assertRaises(OverflowError):
+                    w.set_array("f", [1.0, bad], ValueType.FLOAT32)
+        with self.assertRaises(OverflowError):
+            w.set("f", 10**400, ValueType.FLOAT64)
+        with self.assertRaises(TypeError):
+            w.set("f", "1.5", ValueType.FLOAT32)
+        # Tensors: the type, the dimensions and their count.
+        data = np.zeros(4, np.float32)
+        with self.assertRaises(OverflowError):
+            w.add_tensor("t", data, dtype=2**32)  # would be F32
+        with self.assertRaises(OverflowError):
+            w.add_tensor("t", data, dtype=-1)
+        for shape in ((2**64 + 4,), (-4,), (4, 2**64)):
+            with self.subTest(shape=shape), self.assertRaises(OverflowError):
+                w.add_tensor("t", data.tobytes(), dtype=DataType.F32, shape=shape)
+        with self.assertRaises(TypeError):
+            w.add_tensor("t", data.tobytes(), dtype=DataType.F32, shape=(4.0,))
+        with self.assertRaises(TypeError):
+            w.add_tensor("t", data, dtype="F32")
+        # Writer settings.
+        with self.assertRaises(OverflowError):
+            libgguf.Writer(alignment=2**32 + 64)  # would be 64
+        with self.assertRaises(OverflowError):
+            libgguf.Writer(version=2**32 + 3)  # would be 3
+        # Nothing refused above reached the file.
+        w.add_tensor("t", data)
+        w.set("k", 1, ValueType.UINT8)
+        path = os.path.join(self.dir, "ranges.gguf")
+        w.write_file(path)
+        with libgguf.open(path) as f:
+            self.assertEqual([t.name for t in f.tensors], ["t"])
+            self.assertEqual(f.metadata["k"], 1)
+            self.assertEqual(f.metadata["b"], True)
+            self.assertEqual(f.metadata["f"], 7.0)
+
+    def test_reader_integer_arguments(self):
+        with libgguf.open(self.model) as f:
+            t = f.tensors[0]
+            for bad in (2**40, 2**32, -1):
+                with self.subTest(advice=bad):
+                    with self.assertRaises(OverflowError):
+                        t.advise(bad)  # 2**40 would be NORMAL
+                    with self.assertRaises(OverflowError):
+                        f.advise(bad)
+            with self.assertRaises(TypeError):
+                t.advise("WILL_NEED")
+            with self.assertRaises(GGUFError) as cm:
+                t.advise(17)  # in range, but no such advice: the library's refusal
+            self.assertEqual(cm.exception.code, ErrorCode.INVALID_ARGUMENT)
+            m = f.metadata
+            for bad in (2**64, 2**64 + 1, -1):
+                with self.subTest(index=bad), self.assertRaises(OverflowError):
+                    m.array_string("tokenizer.ggml.tokens", bad)  # 2**64 would be element 0
+            with self.assertRaises(TypeError):
+                m.array_string("tokenizer.ggml.tokens", 1.0)
+            self.assertEqual(m.array_string("tokenizer.ggml.tokens", 0), "<unk>")
+            for kwargs in (
+                {"max_view_size": 2**64}, {"max_view_size": -1},
+                {"max_view_size": 1 << 20, "page_size": 2**64 + 4096},
+                {"max_view_size": 1 << 20, "page_size": -4096},
+            ):
+                with self.subTest(**kwargs), self.assertRaises(OverflowError):
+                    f.plan_upload(**kwargs)
+            views = [[(v.file_offset, v.size) for v in f.plan_upload(limit).views]
+                     for limit in (2**64 - 1, None)]
+            self.assertEqual(views[0], views[1])
+
+    def test_missing_file(self):
+        import errno
+        import pathlib
+
+        missing = os.path.join(self.dir, "missing.gguf")
+        for path in (missing, os.fsencode(missing), pathlib.Path(missing)):
+            with self.subTest(path=path):
+                with self.assertRaises(FileNotFoundError) as cm:
+                    libgguf.open(path)
+                e = cm.exception
+                self.assertIsInstance(e, GGUFError)
+                self.assertIsInstance(e, libgguf.GGUFOSError)
+                self.assertEqual(e.errno, errno.ENOENT)
+                self.assertEqual(e.filename, path if not isinstance(path, pathlib.Path) else missing)
+                self.assertEqual(e.strerror, os.strerror(errno.ENOENT))
+                self.assertEqual(e.code, ErrorCode.IO)
+                self.assertIsNone(e.offset)
+                self.assertIn("missing.gguf", e.message)
+                self.assertEqual(str(e), e.message)
+        # Caught as either.
+        try:
+            libgguf.open(missing)
+        except GGUFError as e:
+            self.assertEqual(e.errno, errno.ENOENT)
+        with self.assertRaises(IsADirectoryError) as cm:
+            libgguf.open(self.dir)
+        self.assertIsInstance(cm.exception, GGUFError)
+        self.assertEqual(cm.exception.errno, errno.EISDIR)
+        self.assertEqual(cm.exception.filename, self.dir)
+        with self.assertRaises(NotADirectoryError) as cm:
+            libgguf.open(os.path.join(self.model, "x.gguf"))
+        self.assertIsInstance(cm.exception, GGUFError)
+        self.assertEqual(cm.exception.errno, errno.ENOTDIR)
+        # A file that exists but breaks a rule is no OSError.
+        bad = os.path.join(self.dir, "bad.gguf")
+        with open(bad, "wb") as fh:
+            fh.write(b"GGML" + bytes(60))
+        with self.assertRaises(GGUFError) as cm:
+            libgguf.open(bad)
+        self.assertNotIsInstance(cm.exception, OSError)
+        # Pickles and copies keep every attribute.
+        import copy
+        import pickle
+
+        try:
+            libgguf.open(missing)
+        except FileNotFoundError as e:
+            for again in (pickle.loads(pickle.dumps(e)), copy.copy(e)):
+                self.assertIs(type(again), type(e))
+                self.assertEqual(
+                    (again.code, again.offset, again.message, again.errno, again.filename),
+                    (e.code, e.offset, e.message, e.errno, e.filename),
+                )
+
+    def test_permission_denied(self):
+        import errno
+
+        os.chmod(self.dir, 0o755)  # the directory may be searched: the file itself is refused
+        os.chmod(self.model, 0)
+
+        def attempt():
+            try:
+                libgguf.open(self.model)
+            except PermissionError as e:
+                ok = isinstance(e, GGUFError) and e.errno == errno.EACCES
+                return "ok" if ok and e.filename == self.model else f"wrong: {e!r}"
+            except Exception as e:  # noqa: BLE001 (reported to the parent)
+                return f"wrong: {e!r}"
+            return "opened"
+
+        if os.geteuid() != 0:
+            self.assertEqual(attempt(), "ok")
+            return
+        # root reads anything: try as nobody, in a child process.
+        r, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child)
+            try:
+                os.close(r)
+                os.setgid(65534)
+                os.setuid(65534)
+                msg = attempt()
+            except BaseException as e:  # noqa: BLE001
+                msg = f"child failed: {e!r}"
+            os.write(wfd, msg.encode())
+            os._exit(0)
+        os.close(wfd)
+        with os.fdopen(r, "rb") as fh:
+            msg = fh.read().decode()
+        os.waitpid(pid, 0)
+        self.assertEqual(msg, "ok")
+
+
 class Packaging(unittest.TestCase):
+    def test_distribution_name(self):
+        """The distribution is published as libgguf-zerocopy: "libgguf" on PyPI is another
+        project, which `pip install libgguf` would fetch. The import name is libgguf."""
+        try:
+            import setuptools  # noqa: F401
+        except ImportError:
+            self.skipTest("setuptools is not installed in this interpreter")
+        out = tempfile.mkdtemp(prefix="libgguf-py-meta-")
+        try:
+            proc = subprocess.run(
+                [sys.executable, "setup.py", "-q", "egg_info", "--egg-base", out],
+                cwd=os.path.join(REPO, "python"), capture_output=True, text=True,
+            )
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            (info,) = [d for d in os.listdir(out) if d.endswith(".egg-info")]
+            with open(os.path.join(out, info, "PKG-INFO"), encoding="utf-8") as fh:
+                fields = dict(
+                    line.split(": ", 1) for line in fh.read().splitlines() if ": " in line
+                )
+            self.assertEqual(fields["Name"], "libgguf-zerocopy")
+            self.assertEqual(fields["Version"], libgguf.__version__)
+            with open(os.path.join(out, info, "top_level.txt"), encoding="utf-8") as fh:
+                self.assertEqual(fh.read().split(), ["libgguf"])
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
     def test_bundled_library(self):
         """setup.py's build step copies the library into the package, and the package then
         finds it without LIBGGUF_PATH."""

@@ -168,7 +168,8 @@ fn typed_array<T: HostElement>(
 
 /// The array under `key` as NUL-terminated strings, and its length in `*out_count` (when
 /// `out_count` is not NULL; set to 0 on failure). Built on the first call, in one allocation for
-/// the bytes and one for the pointers; later calls return the same pointer. Owned by the handle,
+/// the bytes and one for the pointers: the bytes are the strings in order, each followed by one
+/// NUL, from the first pointer on; later calls return the same pointer. Owned by the handle,
 /// valid until `gguf_close`. NULL if the key is missing (GGUF_ERROR_CODE_NOT_FOUND), is not an
 /// array of STRING (GGUF_ERROR_CODE_WRONG_TYPE), or an argument is NULL. Strings containing NUL
 /// bytes appear cut at the first one: use `gguf_get_array_string` for their full bytes. Never
