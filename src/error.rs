@@ -2,6 +2,7 @@
 //! saying what was expected and what was found.
 
 use std::fmt;
+use std::path::Path;
 
 /// Why an operation failed. The numeric values are stable: they are part of the C API
 /// (`GGUF_ERROR_CODE_*` in `gguf.h`) and never change meaning once released.
@@ -158,10 +159,33 @@ impl Error {
         }))
     }
 
-    /// The same error, naming the file it concerns.
+    /// The same error, naming the file it concerns. `path` is shown as given: pass text made
+    /// by [`path_text`] (or [`Error::in_path`]) for a path that may hold any byte.
     pub fn in_file(mut self, path: impl Into<String>) -> Error {
         self.0.path = Some(path.into());
         self
+    }
+
+    /// The same error, naming the file at `path`, its bytes escaped as [`path_text`] does.
+    pub fn in_path(self, path: &Path) -> Error {
+        self.in_file(path_text(path))
+    }
+
+    /// The same error with `context` (what was being read) before its message.
+    pub(crate) fn context(mut self, context: impl fmt::Display) -> Error {
+        self.0.message = format!("{context}: {}", self.0.message);
+        self
+    }
+
+    /// Whether the error says the bytes ran out before what the file declares: a field cut
+    /// off, or a length or count larger than the bytes left (a truncated file, or a corrupt
+    /// length).
+    pub(crate) fn is_early_end(&self) -> bool {
+        use ErrorCode::*;
+        matches!(
+            self.code(),
+            Truncated | StringTooLong | ArrayTooLong | TensorCountTooLarge | KeyCountTooLarge
+        )
     }
 
     /// The rule that was broken.
@@ -200,6 +224,78 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Appends `bytes` to `out` as text that is safe to print and reads back unambiguously. UTF-8
+/// text is kept, except what a terminal would act on or that could disguise the text: C0 and C1
+/// control characters and DEL (a name holding ESC, CR or LF could clear the screen, retitle the
+/// terminal or forge a line of output), and Unicode's invisible and direction-changing formatting
+/// characters. Those, and every byte that is not valid UTF-8, are shown as `\xNN` per byte; a
+/// backslash is doubled, so that `\x` always starts an escape.
+pub fn escape_into(out: &mut String, bytes: &[u8]) {
+    use std::fmt::Write;
+    let hex = |out: &mut String, raw: &[u8]| {
+        for b in raw {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    };
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else if c.is_control() || is_format_char(c) {
+                hex(out, c.encode_utf8(&mut [0; 4]).as_bytes());
+            } else {
+                out.push(c);
+            }
+        }
+        hex(out, chunk.invalid());
+    }
+}
+
+/// `bytes` escaped as [`escape_into`] does.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    escape_into(&mut out, bytes);
+    out
+}
+
+/// Invisible characters and those that reorder or hide the text around them (Unicode's
+/// zero-width, line/paragraph separator, bidirectional embedding, override and isolate marks,
+/// and the byte order mark).
+fn is_format_char(c: char) -> bool {
+    matches!(c,
+        '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// A name from a file, quoted for a message: escaped as [`escape`] does, and cut after 80 bytes
+/// (at a character boundary) with `...` so that one long name cannot flood the message.
+pub fn quote(name: &[u8]) -> String {
+    const MAX: usize = 80;
+    if name.len() <= MAX {
+        return format!("'{}'", escape(name));
+    }
+    // Back off from a cut inside a UTF-8 sequence (at most 3 continuation bytes).
+    let mut end = MAX;
+    while end > MAX - 3 && name[end] & 0xc0 == 0x80 {
+        end -= 1;
+    }
+    format!("'{}...'", escape(&name[..end]))
+}
+
+/// A path for a message: its exact bytes, escaped as [`escape`] does (a path may hold any byte
+/// but NUL on Unix; a lossy conversion would show two different names the same).
+pub fn path_text(path: &Path) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        escape(path.as_os_str().as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        escape(path.to_string_lossy().as_bytes())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -92,9 +92,8 @@ impl MappedFile {
     /// Maps and parses the file at `path`. Errors name the path.
     pub fn open(path: impl AsRef<Path>) -> Result<MappedFile> {
         let path = path.as_ref();
-        let map =
-            crate::source::map_file(path).map_err(|e| e.in_file(path.display().to_string()))?;
-        GgufFile::from_bytes(map).map_err(|e| e.in_file(path.display().to_string()))
+        let map = crate::source::map_file(path).map_err(|e| e.in_path(path))?;
+        GgufFile::from_bytes(map).map_err(|e| e.in_path(path))
     }
 }
 
@@ -229,16 +228,8 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     }
 }
 
-/// Quotes a name from the file for an error message: lossy UTF-8, cut to a readable length.
-pub(crate) fn quote(name: &[u8]) -> String {
-    const MAX: usize = 80;
-    let shown = String::from_utf8_lossy(&name[..name.len().min(MAX)]);
-    if name.len() > MAX {
-        format!("'{shown}...'")
-    } else {
-        format!("'{shown}'")
-    }
-}
+/// Names from the file are quoted for messages by one function, which escapes them.
+pub(crate) use crate::error::quote;
 
 /// Reads the magic and version; returns the version and byte order.
 fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
@@ -275,23 +266,27 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
 fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode) -> Result<usize> {
     let at = r.pos();
     let count = r.len(what)?;
-    let remaining = r.remaining() as u64;
-    let fits = count <= u64::from(u32::MAX)
-        && count
-            .checked_mul(min_size)
-            .is_some_and(|need| need <= remaining);
-    if !fits {
+    if !r.fits(count, min_size) {
+        return Err(r
+            .too_many(code, at, format_args!("{what} is {count}"), count, min_size)
+            .context(EARLY_END));
+    }
+    // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
+    if count > u64::from(u32::MAX) {
         return Err(Error::at(
             code,
             at as u64,
             format!(
-                "{what} is {count}, but each needs at least {min_size} bytes and only \
-                 {remaining} bytes follow"
+                "{what} is {count}, more than the {} this library reads",
+                u32::MAX
             ),
         ));
     }
     Ok(count as usize)
 }
+
+/// How a message starts when the bytes run out before what the file declares.
+const EARLY_END: &str = "the file ends early (truncated?)";
 
 fn parse(bytes: &[u8]) -> Result<Parsed> {
     let (version, order) = read_preamble(bytes)?;
@@ -333,21 +328,21 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         None => DEFAULT_ALIGNMENT,
     };
 
-    let tensors_at = r.pos();
-    let remaining = r.remaining() as u64;
-    if (tensor_count as u64).saturating_mul(min_tensor) > remaining {
-        return Err(Error::at(
-            ErrorCode::TensorCountTooLarge,
-            tensors_at as u64,
-            format!(
-                "{tensor_count} tensor infos need at least {min_tensor} bytes each, but only \
-                 {remaining} bytes remain after the metadata"
-            ),
-        ));
+    let n = tensor_count as u64;
+    if !r.fits(n, min_tensor) {
+        return Err(r
+            .too_many(
+                ErrorCode::TensorCountTooLarge,
+                r.pos(),
+                format_args!("after the metadata, the tensor count is {n}"),
+                n,
+                min_tensor,
+            )
+            .context(EARLY_END));
     }
     let mut tensors = Vec::with_capacity(tensor_count);
-    for _ in 0..tensor_count {
-        tensors.push(read_tensor_info(&mut r, alignment)?);
+    for i in 0..tensor_count {
+        tensors.push(read_tensor_info(&mut r, alignment, (i, tensor_count))?);
     }
     let tensor_index =
         NameIndex::build(tensors.len(), |i| tensors[i].name.of(bytes)).map_err(|(a, b)| {
@@ -385,21 +380,41 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
 fn read_metadata(r: &mut ByteReader<'_>, kv_count: usize) -> Result<Vec<KvRecord>> {
     let mut kvs = Vec::with_capacity(kv_count);
-    for _ in 0..kv_count {
+    for i in 0..kv_count {
         let at = r.pos();
-        let key = r.string("a metadata key")?;
+        let entry = || format!("metadata entry {} of {kv_count} (at offset {at})", i + 1);
+        let key = r
+            .string("the key")
+            .map_err(|e| reading(e, format_args!("the key of {}", entry())))?;
         if key.len == 0 {
             return Err(Error::at(
                 ErrorCode::EmptyKey,
                 at as u64,
-                "expected a non-empty metadata key, found length 0",
+                format!("{}: expected a non-empty key, found length 0", entry()),
             ));
         }
-        let ty = value::read_value_type(r, "the value type")?;
-        let value = value::read_value(r, ty, "a metadata value")?;
+        let bytes = r.bytes();
+        let named = |e: Error| {
+            let key = quote(key.of(bytes));
+            reading(e, format_args!("key {key}, {}", entry()))
+        };
+        let ty = value::read_value_type(r, "the value type").map_err(named)?;
+        let value = value::read_value(r, ty, "the value").map_err(named)?;
         kvs.push(KvRecord { at, key, value });
     }
     Ok(kvs)
+}
+
+/// `e`, an error met while reading `what` (a key, a tensor info), saying so; and, when the
+/// bytes ran out, that the file ends early.
+#[cold]
+#[inline(never)]
+fn reading(e: Error, what: std::fmt::Arguments<'_>) -> Error {
+    if e.is_early_end() {
+        e.context(format_args!("{EARLY_END} while reading {what}"))
+    } else {
+        e.context(what)
+    }
 }
 
 fn check_alignment(kv: &KvRecord) -> Result<u64> {
@@ -432,10 +447,24 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
     Ok(found)
 }
 
-fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorRecord> {
+/// Reads tensor info `i` of `n` (the pair is `(i, n)`).
+fn read_tensor_info(
+    r: &mut ByteReader<'_>,
+    alignment: u64,
+    (i, n): (usize, usize),
+) -> Result<TensorRecord> {
     let at = r.pos();
-    let name = r.string("a tensor name")?;
+    let entry = || format!("tensor info {} of {n} (at offset {at})", i + 1);
+    let name = r
+        .string("the tensor name")
+        .map_err(|e| reading(e, format_args!("the name of {}", entry())))?;
     let bytes = r.bytes();
+    let cut = |e: Error| {
+        reading(
+            e,
+            format_args!("tensor {}, {}", quote(name.of(bytes)), entry()),
+        )
+    };
     let named = |code, at: usize, msg: String| {
         Error::at(
             code,
@@ -444,7 +473,7 @@ fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorReco
         )
     };
     let dims_at = r.pos();
-    let n_dims = r.u32("the dimension count")?;
+    let n_dims = r.u32("the dimension count").map_err(cut)?;
     if n_dims as usize > MAX_DIMS {
         return Err(named(
             ErrorCode::TooManyDims,
@@ -454,13 +483,13 @@ fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorReco
     }
     let mut dims = [1u64; MAX_DIMS];
     for d in dims.iter_mut().take(n_dims as usize) {
-        *d = r.len("a dimension")?;
+        *d = r.len("a dimension").map_err(cut)?;
     }
     let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     let type_at = r.pos();
-    let type_id = r.u32("the tensor type")?;
+    let type_id = r.u32("the tensor type").map_err(cut)?;
     let offset_at = r.pos();
-    let offset = r.u64("the tensor offset")?;
+    let offset = r.u64("the tensor offset").map_err(cut)?;
 
     let Some(n_elements) = n_elements else {
         return Err(named(

@@ -469,7 +469,7 @@ fn broken_shard_sets_fail_with_exact_codes() {
         &p[0],
         ErrorCode::ShardMismatch,
         &p[1],
-        "expected split.no 1, found no integer",
+        "expected split.no 1, but split.no is missing",
     );
     assert_eq!(
         open(&p[1]).unwrap().shards().len(),

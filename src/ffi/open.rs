@@ -85,9 +85,9 @@ pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFi
     guard(std::ptr::null_mut(), || {
         // SAFETY: `path` is NULL or a NUL-terminated string (the header's contract).
         let bytes = unsafe { c_str(path, "path")? };
-        let name = String::from_utf8_lossy(bytes).into_owned();
-        let model = Model::open(&path_from_bytes(bytes)?, open_options(flags)?)?;
-        Ok(into_handle(model, name))
+        let path = path_from_bytes(bytes)?;
+        let model = Model::open(&path, open_options(flags)?)?;
+        Ok(into_handle(model, crate::error::path_text(&path)))
     })
 }
 
