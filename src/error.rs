@@ -318,4 +318,44 @@ mod tests {
         let e = Error::new(ErrorCode::NotFound, "no key 'k'");
         assert_eq!(e.to_string(), "gguf: no key 'k'");
     }
+
+    #[test]
+    fn escaping_keeps_text_and_shows_every_dangerous_byte() {
+        assert_eq!(escape(b"blk.0.attn_q.weight"), "blk.0.attn_q.weight");
+        assert_eq!(
+            escape("h\u{e9}llo \u{4e16}\u{754c}".as_bytes()),
+            "h\u{e9}llo \u{4e16}\u{754c}"
+        );
+        // C0 controls, DEL, a C1 control (U+009B, CSI), a lone 0x9b byte, invalid UTF-8.
+        assert_eq!(
+            escape(b"\x00\x07\x1b[2J\r\n\x7f\xc2\x9b\x9b\xff\xc3"),
+            "\\x00\\x07\\x1b[2J\\x0d\\x0a\\x7f\\xc2\\x9b\\x9b\\xff\\xc3"
+        );
+        // Invisible and direction-changing characters.
+        assert_eq!(
+            escape("a\u{202e}b\u{200b}c\u{2066}d\u{feff}".as_bytes()),
+            "a\\xe2\\x80\\xaeb\\xe2\\x80\\x8bc\\xe2\\x81\\xa6d\\xef\\xbb\\xbf"
+        );
+        // A backslash is doubled, so `\x41` in a name cannot pass for an escaped byte.
+        assert_eq!(escape(b"\\x41"), "\\\\x41");
+        assert_ne!(escape(b"\\x41"), escape(b"A"));
+    }
+
+    #[test]
+    fn quoting_cuts_long_names() {
+        assert_eq!(quote(b"k\n"), "'k\\x0a'");
+        let long = [b'x'; 100];
+        assert_eq!(quote(&long), format!("'{}...'", "x".repeat(80)));
+        assert_eq!(quote(&long[..80]), format!("'{}'", "x".repeat(80)));
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn paths_show_their_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(b"/m/caf\xe9/\x1b.gguf"));
+        assert_eq!(path_text(path), "/m/caf\\xe9/\\x1b.gguf");
+        let e = Error::new(ErrorCode::Io, "x").in_path(path);
+        assert_eq!(e.to_string(), "gguf: /m/caf\\xe9/\\x1b.gguf: x");
+    }
 }

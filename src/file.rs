@@ -265,11 +265,11 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
 /// each could fit in the rest of the file, before anything is allocated for them.
 fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode) -> Result<usize> {
     let at = r.pos();
-    let count = r.len(what)?;
+    let header = |e| reading(e, format_args!("the header"));
+    let count = r.len(what).map_err(header)?;
     if !r.fits(count, min_size) {
-        return Err(r
-            .too_many(code, at, format_args!("{what} is {count}"), count, min_size)
-            .context(EARLY_END));
+        let e = r.too_many(code, at, format_args!("{what} is {count}"), count, min_size);
+        return Err(header(e));
     }
     // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
     if count > u64::from(u32::MAX) {
@@ -289,7 +289,8 @@ fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode
 const EARLY_END: &str = "the file ends early (truncated?)";
 
 fn parse(bytes: &[u8]) -> Result<Parsed> {
-    let (version, order) = read_preamble(bytes)?;
+    let header = |e| reading(e, format_args!("the header"));
+    let (version, order) = read_preamble(bytes).map_err(header)?;
     let layout = Layout::new(version, order);
     let len = layout.len_size() as u64;
     let mut r = ByteReader::new(bytes, 8, layout);
@@ -330,15 +331,14 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
     let n = tensor_count as u64;
     if !r.fits(n, min_tensor) {
-        return Err(r
-            .too_many(
-                ErrorCode::TensorCountTooLarge,
-                r.pos(),
-                format_args!("after the metadata, the tensor count is {n}"),
-                n,
-                min_tensor,
-            )
-            .context(EARLY_END));
+        let e = r.too_many(
+            ErrorCode::TensorCountTooLarge,
+            r.pos(),
+            format_args!("the tensor count is {n}"),
+            n,
+            min_tensor,
+        );
+        return Err(reading(e, format_args!("the tensor infos")));
     }
     let mut tensors = Vec::with_capacity(tensor_count);
     for i in 0..tensor_count {
@@ -552,12 +552,17 @@ fn check_tensor_ranges(bytes: &[u8], tensors: &[TensorRecord], data_offset: u64)
             .checked_add(t.offset)
             .and_then(|start| start.checked_add(t.size));
         if end.is_none_or(|end| end > file_size) {
-            let shown = end.map_or("beyond 2^64".to_string(), |e| e.to_string());
+            let (shown, early) = match end {
+                // Most often a download cut short: the header is whole, the data is not.
+                Some(end) => (end.to_string(), format!("{EARLY_END}: ")),
+                None => ("beyond 2^64".to_string(), String::new()),
+            };
             return Err(Error::at(
                 ErrorCode::DataOutOfBounds,
                 t.at as u64,
                 format!(
-                    "tensor {} data ends at {shown}, past the end of the file ({file_size} bytes)",
+                    "{early}tensor {} data ends at {shown}, past the end of the file \
+                     ({file_size} bytes)",
                     quote(t.name.of(bytes))
                 ),
             ));

@@ -188,7 +188,7 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
         .ok()
         .map(|m| m.iter().filter(|&&b| b == b'\n').count());
     let maps = match (maps, max_maps) {
-        (Some(n), Some(max)) => format!("it has {n} of the {max} that vm.max_map_count allows"),
+        (Some(n), Some(max)) => format!("{n} in use; vm.max_map_count is {max}"),
         (None, Some(max)) => format!("vm.max_map_count is {max}"),
         _ => "see vm.max_map_count".to_string(),
     };
@@ -199,19 +199,16 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
     // SAFETY: getrlimit writes one rlimit into the struct it is given.
     let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
     let space = if known && limit.rlim_cur != libc::RLIM_INFINITY {
-        format!(
-            "its address space limit (ulimit -v) is {} bytes",
-            limit.rlim_cur
-        )
+        format!("ulimit -v is {} bytes", limit.rlim_cur)
     } else {
-        "its address space is not limited (ulimit -v)".to_string()
+        "ulimit -v is unlimited".to_string()
     };
     Error::new(
         ErrorCode::Io,
         format!(
-            "{what}: {e}: {size} bytes could not be mapped; the process may have run out of \
-             memory mappings ({maps}; raise it with sysctl vm.max_map_count=N, or close other \
-             handles) or of address space ({space})"
+            "{what}: {e}: {size} bytes could not be mapped: the process may have reached its \
+             limit on memory mappings ({maps}: raise it with sysctl, or close other handles) or \
+             on address space ({space})"
         ),
     )
 }
@@ -353,5 +350,40 @@ impl AsRef<[u8]> for Source {
             Source::Mapped(map) | Source::Copied(map) => map,
             Source::Lent(bytes) => bytes,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_failing_with_enomem_names_the_mapping_and_address_space_limits() {
+        let e = map_error(
+            "cannot map the file",
+            1 << 40,
+            std::io::Error::from_raw_os_error(libc::ENOMEM),
+        );
+        assert_eq!(e.code(), ErrorCode::Io);
+        let msg = e.message();
+        assert!(msg.starts_with("cannot map the file: "), "{msg}");
+        assert!(
+            msg.contains("1099511627776 bytes could not be mapped"),
+            "{msg}"
+        );
+        let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap();
+        assert!(
+            msg.contains(&format!("in use; vm.max_map_count is {}:", max.trim())),
+            "{msg}"
+        );
+        assert!(msg.contains("address space (ulimit -v is "), "{msg}");
+
+        // Other failures are passed on as they are.
+        let e = map_error(
+            "cannot map the file",
+            1,
+            std::io::Error::from_raw_os_error(libc::ENODEV),
+        );
+        assert!(!e.message().contains("vm.max_map_count"), "{}", e.message());
     }
 }
