@@ -17,7 +17,7 @@ pub const SPLIT_COUNT: &str = "split.count";
 /// Key holding the number of tensors in all shards together.
 pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
 /// Most shards a split model can have: `split.count` is written as a UINT16.
-pub const MAX_SHARDS: u64 = u16::MAX as u64;
+const MAX_SHARDS: u64 = u16::MAX as u64;
 
 /// A model over one or more parsed files.
 pub struct Model<S: AsRef<[u8]>> {
