@@ -265,7 +265,6 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
 /// each could fit in the rest of the file, before anything is allocated for them.
 fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode) -> Result<usize> {
     let at = r.pos();
-    let header = |e| reading(e, format_args!("the header"));
     let count = r.len(what).map_err(header)?;
     if !r.fits(count, min_size) {
         let e = r.too_many(code, at, format_args!("{what} is {count}"), count, min_size);
@@ -288,8 +287,19 @@ fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode
 /// How a message starts when the bytes run out before what the file declares.
 const EARLY_END: &str = "the file ends early (truncated?)";
 
+/// An error in the header (magic, version, counts), saying that the file ends early when the
+/// bytes ran out; other errors there are clear as they are.
+#[cold]
+#[inline(never)]
+fn header(e: Error) -> Error {
+    if e.is_early_end() {
+        reading(e, format_args!("the header"))
+    } else {
+        e
+    }
+}
+
 fn parse(bytes: &[u8]) -> Result<Parsed> {
-    let header = |e| reading(e, format_args!("the header"));
     let (version, order) = read_preamble(bytes).map_err(header)?;
     let layout = Layout::new(version, order);
     let len = layout.len_size() as u64;
