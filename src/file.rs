@@ -352,7 +352,10 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
     }
     let mut tensors = Vec::with_capacity(tensor_count);
     for i in 0..tensor_count {
-        tensors.push(read_tensor_info(&mut r, alignment, (i, tensor_count))?);
+        let at = r.pos();
+        let t = read_tensor_info(&mut r, alignment)
+            .map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (at, i, tensor_count)))?;
+        tensors.push(t);
     }
     let tensor_index =
         NameIndex::build(tensors.len(), |i| tensors[i].name.of(bytes)).map_err(|(a, b)| {
@@ -390,33 +393,72 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
 fn read_metadata(r: &mut ByteReader<'_>, kv_count: usize) -> Result<Vec<KvRecord>> {
     let mut kvs = Vec::with_capacity(kv_count);
+    let (bytes, layout) = (r.bytes(), r.layout());
     for i in 0..kv_count {
         let at = r.pos();
-        let entry = || format!("metadata entry {} of {kv_count} (at offset {at})", i + 1);
-        let key = r
-            .string("the key")
-            .map_err(|e| reading(e, format_args!("the key of {}", entry())))?;
+        let entry = |e| entry_error(e, bytes, layout, Entry::Metadata, (at, i, kv_count));
+        let key = r.string("the key").map_err(entry)?;
         if key.len == 0 {
-            return Err(Error::at(
+            return Err(entry(Error::at(
                 ErrorCode::EmptyKey,
                 at as u64,
-                format!("{}: expected a non-empty key, found length 0", entry()),
-            ));
+                "expected a non-empty key, found length 0",
+            )));
         }
-        let bytes = r.bytes();
-        let named = |e: Error| {
-            let key = quote(key.of(bytes));
-            reading(e, format_args!("key {key}, {}", entry()))
-        };
-        let ty = value::read_value_type(r, "the value type").map_err(named)?;
-        let value = value::read_value(r, ty, "the value").map_err(named)?;
+        let ty = value::read_value_type(r, "the value type").map_err(entry)?;
+        let value = value::read_value(r, ty, "the value").map_err(entry)?;
         kvs.push(KvRecord { at, key, value });
     }
     Ok(kvs)
 }
 
-/// `e`, an error met while reading `what` (a key, a tensor info), saying so; and, when the
-/// bytes ran out, that the file ends early.
+/// What [`entry_error`] names.
+#[derive(Clone, Copy)]
+enum Entry {
+    Metadata,
+    Tensor,
+}
+
+/// `e`, met while reading metadata entry or tensor info `i` of `n` that starts at `at`, saying
+/// which: by its key or name when that much was read, and, when the bytes ran out, that the
+/// file ends early. Kept out of the readers (and re-reading the name) so that the loops over
+/// thousands of entries carry no extra state.
+#[cold]
+#[inline(never)]
+fn entry_error(
+    e: Error,
+    bytes: &[u8],
+    layout: Layout,
+    kind: Entry,
+    (at, i, n): (usize, usize, usize),
+) -> Error {
+    let (what, named, field) = match kind {
+        Entry::Metadata => ("metadata entry", "key", "key"),
+        Entry::Tensor => ("tensor info", "tensor", "name"),
+    };
+    let entry = format!("{what} {} of {n} (at offset {at})", i + 1);
+    let name = ByteReader::new(bytes, at, layout).string("").ok();
+    if !e.is_early_end() {
+        // Tensor rules already name the tensor.
+        return match (kind, name) {
+            (Entry::Metadata, Some(key)) => {
+                e.context(format_args!("key {}, {entry}", quote(key.of(bytes))))
+            }
+            (Entry::Metadata, None) => e.context(entry),
+            (Entry::Tensor, _) => e,
+        };
+    }
+    match name {
+        Some(name) => reading(
+            e,
+            format_args!("{named} {}, {entry}", quote(name.of(bytes))),
+        ),
+        None => reading(e, format_args!("the {field} of {entry}")),
+    }
+}
+
+/// `e`, an error met while reading `what`, saying so; and, when the bytes ran out, that the
+/// file ends early.
 #[cold]
 #[inline(never)]
 fn reading(e: Error, what: std::fmt::Arguments<'_>) -> Error {
@@ -457,24 +499,10 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
     Ok(found)
 }
 
-/// Reads tensor info `i` of `n` (the pair is `(i, n)`).
-fn read_tensor_info(
-    r: &mut ByteReader<'_>,
-    alignment: u64,
-    (i, n): (usize, usize),
-) -> Result<TensorRecord> {
+fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorRecord> {
     let at = r.pos();
-    let entry = || format!("tensor info {} of {n} (at offset {at})", i + 1);
-    let name = r
-        .string("the tensor name")
-        .map_err(|e| reading(e, format_args!("the name of {}", entry())))?;
+    let name = r.string("the tensor name")?;
     let bytes = r.bytes();
-    let cut = |e: Error| {
-        reading(
-            e,
-            format_args!("tensor {}, {}", quote(name.of(bytes)), entry()),
-        )
-    };
     let named = |code, at: usize, msg: String| {
         Error::at(
             code,
@@ -483,7 +511,7 @@ fn read_tensor_info(
         )
     };
     let dims_at = r.pos();
-    let n_dims = r.u32("the dimension count").map_err(cut)?;
+    let n_dims = r.u32("the dimension count")?;
     if n_dims as usize > MAX_DIMS {
         return Err(named(
             ErrorCode::TooManyDims,
@@ -493,13 +521,13 @@ fn read_tensor_info(
     }
     let mut dims = [1u64; MAX_DIMS];
     for d in dims.iter_mut().take(n_dims as usize) {
-        *d = r.len("a dimension").map_err(cut)?;
+        *d = r.len("a dimension")?;
     }
     let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     let type_at = r.pos();
-    let type_id = r.u32("the tensor type").map_err(cut)?;
+    let type_id = r.u32("the tensor type")?;
     let offset_at = r.pos();
-    let offset = r.u64("the tensor offset").map_err(cut)?;
+    let offset = r.u64("the tensor offset")?;
 
     let Some(n_elements) = n_elements else {
         return Err(named(

@@ -100,8 +100,8 @@ fn refuse_irregular(meta: &std::fs::Metadata) -> Result<()> {
 }
 
 /// Opens `path` for reading without blocking: a FIFO without a writer (or a device that waits
-/// for a carrier) would otherwise block `open` forever. The flag is cleared again once the file
-/// is known to be a regular file, for which it means nothing anyway.
+/// for a carrier) would otherwise block `open` forever. The flag means nothing to a map of a
+/// regular file; it is cleared before the file is read (`clear_nonblocking`).
 #[cfg(unix)]
 fn open_nonblocking(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -147,7 +147,6 @@ fn open_regular(path: &Path) -> Result<(File, u64)> {
         .metadata()
         .map_err(|e| io_error("cannot read the file size", e))?;
     refuse_irregular(&meta)?;
-    clear_nonblocking(&file).map_err(|e| io_error("cannot open the file", e))?;
     if meta.len() == 0 {
         return Err(size_zero(&file));
     }
@@ -227,6 +226,7 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
     let source = if options.read {
         let len = usize::try_from(size)
             .map_err(|_| Error::new(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
+        clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
         let mut copy = MmapOptions::new()
             .len(len)
             .map_anon()
