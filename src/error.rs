@@ -214,12 +214,14 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("gguf: ")?;
         if let Some(path) = &self.0.path {
-            write!(f, "{path}: ")?;
+            write!(f, "{}: ", escape_controls(path))?;
         }
         if let Some(offset) = self.0.offset {
             write!(f, "offset {offset}: ")?;
         }
-        f.write_str(&self.0.message)
+        // Names and paths are escaped where they enter a message; this catches text that
+        // entered otherwise (a path given as a string, an OS message), so no message prints raw.
+        f.write_str(&escape_controls(&self.0.message))
     }
 }
 
@@ -232,24 +234,48 @@ impl std::error::Error for Error {}
 /// characters. Those, and every byte that is not valid UTF-8, are shown as `\xNN` per byte; a
 /// backslash is doubled, so that `\x` always starts an escape.
 pub fn escape_into(out: &mut String, bytes: &[u8]) {
-    use std::fmt::Write;
-    let hex = |out: &mut String, raw: &[u8]| {
-        for b in raw {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    };
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
             if c == '\\' {
                 out.push_str("\\\\");
-            } else if c.is_control() || is_format_char(c) {
-                hex(out, c.encode_utf8(&mut [0; 4]).as_bytes());
+            } else if is_hidden(c) {
+                push_hex(out, c.encode_utf8(&mut [0; 4]).as_bytes());
             } else {
                 out.push(c);
             }
         }
-        hex(out, chunk.invalid());
+        push_hex(out, chunk.invalid());
     }
+}
+
+/// `text` with the characters [`escape_into`] shows as `\xNN` so shown, and nothing else
+/// changed: text that has been through [`escape`] passes unchanged (and unallocated).
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_hidden) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_hidden(c) {
+            push_hex(&mut out, c.encode_utf8(&mut [0; 4]).as_bytes());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// Appends `\xNN` for each byte.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    use std::fmt::Write;
+    for b in bytes {
+        let _ = write!(out, "\\x{b:02x}");
+    }
+}
+
+/// Characters a message never holds raw: controls (C0, DEL, C1) and [`is_format_char`]s.
+fn is_hidden(c: char) -> bool {
+    c.is_control() || is_format_char(c)
 }
 
 /// `bytes` escaped as [`escape_into`] does.
@@ -357,5 +383,17 @@ mod tests {
         assert_eq!(path_text(path), "/m/caf\\xe9/\\x1b.gguf");
         let e = Error::new(ErrorCode::Io, "x").in_path(path);
         assert_eq!(e.to_string(), "gguf: /m/caf\\xe9/\\x1b.gguf: x");
+    }
+
+    #[test]
+    fn display_escapes_text_that_did_not_come_through_escape() {
+        let e = Error::new(ErrorCode::Io, "os said \x1b[2J\u{202e}").in_file("p\nq\\r");
+        assert_eq!(
+            e.to_string(),
+            "gguf: p\\x0aq\\r: os said \\x1b[2J\\xe2\\x80\\xae"
+        );
+        // Escaped text is left as it is.
+        let e = Error::new(ErrorCode::NotFound, format!("no key {}", quote(b"a\x1b\\")));
+        assert_eq!(e.to_string(), "gguf: no key 'a\\x1b\\\\'");
     }
 }

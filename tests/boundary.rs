@@ -210,6 +210,18 @@ fn paths_are_shown_with_their_exact_bytes_escaped() {
     }
 }
 
+/// Text that reaches a message some other way than through the escaping of names and paths (a
+/// path the writer shows as it was given, an OS message) is still shown escaped.
+#[test]
+fn every_message_is_printable() {
+    let d = dir("printable");
+    let path = d.join("no such dir \x1b]0;x\x07\r\n").join("out.gguf");
+    let e = Writer::new().write_file(&path).unwrap_err();
+    let text = e.to_string();
+    assert_printable(&text);
+    assert!(text.contains("\\x1b]0;x\\x07\\x0d\\x0a"), "{text}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Files that are not regular files.
 

@@ -20,14 +20,9 @@ thread_local! {
 
 /// Records `error` as this thread's last error.
 pub(crate) fn record(error: &Error) {
-    // Names and paths are escaped (`\x00`) before they reach a message; should a NUL come from
-    // anywhere else, the message is cut there rather than lost.
-    let text = error.to_string().into_bytes();
-    let text = match text.iter().position(|&b| b == 0) {
-        Some(nul) => text[..nul].to_vec(),
-        None => text,
-    };
-    let message = CString::new(text).unwrap_or_default();
+    // `Display` escapes every control character, NUL included (`\x00`), so the text converts
+    // whole; `unwrap_or_default` is never reached.
+    let message = CString::new(error.to_string()).unwrap_or_default();
     let offset = error
         .offset()
         .and_then(|o| i64::try_from(o).ok())
