@@ -1,16 +1,20 @@
 /*
  * test_errors.c: the error record (gguf_last_error_code / gguf_last_error /
- * gguf_last_error_offset / gguf_clear_error), every way gguf_open and gguf_open_memory fail, and
- * NULL for every pointer argument of every function.
+ * gguf_last_error_offset / gguf_clear_error), every way gguf_open and gguf_open_memory fail (files
+ * that are not regular files refused at once), names and paths escaped in messages, and NULL for
+ * every pointer argument of every function.
  *
  * Usage: test_errors FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
+#define _POSIX_C_SOURCE 200809L /* alarm */
+
 #include "gguf.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -143,6 +147,64 @@ static void test_open_failures(void) {
     gguf_clear_error();
     CHECK(gguf_open_memory("GGUF", 4) == NULL);
     CHECK_PARSE_ERROR(GGUF_ERROR_CODE_TRUNCATED, "<memory>", 4);
+}
+
+/* What is not a regular file is refused at once, saying what it is. A FIFO without a writer
+ * used to block gguf_open forever: the alarm turns a hang into a failure. */
+static void test_not_regular_files(void) {
+    const char *fifo = fixture("a_fifo.gguf");
+    alarm(60);
+    FAILS(gguf_open(fifo) == NULL, GGUF_ERROR_CODE_IO, "a FIFO (named pipe)");
+    FAILS(gguf_open_ex(fifo, GGUF_OPEN_FLAG_READ) == NULL, GGUF_ERROR_CODE_IO, fifo);
+    alarm(0);
+    FAILS(gguf_open(fixture("a_directory.gguf")) == NULL, GGUF_ERROR_CODE_IO, "a directory");
+    FAILS(gguf_open("/dev/null") == NULL, GGUF_ERROR_CODE_IO, "a character device");
+    FAILS(gguf_open_ex("/dev/zero", GGUF_OPEN_FLAG_READ) == NULL, GGUF_ERROR_CODE_IO,
+          "a character device");
+    /* procfs reports size 0 for files with contents: not "an empty file". */
+    FAILS(gguf_open("/proc/self/status") == NULL, GGUF_ERROR_CODE_IO, "reports size 0");
+}
+
+/* The calling thread's last message holds no control byte (C0, DEL); C1 controls and bytes
+ * that are not UTF-8 would show as \xNN too. */
+static void check_printable(void) {
+    for (const unsigned char *p = (const unsigned char *)gguf_last_error(); *p; p++) {
+        CHECK(*p >= 0x20 && *p != 0x7f);
+    }
+}
+
+/* Names and paths reach messages escaped: a key that clears the screen, retitles the terminal
+ * and forges a line of output shows as text. */
+static void test_escaped_messages(void) {
+    const char *path = fixture("full.gguf");
+    GGUFFile f = gguf_open(path);
+    CHECK(f != NULL);
+    static const char hostile[] = "\x1b[2J\x1b]0;owned\x07\r\ngguf: all tensors OK\n\xc2\x9b\xff\\x41";
+    static const char shown[] =
+        "'\\x1b[2J\\x1b]0;owned\\x07\\x0d\\x0agguf: all tensors OK\\x0a\\xc2\\x9b\\xff\\\\x41'";
+    gguf_clear_error();
+    CHECK(gguf_get_metadata(f, hostile) == NULL);
+    check_printable();
+    CHECK_ERROR(GGUF_ERROR_CODE_NOT_FOUND, shown);
+    CHECK(gguf_get_tensor(f, hostile) == NULL);
+    check_printable();
+    CHECK_ERROR(GGUF_ERROR_CODE_NOT_FOUND, shown);
+    uint64_t n = 9;
+    CHECK(gguf_get_string_array(f, hostile, &n) == NULL && n == 0);
+    check_printable();
+    CHECK_ERROR(GGUF_ERROR_CODE_NOT_FOUND, shown);
+    gguf_close(f);
+
+    /* A path that is not UTF-8, with control bytes: its bytes shown escaped, not replaced. */
+    char missing[4096];
+    const char *slash = strrchr(path, '/');
+    CHECK(slash != NULL && (size_t)(slash - path) + 32 < sizeof missing);
+    memcpy(missing, path, (size_t)(slash - path));
+    strcpy(missing + (slash - path), "/caf\xe9\x1b]0;x\x07.gguf");
+    gguf_clear_error();
+    CHECK(gguf_open(missing) == NULL);
+    check_printable();
+    CHECK_ERROR(GGUF_ERROR_CODE_IO, "/caf\\xe9\\x1b]0;x\\x07.gguf: cannot open the file");
 }
 
 /* NULL for every pointer argument of every function. */
@@ -304,6 +366,8 @@ int main(int argc, char **argv) {
     test_record_survives_success();
     test_close_null();
     test_open_failures();
+    test_not_regular_files();
+    test_escaped_messages();
     test_null_arguments();
     test_messages();
     printf("test_errors: ok\n");

@@ -444,7 +444,8 @@ enum GGUFOpenFlag
    */
   GGUF_OPEN_FLAG_LOCK = 2,
   /**
-   * Read the file into private page-aligned memory instead of mapping it.
+   * Read the file into private page-aligned memory instead of mapping it: the handle is then
+   * immune to the file being truncated or rewritten while it is open.
    */
   GGUF_OPEN_FLAG_READ = 4,
   /**
@@ -754,7 +755,8 @@ typedef struct GGUFUploadPlan {
  */
 typedef struct GGUFShardInfo {
   /**
-   * The path the shard was opened from, NUL-terminated (`<memory>` for `gguf_open_memory`).
+   * The path the shard was opened from, NUL-terminated, with its exact bytes (not
+   * necessarily UTF-8; `<memory>` for `gguf_open_memory`).
    */
   const char *path;
   /**
@@ -893,8 +895,12 @@ uint32_t gguf_last_error_code(void);
 /**
  * The message of the last error recorded on the calling thread: `gguf: FILE: offset N: what was
  * expected, what was found` (the file and offset parts when they apply). Never NULL: "" when
- * no error is recorded. The string belongs to the library and stays valid until the next
- * failing call or `gguf_clear_error` on the same thread; copy it to keep it.
+ * no error is recorded. The string belongs to the library and to the calling thread: it is
+ * valid only on that thread, until its next failing call, `gguf_clear_error`, or the thread's
+ * exit; copy it to keep it or to pass it to another thread. It is safe to print: names from the
+ * file and path bytes appear escaped (control characters, invisible or direction-changing
+ * characters and bytes that are not UTF-8 as `\xNN`, a backslash as `\\`), so a file cannot
+ * put terminal escape sequences or a forged line into it.
  */
 const char *gguf_last_error(void);
 
@@ -934,6 +940,20 @@ const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t 
  * file is one shard of a split model (`name-00002-of-00005.gguf`), every shard is opened and
  * the handle presents the whole model (see `gguf_shard_count`). Returns NULL on failure,
  * recording why (see `gguf_last_error`); never prints. Close the handle with `gguf_close`.
+ *
+ * `path` is used as exact bytes (it need not be UTF-8; sibling shards are found from its bytes).
+ * Only regular files are opened: a directory, FIFO, socket or device fails at once with
+ * GGUF_ERROR_CODE_IO saying what it is (a FIFO nobody writes to never blocks the call), and so
+ * does a file that reports size 0 but has contents (files in /proc and /sys); an empty file is
+ * GGUF_ERROR_CODE_TRUNCATED.
+ *
+ * The file stays mapped until `gguf_close`, and its pages are read when first touched, by the
+ * caller (tensor data, `array_data`) or by the library (array getters decode the mapping on
+ * first use). If another process truncates or rewrites the file in place meanwhile, touching a
+ * page past its new end raises SIGBUS, inside a library call too, and rewritten pages show the
+ * new bytes. Open with GGUF_OPEN_FLAG_READ to hold a private copy instead, or replace model files
+ * atomically (write a new file and rename it over the old one, as the writer does): an open
+ * handle keeps the old file alive.
  */
 GGUFFile gguf_open(const char *path);
 
@@ -941,8 +961,11 @@ GGUFFile gguf_open(const char *path);
  * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
  * faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
  * `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
- * instead of mapping it, and `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model
- * alone. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
+ * instead of mapping it (immune to the file being truncated or rewritten afterwards), and
+ * `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone. 0 behaves as
+ * `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for
+ * want of memory mappings or address space fails with GGUF_ERROR_CODE_IO naming
+ * `vm.max_map_count` (with the mappings in use) and `ulimit -v`.
  */
 GGUFFile gguf_open_ex(const char *path, uint32_t flags);
 
@@ -1074,6 +1097,9 @@ const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t in
  * `info->offset`, `info->size_bytes` bytes, as stored in the file (file byte order, aligned to
  * `gguf_alignment` relative to the file start). NULL if `info` was not returned by this `file`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or an argument is NULL. Valid until `gguf_close`; read-only.
+ * The bytes are read from the file when first touched: if another process truncates the file
+ * while it is mapped, touching a page past the new end raises SIGBUS (see `gguf_open`; a handle
+ * opened with GGUF_OPEN_FLAG_READ holds a private copy instead).
  */
 const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo *info);
 

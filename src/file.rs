@@ -92,9 +92,8 @@ impl MappedFile {
     /// Maps and parses the file at `path`. Errors name the path.
     pub fn open(path: impl AsRef<Path>) -> Result<MappedFile> {
         let path = path.as_ref();
-        let map =
-            crate::source::map_file(path).map_err(|e| e.in_file(path.display().to_string()))?;
-        GgufFile::from_bytes(map).map_err(|e| e.in_file(path.display().to_string()))
+        let map = crate::source::map_file(path).map_err(|e| e.in_path(path))?;
+        GgufFile::from_bytes(map).map_err(|e| e.in_path(path))
     }
 }
 
@@ -229,16 +228,8 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     }
 }
 
-/// Quotes a name from the file for an error message: lossy UTF-8, cut to a readable length.
-pub(crate) fn quote(name: &[u8]) -> String {
-    const MAX: usize = 80;
-    let shown = String::from_utf8_lossy(&name[..name.len().min(MAX)]);
-    if name.len() > MAX {
-        format!("'{shown}...'")
-    } else {
-        format!("'{shown}'")
-    }
-}
+/// Names from the file are quoted for messages by one function, which escapes them.
+pub(crate) use crate::error::quote;
 
 /// Reads the magic and version; returns the version and byte order.
 fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
@@ -274,27 +265,42 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
 /// each could fit in the rest of the file, before anything is allocated for them.
 fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode) -> Result<usize> {
     let at = r.pos();
-    let count = r.len(what)?;
-    let remaining = r.remaining() as u64;
-    let fits = count <= u64::from(u32::MAX)
-        && count
-            .checked_mul(min_size)
-            .is_some_and(|need| need <= remaining);
-    if !fits {
+    let count = r.len(what).map_err(header)?;
+    if !r.fits(count, min_size) {
+        let e = r.too_many(code, at, format_args!("{what} is {count}"), count, min_size);
+        return Err(header(e));
+    }
+    // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
+    if count > u64::from(u32::MAX) {
         return Err(Error::at(
             code,
             at as u64,
             format!(
-                "{what} is {count}, but each needs at least {min_size} bytes and only \
-                 {remaining} bytes follow"
+                "{what} is {count}, more than the {} this library reads",
+                u32::MAX
             ),
         ));
     }
     Ok(count as usize)
 }
 
+/// How a message starts when the bytes run out before what the file declares.
+const EARLY_END: &str = "the file ends early (truncated?)";
+
+/// An error in the header (magic, version, counts), saying that the file ends early when the
+/// bytes ran out; other errors there are clear as they are.
+#[cold]
+#[inline(never)]
+fn header(e: Error) -> Error {
+    if e.is_early_end() {
+        reading(e, format_args!("the header"))
+    } else {
+        e
+    }
+}
+
 fn parse(bytes: &[u8]) -> Result<Parsed> {
-    let (version, order) = read_preamble(bytes)?;
+    let (version, order) = read_preamble(bytes).map_err(header)?;
     let layout = Layout::new(version, order);
     let len = layout.len_size() as u64;
     let mut r = ByteReader::new(bytes, 8, layout);
@@ -333,21 +339,23 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         None => DEFAULT_ALIGNMENT,
     };
 
-    let tensors_at = r.pos();
-    let remaining = r.remaining() as u64;
-    if (tensor_count as u64).saturating_mul(min_tensor) > remaining {
-        return Err(Error::at(
+    let n = tensor_count as u64;
+    if !r.fits(n, min_tensor) {
+        let e = r.too_many(
             ErrorCode::TensorCountTooLarge,
-            tensors_at as u64,
-            format!(
-                "{tensor_count} tensor infos need at least {min_tensor} bytes each, but only \
-                 {remaining} bytes remain after the metadata"
-            ),
-        ));
+            r.pos(),
+            format_args!("the tensor count is {n}"),
+            n,
+            min_tensor,
+        );
+        return Err(reading(e, format_args!("the tensor infos")));
     }
     let mut tensors = Vec::with_capacity(tensor_count);
-    for _ in 0..tensor_count {
-        tensors.push(read_tensor_info(&mut r, alignment)?);
+    for i in 0..tensor_count {
+        let at = r.pos();
+        let t = read_tensor_info(&mut r, alignment)
+            .map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (at, i, tensor_count)))?;
+        tensors.push(t);
     }
     let tensor_index =
         NameIndex::build(tensors.len(), |i| tensors[i].name.of(bytes)).map_err(|(a, b)| {
@@ -385,21 +393,80 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
 fn read_metadata(r: &mut ByteReader<'_>, kv_count: usize) -> Result<Vec<KvRecord>> {
     let mut kvs = Vec::with_capacity(kv_count);
-    for _ in 0..kv_count {
+    let (bytes, layout) = (r.bytes(), r.layout());
+    for i in 0..kv_count {
         let at = r.pos();
-        let key = r.string("a metadata key")?;
+        let entry = |e| entry_error(e, bytes, layout, Entry::Metadata, (at, i, kv_count));
+        let key = r.string("the key").map_err(entry)?;
         if key.len == 0 {
-            return Err(Error::at(
+            return Err(entry(Error::at(
                 ErrorCode::EmptyKey,
                 at as u64,
-                "expected a non-empty metadata key, found length 0",
-            ));
+                "expected a non-empty key, found length 0",
+            )));
         }
-        let ty = value::read_value_type(r, "the value type")?;
-        let value = value::read_value(r, ty, "a metadata value")?;
+        let ty = value::read_value_type(r, "the value type").map_err(entry)?;
+        let value = value::read_value(r, ty, "the value").map_err(entry)?;
         kvs.push(KvRecord { at, key, value });
     }
     Ok(kvs)
+}
+
+/// What [`entry_error`] names.
+#[derive(Clone, Copy)]
+enum Entry {
+    Metadata,
+    Tensor,
+}
+
+/// `e`, met while reading metadata entry or tensor info `i` of `n` that starts at `at`, saying
+/// which: by its key or name when that much was read, and, when the bytes ran out, that the
+/// file ends early. Kept out of the readers (and re-reading the name) so that the loops over
+/// thousands of entries carry no extra state.
+#[cold]
+#[inline(never)]
+fn entry_error(
+    e: Error,
+    bytes: &[u8],
+    layout: Layout,
+    kind: Entry,
+    (at, i, n): (usize, usize, usize),
+) -> Error {
+    let (what, named, field) = match kind {
+        Entry::Metadata => ("metadata entry", "key", "key"),
+        Entry::Tensor => ("tensor info", "tensor", "name"),
+    };
+    let entry = format!("{what} {} of {n} (at offset {at})", i + 1);
+    let name = ByteReader::new(bytes, at, layout).string("").ok();
+    if !e.is_early_end() {
+        // Tensor rules already name the tensor.
+        return match (kind, name) {
+            (Entry::Metadata, Some(key)) => {
+                e.context(format_args!("key {}, {entry}", quote(key.of(bytes))))
+            }
+            (Entry::Metadata, None) => e.context(entry),
+            (Entry::Tensor, _) => e,
+        };
+    }
+    match name {
+        Some(name) => reading(
+            e,
+            format_args!("{named} {}, {entry}", quote(name.of(bytes))),
+        ),
+        None => reading(e, format_args!("the {field} of {entry}")),
+    }
+}
+
+/// `e`, an error met while reading `what`, saying so; and, when the bytes ran out, that the
+/// file ends early.
+#[cold]
+#[inline(never)]
+fn reading(e: Error, what: std::fmt::Arguments<'_>) -> Error {
+    if e.is_early_end() {
+        e.context(format_args!("{EARLY_END} while reading {what}"))
+    } else {
+        e.context(what)
+    }
 }
 
 fn check_alignment(kv: &KvRecord) -> Result<u64> {
@@ -434,7 +501,7 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
 
 fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorRecord> {
     let at = r.pos();
-    let name = r.string("a tensor name")?;
+    let name = r.string("the tensor name")?;
     let bytes = r.bytes();
     let named = |code, at: usize, msg: String| {
         Error::at(
@@ -523,12 +590,17 @@ fn check_tensor_ranges(bytes: &[u8], tensors: &[TensorRecord], data_offset: u64)
             .checked_add(t.offset)
             .and_then(|start| start.checked_add(t.size));
         if end.is_none_or(|end| end > file_size) {
-            let shown = end.map_or("beyond 2^64".to_string(), |e| e.to_string());
+            let (shown, early) = match end {
+                // Most often a download cut short: the header is whole, the data is not.
+                Some(end) => (end.to_string(), format!("{EARLY_END}: ")),
+                None => ("beyond 2^64".to_string(), String::new()),
+            };
             return Err(Error::at(
                 ErrorCode::DataOutOfBounds,
                 t.at as u64,
                 format!(
-                    "tensor {} data ends at {shown}, past the end of the file ({file_size} bytes)",
+                    "{early}tensor {} data ends at {shown}, past the end of the file \
+                     ({file_size} bytes)",
                     quote(t.name.of(bytes))
                 ),
             ));

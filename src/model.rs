@@ -2,12 +2,13 @@
 //! presented as one, as llama.cpp's `gguf-split` writes them: each shard carries `split.no`
 //! (0-based), `split.count` and `split.tensors.count`; the first holds the model's metadata.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{path_text, Error, ErrorCode, Result};
 use crate::file::{quote, GgufFile, TensorInfo};
 use crate::index::NameIndex;
 use crate::source::{open_source, OpenOptions, Source};
 use crate::value::Value;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
 
 /// Key holding a shard's 0-based number.
 pub const SPLIT_NO: &str = "split.no";
@@ -15,10 +16,15 @@ pub const SPLIT_NO: &str = "split.no";
 pub const SPLIT_COUNT: &str = "split.count";
 /// Key holding the number of tensors in all shards together.
 pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
+/// Most shards a split model can have: `split.count` is written as a UINT16.
+const MAX_SHARDS: u64 = u16::MAX as u64;
 
 /// A model over one or more parsed files.
 pub struct Model<S: AsRef<[u8]>> {
     shards: Vec<GgufFile<S>>,
+    /// Each shard's path, exactly as opened.
+    paths: Vec<PathBuf>,
+    /// Each shard's path as shown in messages (escaped).
     names: Vec<String>,
     /// Global position of each shard's first tensor, then the total.
     starts: Vec<usize>,
@@ -35,28 +41,56 @@ pub struct ModelTensor<'a> {
     pub info: TensorInfo<'a>,
 }
 
-/// An integer metadata value of any integer type, as split keys are written with several.
-fn integer(file: &GgufFile<impl AsRef<[u8]>>, key: &str) -> Option<i128> {
-    let value = file.get(key)?;
-    match value {
+/// A split key's value, of any integer type (split keys are written with several), or what is
+/// wrong with it, phrased for a message: `split.no is missing`, `split.no has type STRING, ...`.
+fn split_key(file: &GgufFile<impl AsRef<[u8]>>, key: &str) -> std::result::Result<i128, String> {
+    let value = file.get(key).ok_or_else(|| format!("{key} is missing"))?;
+    let int = match value {
         Value::I8(_) | Value::I16(_) | Value::I32(_) | Value::I64(_) => {
             value.as_i64().map(i128::from)
         }
         _ => value.as_u64().map(i128::from),
+    };
+    int.ok_or_else(|| {
+        format!(
+            "{key} has type {}, not an integer",
+            value.value_type().name()
+        )
+    })
+}
+
+/// `expected KEY N, found M`, or `expected KEY N, but KEY is missing` (or not an integer).
+fn expected(
+    key: &str,
+    want: impl std::fmt::Display,
+    found: &std::result::Result<i128, String>,
+) -> String {
+    match found {
+        Ok(v) => format!("expected {key} {want}, found {v}"),
+        Err(why) => format!("expected {key} {want}, but {why}"),
     }
 }
 
-/// An integer key's value for a message, or that the key is missing (or not an integer).
-fn shown(value: Option<i128>) -> String {
-    value.map_or_else(|| "no integer".to_string(), |v| v.to_string())
+/// `path` without `suffix` (ASCII), working on the path's bytes: a directory or model name that
+/// is not UTF-8 is kept exactly.
+#[cfg(unix)]
+fn strip_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    bytes.strip_suffix(suffix.as_bytes()).map(OsStr::from_bytes)
 }
 
-/// The name of shard `no` (0-based) of `count`, given the name of shard `given` of the model.
-fn shard_path(given_path: &str, given: u64, no: u64, count: u64) -> Result<String> {
+#[cfg(not(unix))]
+fn strip_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
+    path.to_str()?.strip_suffix(suffix).map(OsStr::new)
+}
+
+/// The path of shard `no` (0-based) of `count`, given the path of shard `given` of the model.
+fn shard_path(given_path: &Path, given: u64, no: u64, count: u64) -> Result<PathBuf> {
     // The naming rule lives in the writer, which makes such files.
     let name = |no: u64| crate::writer::Writer::shard_path("", no as usize, count as usize);
     let suffix = name(given);
-    let prefix = given_path.strip_suffix(&suffix).ok_or_else(|| {
+    let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
         Error::new(
             ErrorCode::ShardMismatch,
             format!(
@@ -66,78 +100,102 @@ fn shard_path(given_path: &str, given: u64, no: u64, count: u64) -> Result<Strin
                 given + 1
             ),
         )
-        .in_file(given_path)
+        .in_path(given_path)
     })?;
-    Ok(format!("{prefix}{}", name(no)))
+    let mut path = OsString::from(prefix);
+    path.push(name(no));
+    Ok(PathBuf::from(path))
 }
 
 impl Model<Source> {
     /// Opens the file at `path`; if it is a shard of a split model (and `options.single_shard`
     /// is not set), opens every shard and presents them as one model.
     pub fn open(path: &Path, options: OpenOptions) -> Result<Model<Source>> {
-        let name = path.display().to_string();
-        let open = |p: &Path, name: &str| {
+        let open = |p: &Path| {
             open_source(p, options)
                 .and_then(GgufFile::from_bytes)
-                .map_err(|e| e.in_file(name))
+                .map_err(|e| e.in_path(p))
         };
-        let given = open(path, &name)?;
-        let count = integer(&given, SPLIT_COUNT).unwrap_or(1);
+        let given = open(path)?;
+        let count = split_key(&given, SPLIT_COUNT).unwrap_or(1);
         if options.single_shard || count <= 1 {
-            return Model::single(given, name);
+            return Ok(Model::of_one(given, path.to_path_buf()));
         }
-        let check = |ok: bool, file: &str, message: String| {
+        let mismatch = |file: &Path, message: String| {
+            Error::new(ErrorCode::ShardMismatch, message).in_path(file)
+        };
+        let check = |ok: bool, file: &Path, message: String| {
             if ok {
                 Ok(())
             } else {
-                Err(Error::new(ErrorCode::ShardMismatch, message).in_file(file))
+                Err(mismatch(file, message))
             }
         };
-        let given_no = integer(&given, SPLIT_NO).unwrap_or(-1);
         check(
-            (0..count).contains(&given_no) && count <= u16::MAX.into(),
-            &name,
-            format!("{SPLIT_NO} is {given_no}, outside the {count} shards of {SPLIT_COUNT}"),
+            count <= MAX_SHARDS.into(),
+            path,
+            format!(
+                "{SPLIT_COUNT} is {count}, more than the {MAX_SHARDS} shards a split model can \
+                 have"
+            ),
         )?;
-        let (count, given_no) = (count as u64, given_no as u64);
+        let given_no = match split_key(&given, SPLIT_NO) {
+            Ok(no) if (0..count).contains(&no) => no as u64,
+            Ok(no) => {
+                let last = count - 1;
+                let why = format!(
+                    "{SPLIT_NO} is {no}, outside the {count} shards of {SPLIT_COUNT} (0 to {last})"
+                );
+                return Err(mismatch(path, why));
+            }
+            Err(why) => {
+                let why = format!(
+                    "{SPLIT_COUNT} is {count}, so this is a shard of a split model, but {why}"
+                );
+                return Err(mismatch(path, why));
+            }
+        };
+        let count = count as u64;
         let mut shards = Vec::with_capacity(count as usize);
-        let mut names = Vec::with_capacity(count as usize);
+        let mut paths = Vec::with_capacity(count as usize);
         let mut given = Some(given);
         for no in 0..count {
-            let shard_name = shard_path(&name, given_no, no, count)?;
+            let shard_path = shard_path(path, given_no, no, count)?;
             let file = match given.take_if(|_| no == given_no) {
                 Some(file) => file,
-                None => open(Path::new(&shard_name), &shard_name)?,
+                None => open(&shard_path)?,
             };
-            let this_no = integer(&file, SPLIT_NO);
+            let this_no = split_key(&file, SPLIT_NO);
             check(
-                this_no == Some(no.into()),
-                &shard_name,
-                format!("expected {SPLIT_NO} {no}, found {}", shown(this_no)),
+                this_no == Ok(no.into()),
+                &shard_path,
+                expected(SPLIT_NO, no, &this_no),
             )?;
-            let this_count = integer(&file, SPLIT_COUNT);
+            let this_count = split_key(&file, SPLIT_COUNT);
             check(
-                this_count == Some(count.into()),
-                &shard_name,
-                format!(
-                    "expected {SPLIT_COUNT} {count} like the other shards, found {}",
-                    shown(this_count)
+                this_count == Ok(count.into()),
+                &shard_path,
+                expected(
+                    SPLIT_COUNT,
+                    format!("{count} like the other shards"),
+                    &this_count,
                 ),
             )?;
             shards.push(file);
-            names.push(shard_name);
+            paths.push(shard_path);
         }
-        let model = Model::assemble(shards, names)?;
+        let model = Model::assemble(shards, paths)?;
         let total = model.tensor_count() as i128;
-        for (file, name) in model.shards.iter().zip(&model.names) {
-            let claimed = integer(file, SPLIT_TENSORS_COUNT);
+        for (file, path) in model.shards.iter().zip(&model.paths) {
+            let claimed = split_key(file, SPLIT_TENSORS_COUNT);
+            let why = match &claimed {
+                Ok(n) => format!("{SPLIT_TENSORS_COUNT} is {n}"),
+                Err(why) => why.clone(),
+            };
             check(
-                claimed == Some(total),
-                name,
-                format!(
-                    "{SPLIT_TENSORS_COUNT} is {}, but the shards hold {total} tensors",
-                    shown(claimed)
-                ),
+                claimed == Ok(total),
+                path,
+                format!("{why}, but the shards hold {total} tensors"),
             )?;
         }
         Ok(model)
@@ -145,19 +203,24 @@ impl Model<Source> {
 }
 
 impl<S: AsRef<[u8]>> Model<S> {
-    /// A model of one file.
+    /// A model of one file, named `name` (a path, or a name such as `<memory>`).
     pub fn single(file: GgufFile<S>, name: String) -> Result<Model<S>> {
+        Ok(Model::of_one(file, PathBuf::from(name)))
+    }
+
+    fn of_one(file: GgufFile<S>, path: PathBuf) -> Model<S> {
         let total = file.tensor_count();
-        Ok(Model {
+        Model {
             shards: vec![file],
-            names: vec![name],
+            names: vec![path_text(&path)],
+            paths: vec![path],
             starts: vec![0, total],
             index: None,
-        })
+        }
     }
 
     /// A model of several shards, in order; tensor names must be unique across them.
-    fn assemble(shards: Vec<GgufFile<S>>, names: Vec<String>) -> Result<Model<S>> {
+    fn assemble(shards: Vec<GgufFile<S>>, paths: Vec<PathBuf>) -> Result<Model<S>> {
         let mut starts = Vec::with_capacity(shards.len() + 1);
         let mut total = 0;
         for s in &shards {
@@ -167,7 +230,8 @@ impl<S: AsRef<[u8]>> Model<S> {
         starts.push(total);
         let mut model = Model {
             shards,
-            names,
+            names: paths.iter().map(|p| path_text(p)).collect(),
+            paths,
             starts,
             index: None,
         };
@@ -206,9 +270,16 @@ impl<S: AsRef<[u8]>> Model<S> {
         &self.shards
     }
 
-    /// The path (or name) each shard was opened from.
+    /// The path (or name) each shard was opened from, as shown in messages: its bytes escaped
+    /// (see [`crate::error::escape`]).
     pub fn shard_names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The path each shard was opened from, exactly (`<memory>` for memory lent to
+    /// [`Model::single`] under that name).
+    pub fn shard_paths(&self) -> &[PathBuf] {
+        &self.paths
     }
 
     /// The file holding the model's metadata: the first shard.

@@ -154,6 +154,41 @@ impl<'a> ByteReader<'a> {
         )
     }
 
+    /// Whether `count` items of at least `min_size` bytes each fit in the bytes left (checked
+    /// before anything is allocated or looped over for them).
+    #[inline]
+    pub fn fits(&self, count: u64, min_size: u64) -> bool {
+        count
+            .checked_mul(min_size)
+            .is_some_and(|need| need <= self.remaining() as u64)
+    }
+
+    /// The error for `count` items of `min_size` bytes that do not fit: `subject` (what holds
+    /// the count, and the count) needs this many bytes, and only so many remain.
+    #[cold]
+    #[inline(never)]
+    pub fn too_many(
+        &self,
+        code: ErrorCode,
+        at: usize,
+        subject: std::fmt::Arguments<'_>,
+        count: u64,
+        min_size: u64,
+    ) -> Error {
+        let need = count
+            .checked_mul(min_size)
+            .map_or("more than 2^64".to_string(), |n| n.to_string());
+        Error::at(
+            code,
+            at as u64,
+            format!(
+                "{subject}, which needs at least {need} bytes ({min_size} each), but only {} \
+                 bytes remain before the end of the file",
+                self.remaining()
+            ),
+        )
+    }
+
     /// Steps over `count` strings (an array's elements), checking every length. This is the
     /// loop that dominates opening a model (a vocabulary is hundreds of thousands of strings),
     /// so the common layout (little-endian, 64-bit lengths) gets a loop of its own.

@@ -59,23 +59,157 @@ fn io_error(what: &str, e: std::io::Error) -> Error {
     Error::new(ErrorCode::Io, format!("{what}: {e}"))
 }
 
-/// Opens `path` and returns its size, refusing what is not a non-empty regular file.
+/// What a file that is not a regular file is, for a message.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let ty = meta.file_type();
+        if ty.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if ty.is_char_device() {
+            return "a character device";
+        }
+        if ty.is_block_device() {
+            return "a block device";
+        }
+        if ty.is_socket() {
+            return "a socket";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn refuse_irregular(meta: &std::fs::Metadata) -> Result<()> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::Io,
+        format!(
+            "cannot open {}: only regular files are read (a model must be mapped or read at a \
+             known size)",
+            kind_of(meta)
+        ),
+    ))
+}
+
+/// Opens `path` for reading without blocking: a FIFO without a writer (or a device that waits
+/// for a carrier) would otherwise block `open` forever. The flag means nothing to a map of a
+/// regular file; it is cleared before the file is read (`clear_nonblocking`).
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+#[cfg(unix)]
+fn clear_nonblocking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl F_GETFL/F_SETFL on a descriptor this function's caller owns reads and sets
+    // its status flags; no memory is involved.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Opens `path` and returns its size, refusing what is not a non-empty regular file. Nothing
+/// here blocks: the type is checked before opening (so that no device is even opened), the open
+/// does not wait, and the type is checked again on the open file (it may have been replaced in
+/// between).
 fn open_regular(path: &Path) -> Result<(File, u64)> {
-    let file = File::open(path).map_err(|e| io_error("cannot open the file", e))?;
+    let meta = std::fs::metadata(path).map_err(|e| io_error("cannot open the file", e))?;
+    refuse_irregular(&meta)?;
+    let file = open_nonblocking(path).map_err(|e| io_error("cannot open the file", e))?;
     let meta = file
         .metadata()
         .map_err(|e| io_error("cannot read the file size", e))?;
-    if !meta.is_file() {
-        return Err(Error::new(ErrorCode::Io, "not a regular file"));
-    }
+    refuse_irregular(&meta)?;
     if meta.len() == 0 {
-        return Err(Error::at(
-            ErrorCode::Truncated,
-            0,
-            "expected 4 bytes for the magic, found an empty file",
-        ));
+        return Err(size_zero(&file));
     }
     Ok((file, meta.len()))
+}
+
+/// The error for a regular file of size 0: empty, or one that reports size 0 but has contents,
+/// as files in `/proc` and `/sys` do (reading one byte tells them apart).
+fn size_zero(mut file: &File) -> Error {
+    let mut byte = [0u8; 1];
+    if matches!(file.read(&mut byte), Ok(1)) {
+        return Error::new(
+            ErrorCode::Io,
+            "the file reports size 0 but has contents (like files in /proc and /sys): its size \
+             is needed to map or read it; copy it to a regular file first",
+        );
+    }
+    Error::at(
+        ErrorCode::Truncated,
+        0,
+        "expected 4 bytes for the magic, found an empty file",
+    )
+}
+
+/// The error for a failed memory map (or allocation) of `size` bytes. A map fails with ENOMEM
+/// not only when memory is short but when the process has as many mappings as
+/// `vm.max_map_count` allows (each open file is one; a model of many shards, opened many times,
+/// reaches the default 65530) or when it would exceed its address space limit (`ulimit -v`):
+/// the message names both, with their values, since "Cannot allocate memory" suggests neither.
+pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
+    if e.raw_os_error() != Some(libc::ENOMEM) {
+        return io_error(what, e);
+    }
+    let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let maps = std::fs::read("/proc/self/maps")
+        .ok()
+        .map(|m| m.iter().filter(|&&b| b == b'\n').count());
+    let maps = match (maps, max_maps) {
+        (Some(n), Some(max)) => format!("{n} in use; vm.max_map_count is {max}"),
+        (None, Some(max)) => format!("vm.max_map_count is {max}"),
+        _ => "see vm.max_map_count".to_string(),
+    };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    let space = if known && limit.rlim_cur != libc::RLIM_INFINITY {
+        format!("ulimit -v is {} bytes", limit.rlim_cur)
+    } else {
+        "ulimit -v is unlimited".to_string()
+    };
+    Error::new(
+        ErrorCode::Io,
+        format!(
+            "{what}: {e}: {size} bytes could not be mapped: the process may have reached its \
+             limit on memory mappings ({maps}: raise it with sysctl, or close other handles) or \
+             on address space ({space})"
+        ),
+    )
 }
 
 /// Maps the file at `path` read-only.
@@ -92,10 +226,11 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
     let source = if options.read {
         let len = usize::try_from(size)
             .map_err(|_| Error::new(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
+        clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
         let mut copy = MmapOptions::new()
             .len(len)
             .map_anon()
-            .map_err(|e| io_error(&format!("cannot allocate {size} bytes to read the file"), e))?;
+            .map_err(|e| map_error("cannot allocate memory to read the file into", size, e))?;
         file.read_exact(&mut copy)
             .map_err(|e| io_error("cannot read the file", e))?;
         Source::Copied(
@@ -113,7 +248,8 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
         // that is the documented contract of every mmap-based model loader, ggml's included
         // (`OpenOptions::read` avoids it).
         Source::Mapped(
-            unsafe { map_options.map(&file) }.map_err(|e| io_error("cannot map the file", e))?,
+            unsafe { map_options.map(&file) }
+                .map_err(|e| map_error("cannot map the file", size, e))?,
         )
     };
     if options.lock {
@@ -214,5 +350,40 @@ impl AsRef<[u8]> for Source {
             Source::Mapped(map) | Source::Copied(map) => map,
             Source::Lent(bytes) => bytes,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_failing_with_enomem_names_the_mapping_and_address_space_limits() {
+        let e = map_error(
+            "cannot map the file",
+            1 << 40,
+            std::io::Error::from_raw_os_error(libc::ENOMEM),
+        );
+        assert_eq!(e.code(), ErrorCode::Io);
+        let msg = e.message();
+        assert!(msg.starts_with("cannot map the file: "), "{msg}");
+        assert!(
+            msg.contains("1099511627776 bytes could not be mapped"),
+            "{msg}"
+        );
+        let max = std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap();
+        assert!(
+            msg.contains(&format!("in use; vm.max_map_count is {}:", max.trim())),
+            "{msg}"
+        );
+        assert!(msg.contains("address space (ulimit -v is "), "{msg}");
+
+        // Other failures are passed on as they are.
+        let e = map_error(
+            "cannot map the file",
+            1,
+            std::io::Error::from_raw_os_error(libc::ENODEV),
+        );
+        assert!(!e.message().contains("vm.max_map_count"), "{}", e.message());
     }
 }

@@ -138,16 +138,13 @@ fn read_array_header(r: &mut ByteReader<'_>, depth: usize, what: &str) -> Result
     let len_at = r.pos();
     let len = r.len(what)?;
     let min = min_encoded_size(elem, r.layout());
-    let remaining = r.remaining() as u64;
-    if len.checked_mul(min).is_none_or(|need| need > remaining) {
-        return Err(Error::at(
+    if !r.fits(len, min) {
+        return Err(r.too_many(
             ErrorCode::ArrayTooLong,
-            len_at as u64,
-            format!(
-                "{what}: an array of {len} {} elements needs at least {min} bytes each, \
-                 but only {remaining} bytes remain",
-                elem.name()
-            ),
+            len_at,
+            format_args!("{what} is an array of {len} {} elements", elem.name()),
+            len,
+            min,
         ));
     }
     Ok((elem, len))

@@ -428,7 +428,13 @@ fn fixtures() -> &'static [PathBuf] {
             .into_iter()
             .map(|(name, bytes)| (name.to_string(), bytes))
             .chain(engine_fixtures());
-        let mut paths = vec![dir.join("a_directory.gguf")];
+        // A FIFO nobody writes to: opening it must not block (test_errors.c).
+        let fifo = dir.join("a_fifo.gguf");
+        let _ = std::fs::remove_file(&fifo);
+        let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+        let mut paths = vec![dir.join("a_directory.gguf"), fifo];
         for (name, bytes) in files {
             let path = dir.join(&name);
             // Written aside then renamed, so that a concurrent test run never reads half a file.

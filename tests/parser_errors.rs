@@ -327,6 +327,11 @@ fn every_truncation_is_refused_except_inside_trailing_padding() {
                         .err()
                         .unwrap_or_else(|| panic!("cut at {cut} of {} accepted", bytes.len()));
                     assert!(e.offset().is_some(), "{e}");
+                    // Whatever rule the cut breaks, the message says why: the file ends early.
+                    assert!(
+                        e.message().contains("the file ends early (truncated?)"),
+                        "cut at {cut}: {e}"
+                    );
                 }
             }
         }
@@ -361,4 +366,68 @@ fn mutated_files_never_panic_and_accepted_ones_stay_in_bounds() {
             }
         }
     }
+}
+
+/// A download cut short in the middle of the vocabulary: whether the cut leaves too few bytes for
+/// the array's count (ARRAY_TOO_LONG) or ends inside one string (STRING_TOO_LONG or TRUNCATED),
+/// the message says the file ends early, which key was being read, where its entry starts, and
+/// what was needed against what remained; the codes are the rules' own.
+#[test]
+fn a_vocabulary_cut_short_says_the_file_ends_early_and_names_the_key() {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    let tokens = (0..1000)
+        .map(|i| MetadataValue::string(format!("token{i:04}")))
+        .collect();
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        MetadataValue::Array(ValueType::String, tokens),
+    )
+    .unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let file = GgufFile::from_bytes(&bytes[..]).unwrap();
+    let entry = file.metadata_index("tokenizer.ggml.tokens").unwrap();
+    // Entry: key length (8), key (21), type (4), element type (4), count (8), then 1000 strings
+    // of 8 + 9 bytes.
+    let entry_at = 24 + 8 + 20 + 4 + 8 + 5;
+    assert_eq!(entry, 1);
+    let count_at = entry_at + 8 + 21 + 4 + 4;
+    let strings_at = count_at + 8;
+    let prefix = format!(
+        "the file ends early (truncated?) while reading key 'tokenizer.ggml.tokens', metadata \
+         entry 2 of 2 (at offset {entry_at}): "
+    );
+
+    // 400 of the strings: the count check fails.
+    let cut = strings_at + 400 * 17;
+    let e = GgufFile::from_bytes(&bytes[..cut]).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::ArrayTooLong);
+    assert_eq!(e.offset(), Some(count_at as u64));
+    assert_eq!(
+        e.message(),
+        format!(
+            "{prefix}the value is an array of 1000 STRING elements, which needs at least 8000 \
+             bytes (8 each), but only 6800 bytes remain before the end of the file"
+        )
+    );
+
+    // Inside the 700th string: its length runs past the end.
+    let cut = strings_at + 699 * 17 + 8 + 3;
+    let e = GgufFile::from_bytes(&bytes[..cut]).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::StringTooLong);
+    assert_eq!(e.offset(), Some((strings_at + 699 * 17) as u64));
+    assert_eq!(
+        e.message(),
+        format!("{prefix}the value has length 9, past the end of the file (3 bytes remain)")
+    );
+
+    // Inside the 700th string's length.
+    let cut = strings_at + 699 * 17 + 5;
+    let e = GgufFile::from_bytes(&bytes[..cut]).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::Truncated);
+    assert_eq!(
+        e.message(),
+        format!("{prefix}expected 8 bytes for the value, found 5 before the end of the file")
+    );
 }

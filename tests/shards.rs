@@ -469,7 +469,7 @@ fn broken_shard_sets_fail_with_exact_codes() {
         &p[0],
         ErrorCode::ShardMismatch,
         &p[1],
-        "expected split.no 1, found no integer",
+        "expected split.no 1, but split.no is missing",
     );
     assert_eq!(
         open(&p[1]).unwrap().shards().len(),
@@ -574,6 +574,119 @@ fn broken_shard_sets_fail_with_exact_codes() {
         &path("other-00002-of-00002.gguf"),
         "cannot open",
     );
+}
+
+/// Split keys that mislead: too many shards, a missing or mistyped shard number. Each message
+/// says what is wrong with the key, not a made-up number.
+#[test]
+fn bad_split_keys_are_named_for_what_they_are() {
+    let d = dir("split_keys");
+    let one = |name: &str, set: &dyn Fn(&mut Writer)| {
+        let mut w = tiny(name, 2, 2).remove(0);
+        set(&mut w);
+        let path = d.join(format!("{name}-00001-of-00003.gguf"));
+        w.write_file(&path).unwrap();
+        path
+    };
+    let p = one("many", &|w| {
+        w.set_metadata("split.count", V::U32(99999)).unwrap();
+    });
+    assert_fails(
+        &p,
+        ErrorCode::ShardMismatch,
+        &p,
+        "split.count is 99999, more than the 65535 shards a split model can have",
+    );
+    let p = one("nono", &|w| {
+        w.set_metadata("split.count", V::U16(3)).unwrap();
+        assert!(w.remove_metadata("split.no"));
+    });
+    assert_fails(
+        &p,
+        ErrorCode::ShardMismatch,
+        &p,
+        "split.count is 3, so this is a shard of a split model, but split.no is missing",
+    );
+    let p = one("typed", &|w| {
+        w.set_metadata("split.count", V::U16(3)).unwrap();
+        w.set_metadata("split.no", V::string("0")).unwrap();
+    });
+    assert_fails(
+        &p,
+        ErrorCode::ShardMismatch,
+        &p,
+        "but split.no has type STRING, not an integer",
+    );
+    let p = one("negative", &|w| {
+        w.set_metadata("split.count", V::U16(3)).unwrap();
+        w.set_metadata("split.no", V::I32(-1)).unwrap();
+    });
+    assert_fails(
+        &p,
+        ErrorCode::ShardMismatch,
+        &p,
+        "split.no is -1, outside the 3 shards of split.count (0 to 2)",
+    );
+}
+
+/// A split model in a directory (and under a model name) that is not UTF-8 opens as one model
+/// from every shard: sibling paths are built from the given path's bytes. The C API hands back
+/// each shard's exact path; messages show the bytes escaped.
+#[test]
+fn a_split_model_under_a_non_utf8_path_opens_whole() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = dir("non_utf8").join(std::ffi::OsStr::from_bytes(b"caf\xe9-\xff"));
+    std::fs::create_dir_all(&d).unwrap();
+    let mut w = Writer::new();
+    for i in 0..5u8 {
+        w.add_tensor(format!("t.{i}"), &[4], DataType::I8, vec![i; 4])
+            .unwrap();
+    }
+    let prefix = std::ffi::OsStr::from_bytes(b"m\xe9");
+    let shards = w.into_shards(2).unwrap();
+    let paths: Vec<PathBuf> = (0..shards.len())
+        .map(|no| {
+            let mut name = prefix.to_os_string();
+            name.push(Writer::shard_path("", no, shards.len()));
+            let path = d.join(name);
+            shards[no].write_file(&path).unwrap();
+            path
+        })
+        .collect();
+    assert_eq!(paths.len(), 3);
+    for path in &paths {
+        let m = open(path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((m.shards().len(), m.tensor_count()), (3, 5));
+        assert_eq!(m.shard_paths(), &paths[..]);
+        for i in 0..5u8 {
+            let t = m.tensor(format!("t.{i}")).unwrap();
+            assert_eq!(t.info.data, [i; 4]);
+        }
+        let c_path = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; the handle is closed below.
+        unsafe {
+            let h = gguf_open(c_path.as_ptr());
+            assert!(!h.is_null(), "{}", last_error());
+            assert_eq!(gguf_shard_count(h), 3);
+            for (i, p) in paths.iter().enumerate() {
+                let shard = &*gguf_get_shard(h, i as u32);
+                assert_eq!(
+                    CStr::from_ptr(shard.path).to_bytes(),
+                    p.as_os_str().as_bytes()
+                );
+            }
+            gguf_close(h);
+        }
+    }
+    // A missing sibling is named with its bytes escaped.
+    std::fs::remove_file(&paths[1]).unwrap();
+    let e = open(&paths[0]).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::Io);
+    let shown = format!(
+        "{}/caf\\xe9-\\xff/m\\xe9-00002-of-00003.gguf",
+        d.parent().unwrap().display()
+    );
+    assert_eq!(e.path(), Some(shown.as_str()), "{e}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -51,7 +51,11 @@ impl GGUFFileImpl {
         let kvs = first.kv_records();
         let tensor_names =
             (0..model.tensor_count()).map(|i| model.tensor_at(i).map_or(&[][..], |t| t.info.name));
-        let shard_names = model.shard_names().iter().map(|n| n.as_bytes());
+        // Exact bytes, not the escaped names of messages: callers reopen these paths.
+        let shard_paths = model
+            .shard_paths()
+            .iter()
+            .map(|p| p.as_os_str().as_encoded_bytes());
 
         // One exact-size allocation for every string the C API must NUL-terminate.
         let strings = kvs
@@ -64,7 +68,7 @@ impl GGUFFileImpl {
                 std::iter::once(kv.key.of(bytes)).chain(value)
             })
             .chain(tensor_names)
-            .chain(shard_names);
+            .chain(shard_paths);
         let total: usize = strings.clone().map(|s| s.len() + 1).sum();
         let mut arena = Vec::with_capacity(total);
         for s in strings {
@@ -106,10 +110,11 @@ impl GGUFFileImpl {
         let shards: Box<[GGUFShardInfo]> = model
             .shards()
             .iter()
-            .zip(model.shard_names())
+            .zip(model.shard_paths())
             .zip(model.shard_starts())
-            .map(|((file, name), &first_tensor)| {
-                GGUFShardInfo::new(file, take(name.len()), first_tensor)
+            .map(|((file, path), &first_tensor)| {
+                let len = path.as_os_str().as_encoded_bytes().len();
+                GGUFShardInfo::new(file, take(len), first_tensor)
             })
             .collect();
         let arrays = (0..kvs.len()).map(|_| ArrayCaches::default()).collect();

@@ -20,13 +20,9 @@ thread_local! {
 
 /// Records `error` as this thread's last error.
 pub(crate) fn record(error: &Error) {
-    // A message with an interior NUL (from a name in the file) is cut there rather than lost.
-    let text = error.to_string().into_bytes();
-    let text = match text.iter().position(|&b| b == 0) {
-        Some(nul) => text[..nul].to_vec(),
-        None => text,
-    };
-    let message = CString::new(text).unwrap_or_default();
+    // `Display` escapes every control character, NUL included (`\x00`), so the text converts
+    // whole; `unwrap_or_default` is never reached.
+    let message = CString::new(error.to_string()).unwrap_or_default();
     let offset = error
         .offset()
         .and_then(|o| i64::try_from(o).ok())
@@ -54,8 +50,12 @@ pub extern "C" fn gguf_last_error_code() -> u32 {
 
 /// The message of the last error recorded on the calling thread: `gguf: FILE: offset N: what was
 /// expected, what was found` (the file and offset parts when they apply). Never NULL: "" when
-/// no error is recorded. The string belongs to the library and stays valid until the next
-/// failing call or `gguf_clear_error` on the same thread; copy it to keep it.
+/// no error is recorded. The string belongs to the library and to the calling thread: it is
+/// valid only on that thread, until its next failing call, `gguf_clear_error`, or the thread's
+/// exit; copy it to keep it or to pass it to another thread. It is safe to print: names from the
+/// file and path bytes appear escaped (control characters, invisible or direction-changing
+/// characters and bytes that are not UTF-8 as `\xNN`, a backslash as `\\`), so a file cannot
+/// put terminal escape sequences or a forged line into it.
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_last_error() -> *const c_char {
     LAST_ERROR

@@ -38,7 +38,8 @@ pub enum OpenFlag {
     /// Lock the file's pages in memory (`mlock`); fails, naming the limit, when `ulimit -l`
     /// forbids it.
     Lock = 2,
-    /// Read the file into private page-aligned memory instead of mapping it.
+    /// Read the file into private page-aligned memory instead of mapping it: the handle is then
+    /// immune to the file being truncated or rewritten while it is open.
     Read = 4,
     /// Open only this file even if it is one shard of a split model.
     SingleShard = 8,
@@ -69,6 +70,20 @@ fn open_options(flags: u32) -> Result<OpenOptions> {
 /// file is one shard of a split model (`name-00002-of-00005.gguf`), every shard is opened and
 /// the handle presents the whole model (see `gguf_shard_count`). Returns NULL on failure,
 /// recording why (see `gguf_last_error`); never prints. Close the handle with `gguf_close`.
+///
+/// `path` is used as exact bytes (it need not be UTF-8; sibling shards are found from its bytes).
+/// Only regular files are opened: a directory, FIFO, socket or device fails at once with
+/// GGUF_ERROR_CODE_IO saying what it is (a FIFO nobody writes to never blocks the call), and so
+/// does a file that reports size 0 but has contents (files in /proc and /sys); an empty file is
+/// GGUF_ERROR_CODE_TRUNCATED.
+///
+/// The file stays mapped until `gguf_close`, and its pages are read when first touched, by the
+/// caller (tensor data, `array_data`) or by the library (array getters decode the mapping on
+/// first use). If another process truncates or rewrites the file in place meanwhile, touching a
+/// page past its new end raises SIGBUS, inside a library call too, and rewritten pages show the
+/// new bytes. Open with GGUF_OPEN_FLAG_READ to hold a private copy instead, or replace model files
+/// atomically (write a new file and rename it over the old one, as the writer does): an open
+/// handle keeps the old file alive.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
     // SAFETY: the same contract as ours.
@@ -78,16 +93,19 @@ pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
 /// `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
 /// faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
 /// `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
-/// instead of mapping it, and `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model
-/// alone. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
+/// instead of mapping it (immune to the file being truncated or rewritten afterwards), and
+/// `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone. 0 behaves as
+/// `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for
+/// want of memory mappings or address space fails with GGUF_ERROR_CODE_IO naming
+/// `vm.max_map_count` (with the mappings in use) and `ulimit -v`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFile {
     guard(std::ptr::null_mut(), || {
         // SAFETY: `path` is NULL or a NUL-terminated string (the header's contract).
         let bytes = unsafe { c_str(path, "path")? };
-        let name = String::from_utf8_lossy(bytes).into_owned();
-        let model = Model::open(&path_from_bytes(bytes)?, open_options(flags)?)?;
-        Ok(into_handle(model, name))
+        let path = path_from_bytes(bytes)?;
+        let model = Model::open(&path, open_options(flags)?)?;
+        Ok(into_handle(model, crate::error::path_text(&path)))
     })
 }
 

@@ -12,7 +12,8 @@ use std::ffi::c_char;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GGUFShardInfo {
-    /// The path the shard was opened from, NUL-terminated (`<memory>` for `gguf_open_memory`).
+    /// The path the shard was opened from, NUL-terminated, with its exact bytes (not
+    /// necessarily UTF-8; `<memory>` for `gguf_open_memory`).
     pub path: *const c_char,
     /// Size of the shard's file in bytes.
     pub file_size: u64,

@@ -141,6 +141,9 @@ pub(crate) fn own_index(f: &GGUFFileImpl, info: *const GGUFTensorInfo) -> Result
 /// `info->offset`, `info->size_bytes` bytes, as stored in the file (file byte order, aligned to
 /// `gguf_alignment` relative to the file start). NULL if `info` was not returned by this `file`
 /// (GGUF_ERROR_CODE_INVALID_ARGUMENT) or an argument is NULL. Valid until `gguf_close`; read-only.
+/// The bytes are read from the file when first touched: if another process truncates the file
+/// while it is mapped, touching a page past the new end raises SIGBUS (see `gguf_open`; a handle
+/// opened with GGUF_OPEN_FLAG_READ holds a private copy instead).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tensor_data(
     file: GGUFFile,
