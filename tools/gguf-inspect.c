@@ -1328,8 +1328,13 @@ static int check_file(const char *manifest_path, const char *path, const char *a
           all_match = check_failed("tensor", t->name, t->name_len, why);
         }
       }
-      if (!listed && any_tensor_line && feed[i])
+      if (!listed && any_tensor_line && feed[i]) {
         all_match = check_failed("tensor", t->name, t->name_len, "not in the manifest");
+      } else if (!listed && !feed[i]) {
+        printf("* not covered: tensor ");
+        put_escaped(stdout, t->name, t->name_len, 0);
+        printf(" (gguf_hash.py skips it; llama-gguf-hash manifests cover it)\n");
+      }
     }
     for (size_t k = 0; k < m.n; k++) {
       ManifestEntry *e = &m.entries[k];
