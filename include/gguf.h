@@ -614,8 +614,11 @@ typedef struct GGUFTensorInfo {
 } GGUFTensorInfo;
 
 /**
- * A digest being computed over bytes fed in pieces (`gguf_digester_new`). NULL is never a valid
- * digester.
+ * A digest being computed over bytes fed in pieces (`gguf_digester_new`), e.g. a whole model's
+ * over its tensors in order. NULL is never a valid digester. One thread at a time uses a
+ * digester; separate digesters may run on separate threads at once. (`gguf_digest`,
+ * `gguf_tensor_digest`, `gguf_digest_size` and `gguf_digest_name` may be called from many threads
+ * at once, on one file handle too.)
  */
 typedef struct GGUFDigesterImpl *GGUFDigester;
 

@@ -244,12 +244,19 @@ mod tests {
         );
         assert_eq!(hex(digest(DigestAlgorithm::Xxh64, b"")), "ef46db3751d8e999");
         assert_eq!(hex(digest(DigestAlgorithm::Xxh3, b"")), "2d06800538d394c2");
-        // uuid.uuid5(NAMESPACE_URL, "en.wikipedia.org/wiki/Llama.cpp") is the namespace itself:
-        // the same construction over the URL namespace and that name gives its bytes.
-        let u = digest(DigestAlgorithm::Uuid, b"");
-        assert_eq!(u.as_bytes().len(), 16);
-        assert_eq!(u.to_string().len(), 36);
-        assert_eq!(&u.to_string()[14..15], "5");
+        assert_eq!(
+            hex(digest(DigestAlgorithm::Xxh64, b"abc")),
+            "44bc2cf5ad770999"
+        );
+        // Python: uuid.UUID(bytes=sha1(NAMESPACE.bytes + data).digest()[:16], version=5).
+        assert_eq!(
+            hex(digest(DigestAlgorithm::Uuid, b"")),
+            "6b2748e2-363e-5825-9e7a-d9b30f33ac5b"
+        );
+        assert_eq!(
+            hex(digest(DigestAlgorithm::Uuid, b"abc")),
+            "9f2200fc-45e8-5a39-9535-c3ea5c0e0cef"
+        );
     }
 
     #[test]

@@ -15,8 +15,11 @@ use std::ffi::{c_char, c_void};
 /// The opaque state behind a `GGUFDigester`.
 pub struct GGUFDigesterImpl(Digester);
 
-/// A digest being computed over bytes fed in pieces (`gguf_digester_new`). NULL is never a valid
-/// digester.
+/// A digest being computed over bytes fed in pieces (`gguf_digester_new`), e.g. a whole model's
+/// over its tensors in order. NULL is never a valid digester. One thread at a time uses a
+/// digester; separate digesters may run on separate threads at once. (`gguf_digest`,
+/// `gguf_tensor_digest`, `gguf_digest_size` and `gguf_digest_name` may be called from many threads
+/// at once, on one file handle too.)
 pub type GGUFDigester = *mut GGUFDigesterImpl;
 
 fn algorithm(id: u32) -> Result<DigestAlgorithm> {
@@ -211,4 +214,145 @@ pub unsafe extern "C" fn gguf_digester_finish(
         // SAFETY: checked above; `out` is valid for `out_len` bytes (the header's contract).
         Ok(unsafe { write_digest(&d.0.finish(), out) })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{gguf_close, gguf_get_tensor_by_index, gguf_open, gguf_tensor_count};
+    use crate::ffi::{gguf_last_error_code, gguf_tensor_data};
+
+    fn sample() -> GGUFFile {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.gguf\0");
+        // SAFETY: a NUL-terminated path.
+        let f = unsafe { gguf_open(path.as_ptr().cast()) };
+        assert!(!f.is_null());
+        f
+    }
+
+    #[test]
+    fn sizes_and_names() {
+        for a in DigestAlgorithm::ALL {
+            assert_eq!(gguf_digest_size(a.id()), a.size());
+            // SAFETY: a static NUL-terminated string.
+            let name = unsafe { std::ffi::CStr::from_ptr(gguf_digest_name(a.id())) };
+            assert_eq!(name.to_str().unwrap(), a.name());
+        }
+        assert_eq!(gguf_digest_size(0), 0);
+        assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
+        assert!(gguf_digest_name(6).is_null());
+    }
+
+    #[test]
+    fn one_shot_streamed_and_tensor_digests_agree() {
+        let f = sample();
+        let mut out = [0u8; 32];
+        let mut streamed = [0u8; 32];
+        // SAFETY: a live handle; every buffer is as long as the length passed with it.
+        unsafe {
+            for a in DigestAlgorithm::ALL {
+                let d = gguf_digester_new(a.id());
+                for i in 0..gguf_tensor_count(f) {
+                    let t = gguf_get_tensor_by_index(f, i);
+                    let data = gguf_tensor_data(f, t);
+                    let size = (*t).size_bytes as usize;
+                    assert!(gguf_tensor_digest(f, t, a.id(), out.as_mut_ptr(), a.size()));
+                    let slice = std::slice::from_raw_parts(data.cast::<u8>(), size);
+                    assert_eq!(&out[..a.size()], crate::digest::digest(a, slice).as_bytes());
+                    assert!(gguf_digest(a.id(), data, size, streamed.as_mut_ptr(), 32));
+                    assert_eq!(out[..a.size()], streamed[..a.size()]);
+                    assert!(gguf_digester_update(d, data, size));
+                }
+                assert!(gguf_digester_finish(d, out.as_mut_ptr(), 32));
+                gguf_digester_free(d);
+            }
+        }
+        // SAFETY: closing the live handle once.
+        unsafe { gguf_close(f) };
+    }
+
+    #[test]
+    fn bad_arguments_fail_and_write_nothing() {
+        let f = sample();
+        let mut out = [0xaau8; 32];
+        // SAFETY: a live handle; `out` has 32 bytes; the other pointers are NULL or foreign.
+        unsafe {
+            let t = gguf_get_tensor_by_index(f, 0);
+            assert!(!gguf_tensor_digest(f, t, 2, out.as_mut_ptr(), 31));
+            assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
+            assert!(!gguf_tensor_digest(f, t, 9, out.as_mut_ptr(), 32));
+            assert!(!gguf_tensor_digest(f, t, 1, std::ptr::null_mut(), 32));
+            assert_eq!(gguf_last_error_code(), ErrorCode::NullArgument as u32);
+            let copy = *t;
+            assert!(!gguf_tensor_digest(f, &copy, 1, out.as_mut_ptr(), 32));
+            assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
+            assert!(!gguf_tensor_digest(
+                std::ptr::null_mut(),
+                t,
+                1,
+                out.as_mut_ptr(),
+                32
+            ));
+            assert!(!gguf_digest(1, std::ptr::null(), 4, out.as_mut_ptr(), 32));
+            assert!(gguf_digest(1, std::ptr::null(), 0, out.as_mut_ptr(), 20));
+            assert_eq!(&out[20..], &[0xaa; 12]);
+            assert!(gguf_digester_new(0).is_null());
+            assert!(!gguf_digester_update(
+                std::ptr::null_mut(),
+                out.as_ptr().cast(),
+                1
+            ));
+            let d = gguf_digester_new(2);
+            assert!(gguf_digester_update(d, b"abc".as_ptr().cast(), 3));
+            assert!(!gguf_digester_finish(d, out.as_mut_ptr(), 8));
+            // What was fed is kept after a refused finish.
+            assert!(gguf_digester_finish(d, out.as_mut_ptr(), 32));
+            assert_eq!(
+                &out[..],
+                crate::digest::digest(DigestAlgorithm::Sha256, b"abc").as_bytes()
+            );
+            gguf_digester_free(d);
+            gguf_digester_free(std::ptr::null_mut());
+            gguf_close(f);
+        }
+    }
+
+    #[test]
+    fn many_threads_digest_one_handle() {
+        struct Handle(GGUFFile);
+        // SAFETY: the handle's getters may be called from many threads (the header's contract).
+        unsafe impl Sync for Handle {}
+        impl Handle {
+            fn get(&self) -> GGUFFile {
+                self.0
+            }
+        }
+        let h = Handle(sample());
+        // SAFETY: a live handle.
+        let n = unsafe { gguf_tensor_count(h.0) };
+        let results: Vec<Vec<[u8; 32]>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..n)
+                            .map(|i| {
+                                let mut out = [0u8; 32];
+                                // SAFETY: a live handle, its own tensor, 32 bytes of room.
+                                unsafe {
+                                    let t = gguf_get_tensor_by_index(h.get(), i);
+                                    let f = h.get();
+                                    assert!(gguf_tensor_digest(f, t, 2, out.as_mut_ptr(), 32));
+                                }
+                                out
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert!(results.windows(2).all(|w| w[0] == w[1]));
+        // SAFETY: closing the live handle once.
+        unsafe { gguf_close(h.0) };
+    }
 }
