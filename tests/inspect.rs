@@ -1,7 +1,7 @@
 //! `tools/gguf-inspect.c`, the inspector `make` builds, driven from `cargo test`.
 //!
-//! It is compiled as the Makefile compiles it (`cc -std=c99 -Wall -Wextra -Werror -Iinclude`,
-//! the bundled sample's absolute path as `GGUF_INSPECT_DEFAULT_SAMPLE`) against this test's
+//! It is compiled as the Makefile compiles it (`cc -std=c99 -Wall -Wextra -Werror -pthread
+//! -Iinclude`, the bundled sample's absolute path as `GGUF_INSPECT_DEFAULT_SAMPLE`) against this test's
 //! profile's `libgguf.so` (built first, as in `tests/c_api.rs`), then run on the sample, on
 //! files it cannot open, and with bad arguments. What it prints about the sample is checked
 //! against what the Rust reader ([`gguf::MappedFile`]) finds in the same file.
@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const CFLAGS: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror"];
+const CFLAGS: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror", "-pthread"];
 
 /// The inspector's `ARRAY_PREVIEW`: how many items of an array it shows.
 const ARRAY_PREVIEW: usize = 6;
