@@ -24,7 +24,7 @@ model=$out/digest-${size_mib}m.gguf
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   $CARGO build --release --lib --quiet
-  $CC -std=c99 -O2 -Wall -Wextra -Werror -Iinclude -o target/release/gguf-inspect \
+  $CC -std=c99 -O2 -Wall -Wextra -Werror -pthread -Iinclude -o target/release/gguf-inspect \
     tools/gguf-inspect.c -Ltarget/release -lgguf -Wl,-rpath,'$ORIGIN'
   $CC -std=c99 -O2 -Wall -Wextra -Werror -Iinclude -o target/release/digest_file \
     bench/digest_file.c -Ltarget/release -lgguf -Wl,-rpath,'$ORIGIN'
