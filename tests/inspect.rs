@@ -1,9 +1,9 @@
 //! `tools/gguf-inspect.c`, the inspector `make` builds, driven from `cargo test`.
 //!
 //! It is compiled as the Makefile compiles it (`cc -std=c99 -Wall -Wextra -Werror -pthread
-//! -Iinclude`, the bundled sample's absolute path as `GGUF_INSPECT_DEFAULT_SAMPLE`) against this test's
-//! profile's `libgguf.so` (built first, as in `tests/c_api.rs`), then run on the sample, on
-//! files it cannot open, and with bad arguments. What it prints about the sample is checked
+//! -Iinclude`, the bundled sample's absolute path as `GGUF_INSPECT_DEFAULT_SAMPLE`), plus ASan
+//! and UBSan, against this test's profile's `libgguf.so` (built first, as in `tests/c_api.rs`),
+//! then run on the sample, on files it cannot open, and with bad arguments. What it prints about the sample is checked
 //! against what the Rust reader ([`gguf::MappedFile`]) finds in the same file.
 //!
 //! Its options: `--json` is parsed and compared with the reference reader (PyPI `gguf`, through
@@ -33,6 +33,16 @@ use std::sync::OnceLock;
 
 const CFLAGS: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror", "-pthread"];
 
+/// Added to [`CFLAGS`]: every run of the inspector is checked by ASan and UBSan (files from
+/// strangers, manifests, names with NUL bytes), leaks included.
+const SANITIZE: &[&str] = &[
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-g",
+    "-O1",
+];
+
 /// The inspector's `ARRAY_PREVIEW`: how many items of an array it shows.
 const ARRAY_PREVIEW: usize = 6;
 
@@ -54,6 +64,7 @@ fn inspector() -> &'static Path {
         let exe = bin_dir("inspect").join("gguf-inspect");
         let mut cmd = Command::new(cc());
         cmd.args(CFLAGS)
+            .args(SANITIZE)
             .arg(format!("-I{}", root.join("include").display()))
             .arg(format!("-DGGUF_INSPECT_DEFAULT_SAMPLE=\"{sample}\""))
             .arg(root.join("tools/gguf-inspect.c"))

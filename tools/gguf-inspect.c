@@ -1208,8 +1208,9 @@ static int manifest_read(const char *path, Manifest *m) {
       e->name += model_len + 1;
       e->name_len -= model_len + 1;
     } else {
+      uint64_t line = e->line;
       manifest_free(m);
-      return manifest_error(path, e->line,
+      return manifest_error(path, line,
                             "names neither the model's file (the last line's name) nor one of "
                             "its tensors (FILE:TENSOR)");
     }
