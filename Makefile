@@ -9,7 +9,7 @@ CC      ?= cc
 PYTHON  ?= python3
 VENV    := .venv
 RELEASE := target/release
-CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -Iinclude
+CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -pthread -Iinclude
 
 .PHONY: all lib inspect test test-prereqs venv ggml header tsan fuzz-smoke clean
 

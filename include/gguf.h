@@ -26,6 +26,11 @@
 #define LIBGGUF_VERSION "0.1.0"
 
 /**
+ * The largest digest any algorithm produces, in bytes.
+ */
+#define MAX_DIGEST_SIZE 32
+
+/**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
  */
 #define GGUF_NO_VIEW 18446744073709551615ull
@@ -500,6 +505,49 @@ typedef uint32_t GGUFPaging;
 #endif // __cplusplus
 
 /**
+ * A digest algorithm. The numeric values are part of the C API (`GGUF_DIGEST_ALGORITHM_*`).
+ */
+enum GGUFDigestAlgorithm
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * SHA-1: 20 bytes.
+   */
+  GGUF_DIGEST_ALGORITHM_SHA1 = 1,
+  /**
+   * SHA-256: 32 bytes.
+   */
+  GGUF_DIGEST_ALGORITHM_SHA256 = 2,
+  /**
+   * XXH64 with seed 0: 8 bytes, most significant byte first (as its hex is printed).
+   */
+  GGUF_DIGEST_ALGORITHM_XXH64 = 3,
+  /**
+   * XXH3 64-bit with seed 0: 8 bytes, most significant byte first.
+   */
+  GGUF_DIGEST_ALGORITHM_XXH3 = 4,
+  /**
+   * The llama.cpp model UUID: a version-5 UUID, the SHA-1 of the llama.cpp namespace
+   * (`ef001206-dadc-5f6d-a15f-3359e577d4e5`) followed by the data: 16 bytes.
+   */
+  GGUF_DIGEST_ALGORITHM_UUID = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum GGUFDigestAlgorithm GGUFDigestAlgorithm;
+#else
+typedef uint32_t GGUFDigestAlgorithm;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The opaque state behind a `GGUFDigester`.
+ */
+typedef struct GGUFDigesterImpl GGUFDigesterImpl;
+
+/**
  * The opaque state behind a `GGUFFile`. Everything it hands out lives as long as it does.
  */
 typedef struct GGUFFileImpl GGUFFileImpl;
@@ -513,6 +561,67 @@ typedef struct GGUFWriterImpl GGUFWriterImpl;
  * A handle to an open GGUF file. NULL is never a valid open handle.
  */
 typedef struct GGUFFileImpl *GGUFFile;
+
+/**
+ * A tensor's description. Owned by the handle; valid until `gguf_close`.
+ */
+typedef struct GGUFTensorInfo {
+  /**
+   * Name, NUL-terminated (see `name_len` for names that contain NUL bytes).
+   */
+  const char *name;
+  /**
+   * Number of elements: the product of the dimensions.
+   */
+  uint64_t n_elements;
+  /**
+   * Number of dimensions, 0 to 4.
+   */
+  uint32_t n_dims;
+  /**
+   * Dimensions, innermost first; 1 for every `d >= n_dims`.
+   */
+  uint64_t dims[4];
+  /**
+   * Offset of the data from the start of the data section, as stored in the file.
+   */
+  uint64_t offset;
+  /**
+   * Data type: a `GGUFDataType` value.
+   */
+  uint32_t dtype;
+  /**
+   * Size of the data in bytes.
+   */
+  uint64_t size_bytes;
+  /**
+   * Absolute offset of the data in the file (data section offset + `offset`).
+   */
+  uint64_t file_offset;
+  /**
+   * Length of the name in bytes, excluding the terminating NUL.
+   */
+  uint64_t name_len;
+  /**
+   * Position of the tensor in the model's tensor list (what `gguf_get_tensor_by_index`
+   * takes).
+   */
+  uint64_t index;
+  /**
+   * The shard holding the tensor (0 unless the model is split; see `gguf_get_shard`).
+   * `offset` and `file_offset` are positions in that shard's file.
+   */
+  uint32_t shard;
+} GGUFTensorInfo;
+
+/**
+ * A digest being computed over bytes fed in pieces (`gguf_digester_new`), e.g. a whole model's
+ * over its tensors in order. NULL is never a valid digester. One thread at a time uses a
+ * digester; separate digesters may run on separate threads at once. (`gguf_digest`,
+ * `gguf_tensor_digest`, `gguf_digest_size` and `gguf_digest_name` may be called from many threads
+ * at once, on one file handle too.)
+ */
+typedef struct GGUFDigesterImpl *GGUFDigester;
 
 /**
  * A metadata value. Read the member matching the entry's `type`. Unsigned integers of up to 32
@@ -618,58 +727,6 @@ typedef struct GGUFMetadataKV {
    */
   uint64_t index;
 } GGUFMetadataKV;
-
-/**
- * A tensor's description. Owned by the handle; valid until `gguf_close`.
- */
-typedef struct GGUFTensorInfo {
-  /**
-   * Name, NUL-terminated (see `name_len` for names that contain NUL bytes).
-   */
-  const char *name;
-  /**
-   * Number of elements: the product of the dimensions.
-   */
-  uint64_t n_elements;
-  /**
-   * Number of dimensions, 0 to 4.
-   */
-  uint32_t n_dims;
-  /**
-   * Dimensions, innermost first; 1 for every `d >= n_dims`.
-   */
-  uint64_t dims[4];
-  /**
-   * Offset of the data from the start of the data section, as stored in the file.
-   */
-  uint64_t offset;
-  /**
-   * Data type: a `GGUFDataType` value.
-   */
-  uint32_t dtype;
-  /**
-   * Size of the data in bytes.
-   */
-  uint64_t size_bytes;
-  /**
-   * Absolute offset of the data in the file (data section offset + `offset`).
-   */
-  uint64_t file_offset;
-  /**
-   * Length of the name in bytes, excluding the terminating NUL.
-   */
-  uint64_t name_len;
-  /**
-   * Position of the tensor in the model's tensor list (what `gguf_get_tensor_by_index`
-   * takes).
-   */
-  uint64_t index;
-  /**
-   * The shard holding the tensor (0 unless the model is split; see `gguf_get_shard`).
-   * `offset` and `file_offset` are positions in that shard's file.
-   */
-  uint32_t shard;
-} GGUFTensorInfo;
 
 /**
  * A page-aligned range of one shard's mapping.
@@ -885,6 +942,74 @@ const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uint64_t *ou
 const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
+ * The size in bytes of `algorithm`'s digests (a `GGUFDigestAlgorithm`): 20 for SHA1, 32 for
+ * SHA256, 8 for XXH64 and XXH3, 16 for UUID; 0 for an unknown algorithm
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ */
+size_t gguf_digest_size(uint32_t algorithm_id);
+
+/**
+ * The name manifests give `algorithm`: "sha1", "sha256", "xxh64", "xxh3" or "uuid" (a static
+ * string); NULL for an unknown algorithm (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ */
+const char *gguf_digest_name(uint32_t algorithm_id);
+
+/**
+ * Writes the `algorithm` digest (a `GGUFDigestAlgorithm`) of the `size` bytes at `data` to
+ * `out` (`out_len` bytes of room, at least `gguf_digest_size(algorithm)`; the digest's bytes
+ * are written, nothing more). `data` may be NULL when `size` is 0. Returns false, writing
+ * nothing, for an unknown algorithm or a short `out_len` (GGUF_ERROR_CODE_INVALID_ARGUMENT) or
+ * a NULL pointer.
+ */
+bool gguf_digest(uint32_t algorithm_id,
+                 const void *data,
+                 size_t size,
+                 uint8_t *out,
+                 size_t out_len);
+
+/**
+ * Writes the `algorithm` digest (a `GGUFDigestAlgorithm`) of a tensor's data, as stored in the
+ * file (`info->size_bytes` bytes at `gguf_tensor_data`), to `out` (`out_len` bytes of room, at
+ * least `gguf_digest_size(algorithm)`). This is the digest `gguf_hash.py` and `llama-gguf-hash`
+ * print for the tensor, so an engine can check a tensor it loaded against a manifest. Reads the
+ * tensor's bytes through the mapping: a file truncated by someone else while open raises
+ * SIGBUS (open with GGUF_OPEN_FLAG_READ to avoid it). Returns false, writing nothing, if `info`
+ * was not returned by this `file` or the algorithm is unknown or `out_len` short
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a pointer is NULL.
+ */
+bool gguf_tensor_digest(GGUFFile file,
+                        const struct GGUFTensorInfo *info,
+                        uint32_t algorithm_id,
+                        uint8_t *out,
+                        size_t out_len);
+
+/**
+ * A new digester for `algorithm` (a `GGUFDigestAlgorithm`), to feed with
+ * `gguf_digester_update` and read with `gguf_digester_finish`; the caller owns it and frees it
+ * with `gguf_digester_free`. NULL for an unknown algorithm (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ */
+GGUFDigester gguf_digester_new(uint32_t algorithm_id);
+
+/**
+ * Frees a digester from `gguf_digester_new`; NULL is ignored.
+ */
+void gguf_digester_free(GGUFDigester digester);
+
+/**
+ * Feeds the `size` bytes at `data` (which may be NULL when `size` is 0) to the digester.
+ * Returns false if a pointer is NULL.
+ */
+bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
+
+/**
+ * Writes the digest of everything fed since the digester was made or last finished to `out`
+ * (`out_len` bytes of room, at least `gguf_digest_size` of its algorithm), then starts it
+ * afresh. Returns false, writing nothing and keeping what was fed, if `out_len` is short
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or a pointer is NULL.
+ */
+bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
+
+/**
  * The code of the last error recorded on the calling thread (a `GGUFErrorCode`), or
  * `GGUF_ERROR_CODE_NONE` if none has been recorded since the thread started or
  * `gguf_clear_error` was called. Successful calls leave the record unchanged, so check it only
@@ -926,6 +1051,14 @@ uint64_t gguf_metadata_count(GGUFFile file);
  * and valid until `gguf_close`.
  */
 const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
+
+/**
+ * The entry whose key is the `key_len` bytes at `key` (which may hold NUL bytes, as GGUF keys
+ * are length-prefixed; `key` need not be NUL-terminated), or NULL if there is none
+ * (GGUF_ERROR_CODE_NOT_FOUND) or an argument is NULL. `gguf_get_metadata` finds only keys
+ * without NUL bytes; this finds every key. Same ownership as `gguf_get_metadata`.
+ */
+const struct GGUFMetadataKV *gguf_get_metadata_n(GGUFFile file, const char *key, size_t key_len);
 
 /**
  * The `index`-th entry in file order, or NULL if `index >= gguf_metadata_count(file)`

@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod digest;
 pub mod error;
 pub mod file;
 pub mod format;
@@ -22,6 +23,7 @@ pub mod writer;
 #[allow(unsafe_code)]
 pub mod ffi;
 
+pub use digest::{Digest, DigestAlgorithm, Digester};
 pub use error::{Error, ErrorCode, Result};
 pub use file::{GgufFile, MappedFile, MetadataEntry, TensorInfo};
 pub use format::ByteOrder;

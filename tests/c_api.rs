@@ -594,6 +594,11 @@ fn valgrind_writer() {
 }
 
 #[test]
+fn valgrind_digest() {
+    run_valgrind("test_digest");
+}
+
+#[test]
 fn c_test_open() {
     run_c_test("test_open");
 }
@@ -641,6 +646,11 @@ fn c_test_shards() {
 #[test]
 fn c_test_writer() {
     run_c_test("test_writer");
+}
+
+#[test]
+fn c_test_digest() {
+    run_c_test("test_digest");
 }
 
 /// Every program in c_tests/ has a test above, so none is silently skipped.

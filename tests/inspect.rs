@@ -1,9 +1,9 @@
 //! `tools/gguf-inspect.c`, the inspector `make` builds, driven from `cargo test`.
 //!
-//! It is compiled as the Makefile compiles it (`cc -std=c99 -Wall -Wextra -Werror -Iinclude`,
-//! the bundled sample's absolute path as `GGUF_INSPECT_DEFAULT_SAMPLE`) against this test's
-//! profile's `libgguf.so` (built first, as in `tests/c_api.rs`), then run on the sample, on
-//! files it cannot open, and with bad arguments. What it prints about the sample is checked
+//! It is compiled as the Makefile compiles it (`cc -std=c99 -Wall -Wextra -Werror -pthread
+//! -Iinclude`, the bundled sample's absolute path as `GGUF_INSPECT_DEFAULT_SAMPLE`), plus ASan
+//! and UBSan, against this test's profile's `libgguf.so` (built first, as in `tests/c_api.rs`),
+//! then run on the sample, on files it cannot open, and with bad arguments. What it prints about the sample is checked
 //! against what the Rust reader ([`gguf::MappedFile`]) finds in the same file.
 //!
 //! Its options: `--json` is parsed and compared with the reference reader (PyPI `gguf`, through
@@ -12,8 +12,13 @@
 //! on files written with [`gguf::Writer`] (every value type, nested arrays, both byte orders,
 //! several data types, a split model), and with the Rust reader on files the reference cannot
 //! read (version 1, keys that are not UTF-8 or hold NUL); `--tensors`, `--metadata KEY` and
-//! `--verify` (digests, per-shard verdicts, exit status on truncated and corrupt files, the
-//! progress bar only on a terminal) are checked against the Rust reader.
+//! `--verify` (per-shard verdicts, exit status on truncated and corrupt files, the progress bar
+//! only on a terminal) are checked against the Rust reader. `--hash` is compared byte for byte
+//! with the reference's `gguf_hash.py` (the sample, random files from the reference writer, every
+//! shard of split models, names it skips), and `--check` with manifests from `--hash`,
+//! `gguf_hash.py` and in `llama-gguf-hash`'s format (a flipped byte in any tensor is named).
+//! Hardening: keys holding NUL, control bytes escaped in every text output, `--metadata` without
+//! a key, `--version`, `--help` naming every option.
 
 mod common;
 
@@ -26,7 +31,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const CFLAGS: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror"];
+const CFLAGS: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror", "-pthread"];
+
+/// Added to [`CFLAGS`]: every run of the inspector is checked by ASan and UBSan (files from
+/// strangers, manifests, names with NUL bytes), leaks included.
+const SANITIZE: &[&str] = &[
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-g",
+    "-O1",
+];
 
 /// The inspector's `ARRAY_PREVIEW`: how many items of an array it shows.
 const ARRAY_PREVIEW: usize = 6;
@@ -49,6 +64,7 @@ fn inspector() -> &'static Path {
         let exe = bin_dir("inspect").join("gguf-inspect");
         let mut cmd = Command::new(cc());
         cmd.args(CFLAGS)
+            .args(SANITIZE)
             .arg(format!("-I{}", root.join("include").display()))
             .arg(format!("-DGGUF_INSPECT_DEFAULT_SAMPLE=\"{sample}\""))
             .arg(root.join("tools/gguf-inspect.c"))
@@ -286,12 +302,6 @@ fn work_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// Deterministic filler bytes.
@@ -910,18 +920,34 @@ fn tensors_prints_the_tensor_table_only() {
     assert_eq!(tensors.as_array().unwrap().len(), 21);
 }
 
-/// The inspector's quoting of a string inside an array.
-fn quoted(bytes: &[u8]) -> Vec<u8> {
-    let mut out = vec![b'\''];
-    for &c in bytes {
-        match c {
-            b'\'' | b'\\' => out.extend([b'\\', c]),
-            0..=0x1f | 0x7f => out.extend(format!("\\x{c:02x}").bytes()),
-            _ => out.push(c),
+/// The inspector's escaping of bytes from a file: backslashes (and `quote`) escaped with a
+/// backslash; control characters (C0, DEL, C1) and bytes that are not UTF-8 as `\xNN`.
+fn escaped(bytes: &[u8], quote: Option<u8>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let mut buf = [0; 4];
+            let enc = c.encode_utf8(&mut buf).as_bytes();
+            if c.is_control() {
+                for b in enc {
+                    out.extend(format!("\\x{b:02x}").bytes());
+                }
+            } else if c == '\\' || (c.is_ascii() && Some(c as u8) == quote) {
+                out.extend([b'\\', c as u8]);
+            } else {
+                out.extend(enc);
+            }
+        }
+        for b in chunk.invalid() {
+            out.extend(format!("\\x{b:02x}").bytes());
         }
     }
-    out.push(b'\'');
     out
+}
+
+/// The inspector's quoting of a string inside an array.
+fn quoted(bytes: &[u8]) -> Vec<u8> {
+    [&b"'"[..], &escaped(bytes, Some(b'\'')), b"'"].concat()
 }
 
 #[test]
@@ -986,7 +1012,15 @@ fn metadata_prints_one_value_in_full() {
     assert_eq!(printed, want);
 
     // With --json: the entry, as in the whole document.
-    let out = expect(&["--json", "--metadata", "tokenizer.ggml.tokens"], 0);
+    let out = expect(
+        &[
+            OsStr::new("--json"),
+            OsStr::new("--metadata"),
+            OsStr::new("tokenizer.ggml.tokens"),
+            sample.as_os_str(),
+        ],
+        0,
+    );
     let doc = json_of(&sample);
     let index = f.metadata_index("tokenizer.ggml.tokens").unwrap();
     assert_eq!(parse_json(&out.stdout), doc["metadata"][index]);
@@ -1023,14 +1057,13 @@ fn metadata_prints_nested_arrays_and_exact_floats() {
     assert_eq!(value("nested.deep"), "[[[[[[[[-1, 2]]]]]]]]\n");
     assert_eq!(
         value("nested.mixed"),
-        "[[1, 18446744073709551615], ['x', '', '\u{fffd}'], [], [[-0.5, nan]], [0.1, -0], []]\n"
+        "[[1, 18446744073709551615], ['x', '', '\\xff'], [], [[-0.5, nan]], [0.1, -0], []]\n"
     );
     assert_eq!(value("array.INT8"), "[-128, 0, 127]\n");
     assert_eq!(value("array.BOOL.empty"), "[]\n");
     assert_eq!(value("u64"), "18446744073709551615\n");
     assert_eq!(value("i64.min"), "-9223372036854775808\n");
     assert_eq!(value("bool.false"), "false\n");
-    // Top-level strings are printed as they are (here with a NUL and control bytes).
     let out = expect(
         &[
             OsStr::new("--metadata"),
@@ -1039,9 +1072,10 @@ fn metadata_prints_nested_arrays_and_exact_floats() {
         ],
         0,
     );
+    // Top-level strings are printed bare, their control bytes escaped (--json has them raw).
     assert_eq!(
-        out.stdout,
-        b"newline\n tab\t cr\r bell\x07 esc\x1b del\x7f nul\0end\n"
+        String::from_utf8(out.stdout).unwrap(),
+        "newline\\x0a tab\\x09 cr\\x0d bell\\x07 esc\\x1b del\\x7f nul\\x00end\n"
     );
     for (i, v) in [
         "nan",
@@ -1109,15 +1143,7 @@ fn verify_ok(path: &Path, shards: &[PathBuf]) -> Vec<String> {
     for (i, shard) in shards.iter().enumerate() {
         let f = MappedFile::open(shard).unwrap();
         want.push(format!("* Shard {}/{n}: {}", i + 1, shard.display()));
-        let mut bytes = 0;
-        for t in f.tensors() {
-            want.push(format!(
-                "{:016x}  {}",
-                fnv1a64(t.data),
-                String::from_utf8_lossy(t.name)
-            ));
-            bytes += t.size;
-        }
+        let bytes: u64 = f.tensors().map(|t| t.size).sum();
         want.push(format!(
             "* Shard {}/{n}: OK ({} tensor(s), {bytes} bytes)",
             i + 1,
@@ -1129,7 +1155,12 @@ fn verify_ok(path: &Path, shards: &[PathBuf]) -> Vec<String> {
         lines[0].starts_with(&format!("* Verifying {}: {n} shard(s)", path.display())),
         "{text}"
     );
-    assert_eq!(lines[1..], want[..], "{text}");
+    assert_eq!(
+        lines[1],
+        "* Checks the format's rules, every entry and tensor record, and that every byte of \
+         tensor data can be read; not whether the data changed (use --hash, --check)"
+    );
+    assert_eq!(lines[2..], want[..], "{text}");
     lines
 }
 
@@ -1151,7 +1182,7 @@ fn verify_fails(path: &Path, why: &str) {
 }
 
 #[test]
-fn verify_passes_good_files_and_prints_each_tensors_digest() {
+fn verify_passes_good_files_and_prints_no_digest() {
     verify_ok(&sample(), &[sample()]);
     let dir = work_dir("verify-good");
     for (name, p) in [
@@ -1163,27 +1194,20 @@ fn verify_passes_good_files_and_prints_each_tensors_digest() {
         write(&path, &p);
         verify_ok(&path, std::slice::from_ref(&path));
     }
-    // Names are printed as bytes, backslashes and control bytes escaped: one line per tensor.
+    // Odd tensor names pass; a path with control bytes is printed escaped.
     let mut p = plan(3, ByteOrder::Little, None, false, false);
     p.tensors = vec![
         (b"t\xe9nsor".to_vec(), vec![4], DataType::F32),
         (b"we\"ird\\name\n".to_vec(), vec![2], DataType::F16),
     ];
-    let path = dir.join("odd-names.gguf");
+    let path = dir.join("odd\x1b[2Jname.gguf");
     write(&path, &p);
     let out = expect(&[OsStr::new("--verify"), path.as_os_str()], 0);
-    let f = MappedFile::open(&path).unwrap();
-    let digests: Vec<u64> = f.tensors().map(|t| fnv1a64(t.data)).collect();
-    let lines: Vec<&[u8]> = out.stdout.split(|&b| b == b'\n').collect();
-    assert_eq!(lines.len(), 7, "{}", show(&out));
-    assert_eq!(
-        lines[2],
-        [format!("{:016x}  t", digests[0]).as_bytes(), b"\xe9nsor"].concat()
-    );
-    assert_eq!(
-        lines[3],
-        format!("{:016x}  we\"ird\\\\name\\x0a", digests[1]).as_bytes()
-    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains('\x1b'), "{text}");
+    let shown = path.display().to_string().replace('\x1b', "\\x1b");
+    assert!(text.ends_with(&format!("* {shown}: OK\n")), "{text}");
+    assert_eq!(text.lines().count(), 5, "{text}");
 }
 
 #[test]
@@ -1390,4 +1414,638 @@ fn verify_draws_a_progress_bar_only_on_a_terminal() {
         tty.ends_with("\r\x1b[K"),
         "the bar is not cleared at the end: {tty:?}"
     );
+}
+
+// ------------------------------------------------------------------------------------------------
+// --hash and --check: the reference's digests.
+// ------------------------------------------------------------------------------------------------
+
+/// What the reference's `gguf_hash.py` prints for `path`.
+fn reference_hash(path: &Path) -> Vec<u8> {
+    let out = common::run(
+        Command::new(common::reference_python())
+            .args(["-m", "gguf.scripts.gguf_hash"])
+            .arg(path),
+    );
+    out.stdout
+}
+
+/// `--hash` of `path` equals the reference's output byte for byte; returns it.
+fn hash_matches_reference(path: &Path) -> Vec<u8> {
+    let ours = expect(&[OsStr::new("--hash"), path.as_os_str()], 0);
+    assert!(ours.stderr.is_empty(), "{}", show(&ours));
+    let want = reference_hash(path);
+    assert!(
+        ours.stdout == want,
+        "--hash of {} differs from gguf_hash.py:\n--- ours ---\n{}\n--- reference ---\n{}",
+        path.display(),
+        String::from_utf8_lossy(&ours.stdout),
+        String::from_utf8_lossy(&want)
+    );
+    ours.stdout
+}
+
+#[test]
+fn hash_equals_the_reference_on_the_sample() {
+    let out = hash_matches_reference(&sample());
+    let f = MappedFile::open(sample()).unwrap();
+    // Two lines per tensor and three for the model: the test compares something.
+    assert_eq!(
+        out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(),
+        2 * f.tensor_count() + 3
+    );
+    // A relative path is printed as given.
+    let out = Command::new(inspector())
+        .args(["--hash", "testdata/sample.gguf"])
+        .current_dir(manifest_dir())
+        .output()
+        .unwrap();
+    let want = common::run(
+        Command::new(common::reference_python())
+            .args(["-m", "gguf.scripts.gguf_hash", "testdata/sample.gguf"])
+            .current_dir(manifest_dir()),
+    );
+    assert_eq!(out.stdout, want.stdout, "{}", show(&out));
+}
+
+#[test]
+fn hash_equals_the_reference_on_random_files_of_the_reference_writer() {
+    let dir = work_dir("hash-random");
+    run_reference([
+        "generate".as_ref(),
+        dir.as_os_str(),
+        "16".as_ref(),
+        "9".as_ref(),
+    ]);
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension() == Some(OsStr::new("gguf")) {
+            hash_matches_reference(&path);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 16);
+}
+
+/// gguf_hash.py hashes the one file it is given; so does --hash, for every shard.
+#[test]
+fn hash_equals_the_reference_on_every_shard_of_split_models() {
+    let dir = work_dir("hash-split");
+    run_reference(["split".as_ref(), dir.as_os_str(), "5".as_ref()]);
+    let mut shards = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".gguf") {
+            let out = hash_matches_reference(&path);
+            shards += usize::from(name.contains("-of-"));
+            // Only this shard's tensors.
+            let f = MappedFile::open(&path).unwrap();
+            let lines = out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
+            assert_eq!(lines, 2 * f.tensor_count() + 3, "{name}");
+        }
+    }
+    assert!(shards >= 6, "{shards} shards");
+}
+
+/// Tensors whose names gguf_hash.py skips, and names it prints as they are (backslashes,
+/// quotes, non-ASCII), from libgguf's own writer.
+#[test]
+fn hash_skips_what_the_reference_skips() {
+    let dir = work_dir("hash-skip");
+    let mut p = plan(3, ByteOrder::Little, None, false, true);
+    for name in [
+        "h.0.attention.masked_bias",
+        "h.0.attention.bias",
+        "l.rotary_emb.inv_freq",
+        "attention.bias",
+        "we\"ird\\name 'q' \u{442}",
+    ] {
+        p.tensors
+            .push((name.as_bytes().to_vec(), vec![8], DataType::F32));
+    }
+    let path = dir.join("skips.gguf");
+    write(&path, &p);
+    let out = String::from_utf8(hash_matches_reference(&path)).unwrap();
+    assert!(!out.contains("masked_bias"), "{out}");
+    assert!(!out.contains("inv_freq"), "{out}");
+    assert!(out.contains(":attention.bias\n"), "{out}");
+    assert!(out.contains(":we\"ird\\name 'q' \u{442}\n"), "{out}");
+}
+
+/// Names with control bytes: the reference would print them raw (it cannot write the bytes that
+/// are not UTF-8 at all); --hash escapes such a line and marks it with a leading backslash, and
+/// --check reads it back.
+#[test]
+fn hash_escapes_names_with_control_bytes_and_check_reads_them_back() {
+    let dir = work_dir("hash-escape");
+    let mut p = plan(3, ByteOrder::Little, None, false, false);
+    p.tensors = vec![
+        (b"plain\\name".to_vec(), vec![4], DataType::F32),
+        (
+            b"a\nsha1      0000  forged".to_vec(),
+            vec![4],
+            DataType::F32,
+        ),
+        (
+            b"\x1b]0;title\x07\x1b[2J\xff\0x".to_vec(),
+            vec![4],
+            DataType::F32,
+        ),
+    ];
+    let path = dir.join("odd.gguf");
+    write(&path, &p);
+    let out = expect(&[OsStr::new("--hash"), path.as_os_str()], 0);
+    let text = String::from_utf8(out.stdout.clone()).expect("UTF-8");
+    assert!(
+        !text.bytes().any(|b| b < 0x20 && b != b'\n'),
+        "raw control bytes: {text:?}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 * 3 + 3, "{text}");
+    let p = path.display().to_string();
+    assert!(
+        lines[0].starts_with("sha1      ") && lines[0].ends_with(&format!("  {p}:plain\\name"))
+    );
+    assert!(lines[2].starts_with("\\sha1      "), "{text}");
+    assert!(
+        lines[2].ends_with(&format!("  {p}:a\\x0asha1      0000  forged")),
+        "{text}"
+    );
+    assert!(
+        lines[4].ends_with(&format!("  {p}:\\x1b]0;title\\x07\\x1b[2J\\xff\\x00x")),
+        "{text}"
+    );
+    // Its own output is a manifest that --check accepts.
+    let manifest = dir.join("odd.manifest");
+    std::fs::write(&manifest, &out.stdout).unwrap();
+    let out = expect(
+        &[
+            OsStr::new("--check"),
+            manifest.as_os_str(),
+            path.as_os_str(),
+        ],
+        0,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(": OK (9 digest(s)"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// The tensor whose byte was flipped, named in --check's output.
+fn check_names(manifest: &Path, path: &Path) -> (Output, String) {
+    let out = run_inspector(&[
+        OsStr::new("--check"),
+        manifest.as_os_str(),
+        path.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
+#[test]
+fn check_catches_a_flipped_byte_in_any_tensor_and_names_it() {
+    let dir = work_dir("check-flip");
+    let mut p = plan(3, ByteOrder::Little, Some(32), true, true);
+    p.tensors
+        .push((b"h.0.attention.bias".to_vec(), vec![4], DataType::F32));
+    let good = dir.join("good.gguf");
+    write(&good, &p);
+    let manifest = dir.join("good.manifest");
+    std::fs::write(&manifest, reference_hash(&good)).unwrap();
+    let (out, text) = check_names(&manifest, &good);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        text.ends_with(" checked)\n") && text.contains(": OK ("),
+        "{text}"
+    );
+
+    let bytes = std::fs::read(&good).unwrap();
+    let f = MappedFile::open(&good).unwrap();
+    let bad = dir.join("bad.gguf");
+    let mut flipped = 0;
+    for t in f.tensors() {
+        for at in [0, t.size / 2, t.size.saturating_sub(1)] {
+            if t.size == 0 {
+                continue;
+            }
+            let mut b = bytes.clone();
+            b[(t.file_offset + at) as usize] ^= 0x10;
+            std::fs::write(&bad, &b).unwrap();
+            let (out, text) = check_names(&manifest, &bad);
+            let name = String::from_utf8(escaped(t.name, None)).unwrap();
+            if t.name.ends_with(b".attention.bias") {
+                // gguf_hash.py leaves it out of its manifests: --check says it is not covered.
+                assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+                assert!(
+                    text.contains(&format!(
+                        "* not covered: tensor {name} (gguf_hash.py skips it"
+                    )),
+                    "{text}"
+                );
+                continue;
+            }
+            assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+            for alg in ["sha1", "sha256"] {
+                assert!(
+                    text.contains(&format!(
+                        "FAILED  tensor {name}: its {alg} digest differs from the manifest's"
+                    )),
+                    "byte {at} of {name}:\n{text}"
+                );
+            }
+            assert!(text.contains("FAILED  model: the sha256 digest"), "{text}");
+            assert_eq!(
+                text.lines()
+                    .filter(|l| l.starts_with("FAILED  tensor"))
+                    .count(),
+                2,
+                "{text}"
+            );
+            assert!(
+                text.ends_with(" checked)\n") && text.contains(": FAILED ("),
+                "{text}"
+            );
+            flipped += 1;
+        }
+    }
+    assert!(flipped > 20);
+    // A changed metadata value changes no digest.
+    let mut p2 = p;
+    p2.kv.push((b"extra.key".to_vec(), s("new")));
+    let edited = dir.join("edited.gguf");
+    write(&edited, &p2);
+    let (out, _) = check_names(&manifest, &edited);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+}
+
+/// llama-gguf-hash's manifests: `%-8s  HEX  FILE:TENSOR`, xxh64 as the 64-bit value in hex
+/// (most significant byte first), every tensor hashed, whole-model lines last.
+fn llama_manifest(path: &Path, file: &str, algorithms: &[gguf::DigestAlgorithm]) -> String {
+    let f = MappedFile::open(path).unwrap();
+    let mut out = String::new();
+    for t in f.tensors() {
+        for &a in algorithms {
+            let d = gguf::digest::digest(a, t.data);
+            let name = String::from_utf8(t.name.to_vec()).unwrap();
+            out += &format!("{:<8}  {d}  {file}:{name}\n", a.name());
+        }
+    }
+    for &a in algorithms {
+        let mut m = gguf::Digester::new(a);
+        for t in f.tensors() {
+            m.update(t.data);
+        }
+        out += &format!("{:<8}  {}  {file}\n", a.name(), m.finish());
+    }
+    out
+}
+
+#[test]
+fn check_accepts_llama_gguf_hash_manifests() {
+    use gguf::DigestAlgorithm::{Sha1, Sha256, Uuid, Xxh3, Xxh64};
+    let dir = work_dir("check-llama");
+    let mut p = plan(3, ByteOrder::Little, None, false, true);
+    p.tensors.push((
+        b"h.0.attention.masked_bias".to_vec(),
+        vec![4],
+        DataType::F32,
+    ));
+    let path = dir.join("model.gguf");
+    write(&path, &p);
+    // The digests themselves, independently of this library: XXH64 is known for these bytes.
+    assert_eq!(
+        gguf::digest::digest(Xxh64, b"abc").to_string(),
+        "44bc2cf5ad770999"
+    );
+    let manifest = dir.join("llama.manifest");
+    // Another path for the file than the one checked: only the tensor names must agree.
+    std::fs::write(
+        &manifest,
+        llama_manifest(&path, "elsewhere/model.gguf", &[Xxh64, Sha1, Sha256, Xxh3]),
+    )
+    .unwrap();
+    let (out, text) = check_names(&manifest, &path);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(text.contains(": OK ("), "{text}");
+    // The skipped tensor is in this manifest, and checked.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let f = MappedFile::open(&path).unwrap();
+    let t = f.tensor("h.0.attention.masked_bias").unwrap();
+    bytes[t.file_offset as usize + 3] ^= 1;
+    drop(f);
+    let bad = dir.join("bad.gguf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (out, text) = check_names(&manifest, &bad);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    for alg in ["xxh64", "sha1", "sha256", "xxh3"] {
+        assert!(
+            text.contains(&format!(
+                "FAILED  tensor h.0.attention.masked_bias: its {alg} digest differs"
+            )),
+            "{text}"
+        );
+    }
+    // A model-only manifest (--no-layer) with a UUID line.
+    let whole: String = llama_manifest(&path, "m.gguf", &[Uuid, Xxh64])
+        .lines()
+        .filter(|l| l.ends_with("  m.gguf"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(whole.lines().count(), 2, "{whole}");
+    std::fs::write(&manifest, &whole).unwrap();
+    let (out, _) = check_names(&manifest, &path);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let (out, text) = check_names(&manifest, &bad);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(text.contains("FAILED  model: the uuid digest"), "{text}");
+}
+
+#[test]
+fn check_reports_missing_tensors_and_malformed_manifests() {
+    let dir = work_dir("check-bad");
+    let path = dir.join("m.gguf");
+    write(&path, &plan(3, ByteOrder::Little, None, false, true));
+    let good = String::from_utf8(reference_hash(&path)).unwrap();
+    let p = path.display().to_string();
+    let manifest = dir.join("m.manifest");
+    // A tensor of the manifest missing from the file, and one of the file not in the manifest.
+    let renamed = good.replace(&format!("{p}:norm\n"), &format!("{p}:gone\n"));
+    std::fs::write(&manifest, &renamed).unwrap();
+    let (out, text) = check_names(&manifest, &path);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        text.contains("FAILED  tensor gone: in the manifest (line "),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAILED  tensor norm: not in the manifest"),
+        "{text}"
+    );
+
+    for (bad, line, why) in [
+        ("md5       0123  x\n", 1, "not a digest line"),
+        ("sha1      0123  x\n", 1, "not 40 hex digits"),
+        ("uuid      0123  x\n", 1, "in the form 8-4-4-4-12"),
+        ("\n\nsha256    ", 3, "not 64 hex digits"),
+        ("", 0, "no digest lines"),
+    ] {
+        let text = format!("{}{bad}", &good[..good.find('\n').unwrap() + 1]);
+        let text = if bad.is_empty() { String::new() } else { text };
+        std::fs::write(&manifest, &text).unwrap();
+        let out = expect(
+            &[
+                OsStr::new("--check"),
+                manifest.as_os_str(),
+                path.as_os_str(),
+            ],
+            2,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let at = format!(
+            "{}:{}: ",
+            manifest.display(),
+            if bad.is_empty() { 0 } else { line + 1 }
+        );
+        assert!(
+            stderr.contains(&at) && stderr.contains(why),
+            "{bad:?}: want {at}{why}\n{}",
+            show(&out)
+        );
+    }
+    // A line naming another file than the model's.
+    let other = format!("{}sha1      {}  other.gguf\n", good, "0".repeat(40));
+    std::fs::write(&manifest, other).unwrap();
+    let out = expect(
+        &[
+            OsStr::new("--check"),
+            manifest.as_os_str(),
+            path.as_os_str(),
+        ],
+        2,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(":1: names neither the model's file"),
+        "{}",
+        show(&out)
+    );
+    // No such manifest.
+    let out = expect(
+        &[
+            OsStr::new("--check"),
+            dir.join("none").as_os_str(),
+            path.as_os_str(),
+        ],
+        2,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot open the manifest"),
+        "{}",
+        show(&out)
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Hardening.
+// ------------------------------------------------------------------------------------------------
+
+/// A valid file whose keys hold NUL bytes: the key "k\0long" must show its own array, not that of
+/// "k" (a shorter one of another type: the old inspector read past its end or crashed).
+#[test]
+fn keys_holding_nul_show_their_own_values() {
+    use MetadataValue::{Array, F32, U64, U8};
+    let dir = work_dir("nul-keys");
+    let mut p = plan(3, ByteOrder::Little, None, false, false);
+    p.kv = vec![
+        (b"k".to_vec(), Array(ValueType::Uint8, vec![U8(1)])),
+        (
+            b"k\0long".to_vec(),
+            Array(ValueType::Uint64, (10..20).map(U64).collect()),
+        ),
+        (
+            b"k\0strings".to_vec(),
+            Array(
+                ValueType::String,
+                (0..8).map(|i| s(format!("s{i}"))).collect(),
+            ),
+        ),
+        (b"s".to_vec(), s("plain")),
+        (
+            b"s\0x".to_vec(),
+            Array(ValueType::Float32, vec![F32(0.5); 7]),
+        ),
+    ];
+    let path = dir.join("nul.gguf");
+    write(&path, &p);
+    let out = expect(&[path.as_os_str()], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "      1: [UINT8]    |        1 | k = [1]",
+        "      2: [UINT64]   |       10 | k\\x00long = [10, 11, 12, 13, 14, 15, ...]",
+        "      3: [STRING]   |        8 | k\\x00strings = ['s0', 's1', 's2', 's3', 's4', 's5', ...]",
+        "      4: STRING     |        1 | s = 'plain'",
+        "      5: [FLOAT32]  |        7 | s\\x00x = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, ...]",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+    }
+    let out = expect(&[OsStr::new("--verify"), path.as_os_str()], 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with(": OK\n"),
+        "{}",
+        show(&out)
+    );
+}
+
+/// Bytes from a file that would act on a terminal (clear it, retitle it) or forge a line are
+/// escaped in every text output; JSON escapes them its own way.
+#[test]
+fn control_bytes_are_escaped_in_every_text_output() {
+    let dir = work_dir("escapes");
+    let evil_key = b"k\x1b]0;owned\x07\x1b[2J\xc2\x9b\\".to_vec();
+    let evil_name = b"t\n* /x: OK\r\x1b[1A\x7f".to_vec();
+    let mut p = plan(3, ByteOrder::Little, None, false, false);
+    p.kv = vec![
+        (evil_key.clone(), s(b"v\x1b[31m\n")),
+        (
+            b"arr".to_vec(),
+            MetadataValue::Array(ValueType::String, vec![s(b"\x1bc"), s(b"'")]),
+        ),
+    ];
+    p.tensors = vec![(evil_name.clone(), vec![4], DataType::F32)];
+    let path = dir.join("evil\x1b[2J.gguf");
+    write(&path, &p);
+    let clean = |out: &Output, what: &str| {
+        let text = String::from_utf8(out.stdout.clone()).expect("UTF-8");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{what}: raw control characters in {text:?}"
+        );
+        text
+    };
+    let key = String::from_utf8(escaped(&evil_key, None)).unwrap();
+    let name = String::from_utf8(escaped(&evil_name, None)).unwrap();
+    assert_eq!(key, "k\\x1b]0;owned\\x07\\x1b[2J\\xc2\\x9b\\\\");
+    assert_eq!(name, "t\\x0a* /x: OK\\x0d\\x1b[1A\\x7f");
+
+    let text = clean(&expect(&[path.as_os_str()], 0), "default");
+    assert!(
+        text.contains(&format!("| {key} = 'v\\x1b[31m\\x0a'\n")),
+        "{text}"
+    );
+    assert!(text.contains("| arr = ['\\x1bc', '\\'']\n"), "{text}");
+    assert!(text.ends_with(&format!("| {name}\n")), "{text}");
+    assert!(text.starts_with("* File: "), "{text}");
+    assert!(
+        text.lines().next().unwrap().ends_with("evil\\x1b[2J.gguf"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2 + 1 + 2 + 2 + 1, "{text}");
+
+    let text = clean(
+        &expect(&[OsStr::new("--tensors"), path.as_os_str()], 0),
+        "--tensors",
+    );
+    assert!(text.ends_with(&format!("| {name}\n")), "{text}");
+    let text = clean(
+        &expect(
+            &[
+                OsStr::new("--metadata"),
+                OsStr::new("arr"),
+                path.as_os_str(),
+            ],
+            0,
+        ),
+        "--metadata",
+    );
+    assert_eq!(text, "['\\x1bc', '\\'']\n");
+    let text = clean(
+        &expect(&[OsStr::new("--verify"), path.as_os_str()], 0),
+        "--verify",
+    );
+    assert!(text.contains("evil\\x1b[2J.gguf"), "{text}");
+    let text = clean(
+        &expect(&[OsStr::new("--hash"), path.as_os_str()], 0),
+        "--hash",
+    );
+    assert!(text.contains(&format!(":{name}\n")), "{text}");
+    // A missing key named on the command line is escaped in the message too.
+    let out = expect(
+        &[
+            OsStr::new("--metadata"),
+            OsStr::new("no\x1b[2J"),
+            path.as_os_str(),
+        ],
+        1,
+    );
+    assert!(!out.stderr.contains(&0x1b), "{}", show(&out));
+    // JSON: the exact bytes, JSON-escaped.
+    let out = expect(&[OsStr::new("--json"), path.as_os_str()], 0);
+    let doc = parse_json(&out.stdout);
+    assert_eq!(bytes_of(&doc["tensors"][0]["name"], "name"), evil_name);
+}
+
+#[test]
+fn metadata_without_a_key_says_so() {
+    let sample = sample();
+    let out = expect(&[OsStr::new("--metadata"), sample.as_os_str()], 2);
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--metadata needs a KEY before FILE"),
+        "{}",
+        show(&out)
+    );
+    // A key but no file: also refused (not the sample inspected under a wrong name).
+    let out = expect(&["--metadata", "general.architecture"], 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--metadata KEY needs a FILE"),
+        "{}",
+        show(&out)
+    );
+    let out = expect(&["--hash"], 2);
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+    let out = expect(&[OsStr::new("--check"), sample.as_os_str()], 2);
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+}
+
+#[test]
+fn version_prints_the_library_version() {
+    let out = expect(&["--version"], 0);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("libgguf {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn help_documents_every_option() {
+    let out = expect(&["--help"], 0);
+    let help = String::from_utf8(out.stderr).unwrap();
+    for option in [
+        "--json",
+        "--tensors",
+        "--metadata KEY",
+        "--verify",
+        "--hash",
+        "--check MANIFEST",
+        "--version",
+        "-h, --help",
+    ] {
+        assert!(
+            help.contains(&format!("\n  {option}")),
+            "{option} undocumented:\n{help}"
+        );
+    }
+    // And every option the inspector accepts is one of those.
+    let source = std::fs::read_to_string(manifest_dir().join("tools/gguf-inspect.c")).unwrap();
+    for (i, _) in source.match_indices("!strcmp(a, \"--") {
+        let opt = &source[i + 13..];
+        let opt = &opt[..opt.find('"').unwrap()];
+        if opt != "--" {
+            assert!(help.contains(opt), "{opt} accepted but undocumented");
+        }
+    }
 }

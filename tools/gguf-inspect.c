@@ -36,8 +36,10 @@
 
 #include "gguf.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,73 +54,68 @@
 /* How many items of an array to show before eliding the rest. */
 enum { ARRAY_PREVIEW = 6 };
 
-/* Prints bytes as a quoted string, escaping quotes, backslashes and control bytes. */
+/* The length of the UTF-8 sequence starting at s[0] (of n > 0 bytes) if it is valid and not a C1
+ * control (U+0080..U+009F, which some terminals obey like ESC sequences); 0 otherwise. */
+static uint64_t printable_utf8(const unsigned char *s, uint64_t n) {
+  unsigned char c = s[0];
+  uint64_t len;
+  uint32_t cp;
+  if (c >= 0x20 && c < 0x7f) return 1;
+  if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+  else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+  else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+  else return 0; /* C0 controls, DEL, stray continuation or invalid lead bytes */
+  if (n < len) return 0;
+  for (uint64_t k = 1; k < len; k++) {
+    if ((s[k] & 0xc0) != 0x80) return 0;
+    cp = cp << 6 | (s[k] & 0x3f);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+      cp > 0x10ffff || cp < 0xa0)
+    return 0;
+  return len;
+}
+
+/* Whether every byte of s would print as itself (no escape needed, backslashes aside). */
+static int all_printable(const char *str, uint64_t len) {
+  const unsigned char *s = (const unsigned char *)str;
+  for (uint64_t i = 0; i < len;) {
+    uint64_t n = printable_utf8(s + i, len - i);
+    if (!n) return 0;
+    i += n;
+  }
+  return 1;
+}
+
+/* Prints bytes from a file (or the command line) so that they cannot act on the terminal or
+ * forge a line: control bytes (C0, DEL, C1) and bytes that are not valid UTF-8 as \xNN, the
+ * backslash as \\ (so the output reads back unambiguously), and `quote` (if not 0) as \'. Every
+ * text output of the inspector goes through here; JSON has its own escaping. */
+static void put_escaped(FILE *out, const char *str, uint64_t len, char quote) {
+  const unsigned char *s = (const unsigned char *)str;
+  for (uint64_t i = 0; i < len;) {
+    uint64_t n = printable_utf8(s + i, len - i);
+    if (!n) {
+      fprintf(out, "\\x%02x", s[i]);
+      i++;
+    } else if (s[i] == '\\' || (quote && s[i] == (unsigned char)quote)) {
+      fputc('\\', out);
+      fputc(s[i], out);
+      i++;
+    } else {
+      fwrite(s + i, 1, (size_t)n, out);
+      i += n;
+    }
+  }
+}
+
+static void put_escaped_c(FILE *out, const char *s) { put_escaped(out, s, strlen(s), 0); }
+
+/* Prints bytes as a quoted string: '...', escaped as put_escaped does, quotes too. */
 static void print_quoted(const char *s, uint64_t len) {
   putchar('\'');
-  for (uint64_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '\'' || c == '\\') {
-      printf("\\%c", c);
-    } else if (c < 0x20 || c == 0x7f) {
-      printf("\\x%02x", c);
-    } else {
-      putchar(c);
-    }
-  }
+  put_escaped(stdout, s, len, '\'');
   putchar('\'');
-}
-
-/* Prints one element of a numeric or bool array from the library's decoded copy. */
-static void print_array_item(GGUFFile f, const GGUFMetadataKV *kv, uint64_t i) {
-  uint64_t n = 0;
-  switch (kv->array_type) {
-  case GGUF_VALUE_TYPE_UINT8: printf("%u", (unsigned)gguf_get_uint8_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_INT8: printf("%d", (int)gguf_get_int8_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_UINT16: printf("%u", (unsigned)gguf_get_uint16_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_INT16: printf("%d", (int)gguf_get_int16_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_UINT32: printf("%" PRIu32, gguf_get_uint32_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_INT32: printf("%" PRId32, gguf_get_int32_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_FLOAT32: printf("%g", (double)gguf_get_float_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_BOOL: printf("%s", gguf_get_bool_array(f, kv->key, &n)[i] ? "true" : "false"); break;
-  case GGUF_VALUE_TYPE_UINT64: printf("%" PRIu64, gguf_get_uint64_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_INT64: printf("%" PRId64, gguf_get_int64_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_FLOAT64: printf("%g", gguf_get_float64_array(f, kv->key, &n)[i]); break;
-  case GGUF_VALUE_TYPE_STRING: {
-    uint64_t len = 0;
-    const char *s = gguf_get_array_string(f, kv->key, i, &len);
-    print_quoted(s, len);
-    break;
-  }
-  default: printf("[...]"); break; /* nested arrays: shown by count only */
-  }
-}
-
-static void print_value(GGUFFile f, const GGUFMetadataKV *kv) {
-  const GGUFValue *v = &kv->value;
-  switch (kv->type) {
-  case GGUF_VALUE_TYPE_UINT8: case GGUF_VALUE_TYPE_UINT16: case GGUF_VALUE_TYPE_UINT32:
-    printf("%" PRIu32, v->u32); break;
-  case GGUF_VALUE_TYPE_INT8: case GGUF_VALUE_TYPE_INT16: case GGUF_VALUE_TYPE_INT32:
-    printf("%" PRId32, v->i32); break;
-  case GGUF_VALUE_TYPE_FLOAT32: printf("%g", (double)v->f32); break;
-  case GGUF_VALUE_TYPE_BOOL: printf("%s", v->b ? "true" : "false"); break;
-  case GGUF_VALUE_TYPE_STRING: print_quoted(v->str, kv->str_len); break;
-  case GGUF_VALUE_TYPE_UINT64: printf("%" PRIu64, v->u64); break;
-  case GGUF_VALUE_TYPE_INT64: printf("%" PRId64, v->i64); break;
-  case GGUF_VALUE_TYPE_FLOAT64: printf("%g", v->f64); break;
-  case GGUF_VALUE_TYPE_ARRAY: {
-    uint64_t shown = kv->array_len < ARRAY_PREVIEW ? kv->array_len : ARRAY_PREVIEW;
-    putchar('[');
-    for (uint64_t i = 0; i < shown; i++) {
-      if (i) printf(", ");
-      print_array_item(f, kv, i);
-    }
-    if (shown < kv->array_len) printf(", ...");
-    putchar(']');
-    break;
-  }
-  default: printf("?"); break;
-  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -337,7 +334,7 @@ static void emit_scalar(const Scalar *s, OutMode mode, int top) {
   }
   case GGUF_VALUE_TYPE_STRING:
     if (mode == OUT_JSON) json_string(s->s, s->len);
-    else if (top) fwrite(s->s, 1, (size_t)s->len, stdout);
+    else if (top) put_escaped(stdout, s->s, s->len, 0);
     else print_quoted(s->s, s->len);
     break;
   default: fputs("?", stdout); break;
@@ -394,6 +391,34 @@ static Cursor array_cursor(GGUFFile f, const GGUFMetadataKV *kv) {
   c.v1 = gguf_version(f) == 1;
   c.ok = kv->array_len == 0 || c.p != NULL;
   return c;
+}
+
+/* An entry's value on one line: strings quoted, arrays summarized by their first items (nested
+ * ones as [...]). Arrays are decoded from the entry's own bytes, never looked up by key (a key
+ * may hold NUL bytes). */
+static void print_value(GGUFFile f, const GGUFMetadataKV *kv) {
+  Scalar s;
+  if (kv->type != GGUF_VALUE_TYPE_ARRAY) {
+    entry_scalar(kv, &s);
+    emit_scalar(&s, OUT_TEXT, 0);
+    return;
+  }
+  Cursor c = array_cursor(f, kv);
+  uint64_t shown = kv->array_len < ARRAY_PREVIEW ? kv->array_len : ARRAY_PREVIEW;
+  putchar('[');
+  for (uint64_t i = 0; i < shown && c.ok; i++) {
+    if (i) printf(", ");
+    if (kv->array_type == GGUF_VALUE_TYPE_ARRAY) {
+      skip_value(&c, GGUF_VALUE_TYPE_ARRAY, 0);
+      printf("[...]");
+    } else {
+      take_scalar(&c, kv->array_type, &s);
+      if (c.ok) emit_scalar(&s, OUT_TEXT, 0);
+    }
+  }
+  if (!c.ok) printf("<undecodable>");
+  else if (shown < kv->array_len) printf(", ...");
+  putchar(']');
 }
 
 /* The value of an entry in full. False if an array's bytes do not hold its elements. */
@@ -454,10 +479,11 @@ static void print_shards(GGUFFile f) {
   printf("* Split model: %" PRIu32 " shards\n", n);
   for (uint32_t i = 0; i < n; i++) {
     const GGUFShardInfo *s = gguf_get_shard(f, i);
-    printf("*   shard %" PRIu32 ": %s: GGUF version %" PRIu32 ", %" PRIu64
-           " bytes, alignment %" PRIu64
+    printf("*   shard %" PRIu32 ": ", i + 1);
+    put_escaped_c(stdout, s->path);
+    printf(": GGUF version %" PRIu32 ", %" PRIu64 " bytes, alignment %" PRIu64
            ", data section at offset %" PRIu64 ", %" PRIu64 " tensor(s) from #%" PRIu64 "\n",
-           i + 1, s->path, s->version, s->file_size, s->alignment, s->data_offset,
+           s->version, s->file_size, s->alignment, s->data_offset,
            s->tensor_count, s->first_tensor + 1);
   }
 }
@@ -481,7 +507,9 @@ static void print_tensor_table(GGUFFile f) {
     printf("%7" PRIu64 ": %12" PRIu64 " | %-30s | %-7s | ", i + 1, t->n_elements, shape,
            gguf_dtype_name(t->dtype));
     if (split) printf("%5" PRIu32 " | ", t->shard + 1);
-    printf("%12" PRIu64 " | %12" PRIu64 " | %s\n", t->file_offset, t->size_bytes, t->name);
+    printf("%12" PRIu64 " | %12" PRIu64 " | ", t->file_offset, t->size_bytes);
+    put_escaped(stdout, t->name, t->name_len, 0);
+    putchar('\n');
   }
 }
 
@@ -494,7 +522,9 @@ static void print_header_line(GGUFFile f) {
 
 static int dump_default(GGUFFile f, const char *path) {
   uint64_t n_kv = gguf_metadata_count(f);
-  printf("* File: %s\n", path);
+  printf("* File: ");
+  put_escaped_c(stdout, path);
+  putchar('\n');
   print_header_line(f);
   print_shards(f);
   printf("* Dumping %" PRIu64 " key/value pair(s)\n", n_kv);
@@ -506,8 +536,10 @@ static int dump_default(GGUFFile f, const char *path) {
     } else {
       snprintf(type, sizeof type, "%s", gguf_value_type_name(kv->type));
     }
-    printf("%7" PRIu64 ": %-10s | %8" PRIu64 " | %s = ", i + 1, type,
-           kv->type == GGUF_VALUE_TYPE_ARRAY ? kv->array_len : 1, kv->key);
+    printf("%7" PRIu64 ": %-10s | %8" PRIu64 " | ", i + 1, type,
+           kv->type == GGUF_VALUE_TYPE_ARRAY ? kv->array_len : 1);
+    put_escaped(stdout, kv->key, kv->key_len, 0);
+    printf(" = ");
     print_value(f, kv);
     putchar('\n');
   }
@@ -598,42 +630,40 @@ static void progress_line_done(Progress *p) {
 }
 
 enum { CHUNK = 16 << 20 };
-static const uint64_t FNV_OFFSET = 0xcbf29ce484222325ull, FNV_PRIME = 0x100000001b3ull;
 
-static uint64_t fnv1a(const unsigned char *p, uint64_t n, uint64_t h, Progress *pg) {
+/* Reads every page of n bytes at p (one byte per page faults the whole page in), so that a page
+ * the file no longer backs, or one the disk cannot return, shows here. */
+volatile unsigned char touch_sink; /* what touch read, so that the reads are not optimized out */
+
+static void touch(const unsigned char *p, uint64_t n, Progress *pg) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  if (page == 0 || page > CHUNK) page = 4096;
   while (n) {
     uint64_t len = n < CHUNK ? n : CHUNK;
-    for (uint64_t i = 0; i < len; i++) h = (h ^ p[i]) * FNV_PRIME;
+    unsigned char acc = 0;
+    for (uint64_t i = 0; i < len; i += page) acc ^= p[i];
+    acc ^= p[len - 1];
+    touch_sink = acc;
     p += len;
     n -= len;
     pg->done += len;
     progress_draw(pg);
   }
-  return h;
 }
 
-/* The FNV-1a 64 digest of n bytes at p; false if reading them raised SIGBUS. */
-static int digest(const unsigned char *p, uint64_t n, uint64_t *out, Progress *pg) {
+/* Reads n bytes at p (see touch); false if that raised SIGBUS. */
+static int read_all(const unsigned char *p, uint64_t n, Progress *pg) {
   if (sigsetjmp(bus_jump, 1)) {
     bus_armed = 0;
     return 0;
   }
   bus_armed = 1;
-  *out = fnv1a(p, n, FNV_OFFSET, pg);
+  touch(p, n, pg);
   bus_armed = 0;
   return 1;
 }
 
-/* A name in a line of --verify's output: backslashes and control bytes escaped (\\, \xNN), so
- * that every line stays one line. */
-static void print_name(const char *s, uint64_t len) {
-  for (uint64_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '\\') fputs("\\\\", stdout);
-    else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
-    else putchar(c);
-  }
-}
+static void print_name(const char *s, uint64_t len) { put_escaped(stdout, s, len, 0); }
 
 /* Prints "FAILED  WHAT NAME: DETAIL" (NAME of `len` bytes, if any); returns 0. */
 static int problem(Progress *pg, const char *what, const char *name, uint64_t len,
@@ -662,9 +692,11 @@ static int verify_metadata(GGUFFile f, Progress *pg) {
       ok = problem(pg, "metadata", NULL, 0, detail);
       continue;
     }
-    int plain_key = strlen(kv->key) == kv->key_len; /* keys holding NUL cannot be looked up */
+    /* The typed array getters take a NUL-terminated key: only keys without NUL go through them
+     * (the key lookup itself is length-aware). */
+    int plain_key = strlen(kv->key) == kv->key_len;
     if (kv->index != i || !gguf_value_type_name(kv->type) ||
-        (plain_key && gguf_get_metadata(f, kv->key) != kv)) {
+        gguf_get_metadata_n(f, kv->key, (size_t)kv->key_len) != kv) {
       ok = problem(pg, "metadata key", kv->key, kv->key_len,
                    "lookup by key disagrees with the entry");
       continue;
@@ -706,7 +738,7 @@ static int verify_metadata(GGUFFile f, Progress *pg) {
 }
 
 /* One tensor: its description is consistent with its shard, the library's pointer is where the
- * shard's mapping says, and its bytes can be read. Prints "DIGEST  NAME". */
+ * shard's mapping says, and its bytes can be read. Prints nothing unless it fails. */
 static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_index,
                          const GGUFShardInfo *s, Progress *pg) {
   char detail[512];
@@ -735,15 +767,9 @@ static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_ind
   if (data != s->base + t->file_offset || (t->size_bytes && !gguf_contains(f, data, t->size_bytes)))
     return problem(pg, "tensor", t->name, t->name_len,
                    "data pointer lies outside the shard's mapping");
-  uint64_t h = 0;
-  if (!digest(data, t->size_bytes, &h, pg))
+  if (!read_all(data, t->size_bytes, pg))
     return problem(pg, "tensor", t->name, t->name_len,
                    "reading its data failed (SIGBUS: file truncated or I/O error)");
-  progress_clear(pg);
-  printf("%016" PRIx64 "  ", h);
-  print_name(t->name, t->name_len);
-  putchar('\n');
-  progress_line_done(pg);
   return 1;
 }
 
@@ -751,15 +777,20 @@ static int verify(const char *path) {
   GGUFFile f = gguf_open(path);
   if (!f) {
     fprintf(stderr, "%s\n", gguf_last_error());
-    printf("* %s: FAILED\n", path);
+    printf("* ");
+    put_escaped_c(stdout, path);
+    printf(": FAILED\n");
     return 1;
   }
   uint32_t n_shards = gguf_shard_count(f);
   uint64_t n_tensors = gguf_tensor_count(f), total = 0;
   for (uint64_t i = 0; i < n_tensors; i++) total += gguf_get_tensor_by_index(f, i)->size_bytes;
-  printf("* Verifying %s: %" PRIu32 " shard(s), %" PRIu64 " tensor(s), %" PRIu64
-         " bytes of tensor data (digest: FNV-1a 64 of each tensor's bytes as stored)\n",
-         path, n_shards, n_tensors, total);
+  printf("* Verifying ");
+  put_escaped_c(stdout, path);
+  printf(": %" PRIu32 " shard(s), %" PRIu64 " tensor(s), %" PRIu64 " bytes of tensor data\n",
+         n_shards, n_tensors, total);
+  printf("* Checks the format's rules, every entry and tensor record, and that every byte of "
+         "tensor data can be read; not whether the data changed (use --hash, --check)\n");
 
   Progress pg = {0, 0, total, 0, -1};
   pg.enabled = isatty(STDERR_FILENO);
@@ -777,7 +808,9 @@ static int verify(const char *path) {
     int ok = 1;
     uint64_t bytes = 0;
     progress_clear(&pg);
-    printf("* Shard %" PRIu32 "/%" PRIu32 ": %s\n", si + 1, n_shards, s->path);
+    printf("* Shard %" PRIu32 "/%" PRIu32 ": ", si + 1, n_shards);
+    put_escaped_c(stdout, s->path);
+    putchar('\n');
     progress_line_done(&pg);
     if (s->first_tensor != next || s->tensor_count > n_tensors - next) {
       ok = problem(&pg, "shard", s->path, strlen(s->path),
@@ -800,44 +833,615 @@ static int verify(const char *path) {
     all_ok = problem(&pg, "model", NULL, 0, "the shards do not hold every tensor");
   }
   progress_clear(&pg);
-  printf("* %s: %s\n", path, all_ok ? "OK" : "FAILED");
+  printf("* ");
+  put_escaped_c(stdout, path);
+  printf(": %s\n", all_ok ? "OK" : "FAILED");
   gguf_close(f);
   return all_ok ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* --hash and --check                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Digest jobs run on threads of their own: the five streams --hash prints (per-tensor SHA-1 and
+ * SHA-256, the model's SHA-1, SHA-256 and UUID) are independent passes over the same mapping, so
+ * on a machine with the cores they take the time of the slowest one. Each job uses only the
+ * library's digest API (gguf_tensor_digest, GGUFDigester). */
+typedef struct {
+  GGUFFile f;
+  const GGUFTensorInfo **tensors; /* the tensors to digest, in file order */
+  const unsigned char *feed;      /* whole-model jobs: feed[i] != 0 to include tensors[i] */
+  uint64_t n;
+  uint32_t algorithm;
+  int per_tensor;                 /* one digest per tensor, else one of them all */
+  unsigned char *out;             /* n digests, or one */
+  size_t size;                    /* gguf_digest_size(algorithm) */
+  int ok;
+  char error[512];
+} DigestJob;
+
+static void *run_digest_job(void *arg) {
+  DigestJob *j = arg;
+  j->ok = 1;
+  if (j->per_tensor) {
+    for (uint64_t i = 0; i < j->n && j->ok; i++) {
+      j->ok = gguf_tensor_digest(j->f, j->tensors[i], j->algorithm, j->out + i * j->size, j->size);
+    }
+  } else {
+    GGUFDigester d = gguf_digester_new(j->algorithm);
+    j->ok = d != NULL;
+    for (uint64_t i = 0; i < j->n && j->ok; i++) {
+      if (j->feed && !j->feed[i]) continue;
+      const unsigned char *p = gguf_tensor_data(j->f, j->tensors[i]);
+      uint64_t left = j->tensors[i]->size_bytes;
+      j->ok = p != NULL || left == 0;
+      while (left && j->ok) { /* in pieces a size_t holds, whatever its width */
+        size_t piece = left < ((size_t)1 << 30) ? (size_t)left : (size_t)1 << 30;
+        j->ok = gguf_digester_update(d, p, piece);
+        p += piece;
+        left -= piece;
+      }
+    }
+    if (j->ok) j->ok = gguf_digester_finish(d, j->out, j->size);
+    gguf_digester_free(d);
+  }
+  if (!j->ok) snprintf(j->error, sizeof j->error, "%s", gguf_last_error());
+  return NULL;
+}
+
+/* Runs every job, each on a thread when one can be started. False (printing why) if one failed. */
+static int run_digest_jobs(DigestJob *jobs, size_t n_jobs, const char *argv0) {
+  pthread_t *threads = calloc(n_jobs ? n_jobs : 1, sizeof *threads);
+  int *started = calloc(n_jobs ? n_jobs : 1, sizeof *started);
+  if (!threads || !started) {
+    free(threads);
+    free(started);
+    fprintf(stderr, "%s: out of memory\n", argv0);
+    return 0;
+  }
+  for (size_t i = 0; i < n_jobs; i++) {
+    started[i] = pthread_create(&threads[i], NULL, run_digest_job, &jobs[i]) == 0;
+    if (!started[i]) run_digest_job(&jobs[i]);
+  }
+  int ok = 1;
+  for (size_t i = 0; i < n_jobs; i++) {
+    if (started[i]) pthread_join(threads[i], NULL);
+    if (!jobs[i].ok) {
+      fprintf(stderr, "%s: %s\n", argv0, jobs[i].error);
+      ok = 0;
+    }
+  }
+  free(threads);
+  free(started);
+  return ok;
+}
+
+static void to_hex(const unsigned char *d, size_t size, uint32_t algorithm, char *hex) {
+  char *p = hex;
+  for (size_t i = 0; i < size; i++) {
+    if (algorithm == GGUF_DIGEST_ALGORITHM_UUID && (i == 4 || i == 6 || i == 8 || i == 10))
+      *p++ = '-';
+    p += sprintf(p, "%02x", d[i]);
+  }
+  *p = 0;
+}
+
+/* One line of gguf_hash.py's output: "ALGORITHM(padded to 8)  HEX  PATH[:NAME]". When PATH and
+ * NAME print as themselves (valid UTF-8, no control bytes), exactly the reference's bytes; else
+ * (where the reference would write raw control bytes) the line starts with a backslash and both
+ * are escaped as put_escaped does, backslashes doubled: the convention of sha256sum. */
+static void print_hash_line(uint32_t algorithm, const unsigned char *d, const char *path,
+                            const char *name, uint64_t name_len) {
+  char hex[80];
+  to_hex(d, gguf_digest_size(algorithm), algorithm, hex);
+  int plain = all_printable(path, strlen(path)) && (!name || all_printable(name, name_len));
+  if (plain) {
+    printf("%-8s  %s  %s", gguf_digest_name(algorithm), hex, path);
+    if (name) {
+      putchar(':');
+      fwrite(name, 1, (size_t)name_len, stdout);
+    }
+  } else {
+    printf("\\%-8s  %s  ", gguf_digest_name(algorithm), hex);
+    put_escaped_c(stdout, path);
+    if (name) {
+      putchar(':');
+      put_escaped(stdout, name, name_len, 0);
+    }
+  }
+  putchar('\n');
+}
+
+/* Whether gguf_hash.py leaves this tensor out (buffers old converters stored, not weights). */
+static int skipped_by_reference(const char *name, uint64_t len) {
+  static const char *const suffixes[] = {".attention.masked_bias", ".attention.bias",
+                                         ".rotary_emb.inv_freq"};
+  for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes; k++) {
+    size_t n = strlen(suffixes[k]);
+    if (len >= n && !memcmp(name + len - n, suffixes[k], n)) return 1;
+  }
+  return 0;
+}
+
+/* Opens one file, never the rest of a split model (both hashing tools hash the file given). */
+static GGUFFile open_single(const char *path) {
+  GGUFFile f = gguf_open_ex(path, GGUF_OPEN_FLAG_SINGLE_SHARD);
+  if (!f) fprintf(stderr, "%s\n", gguf_last_error());
+  else if (!gguf_advise_data(f, GGUF_PAGING_SEQUENTIAL)) gguf_clear_error();
+  return f;
+}
+
+static int hash_file(const char *path, const char *argv0) {
+  GGUFFile f = open_single(path);
+  if (!f) return 1;
+  uint64_t n_all = gguf_tensor_count(f), n = 0;
+  const GGUFTensorInfo **tensors = calloc(n_all ? n_all : 1, sizeof *tensors);
+  unsigned char *out = malloc((size_t)(n_all ? n_all : 1) * (20 + 32) + 20 + 32 + 16);
+  if (!tensors || !out) {
+    fprintf(stderr, "%s: out of memory\n", argv0);
+    free(tensors);
+    free(out);
+    gguf_close(f);
+    return 1;
+  }
+  for (uint64_t i = 0; i < n_all; i++) {
+    const GGUFTensorInfo *t = gguf_get_tensor_by_index(f, i);
+    if (!skipped_by_reference(t->name, t->name_len)) tensors[n++] = t;
+  }
+  unsigned char *sha1s = out, *sha256s = out + n * 20, *model = out + n * 52;
+  DigestJob jobs[5] = {
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA1, 1, sha1s, 20, 0, ""},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 1, sha256s, 32, 0, ""},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA1, 0, model, 20, 0, ""},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 0, model + 20, 32, 0, ""},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_UUID, 0, model + 52, 16, 0, ""},
+  };
+  int ok = run_digest_jobs(jobs, 5, argv0);
+  if (ok) {
+    for (uint64_t i = 0; i < n; i++) {
+      print_hash_line(GGUF_DIGEST_ALGORITHM_SHA1, sha1s + i * 20, path, tensors[i]->name,
+                      tensors[i]->name_len);
+      print_hash_line(GGUF_DIGEST_ALGORITHM_SHA256, sha256s + i * 32, path, tensors[i]->name,
+                      tensors[i]->name_len);
+    }
+    print_hash_line(GGUF_DIGEST_ALGORITHM_SHA1, model, path, NULL, 0);
+    print_hash_line(GGUF_DIGEST_ALGORITHM_SHA256, model + 20, path, NULL, 0);
+    print_hash_line(GGUF_DIGEST_ALGORITHM_UUID, model + 52, path, NULL, 0);
+  }
+  free(tensors);
+  free(out);
+  gguf_close(f);
+  return ok ? 0 : 1;
+}
+
+/* One digest line of a manifest. */
+typedef struct {
+  uint32_t algorithm;
+  unsigned char digest[32];
+  char *name;        /* the tensor's name (after "FILE:"), unescaped; NULL for the whole model */
+  uint64_t name_len;
+  uint64_t line;
+  int seen;          /* a tensor of the file has this name */
+} ManifestEntry;
+
+typedef struct {
+  ManifestEntry *entries;
+  size_t n;
+  char *text;        /* the manifest's bytes, which the names point into */
+} Manifest;
+
+static void manifest_free(Manifest *m) {
+  free(m->entries);
+  free(m->text);
+}
+
+static int hex_digit(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Undoes put_escaped in place (\\\\ and \\xNN); returns the new length, or -1 if malformed. */
+static int64_t unescape(char *s, uint64_t len) {
+  uint64_t w = 0;
+  for (uint64_t r = 0; r < len; r++) {
+    if (s[r] != '\\') {
+      s[w++] = s[r];
+    } else if (r + 1 < len && (s[r + 1] == '\\' || s[r + 1] == '\'')) {
+      s[w++] = s[++r];
+    } else if (r + 3 < len && s[r + 1] == 'x' && hex_digit(s[r + 2]) >= 0 &&
+               hex_digit(s[r + 3]) >= 0) {
+      s[w++] = (char)(hex_digit(s[r + 2]) * 16 + hex_digit(s[r + 3]));
+      r += 3;
+    } else {
+      return -1;
+    }
+  }
+  return (int64_t)w;
+}
+
+/* Parses the digest `hex` (of `len` characters) of `algorithm` into `out`: 2 hex digits per
+ * byte, a UUID as 8-4-4-4-12. False if malformed. */
+static int parse_digest(uint32_t algorithm, const char *hex, size_t len, unsigned char *out) {
+  size_t size = gguf_digest_size(algorithm), k = 0;
+  int uuid = algorithm == GGUF_DIGEST_ALGORITHM_UUID;
+  if (len != 2 * size + (uuid ? 4 : 0)) return 0;
+  for (size_t i = 0; i < len; i += 2) {
+    if (uuid && (i == 8 || i == 13 || i == 18 || i == 23)) {
+      if (hex[i] != '-') return 0;
+      i++;
+    }
+    int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return 0;
+    out[k++] = (unsigned char)(hi * 16 + lo);
+  }
+  return k == size;
+}
+
+static int manifest_error(const char *manifest, uint64_t line, const char *why) {
+  fprintf(stderr, "gguf-inspect: ");
+  put_escaped_c(stderr, manifest);
+  fprintf(stderr, ":%" PRIu64 ": %s\n", line, why);
+  return 0;
+}
+
+/* Reads a manifest as gguf_hash.py or llama-gguf-hash print it: lines "ALGORITHM  HEX  NAME",
+ * NAME being "FILE" for the whole model and "FILE:TENSOR" for a tensor (FILE as that tool was
+ * given it: the file's last lines, the model's, say which). Blank lines are skipped. False, after
+ * naming the line, if the manifest cannot be read or a line is malformed. */
+static int manifest_read(const char *path, Manifest *m) {
+  memset(m, 0, sizeof *m);
+  FILE *in = fopen(path, "rb");
+  if (!in) {
+    fprintf(stderr, "gguf-inspect: cannot open the manifest ");
+    put_escaped_c(stderr, path);
+    fprintf(stderr, ": %s\n", strerror(errno));
+    return 0;
+  }
+  size_t cap = 1 << 16, len = 0;
+  m->text = malloc(cap + 1);
+  for (;;) {
+    if (!m->text) break;
+    len += fread(m->text + len, 1, cap - len, in);
+    if (len < cap) break;
+    char *bigger = cap < SIZE_MAX / 4 ? realloc(m->text, cap * 2 + 1) : NULL;
+    if (!bigger) {
+      free(m->text);
+      m->text = NULL;
+      break;
+    }
+    m->text = bigger;
+    cap *= 2;
+  }
+  int read_error = ferror(in);
+  fclose(in);
+  if (!m->text || read_error) {
+    fprintf(stderr, "gguf-inspect: cannot read the manifest ");
+    put_escaped_c(stderr, path);
+    fprintf(stderr, "\n");
+    manifest_free(m);
+    return 0;
+  }
+  m->text[len] = '\n';
+  size_t lines = 1;
+  for (size_t i = 0; i < len; i++) lines += m->text[i] == '\n';
+  m->entries = calloc(lines, sizeof *m->entries);
+  if (!m->entries) {
+    manifest_free(m);
+    return manifest_error(path, 0, "out of memory");
+  }
+  /* Pass 1: split each line into algorithm, digest and name. */
+  char *model_name = NULL;
+  uint64_t model_len = 0, line_no = 0;
+  for (size_t pos = 0; pos < len;) {
+    char *line = m->text + pos, *end = memchr(line, '\n', len + 1 - pos);
+    size_t line_len = (size_t)(end - line);
+    pos += line_len + 1;
+    line_no++;
+    if (line_len && line[line_len - 1] == '\r') line_len--;
+    size_t i = 0;
+    while (i < line_len && (line[i] == ' ' || line[i] == '\t')) i++;
+    if (i == line_len) continue;
+    int escaped = line[i] == '\\';
+    i += (size_t)escaped;
+    size_t a0 = i;
+    while (i < line_len && line[i] != ' ' && line[i] != '\t') i++;
+    uint32_t algorithm = 0;
+    for (uint32_t id = 1; gguf_digest_name(id); id++) {
+      const char *name = gguf_digest_name(id);
+      if (strlen(name) == i - a0 && !memcmp(name, line + a0, i - a0)) algorithm = id;
+    }
+    gguf_clear_error();
+    char why[160];
+    if (!algorithm) {
+      snprintf(why, sizeof why,
+               "not a digest line (\"ALGORITHM  HEX  FILE[:TENSOR]\" with ALGORITHM one of sha1, "
+               "sha256, xxh64, xxh3, uuid)");
+      manifest_free(m);
+      return manifest_error(path, line_no, why);
+    }
+    while (i < line_len && line[i] == ' ') i++;
+    size_t h0 = i;
+    while (i < line_len && line[i] != ' ') i++;
+    ManifestEntry *e = &m->entries[m->n];
+    if (!parse_digest(algorithm, line + h0, i - h0, e->digest)) {
+      snprintf(why, sizeof why, "the %s digest is not %zu hex digits%s", gguf_digest_name(algorithm),
+               2 * gguf_digest_size(algorithm),
+               algorithm == GGUF_DIGEST_ALGORITHM_UUID ? " in the form 8-4-4-4-12" : "");
+      manifest_free(m);
+      return manifest_error(path, line_no, why);
+    }
+    size_t spaces = 0;
+    while (i < line_len && line[i] == ' ') i++, spaces++;
+    if (!spaces || i == line_len) {
+      manifest_free(m);
+      return manifest_error(path, line_no, "no FILE or FILE:TENSOR after the digest");
+    }
+    int64_t name_len = (int64_t)(line_len - i);
+    if (escaped) name_len = unescape(line + i, (uint64_t)name_len);
+    if (name_len < 0) {
+      manifest_free(m);
+      return manifest_error(path, line_no, "a backslash that is not \\\\ or \\xNN in the name");
+    }
+    e->algorithm = algorithm;
+    e->name = line + i;
+    e->name_len = (uint64_t)name_len;
+    e->line = line_no;
+    model_name = e->name;
+    model_len = e->name_len;
+    m->n++;
+  }
+  if (!m->n) {
+    manifest_free(m);
+    return manifest_error(path, line_no, "no digest lines");
+  }
+  /* Pass 2: the last line names the model's file; tensors are "FILE:TENSOR". */
+  for (size_t k = 0; k < m->n; k++) {
+    ManifestEntry *e = &m->entries[k];
+    if (e->name_len == model_len && !memcmp(e->name, model_name, model_len)) {
+      e->name = NULL;
+      e->name_len = 0;
+    } else if (e->name_len > model_len && !memcmp(e->name, model_name, model_len) &&
+               e->name[model_len] == ':') {
+      e->name += model_len + 1;
+      e->name_len -= model_len + 1;
+    } else {
+      uint64_t line = e->line;
+      manifest_free(m);
+      return manifest_error(path, line,
+                            "names neither the model's file (the last line's name) nor one of "
+                            "its tensors (FILE:TENSOR)");
+    }
+  }
+  return 1;
+}
+
+static int same_name(const ManifestEntry *e, const GGUFTensorInfo *t) {
+  return e->name && e->name_len == t->name_len && !memcmp(e->name, t->name, (size_t)e->name_len);
+}
+
+static int check_failed(const char *what, const char *name, uint64_t name_len, const char *detail) {
+  printf("FAILED  %s", what);
+  if (name) {
+    putchar(' ');
+    put_escaped(stdout, name, name_len, 0);
+  }
+  printf(": %s\n", detail);
+  return 0;
+}
+
+/* The entry of a tensor, found through `order` (entries sorted by name). */
+static const Manifest *sort_manifest;
+static int by_name(const void *a, const void *b) {
+  const ManifestEntry *x = &sort_manifest->entries[*(const size_t *)a];
+  const ManifestEntry *y = &sort_manifest->entries[*(const size_t *)b];
+  if (!x->name != !y->name) return x->name ? 1 : -1; /* the model's lines first */
+  uint64_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+  int c = n ? memcmp(x->name, y->name, (size_t)n) : 0;
+  if (c) return c;
+  return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+}
+
+static int check_file(const char *manifest_path, const char *path, const char *argv0) {
+  Manifest m;
+  if (!manifest_read(manifest_path, &m)) return 2;
+  GGUFFile f = open_single(path);
+  if (!f) {
+    manifest_free(&m);
+    return 1;
+  }
+  uint64_t n = gguf_tensor_count(f);
+  enum { N_ALG = 6 };
+  int tensor_alg[N_ALG] = {0}, model_alg[N_ALG] = {0}, any_tensor_line = 0;
+  for (size_t k = 0; k < m.n; k++) {
+    if (m.entries[k].name) tensor_alg[m.entries[k].algorithm] = any_tensor_line = 1;
+    else model_alg[m.entries[k].algorithm] = 1;
+  }
+  const GGUFTensorInfo **tensors = calloc(n ? n : 1, sizeof *tensors);
+  unsigned char *feed = calloc(n ? n : 1, 1);
+  size_t *order = calloc(m.n, sizeof *order);
+  /* Per-tensor digests for each algorithm with tensor lines; whole-model digests for each with
+   * model lines, over every tensor (llama-gguf-hash) and, if the file has tensors gguf_hash.py
+   * skips, also without them (gguf_hash.py). */
+  DigestJob jobs[3 * N_ALG];
+  unsigned char *per_tensor[N_ALG] = {0}, model_all[N_ALG][32], model_ref[N_ALG][32];
+  size_t n_jobs = 0;
+  int has_skipped = 0, ok = tensors && feed && order;
+  for (uint64_t i = 0; ok && i < n; i++) {
+    tensors[i] = gguf_get_tensor_by_index(f, i);
+    feed[i] = !skipped_by_reference(tensors[i]->name, tensors[i]->name_len);
+    has_skipped |= !feed[i];
+  }
+  for (uint32_t a = 1; ok && a < N_ALG; a++) {
+    size_t size = gguf_digest_size(a);
+    DigestJob base = {f, tensors, NULL, n, a, 0, NULL, size, 0, ""};
+    if (tensor_alg[a]) {
+      per_tensor[a] = malloc((size_t)(n ? n : 1) * size);
+      ok = per_tensor[a] != NULL;
+      jobs[n_jobs] = base;
+      jobs[n_jobs].per_tensor = 1;
+      jobs[n_jobs++].out = per_tensor[a];
+    }
+    if (model_alg[a]) {
+      jobs[n_jobs] = base;
+      jobs[n_jobs++].out = model_all[a];
+      if (has_skipped) {
+        jobs[n_jobs] = base;
+        jobs[n_jobs].feed = feed;
+        jobs[n_jobs++].out = model_ref[a];
+      }
+    }
+  }
+  if (!ok) fprintf(stderr, "%s: out of memory\n", argv0);
+  else ok = run_digest_jobs(jobs, n_jobs, argv0);
+  int status = ok ? 0 : 1;
+  if (ok) {
+    int all_match = 1;
+    uint64_t checked = 0;
+    char why[256];
+    for (size_t k = 0; k < m.n; k++) order[k] = k;
+    sort_manifest = &m;
+    qsort(order, m.n, sizeof *order, by_name);
+    for (uint64_t i = 0; i < n; i++) {
+      const GGUFTensorInfo *t = tensors[i];
+      /* The first entry with this name, by binary search on the sorted order. */
+      size_t lo = 0, hi = m.n;
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const ManifestEntry *e = &m.entries[order[mid]];
+        uint64_t len = e->name_len < t->name_len ? e->name_len : t->name_len;
+        int c = !e->name ? -1 : len ? memcmp(e->name, t->name, (size_t)len) : 0;
+        if (!c && e->name) c = e->name_len < t->name_len ? -1 : e->name_len > t->name_len;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+      }
+      int listed = 0;
+      for (size_t k = lo; k < m.n && same_name(&m.entries[order[k]], t); k++) {
+        ManifestEntry *e = &m.entries[order[k]];
+        size_t size = gguf_digest_size(e->algorithm);
+        e->seen = listed = 1;
+        checked++;
+        if (memcmp(per_tensor[e->algorithm] + i * size, e->digest, size)) {
+          snprintf(why, sizeof why, "its %s digest differs from the manifest's (line %" PRIu64 ")",
+                   gguf_digest_name(e->algorithm), e->line);
+          all_match = check_failed("tensor", t->name, t->name_len, why);
+        }
+      }
+      if (!listed && any_tensor_line && feed[i]) {
+        all_match = check_failed("tensor", t->name, t->name_len, "not in the manifest");
+      } else if (!listed && !feed[i]) {
+        printf("* not covered: tensor ");
+        put_escaped(stdout, t->name, t->name_len, 0);
+        printf(" (gguf_hash.py skips it; llama-gguf-hash manifests cover it)\n");
+      }
+    }
+    for (size_t k = 0; k < m.n; k++) {
+      ManifestEntry *e = &m.entries[k];
+      if (e->name && !e->seen) {
+        snprintf(why, sizeof why, "in the manifest (line %" PRIu64 ") but not in the file",
+                 e->line);
+        all_match = check_failed("tensor", e->name, e->name_len, why);
+      } else if (!e->name) {
+        size_t size = gguf_digest_size(e->algorithm);
+        checked++;
+        if (memcmp(model_all[e->algorithm], e->digest, size) &&
+            (!has_skipped || memcmp(model_ref[e->algorithm], e->digest, size))) {
+          snprintf(why, sizeof why,
+                   "the %s digest of all its tensors differs from the manifest's (line %" PRIu64
+                   ")",
+                   gguf_digest_name(e->algorithm), e->line);
+          all_match = check_failed("model", NULL, 0, why);
+        }
+      }
+    }
+    printf("* ");
+    put_escaped_c(stdout, path);
+    printf(": %s (%" PRIu64 " digest(s) of ", all_match ? "OK" : "FAILED", checked);
+    put_escaped_c(stdout, manifest_path);
+    printf(" checked)\n");
+    status = all_match ? 0 : 1;
+  }
+  for (uint32_t a = 0; a < N_ALG; a++) free(per_tensor[a]);
+  free(tensors);
+  free(feed);
+  free(order);
+  gguf_close(f);
+  manifest_free(&m);
+  return status;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 
 static void usage(FILE *out, const char *argv0) {
   fprintf(out,
-          "usage: %s [--json] [--tensors | --metadata KEY | --verify] [FILE.gguf]\n"
+          "usage: %s [--json] [--tensors] [FILE.gguf]\n"
+          "       %s [--json] --metadata KEY FILE.gguf\n"
+          "       %s --verify [FILE.gguf]\n"
+          "       %s --hash FILE.gguf\n"
+          "       %s --check MANIFEST FILE.gguf\n"
+          "       %s --version | --help\n"
           "Prints a GGUF file's header, metadata (long arrays summarized) and tensor table.\n"
-          "  With no FILE, inspects %s\n"
-          "  Any shard of a split model (NAME-00001-of-00003.gguf) opens the whole model.\n"
+          "  With no FILE (where FILE is optional), inspects %s\n"
+          "  Any shard of a split model (NAME-00001-of-00003.gguf) opens the whole model,\n"
+          "  except with --hash and --check, which digest the one file given.\n"
+          "  Names, keys, strings and paths are printed with control bytes (C0, DEL, C1) and\n"
+          "  bytes that are not UTF-8 as \\xNN and backslashes as \\\\ (strings in quotes also \\'),\n"
+          "  so a file cannot act on the terminal or forge a line; --json gives the exact bytes.\n"
           "options:\n"
           "  --json          everything as JSON, arrays in full; with --tensors or --metadata,\n"
           "                  only that part\n"
           "  --tensors       only the tensor table\n"
           "  --metadata KEY  only the value of KEY, arrays in full (exit status 1 if missing)\n"
-          "  --verify        check every rule of the format, then read every tensor's data and\n"
-          "                  print its FNV-1a 64 digest; OK or FAILED per shard and overall\n"
-          "                  (exit status 1 if not OK; a progress bar when stderr is a terminal)\n"
+          "  --verify        checks the format: every rule on opening (every shard), every\n"
+          "                  metadata entry and tensor record the library hands out (lookups,\n"
+          "                  arrays decodable, shapes, sizes, offsets inside the file), and reads\n"
+          "                  every byte of tensor data (a truncated file or an I/O error fails);\n"
+          "                  OK or FAILED per shard and overall, exit status 1 if not OK; a\n"
+          "                  progress bar when stderr is a terminal. It cannot tell whether data\n"
+          "                  changed: that takes a digest to compare with (--hash, --check)\n"
+          "  --hash          per-tensor SHA-1 and SHA-256 of the file's tensor data, then the\n"
+          "                  SHA-1, SHA-256 and UUID of all of it: byte for byte what\n"
+          "                  `python -m gguf.scripts.gguf_hash FILE` prints (the same tensors\n"
+          "                  skipped: *.attention.masked_bias, *.attention.bias,\n"
+          "                  *.rotary_emb.inv_freq). A line whose FILE or tensor name holds\n"
+          "                  bytes that would be escaped starts with a backslash and has them\n"
+          "                  escaped (as sha256sum does)\n"
+          "  --check MANIFEST  checks the file against MANIFEST, the output of --hash,\n"
+          "                  gguf_hash.py or llama-gguf-hash (sha1, sha256, xxh64, xxh3, uuid\n"
+          "                  lines; \"ALGORITHM  HEX  FILE:TENSOR\" per tensor, \"... FILE\" for\n"
+          "                  the whole model; FILE may differ from the file checked). Prints\n"
+          "                  FAILED and the name of each tensor whose digest differs, that is\n"
+          "                  missing from the file or (when the manifest lists tensors) from\n"
+          "                  the manifest, then OK or FAILED; exit status 1 on any of these,\n"
+          "                  2 if a manifest line is malformed (its line number is given)\n"
+          "  --version       the version of libgguf in use\n"
           "  -h, --help      this help\n"
+          "--hash and --check read the file through its mapping: a file truncated by another\n"
+          "  process meanwhile kills them with SIGBUS.\n"
           "JSON: numbers are exact: floats are the shortest decimal reading back to the same\n"
           "  bits, non-finite ones the strings \"inf\", \"-inf\", \"nan:0x<bits>\".\n"
           "  Strings that are valid UTF-8 are JSON strings, others {\"hex\": \"<bytes in hex>\"}.\n"
-          "exit status: 0 OK, 1 cannot open, key missing or verification failed, 2 bad usage\n",
-          argv0, GGUF_INSPECT_DEFAULT_SAMPLE);
+          "exit status: 0 OK, 1 cannot open, key missing, verification or check failed,\n"
+          "  2 bad usage or a malformed manifest\n",
+          argv0, argv0, argv0, argv0, argv0, argv0, GGUF_INSPECT_DEFAULT_SAMPLE);
 }
 
 static int bad_usage(const char *argv0, const char *why, const char *arg) {
   usage(stderr, argv0);
-  fprintf(stderr, "%s: %s%s%s\n", argv0, why, arg ? ": " : "", arg ? arg : "");
+  fprintf(stderr, "%s: %s", argv0, why);
+  if (arg) {
+    fprintf(stderr, ": ");
+    put_escaped_c(stderr, arg);
+  }
+  fputc('\n', stderr);
   return 2;
 }
 
 int main(int argc, char **argv) {
-  int json = 0, tensors = 0, check = 0, options_done = 0;
-  const char *key = NULL, *path = NULL;
+  int json = 0, tensors = 0, verify_mode = 0, hash = 0, options_done = 0;
+  const char *key = NULL, *path = NULL, *manifest = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!options_done && a[0] == '-' && a[1]) {
@@ -845,13 +1449,21 @@ int main(int argc, char **argv) {
       else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
         usage(stderr, argv[0]);
         return 0;
+      } else if (!strcmp(a, "--version")) {
+        printf("libgguf %s\n", gguf_library_version());
+        return 0;
       } else if (!strcmp(a, "--json")) json = 1;
       else if (!strcmp(a, "--tensors")) tensors = 1;
-      else if (!strcmp(a, "--verify")) check = 1;
-      else if (!strcmp(a, "--metadata")) {
-        if (++i == argc) return bad_usage(argv[0], "--metadata needs a KEY", NULL);
-        key = argv[i];
+      else if (!strcmp(a, "--verify")) verify_mode = 1;
+      else if (!strcmp(a, "--hash")) hash = 1;
+      else if (!strcmp(a, "--metadata") || !strcmp(a, "--check")) {
+        if (++i == argc)
+          return bad_usage(argv[0], a[2] == 'm' ? "--metadata needs a KEY" : "--check needs a MANIFEST",
+                           NULL);
+        if (a[2] == 'm') key = argv[i];
+        else manifest = argv[i];
       } else if (!strncmp(a, "--metadata=", 11)) key = a + 11;
+      else if (!strncmp(a, "--check=", 8)) manifest = a + 8;
       else return bad_usage(argv[0], "unknown option", a);
     } else if (path) {
       return bad_usage(argv[0], "more than one FILE", a);
@@ -859,11 +1471,28 @@ int main(int argc, char **argv) {
       path = a;
     }
   }
-  if (tensors + (key != NULL) + check > 1 || (check && json))
-    return bad_usage(argv[0], "--tensors, --metadata and --verify exclude each other and --json",
+  if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) > 1 ||
+      (json && (verify_mode || hash || manifest)))
+    return bad_usage(argv[0],
+                     "--tensors, --metadata, --verify, --hash and --check exclude each other; "
+                     "--json goes with none of the last three",
                      NULL);
+  /* These take an argument before FILE: a forgotten one would silently turn FILE into it. */
+  if (!path && key) {
+    return bad_usage(argv[0], access(key, F_OK) == 0
+                                  ? "--metadata needs a KEY before FILE (the one argument given "
+                                    "names a file)"
+                                  : "--metadata KEY needs a FILE",
+                     key);
+  }
+  if (!path && manifest) {
+    return bad_usage(argv[0], "--check needs a MANIFEST and a FILE", manifest);
+  }
+  if (!path && hash) return bad_usage(argv[0], "--hash needs a FILE", NULL);
   if (!path) path = GGUF_INSPECT_DEFAULT_SAMPLE;
-  if (check) return verify(path);
+  if (verify_mode) return verify(path);
+  if (hash) return hash_file(path, argv[0]);
+  if (manifest) return check_file(manifest, path, argv[0]);
 
   GGUFFile f = gguf_open(path);
   if (!f) {
@@ -874,13 +1503,21 @@ int main(int argc, char **argv) {
   if (key) {
     const GGUFMetadataKV *kv = gguf_get_metadata(f, key);
     if (!kv) {
-      fprintf(stderr, "%s: %s: no metadata key '%s'\n", argv[0], path, key);
+      fprintf(stderr, "%s: ", argv[0]);
+      put_escaped_c(stderr, path);
+      fprintf(stderr, ": no metadata key '");
+      put_escaped(stderr, key, strlen(key), '\'');
+      fprintf(stderr, "'\n");
       status = 1;
     } else {
       int ok = json ? emit_entry_json(f, kv) : emit_value(f, kv, OUT_TEXT);
       putchar('\n');
       if (!ok) {
-        fprintf(stderr, "%s: %s: the array '%s' does not decode\n", argv[0], path, key);
+        fprintf(stderr, "%s: ", argv[0]);
+        put_escaped_c(stderr, path);
+        fprintf(stderr, ": the array '");
+        put_escaped(stderr, key, strlen(key), '\'');
+        fprintf(stderr, "' does not decode\n");
         status = 1;
       }
     }

@@ -157,6 +157,28 @@ pub unsafe extern "C" fn gguf_get_metadata(
     })
 }
 
+/// The entry whose key is the `key_len` bytes at `key` (which may hold NUL bytes, as GGUF keys
+/// are length-prefixed; `key` need not be NUL-terminated), or NULL if there is none
+/// (GGUF_ERROR_CODE_NOT_FOUND) or an argument is NULL. `gguf_get_metadata` finds only keys
+/// without NUL bytes; this finds every key. Same ownership as `gguf_get_metadata`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_get_metadata_n(
+    file: GGUFFile,
+    key: *const c_char,
+    key_len: usize,
+) -> *const GGUFMetadataKV {
+    guard(std::ptr::null(), || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        if key.is_null() {
+            return Err(super::boundary::null("key"));
+        }
+        // SAFETY: non-NULL and valid for reads of `key_len` bytes (the header's contract).
+        let key = unsafe { std::slice::from_raw_parts(key.cast::<u8>(), key_len) };
+        Ok(&f.metadata[f.kv_index(key)?] as *const GGUFMetadataKV)
+    })
+}
+
 /// The `index`-th entry in file order, or NULL if `index >= gguf_metadata_count(file)`
 /// (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
 /// `gguf_close`.

@@ -16,6 +16,7 @@
 
 pub mod arrays;
 mod boundary;
+pub mod digest;
 pub mod handle;
 pub mod last_error;
 mod lazy;
@@ -31,6 +32,7 @@ pub mod writer;
 
 // Every C function and type, under `gguf::ffi::` as well as its topic module.
 pub use arrays::*;
+pub use digest::*;
 pub use handle::{GGUFFile, GGUFFileImpl};
 pub use last_error::*;
 pub use metadata::*;
