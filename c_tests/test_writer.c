@@ -1159,13 +1159,11 @@ static void test_streaming(void) {
     const struct spec second = {"streamed-twice-2.gguf", 3, 0, 32, kvs, 2, TS, COUNT(TS), 0};
     check_file(in_dir(second.name), &second);
 
-    /* Freed in the middle of a file: the file is closed, unfinished (the reader refuses it). */
+    /* Freed in the middle of a file: the file is abandoned, nothing appears under its name. */
     CHECK(gguf_writer_begin_file(w, out_path("unfinished.gguf")));
     CHECK(gguf_writer_write_tensor_data(w, data[0], 12));
     gguf_writer_free(w);
-    gguf_clear_error();
-    CHECK(gguf_open(in_dir("unfinished.gguf")) == NULL);
-    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_DATA_OUT_OF_BOUNDS, "unfinished.gguf", OFFSET_ANY);
+    CHECK(access(in_dir("unfinished.gguf"), F_OK) != 0);
     free_all(data, COUNT(TS));
 }
 

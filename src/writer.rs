@@ -2,11 +2,15 @@
 //! tensors of any data type, in any supported version and byte order. It refuses what the reader
 //! would refuse, so everything it writes opens.
 
+use crate::atomic_file::AtomicFile;
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
 use crate::types::{DataType, ValueType};
 use crate::value::Value;
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::Path;
 
@@ -135,6 +139,44 @@ pub struct Writer {
     order: ByteOrder,
     kvs: Vec<(Vec<u8>, MetadataValue)>,
     tensors: Vec<PendingTensor>,
+    /// Positions in `tensors`, by name: adding a tensor checks for a duplicate in constant time.
+    names: TensorNames,
+    /// Whether files written are flushed to stable storage before they replace the destination.
+    sync: bool,
+}
+
+/// Tensor positions found by name; the names stay in the tensors.
+#[derive(Default)]
+struct TensorNames {
+    table: HashTable<usize>,
+    hasher: RandomState,
+}
+
+impl TensorNames {
+    fn find(&self, tensors: &[PendingTensor], name: &[u8]) -> Option<usize> {
+        self.table
+            .find(self.hasher.hash_one(name), |&i| tensors[i].name == name)
+            .copied()
+    }
+
+    /// Records that the last of `tensors` is at its position (its name is not yet recorded).
+    fn push(&mut self, tensors: &[PendingTensor]) {
+        let i = tensors.len() - 1;
+        let hasher = &self.hasher;
+        self.table.insert_unique(
+            hasher.hash_one(&tensors[i].name[..]),
+            i,
+            |&j| hasher.hash_one(&tensors[j].name[..]),
+        );
+    }
+
+    fn of(tensors: &[PendingTensor]) -> TensorNames {
+        let mut names = TensorNames::default();
+        for i in 1..=tensors.len() {
+            names.push(&tensors[..i]);
+        }
+        names
+    }
 }
 
 impl std::fmt::Debug for Writer {
@@ -162,7 +204,22 @@ impl Writer {
             order: ByteOrder::Little,
             kvs: Vec::new(),
             tensors: Vec::new(),
+            names: TensorNames::default(),
+            sync: true,
         }
+    }
+
+    /// Whether [`Writer::write_file`] flushes the file to stable storage (fsync of the file,
+    /// then of its directory after the rename). On by default; turn it off for scratch outputs,
+    /// where speed matters more than surviving a power cut. The replace stays atomic either way.
+    pub fn set_sync(&mut self, sync: bool) -> &mut Writer {
+        self.sync = sync;
+        self
+    }
+
+    /// Whether files are synced (see [`Writer::set_sync`]).
+    pub fn sync(&self) -> bool {
+        self.sync
     }
 
     /// Sets the format version (1, 2 or 3).
@@ -294,7 +351,7 @@ impl Writer {
 
     /// The position of the tensor named `name`.
     pub fn tensor_position(&self, name: impl AsRef<[u8]>) -> Option<usize> {
-        self.tensors.iter().position(|t| t.name == name.as_ref())
+        self.names.find(&self.tensors, name.as_ref())
     }
 
     /// Adds a tensor with its data. Names must be unique, at most 4 dimensions, the first a
@@ -329,7 +386,7 @@ impl Writer {
         data: Option<Vec<u8>>,
     ) -> Result<&mut Writer> {
         let quoted = crate::file::quote(name);
-        if self.tensors.iter().any(|t| t.name == name) {
+        if self.names.find(&self.tensors, name).is_some() {
             return Err(Error::new(
                 ErrorCode::DuplicateTensor,
                 format!("tensor {quoted} is already added"),
@@ -379,6 +436,7 @@ impl Writer {
             size,
             data,
         });
+        self.names.push(&self.tensors);
         Ok(self)
     }
 
@@ -412,16 +470,19 @@ impl Writer {
         Ok(out)
     }
 
-    /// Writes the file to `path`.
+    /// Writes the file to `path`, atomically: the bytes go to a temporary file in the same
+    /// directory (`.<name>.gguf-tmp-<pid>-<random>`, with the permissions an existing file at
+    /// `path` had), which is synced (see [`Writer::set_sync`]) and renamed over `path`. On any
+    /// failure `path` is exactly what it was and the temporary file is removed. `path` may be
+    /// the file the tensor data was read from: handles that mapped it keep the old file.
     pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let io = |e: std::io::Error| {
-            Error::new(ErrorCode::Io, format!("cannot write: {e}"))
-                .in_file(path.display().to_string())
-        };
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-        self.write_to(&mut file)?;
-        file.flush().map_err(io)
+        let mut out = AtomicFile::create(path.as_ref(), self.sync)?;
+        let shown = out.shown().to_string();
+        self.write_to(&mut out).map_err(|e| match e.path() {
+            Some(_) => e,
+            None => e.in_file(shown),
+        })?;
+        out.commit()
     }
 
     /// Splits the model into shards of at most `max_tensors` tensors each, as llama.cpp's
@@ -460,7 +521,10 @@ impl Writer {
                     Vec::new()
                 },
                 tensors: tensors.by_ref().take(max_tensors).collect(),
+                names: TensorNames::default(),
+                sync: self.sync,
             };
+            shard.names = TensorNames::of(&shard.tensors);
             if no > 0 && alignment != DEFAULT_ALIGNMENT {
                 shard.set_alignment(alignment as u32)?;
             }
@@ -513,7 +577,6 @@ impl Writer {
         let io = |e: std::io::Error| Error::new(ErrorCode::Io, format!("cannot write: {e}"));
         out.write_all(&self.header_bytes()?).map_err(io)?;
         let alignment = self.alignment();
-        let zeros = vec![0u8; alignment as usize];
         for t in &self.tensors {
             let Some(data) = &t.data else {
                 return Err(Error::new(
@@ -525,10 +588,9 @@ impl Writer {
                 ));
             };
             out.write_all(data).map_err(io)?;
-            let padding = pad_to(t.size, alignment) - t.size;
-            out.write_all(&zeros[..padding as usize]).map_err(io)?;
+            write_zeros(out, pad_to(t.size, alignment) - t.size).map_err(io)?;
         }
-        Ok(())
+        out.flush().map_err(io)
     }
 }
 
@@ -545,6 +607,17 @@ fn alignment_value(value: MetadataValue) -> Result<u32> {
             ),
         )),
     }
+}
+
+/// Writes `n` zero bytes from a static buffer.
+pub(crate) fn write_zeros(out: &mut impl Write, mut n: u64) -> std::io::Result<()> {
+    static ZEROS: [u8; 4096] = [0; 4096];
+    while n > 0 {
+        let step = n.min(ZEROS.len() as u64) as usize;
+        out.write_all(&ZEROS[..step])?;
+        n -= step as u64;
+    }
+    Ok(())
 }
 
 fn pad_to(pos: u64, alignment: u64) -> u64 {
