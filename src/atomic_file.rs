@@ -75,15 +75,19 @@ impl AtomicFile {
         };
         let existing = match std::fs::metadata(&dest) {
             Ok(m) if m.is_dir() => {
-                return Err(Error::new(ErrorCode::Io, "cannot write: it is a directory")
-                    .in_file(shown))
+                return Err(
+                    Error::new(ErrorCode::Io, "cannot write: it is a directory").in_file(shown)
+                )
             }
             Ok(m) => Some(m),
             Err(_) => None,
         };
         let name = dest.file_name().ok_or_else(|| {
-            Error::new(ErrorCode::InvalidArgument, "cannot write: the path names no file")
-                .in_file(shown.clone())
+            Error::new(
+                ErrorCode::InvalidArgument,
+                "cannot write: the path names no file",
+            )
+            .in_file(shown.clone())
         })?;
         let dir = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -138,8 +142,8 @@ impl AtomicFile {
         self.flush_buf()?;
         src.seek(SeekFrom::Start(offset))
             .map_err(|e| self.error(e))?;
-        let copied = std::io::copy(&mut src.take(len), &mut &self.file)
-            .map_err(|e| self.error(e))?;
+        let copied =
+            std::io::copy(&mut src.take(len), &mut &self.file).map_err(|e| self.error(e))?;
         if copied != len {
             return Err(Error::new(
                 ErrorCode::Io,

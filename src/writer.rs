@@ -163,11 +163,10 @@ impl TensorNames {
     fn push(&mut self, tensors: &[PendingTensor]) {
         let i = tensors.len() - 1;
         let hasher = &self.hasher;
-        self.table.insert_unique(
-            hasher.hash_one(&tensors[i].name[..]),
-            i,
-            |&j| hasher.hash_one(&tensors[j].name[..]),
-        );
+        self.table
+            .insert_unique(hasher.hash_one(&tensors[i].name[..]), i, |&j| {
+                hasher.hash_one(&tensors[j].name[..])
+            });
     }
 
     fn of(tensors: &[PendingTensor]) -> TensorNames {

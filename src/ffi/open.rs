@@ -2,12 +2,12 @@
 
 use super::boundary::{c_str, guard};
 use super::handle::{GGUFFile, GGUFFileImpl};
+use crate::atomic_file::path_from_bytes;
 use crate::error::Result;
 use crate::file::GgufFile;
 use crate::model::Model;
 use crate::source::{OpenOptions, Source};
 use std::ffi::{c_char, c_void};
-use crate::atomic_file::path_from_bytes;
 
 fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
     Box::into_raw(Box::new(GGUFFileImpl::new(model, name)))

@@ -688,7 +688,10 @@ fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
         w.stream = Some(stream);
         return Err(e);
     }
-    stream.out.commit().inspect_err(|e| w.failed = Some(e.clone()))
+    stream
+        .out
+        .commit()
+        .inspect_err(|e| w.failed = Some(e.clone()))
 }
 
 /// Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
