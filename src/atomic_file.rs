@@ -42,6 +42,14 @@ pub(crate) fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
     platform::path_from_bytes(bytes)
 }
 
+/// The file mapped at `base` (a mapping this process made of the file at `path`), opened again
+/// so that its bytes can be copied inside the kernel; `None` where that cannot be proven (the
+/// path now names another file, the platform cannot tell), and the bytes are then written from
+/// the mapping instead.
+pub(crate) fn file_behind_mapping(path: &Path, base: *const u8) -> Option<File> {
+    platform::file_behind_mapping(path, base as usize)
+}
+
 /// A file being written; it replaces the destination only when committed.
 pub(crate) struct AtomicFile {
     file: File,
@@ -265,6 +273,34 @@ mod platform {
         file.set_permissions(std::fs::Permissions::from_mode(mode))
     }
 
+    /// Linux: the mapping's device and inode, read from `/proc/self/maps`, must be those of
+    /// the file opened again.
+    #[cfg(target_os = "linux")]
+    pub fn file_behind_mapping(path: &Path, base: usize) -> Option<File> {
+        use std::os::unix::fs::MetadataExt;
+        let file = File::open(path).ok()?;
+        let meta = file.metadata().ok()?;
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let start = format!("{base:x}-");
+        let line = maps.lines().find(|l| l.starts_with(&start))?;
+        // start-end perms offset major:minor inode path
+        let mut fields = line.split_ascii_whitespace().skip(3);
+        let (major, minor) = fields.next()?.split_once(':')?;
+        let inode: u64 = fields.next()?.parse().ok()?;
+        let major = u64::from_str_radix(major, 16).ok()?;
+        let minor = u64::from_str_radix(minor, 16).ok()?;
+        // glibc's encoding of dev_t (gnu_dev_major / gnu_dev_minor).
+        let dev = meta.dev();
+        let dev_major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let dev_minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        (inode == meta.ino() && major == dev_major && minor == dev_minor).then_some(file)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn file_behind_mapping(_path: &Path, _base: usize) -> Option<File> {
+        None
+    }
+
     pub fn sync_dir(dest: &Path) -> std::io::Result<()> {
         let dir = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
@@ -319,6 +355,10 @@ mod platform {
 
     pub fn sync_dir(_dest: &Path) -> std::io::Result<()> {
         Ok(())
+    }
+
+    pub fn file_behind_mapping(_path: &Path, _base: usize) -> Option<File> {
+        None
     }
 }
 

@@ -4,12 +4,13 @@
 
 use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::atomic_file::AtomicFile;
+use crate::atomic_file::{file_behind_mapping, AtomicFile};
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::quote;
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
 use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
 use crate::reader::ByteReader;
+use crate::source::Source;
 use crate::types::{DataType, ValueType};
 use crate::value::{read_value, Element};
 use crate::writer::{write_zeros, MetadataValue, Writer};
@@ -22,11 +23,27 @@ struct Stream {
     next: usize,
 }
 
+/// Where a tensor's data is, when it is given before the file is written.
+#[derive(Clone, Copy)]
+struct Data {
+    ptr: *const u8,
+    size: u64,
+    /// For a tensor of a mapped source file: its shard (a position in `files`) and the offset
+    /// of its data there, so that the bytes can be copied inside the kernel.
+    file: Option<(usize, u64)>,
+}
+
+/// Tensors smaller than this are written from memory even when they could be copied inside the
+/// kernel: a copy call costs more than the bytes.
+const KERNEL_COPY_MIN: u64 = 64 * 1024;
+
 /// The opaque state behind a `GGUFWriter`.
 pub struct GGUFWriterImpl {
     writer: Writer,
-    /// Per tensor, in order: the caller's data, if given when the tensor was added.
-    data: Vec<Option<(*const u8, u64)>>,
+    /// Per tensor, in order: its data, if given when the tensor was added.
+    data: Vec<Option<Data>>,
+    /// Per shard of the file given to `gguf_writer_from_file`: the mapped file, opened again.
+    files: Vec<Option<std::fs::File>>,
     stream: Option<Stream>,
     /// The first failure of the file being streamed. It sticks, as `ferror` does: every later
     /// `write_tensor_data` and `finish` returns it, until `begin_file` starts another file.
@@ -91,6 +108,7 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
         Ok(Box::into_raw(Box::new(GGUFWriterImpl {
             writer: Writer::new(),
             data: Vec::new(),
+            files: Vec::new(),
             stream: None,
             failed: None,
         })))
@@ -117,15 +135,38 @@ pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
                 writer.remove_metadata(key);
             }
         }
+        // Mapped files are opened again (checked to be the very file mapped), so that unchanged
+        // tensor data is copied inside the kernel rather than through the mapping.
+        let files: Vec<Option<std::fs::File>> = f
+            .model
+            .shards()
+            .iter()
+            .zip(f.model.shard_names())
+            .map(|(shard, name)| match shard.source() {
+                Source::Mapped(_) => {
+                    file_behind_mapping(std::path::Path::new(name), shard.bytes().as_ptr())
+                }
+                _ => None,
+            })
+            .collect();
         let mut data = Vec::with_capacity(f.model.tensor_count());
         for i in 0..f.model.tensor_count() {
-            let t = f.model.tensor_at(i).ok_or_else(|| null("tensor"))?.info;
-            writer.add_tensor_info(t.name, &t.dims[..t.n_dims as usize], t.dtype)?;
-            data.push(Some((t.data.as_ptr(), t.size)));
+            let t = f.model.tensor_at(i).ok_or_else(|| null("tensor"))?;
+            let info = t.info;
+            writer.add_tensor_info(info.name, &info.dims[..info.n_dims as usize], info.dtype)?;
+            data.push(Some(Data {
+                ptr: info.data.as_ptr(),
+                size: info.size,
+                file: files
+                    .get(t.shard)
+                    .is_some_and(Option::is_some)
+                    .then_some((t.shard, info.file_offset)),
+            }));
         }
         Ok(Box::into_raw(Box::new(GGUFWriterImpl {
             writer,
             data,
+            files,
             stream: None,
             failed: None,
         })))
@@ -564,8 +605,11 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
             ));
         }
         w.writer.add_tensor_info(name, &dims, dtype)?;
-        w.data
-            .push((!data.is_null()).then_some((data.cast::<u8>(), size)));
+        w.data.push((!data.is_null()).then_some(Data {
+            ptr: data.cast::<u8>(),
+            size,
+            file: None,
+        }));
         Ok(true)
     })
 }
@@ -581,9 +625,13 @@ fn begin(w: &GGUFWriterImpl, path: &std::path::Path) -> Result<AtomicFile> {
 
 /// Writes one tensor's data and its padding.
 fn put_tensor(out: &mut AtomicFile, data: &[u8], alignment: u64) -> Result<()> {
-    let size = data.len() as u64;
-    let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
     out.put(data)?;
+    pad(out, data.len() as u64, alignment)
+}
+
+/// Writes the padding after a tensor of `size` bytes.
+fn pad(out: &mut AtomicFile, size: u64, alignment: u64) -> Result<()> {
+    let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
     let shown = out.shown().to_string();
     write_zeros(out, padding)
         .map_err(|e| Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(shown))
@@ -730,13 +778,22 @@ pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_ch
         let mut out = begin(w, &path)?;
         let alignment = w.writer.alignment();
         for &d in &w.data {
-            let (ptr, size) = d.ok_or_else(|| null("data"))?;
-            let len = usize::try_from(size)
-                .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{size} bytes")))?;
+            let d = d.ok_or_else(|| null("data"))?;
+            let source = d.file.and_then(|(shard, offset)| {
+                let file = w.files.get(shard)?.as_ref()?;
+                (d.size >= KERNEL_COPY_MIN).then_some((file, offset))
+            });
+            if let Some((file, offset)) = source {
+                out.copy_range(file, offset, d.size)?;
+                pad(&mut out, d.size, alignment)?;
+                continue;
+            }
+            let len = usize::try_from(d.size)
+                .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{} bytes", d.size)))?;
             // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
             // given to gguf_writer_from_file) valid until the file is written (the header's
             // contract).
-            let data = unsafe { bytes(ptr, len, "data")? };
+            let data = unsafe { bytes(d.ptr, len, "data")? };
             put_tensor(&mut out, data, alignment)?;
         }
         out.commit()?;
