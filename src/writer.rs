@@ -6,8 +6,9 @@ use crate::atomic_file::AtomicFile;
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
+use crate::reader::ByteReader;
 use crate::types::{DataType, ValueType};
-use crate::value::Value;
+use crate::value::{read_value, Value};
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -124,6 +125,31 @@ impl From<Value<'_>> for MetadataValue {
     }
 }
 
+/// A metadata value as the writer keeps it.
+#[derive(Clone, Debug)]
+enum Stored {
+    /// A value the caller gave.
+    Value(MetadataValue),
+    /// An array copied from a file, kept as the file encodes its elements (one buffer, not one
+    /// allocation per element or string), re-encoded only if the file written has another
+    /// layout (version width or byte order).
+    Encoded {
+        elem: ValueType,
+        count: u64,
+        bytes: Vec<u8>,
+        layout: Layout,
+    },
+}
+
+impl Stored {
+    fn value_type(&self) -> ValueType {
+        match self {
+            Stored::Value(v) => v.value_type(),
+            Stored::Encoded { .. } => ValueType::Array,
+        }
+    }
+}
+
 struct PendingTensor {
     name: Vec<u8>,
     dims: Vec<u64>,
@@ -137,7 +163,7 @@ struct PendingTensor {
 pub struct Writer {
     version: u32,
     order: ByteOrder,
-    kvs: Vec<(Vec<u8>, MetadataValue)>,
+    kvs: Vec<(Vec<u8>, Stored)>,
     tensors: Vec<PendingTensor>,
     /// Positions in `tensors`, by name: adding a tensor checks for a duplicate in constant time.
     names: TensorNames,
@@ -251,7 +277,7 @@ impl Writer {
                 ),
             ));
         }
-        let value = MetadataValue::U32(alignment);
+        let value = Stored::Value(MetadataValue::U32(alignment));
         match self.kvs.iter_mut().find(|(k, _)| k == ALIGNMENT_KEY) {
             Some(entry) => entry.1 = value,
             None => self.kvs.push((ALIGNMENT_KEY.to_vec(), value)),
@@ -264,7 +290,7 @@ impl Writer {
         self.kvs
             .iter()
             .find_map(|(k, v)| match v {
-                MetadataValue::U32(a) if k == ALIGNMENT_KEY => Some(u64::from(*a)),
+                Stored::Value(MetadataValue::U32(a)) if k == ALIGNMENT_KEY => Some(u64::from(*a)),
                 _ => None,
             })
             .unwrap_or(DEFAULT_ALIGNMENT)
@@ -294,7 +320,7 @@ impl Writer {
         if key == ALIGNMENT_KEY {
             return self.set_alignment(alignment_value(value)?);
         }
-        self.kvs.push((key.to_vec(), value));
+        self.kvs.push((key.to_vec(), Stored::Value(value)));
         Ok(self)
     }
 
@@ -312,11 +338,47 @@ impl Writer {
         match self.kvs.iter().position(|(k, _)| k == key) {
             Some(i) => {
                 value.check(1)?;
-                self.kvs[i].1 = value;
+                self.kvs[i].1 = Stored::Value(value);
                 Ok(self)
             }
             None => self.add_metadata(key, value),
         }
+    }
+
+    /// Sets `key` to an array given as a file of `layout` encodes its `count` elements of type
+    /// `elem` (`bytes`, already checked by the reader's rules), replacing the value of an
+    /// existing key where it stands.
+    pub(crate) fn set_encoded_array(
+        &mut self,
+        key: &[u8],
+        elem: ValueType,
+        count: u64,
+        bytes: Vec<u8>,
+        layout: Layout,
+    ) -> Result<&mut Writer> {
+        if key.is_empty() {
+            return Err(Error::new(
+                ErrorCode::EmptyKey,
+                "metadata keys must not be empty",
+            ));
+        }
+        if key == ALIGNMENT_KEY {
+            return Err(Error::new(
+                ErrorCode::BadAlignment,
+                "general.alignment: expected a UINT32, found a ARRAY",
+            ));
+        }
+        let value = Stored::Encoded {
+            elem,
+            count,
+            bytes,
+            layout,
+        };
+        match self.kvs.iter().position(|(k, _)| k == key) {
+            Some(i) => self.kvs[i].1 = value,
+            None => self.kvs.push((key.to_vec(), value)),
+        }
+        Ok(self)
     }
 
     /// Removes a metadata entry; returns whether the key was set.
@@ -326,14 +388,25 @@ impl Writer {
         self.kvs.len() != before
     }
 
-    /// Copies every metadata entry of `file`, in its order (values decoded, arrays included),
-    /// replacing keys already set.
+    /// Copies every metadata entry of `file`, in its order, replacing keys already set. Arrays
+    /// are kept as the file encodes them (one buffer each, however many strings they hold) and
+    /// re-encoded only if this writer's version or byte order differs.
     pub fn copy_metadata_from<S: AsRef<[u8]>>(
         &mut self,
         file: &GgufFile<S>,
     ) -> Result<&mut Writer> {
+        let layout = Layout::new(file.version(), file.byte_order());
         for entry in file.metadata() {
-            self.set_metadata(entry.key, MetadataValue::from(entry.value))?;
+            match entry.value {
+                Value::Array(a) if entry.key != ALIGNMENT_KEY => self.set_encoded_array(
+                    entry.key,
+                    a.elem_type(),
+                    a.len(),
+                    a.raw_bytes().to_vec(),
+                    layout,
+                )?,
+                value => self.set_metadata(entry.key, MetadataValue::from(value))?,
+            };
         }
         Ok(self)
     }
@@ -554,7 +627,7 @@ impl Writer {
         for (key, value) in &self.kvs {
             enc.string(key)?;
             enc.u32(value.value_type().id());
-            enc.value(value)?;
+            enc.stored(value)?;
         }
         for (t, offset) in self.tensors.iter().zip(self.tensor_offsets()?) {
             enc.string(&t.name)?;
@@ -665,6 +738,42 @@ impl Encoder {
         self.len(s.len() as u64)?;
         self.buf.extend_from_slice(s);
         Ok(())
+    }
+
+    fn stored(&mut self, v: &Stored) -> Result<()> {
+        match v {
+            Stored::Value(v) => self.value(v),
+            Stored::Encoded {
+                elem,
+                count,
+                bytes,
+                layout,
+            } if *layout == self.layout => {
+                self.u32(elem.id());
+                self.len(*count)?;
+                self.buf.extend_from_slice(bytes);
+                Ok(())
+            }
+            Stored::Encoded {
+                elem,
+                count,
+                bytes,
+                layout,
+            } => {
+                // Decoded with the reader's rules from the layout it was stored in, then
+                // written in this file's.
+                let mut source = Encoder {
+                    buf: Vec::with_capacity(12 + bytes.len()),
+                    layout: *layout,
+                };
+                source.u32(elem.id());
+                source.len(*count)?;
+                source.buf.extend_from_slice(bytes);
+                let mut r = ByteReader::new(&source.buf, 0, *layout);
+                let raw = read_value(&mut r, ValueType::Array, "a copied array")?;
+                self.value(&MetadataValue::from(raw.view(&source.buf, *layout)))
+            }
+        }
     }
 
     fn value(&mut self, v: &MetadataValue) -> Result<()> {

@@ -498,7 +498,10 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
     data: *const c_void,
     size: usize,
 ) -> bool {
-    set(w, key, || {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        // SAFETY: `key` is NULL or NUL-terminated (the header's contract).
+        let key = unsafe { c_str(key, "key")? };
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let elements = unsafe { bytes(data.cast(), size, "data")? };
         let mut encoded = Vec::with_capacity(12 + size);
@@ -507,8 +510,7 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         encoded.extend_from_slice(elements);
         let layout = Layout::new(3, ByteOrder::Little);
         let mut reader = ByteReader::new(&encoded, 0, layout);
-        let raw = read_value(&mut reader, ValueType::Array, "the encoded array")
-            .map_err(offset_in_data)?;
+        read_value(&mut reader, ValueType::Array, "the encoded array").map_err(offset_in_data)?;
         if reader.remaining() != 0 {
             return Err(Error::new(
                 ErrorCode::InvalidArgument,
@@ -518,7 +520,12 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
                 ),
             ));
         }
-        Ok(MetadataValue::from(raw.view(&encoded, layout)))
+        let elem = ValueType::from_id(elem_type).ok_or_else(|| null("elem_type"))?;
+        // Kept as given (one buffer), as arrays copied from a file are.
+        encoded.drain(..12);
+        w.writer
+            .set_encoded_array(key, elem, count, encoded, layout)?;
+        Ok(true)
     })
 }
 
