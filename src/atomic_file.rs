@@ -2,7 +2,8 @@
 //!
 //! The bytes go to a temporary file created exclusively in the destination's directory, named
 //! `.<name>.gguf-tmp-<pid>-<random>` so that a stray one (left by `kill -9`) is recognisable.
-//! It gets the permissions an existing destination had (else 0666 less the umask). On commit it
+//! It gets the permissions an existing destination had (else 0666 less the umask), and its
+//! owner where the process may set it. On commit it
 //! is flushed to stable storage (fsync), renamed over the destination and the directory is
 //! synced; syncing can be turned off for scratch outputs. On any failure, or when dropped
 //! uncommitted, the temporary file is removed and the destination is exactly what it was. A
@@ -269,6 +270,14 @@ mod platform {
     }
 
     pub fn copy_permissions(file: &File, old: &Metadata) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        // The owner first (only a privileged process may give a file away; otherwise the
+        // writer owns the new file, as with any editor that saves by renaming): chown clears
+        // set-id bits, which the mode below restores.
+        let new = file.metadata()?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            let _ = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid()));
+        }
         let mode = old.permissions().mode() & 0o7777;
         file.set_permissions(std::fs::Permissions::from_mode(mode))
     }

@@ -807,6 +807,20 @@ fn an_existing_files_permissions_are_kept() {
         let got = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o7777;
         assert_eq!(got, mode);
     }
+    // The owner is kept where the process may set it (root); otherwise the writer owns it.
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            std::os::unix::fs::chown(&dest, Some(1234), Some(2345)).unwrap();
+        }
+        let before = std::fs::metadata(&dest).unwrap();
+        model(1).write_file(&dest).unwrap();
+        let after = std::fs::metadata(&dest).unwrap();
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+        assert_eq!(after.mode() & 0o7777, 0o755);
+    }
     // A new file: 0666 less the umask, so never executable.
     let fresh = dir.join("new.gguf");
     model(1).write_file(&fresh).unwrap();
