@@ -117,8 +117,10 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
 
 /// A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
 /// model, whose tensors are all gathered into one file), version, byte order, and every tensor
-/// with its data read from `src`'s mapping when the file is written. Change what you like,
-/// then write it: `src` must stay open until then. NULL if `src` is NULL.
+/// with its data read from `src` when the file is written (copied inside the kernel from a
+/// mapped file, else from its memory). Change what you like, then write it: `src` must stay
+/// open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
+/// `src` keeps reading the old contents until closed). NULL if `src` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
