@@ -167,12 +167,7 @@ impl AtomicFile {
     }
 
     fn flush_buf(&mut self) -> Result<()> {
-        if !self.buf.is_empty() {
-            let r = (&self.file).write_all(&self.buf);
-            self.buf.clear();
-            r.map_err(|e| self.error(e))?;
-        }
-        Ok(())
+        self.flush().map_err(|e| self.error(e))
     }
 
     /// Flushes, syncs (unless turned off), renames over the destination and syncs the
@@ -201,11 +196,7 @@ impl Write for AtomicFile {
             self.buf.extend_from_slice(bytes);
             return Ok(bytes.len());
         }
-        if !self.buf.is_empty() {
-            let r = (&self.file).write_all(&self.buf);
-            self.buf.clear();
-            r?;
-        }
+        self.flush()?;
         if bytes.len() < DIRECT {
             self.buf.extend_from_slice(bytes);
             return Ok(bytes.len());
