@@ -379,6 +379,27 @@ mod tests {
         assert_eq!(text.len(), prefix.len() + 16);
     }
 
+    /// The kernel copy is used only for the very file mapped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_file_behind_a_mapping_is_found_and_checked() {
+        let dir = std::env::temp_dir().join(format!("gguf-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, vec![1u8; 8192]).unwrap();
+        std::fs::write(&b, vec![2u8; 8192]).unwrap();
+        let map = crate::source::map_file(&a).unwrap();
+        assert!(file_behind_mapping(&a, map.as_ptr()).is_some());
+        assert!(file_behind_mapping(&b, map.as_ptr()).is_none());
+        // Replaced under its name: the path now names another file.
+        std::fs::rename(&b, &a).unwrap();
+        assert!(file_behind_mapping(&a, map.as_ptr()).is_none());
+        // Not a mapping's start.
+        assert!(file_behind_mapping(&a, map[1..].as_ptr()).is_none());
+        drop(map);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn paths_are_shown_escaped() {
         let p = path_from_bytes(b"dir/caf\xe9.gguf").unwrap();
