@@ -27,6 +27,10 @@
  *  - NULL for every pointer argument of every writer function; gguf_writer_free(NULL);
  *    gguf_library_version against LIBGGUF_VERSION and its MAJOR/MINOR/PATCH macros.
  *
+ * The writer never loses a file: an in-place edit of a mapped file (the source handle keeps
+ * reading the old one), failures under a file size limit (the destination unchanged, no
+ * temporary file left, the writer reusable, streaming failures sticky); gguf_writer_set_sync.
+ *
  * The interop corpus (values, aligned, streamed, edited, nested, big_endian .gguf) is written,
  * with a JSON manifest of what each file holds (NAME.expected.json), and read back on every run.
  * With GGUF_WRITER_OUT=DIR the corpus is written into DIR and nothing else runs:
@@ -35,7 +39,7 @@
  * Usage: test_writer FIXTURE...   (every path tests/c_api.rs writes; picked by file name)
  *        GGUF_WRITER_OUT=DIR test_writer
  */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir, setrlimit, sigaction */
 
 #include "gguf.h"
 
@@ -44,7 +48,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -1122,6 +1129,7 @@ static void test_streaming(void) {
     FAILS(!gguf_writer_set_byte_order(w, GGUF_BYTE_ORDER_BIG), GGUF_ERROR_CODE_INVALID_ARGUMENT,
           frozen);
     FAILS(!gguf_writer_set_alignment(w, 64), GGUF_ERROR_CODE_INVALID_ARGUMENT, frozen);
+    FAILS(!gguf_writer_set_sync(w, false), GGUF_ERROR_CODE_INVALID_ARGUMENT, frozen);
     FAILS(!gguf_writer_add_tensor(w, "late", 1, TS[0].dims, D(F32), NULL, 0),
           GGUF_ERROR_CODE_INVALID_ARGUMENT, frozen);
     FAILS(!gguf_writer_begin_file(w, out_path("never.gguf")), GGUF_ERROR_CODE_INVALID_ARGUMENT,
@@ -1159,13 +1167,11 @@ static void test_streaming(void) {
     const struct spec second = {"streamed-twice-2.gguf", 3, 0, 32, kvs, 2, TS, COUNT(TS), 0};
     check_file(in_dir(second.name), &second);
 
-    /* Freed in the middle of a file: the file is closed, unfinished (the reader refuses it). */
+    /* Freed in the middle of a file: the file is abandoned, nothing appears under its name. */
     CHECK(gguf_writer_begin_file(w, out_path("unfinished.gguf")));
     CHECK(gguf_writer_write_tensor_data(w, data[0], 12));
     gguf_writer_free(w);
-    gguf_clear_error();
-    CHECK(gguf_open(in_dir("unfinished.gguf")) == NULL);
-    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_DATA_OUT_OF_BOUNDS, "unfinished.gguf", OFFSET_ANY);
+    CHECK(access(in_dir("unfinished.gguf"), F_OK) != 0);
     free_all(data, COUNT(TS));
 }
 
@@ -1208,6 +1214,121 @@ static void test_io_errors(void) {
     const struct kv kvs[] = {KU(UINT8, "k", 2)};
     const struct spec s = {"after-io.gguf", 3, 0, 32, kvs, 1, NULL, 0, 0};
     check_file(in_dir(s.name), &s);
+}
+
+/* ---- the writer never loses a file ------------------------------------------------------------ */
+
+/* The number of entries in g_dir whose name starts with `prefix`. */
+static int count_named(const char *prefix) {
+    DIR *d = opendir(g_dir);
+    CHECK(d != NULL);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void set_file_size_limit(rlim_t limit) {
+    struct rlimit r;
+    CHECK(getrlimit(RLIMIT_FSIZE, &r) == 0);
+    r.rlim_cur = limit;
+    CHECK(setrlimit(RLIMIT_FSIZE, &r) == 0);
+}
+
+/* In-place editing of a mapped file: the new file is right, the source handle keeps reading the
+ * old one. Then failures (a file size limit): the destination keeps its bytes, no temporary file
+ * remains, the writer can write elsewhere, and a streaming failure sticks. */
+static void test_never_loses_a_file(void) {
+    static const struct tensor TS[] = {
+        {"small", D(I8), 1, {16}, 16, 71},
+        {"big", D(I8), 1, {1u << 20}, 1u << 20, 72},
+    };
+    unsigned char *bufs[COUNT(TS)];
+    const char *path = out_path("in-place.gguf");
+    GGUFWriter w = gguf_writer_new();
+    CHECK(gguf_writer_set_sync(w, false)); /* a scratch file: no fsync */
+    CHECK(gguf_writer_set_uint32(w, "edit.n", 1));
+    add_tensors(w, TS, COUNT(TS), bufs);
+    CHECK(gguf_writer_write_file(w, path));
+    gguf_writer_free(w);
+
+    GGUFFile src = gguf_open(path);
+    CHECK(src != NULL);
+    GGUFWriter e = gguf_writer_from_file(src);
+    CHECK(e != NULL && gguf_writer_set_uint32(e, "edit.n", 2));
+    CHECK(gguf_writer_write_file(e, path));
+    GGUFFile now = gguf_open(path);
+    CHECK(now != NULL && gguf_get_metadata(now, "edit.n")->value.u32 == 2);
+    CHECK(gguf_get_metadata(src, "edit.n")->value.u32 == 1);
+    for (size_t k = 0; k < COUNT(TS); k++) {
+        const GGUFTensorInfo *a = gguf_get_tensor(src, TS[k].name);
+        const GGUFTensorInfo *b = gguf_get_tensor(now, TS[k].name);
+        CHECK(a != NULL && b != NULL && a->size_bytes == TS[k].size);
+        CHECK(memcmp(gguf_tensor_data(src, a), bufs[k], TS[k].size) == 0);
+        CHECK(memcmp(gguf_tensor_data(now, b), bufs[k], TS[k].size) == 0);
+    }
+    gguf_close(now);
+    CHECK(count_named(".in-place.gguf.gguf-tmp-") == 0);
+
+    /* Failures under a 64 KiB file size limit (SIGXFSZ ignored: writes fail with EFBIG). */
+    struct sigaction ignore, before;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    CHECK(sigaction(SIGXFSZ, &ignore, &before) == 0);
+    struct rlimit limit;
+    CHECK(getrlimit(RLIMIT_FSIZE, &limit) == 0);
+    CHECK(gguf_writer_write_file(e, out_path("edited-in-place.gguf"))); /* reference bytes */
+    set_file_size_limit(64 * 1024);
+    FAILS(!gguf_writer_write_file(e, path), GGUF_ERROR_CODE_IO, "File too large");
+    size_t len;
+    unsigned char *now_bytes = read_file(path, &len);
+    set_file_size_limit(limit.rlim_cur);
+    /* The file edited above is still there, whole; no temporary file is left. */
+    size_t edited_len;
+    unsigned char *edited = read_file(in_dir("edited-in-place.gguf"), &edited_len);
+    CHECK(len == edited_len && memcmp(now_bytes, edited, len) == 0);
+    CHECK(count_named(".in-place.gguf.gguf-tmp-") == 0);
+    /* The writer is as it was: written again, elsewhere. */
+    CHECK(gguf_writer_write_file(e, out_path("after-efbig.gguf")));
+    free(now_bytes);
+    now_bytes = read_file(in_dir("after-efbig.gguf"), &len);
+    CHECK(len == edited_len && memcmp(now_bytes, edited, len) == 0);
+
+    /* Streaming: the first failure sticks, with its code and message, until a new file. */
+    GGUFWriter st = gguf_writer_new();
+    for (size_t k = 0; k < COUNT(TS); k++)
+        CHECK(gguf_writer_add_tensor(st, TS[k].name, TS[k].n_dims, TS[k].dims, TS[k].dtype,
+                                     NULL, 0));
+    set_file_size_limit(64 * 1024);
+    CHECK(gguf_writer_begin_file(st, path));
+    CHECK(gguf_writer_write_tensor_data(st, bufs[0], TS[0].size));
+    FAILS(!gguf_writer_write_tensor_data(st, bufs[1], TS[1].size), GGUF_ERROR_CODE_IO,
+          "File too large");
+    set_file_size_limit(limit.rlim_cur);
+    char first[512];
+    CHECK(!gguf_writer_write_tensor_data(st, bufs[1], TS[1].size));
+    snprintf(first, sizeof first, "%s", gguf_last_error());
+    CHECK(strstr(first, "File too large") != NULL);
+    CHECK(!gguf_writer_finish(st) && gguf_last_error_code() == GGUF_ERROR_CODE_IO);
+    CHECK(strcmp(gguf_last_error(), first) == 0);
+    CHECK(count_named(".in-place.gguf.gguf-tmp-") == 0);
+    free(now_bytes);
+    now_bytes = read_file(path, &len);
+    CHECK(len == edited_len && memcmp(now_bytes, edited, len) == 0);
+    /* A new file starts afresh. */
+    CHECK(gguf_writer_begin_file(st, out_path("restarted.gguf")));
+    for (size_t k = 0; k < COUNT(TS); k++)
+        CHECK(gguf_writer_write_tensor_data(st, bufs[k], TS[k].size));
+    CHECK(gguf_writer_finish(st));
+    gguf_writer_free(st);
+    CHECK(sigaction(SIGXFSZ, &before, NULL) == 0);
+
+    gguf_writer_free(e);
+    gguf_close(src);
+    free(edited);
+    free(now_bytes);
+    free_all(bufs, COUNT(TS));
 }
 
 /* ---- gguf_writer_from_file -------------------------------------------------------------------- */
@@ -1440,6 +1561,7 @@ static void test_null_arguments(void) {
     FAILS(!gguf_writer_write_tensor_data(NULL, DATA, 16), NA, NULL);
     FAILS(!gguf_writer_finish(NULL), NA, NULL);
     FAILS(!gguf_writer_write_file(NULL, "x.gguf"), NA, NULL);
+    FAILS(!gguf_writer_set_sync(NULL, true), NA, "writer is NULL");
 
     GGUFWriter w = gguf_writer_new();
     CHECK(w != NULL);
@@ -1511,6 +1633,7 @@ int main(int argc, char **argv) {
     test_streaming();
     test_same_bytes_every_time();
     test_io_errors();
+    test_never_loses_a_file();
     test_faithful_copies();
     test_editor();
     test_split_gathered();

@@ -1274,13 +1274,16 @@ GGUFWriter gguf_writer_new(void);
 /**
  * A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
  * model, whose tensors are all gathered into one file), version, byte order, and every tensor
- * with its data read from `src`'s mapping when the file is written. Change what you like,
- * then write it: `src` must stay open until then. NULL if `src` is NULL.
+ * with its data read from `src` when the file is written (copied inside the kernel from a
+ * mapped file, else from its memory). Change what you like, then write it: `src` must stay
+ * open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
+ * `src` keeps reading the old contents until closed). NULL if `src` is NULL.
  */
 GGUFWriter gguf_writer_from_file(GGUFFile src);
 
 /**
- * Frees a writer (closing a file it was streaming, unfinished). NULL is a no-op.
+ * Frees a writer. A file it was streaming and had not finished is abandoned: its temporary
+ * file is removed and the destination is left as it was. NULL is a no-op.
  */
 void gguf_writer_free(GGUFWriter w);
 
@@ -1423,30 +1426,55 @@ bool gguf_writer_add_tensor(GGUFWriter w,
                             uint64_t size);
 
 /**
- * Creates the file at `path` and writes its header (metadata and tensor infos): from then on
- * metadata and tensors are frozen. Then give each tensor's data, in the order the tensors were
- * added, with `gguf_writer_write_tensor_data`, and end with `gguf_writer_finish`.
+ * Creates a temporary file beside `path` and writes the header (metadata and tensor infos)
+ * into it: from then on metadata and tensors are frozen. Then give each tensor's data, in the
+ * order the tensors were added, with `gguf_writer_write_tensor_data`, and end with
+ * `gguf_writer_finish`, which renames the file over `path`. Until then `path` is untouched, and
+ * it stays so if anything fails. `path` is taken byte for byte (no change of encoding).
  */
 bool gguf_writer_begin_file(GGUFWriter w, const char *path);
 
 /**
  * Writes the data of the next tensor (in the order tensors were added): exactly its size in
  * bytes, then the padding to the alignment. False, recording why, if no file is begun, every
- * tensor is already written, or `size` differs from the tensor's.
+ * tensor is already written, or `size` differs from the tensor's (such a refusal changes
+ * nothing). If writing fails (disk full, file size limit, I/O error) the file is abandoned:
+ * its temporary file is removed, the destination is untouched, and this call and every later
+ * `gguf_writer_write_tensor_data` and `gguf_writer_finish` fail with the same error, until
+ * `gguf_writer_begin_file` starts another file.
  */
 bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size);
 
 /**
  * Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
- * written, flushes and closes it. The writer can then begin another file.
+ * written (if not, refuses and the file stays open), flushes it, syncs it to stable storage
+ * (unless `gguf_writer_set_sync` turned that off), renames it over the destination and syncs
+ * the directory. The writer is then editable again and can begin another file. False,
+ * recording why, on failure; a failure to write sticks (see `gguf_writer_write_tensor_data`).
  */
 bool gguf_writer_finish(GGUFWriter w);
 
 /**
  * Writes the whole file to `path`: the header, then every tensor's data from the pointer
  * given to `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data.
+ * The write is atomic: the bytes go to a temporary file in `path`'s directory, named
+ * `.<name>.gguf-tmp-<pid>-<random>` and created with the permissions an existing file at
+ * `path` had, which is synced (unless `gguf_writer_set_sync` turned that off) and renamed over
+ * `path`. On failure, `path` is exactly what it was, the temporary file is removed, and the
+ * writer is unchanged: it can be written again, to `path` or elsewhere. `path` may be the file
+ * the writer's source handle was opened from (an in-place edit): the handle keeps reading the
+ * old contents until closed. `path` is taken byte for byte (no change of encoding).
  */
 bool gguf_writer_write_file(GGUFWriter w, const char *path);
+
+/**
+ * Whether files written from now on are flushed to stable storage (fsync of the file before
+ * it is renamed over the destination, and of the directory after). On by default; turn it off
+ * (`false`) for scratch outputs where speed matters more than surviving a power cut: the
+ * replace is still atomic for other processes, but a crash of the machine may leave an empty
+ * or partial file. False, recording why, if `w` is NULL or a file is being streamed.
+ */
+bool gguf_writer_set_sync(GGUFWriter w, bool sync);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod atomic_file;
 pub mod digest;
 pub mod error;
 pub mod file;

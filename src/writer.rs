@@ -2,11 +2,16 @@
 //! tensors of any data type, in any supported version and byte order. It refuses what the reader
 //! would refuse, so everything it writes opens.
 
+use crate::atomic_file::AtomicFile;
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
+use crate::reader::ByteReader;
 use crate::types::{DataType, ValueType};
-use crate::value::Value;
+use crate::value::{read_value, Value};
+use foldhash::fast::RandomState;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::Path;
 
@@ -120,6 +125,31 @@ impl From<Value<'_>> for MetadataValue {
     }
 }
 
+/// A metadata value as the writer keeps it.
+#[derive(Clone, Debug)]
+enum Stored {
+    /// A value the caller gave.
+    Value(MetadataValue),
+    /// An array copied from a file, kept as the file encodes its elements (one buffer, not one
+    /// allocation per element or string), re-encoded only if the file written has another
+    /// layout (version width or byte order).
+    Encoded {
+        elem: ValueType,
+        count: u64,
+        bytes: Vec<u8>,
+        layout: Layout,
+    },
+}
+
+impl Stored {
+    fn value_type(&self) -> ValueType {
+        match self {
+            Stored::Value(v) => v.value_type(),
+            Stored::Encoded { .. } => ValueType::Array,
+        }
+    }
+}
+
 struct PendingTensor {
     name: Vec<u8>,
     dims: Vec<u64>,
@@ -133,8 +163,45 @@ struct PendingTensor {
 pub struct Writer {
     version: u32,
     order: ByteOrder,
-    kvs: Vec<(Vec<u8>, MetadataValue)>,
+    kvs: Vec<(Vec<u8>, Stored)>,
     tensors: Vec<PendingTensor>,
+    /// Positions in `tensors`, by name: adding a tensor checks for a duplicate in constant time.
+    names: TensorNames,
+    /// Whether files written are flushed to stable storage before they replace the destination.
+    sync: bool,
+}
+
+/// Tensor positions found by name; the names stay in the tensors.
+#[derive(Default)]
+struct TensorNames {
+    table: HashTable<usize>,
+    hasher: RandomState,
+}
+
+impl TensorNames {
+    fn find(&self, tensors: &[PendingTensor], name: &[u8]) -> Option<usize> {
+        self.table
+            .find(self.hasher.hash_one(name), |&i| tensors[i].name == name)
+            .copied()
+    }
+
+    /// Records that the last of `tensors` is at its position (its name is not yet recorded).
+    fn push(&mut self, tensors: &[PendingTensor]) {
+        let i = tensors.len() - 1;
+        let hasher = &self.hasher;
+        self.table
+            .insert_unique(hasher.hash_one(&tensors[i].name[..]), i, |&j| {
+                hasher.hash_one(&tensors[j].name[..])
+            });
+    }
+
+    fn of(tensors: &[PendingTensor]) -> TensorNames {
+        let mut names = TensorNames::default();
+        for i in 1..=tensors.len() {
+            names.push(&tensors[..i]);
+        }
+        names
+    }
 }
 
 impl std::fmt::Debug for Writer {
@@ -162,7 +229,22 @@ impl Writer {
             order: ByteOrder::Little,
             kvs: Vec::new(),
             tensors: Vec::new(),
+            names: TensorNames::default(),
+            sync: true,
         }
+    }
+
+    /// Whether [`Writer::write_file`] flushes the file to stable storage (fsync of the file,
+    /// then of its directory after the rename). On by default; turn it off for scratch outputs,
+    /// where speed matters more than surviving a power cut. The replace stays atomic either way.
+    pub fn set_sync(&mut self, sync: bool) -> &mut Writer {
+        self.sync = sync;
+        self
+    }
+
+    /// Whether files are synced (see [`Writer::set_sync`]).
+    pub fn sync(&self) -> bool {
+        self.sync
     }
 
     /// Sets the format version (1, 2 or 3).
@@ -195,7 +277,7 @@ impl Writer {
                 ),
             ));
         }
-        let value = MetadataValue::U32(alignment);
+        let value = Stored::Value(MetadataValue::U32(alignment));
         match self.kvs.iter_mut().find(|(k, _)| k == ALIGNMENT_KEY) {
             Some(entry) => entry.1 = value,
             None => self.kvs.push((ALIGNMENT_KEY.to_vec(), value)),
@@ -208,7 +290,7 @@ impl Writer {
         self.kvs
             .iter()
             .find_map(|(k, v)| match v {
-                MetadataValue::U32(a) if k == ALIGNMENT_KEY => Some(u64::from(*a)),
+                Stored::Value(MetadataValue::U32(a)) if k == ALIGNMENT_KEY => Some(u64::from(*a)),
                 _ => None,
             })
             .unwrap_or(DEFAULT_ALIGNMENT)
@@ -238,7 +320,7 @@ impl Writer {
         if key == ALIGNMENT_KEY {
             return self.set_alignment(alignment_value(value)?);
         }
-        self.kvs.push((key.to_vec(), value));
+        self.kvs.push((key.to_vec(), Stored::Value(value)));
         Ok(self)
     }
 
@@ -256,11 +338,47 @@ impl Writer {
         match self.kvs.iter().position(|(k, _)| k == key) {
             Some(i) => {
                 value.check(1)?;
-                self.kvs[i].1 = value;
+                self.kvs[i].1 = Stored::Value(value);
                 Ok(self)
             }
             None => self.add_metadata(key, value),
         }
+    }
+
+    /// Sets `key` to an array given as a file of `layout` encodes its `count` elements of type
+    /// `elem` (`bytes`, already checked by the reader's rules), replacing the value of an
+    /// existing key where it stands.
+    pub(crate) fn set_encoded_array(
+        &mut self,
+        key: &[u8],
+        elem: ValueType,
+        count: u64,
+        bytes: Vec<u8>,
+        layout: Layout,
+    ) -> Result<&mut Writer> {
+        if key.is_empty() {
+            return Err(Error::new(
+                ErrorCode::EmptyKey,
+                "metadata keys must not be empty",
+            ));
+        }
+        if key == ALIGNMENT_KEY {
+            return Err(Error::new(
+                ErrorCode::BadAlignment,
+                "general.alignment: expected a UINT32, found a ARRAY",
+            ));
+        }
+        let value = Stored::Encoded {
+            elem,
+            count,
+            bytes,
+            layout,
+        };
+        match self.kvs.iter().position(|(k, _)| k == key) {
+            Some(i) => self.kvs[i].1 = value,
+            None => self.kvs.push((key.to_vec(), value)),
+        }
+        Ok(self)
     }
 
     /// Removes a metadata entry; returns whether the key was set.
@@ -270,14 +388,25 @@ impl Writer {
         self.kvs.len() != before
     }
 
-    /// Copies every metadata entry of `file`, in its order (values decoded, arrays included),
-    /// replacing keys already set.
+    /// Copies every metadata entry of `file`, in its order, replacing keys already set. Arrays
+    /// are kept as the file encodes them (one buffer each, however many strings they hold) and
+    /// re-encoded only if this writer's version or byte order differs.
     pub fn copy_metadata_from<S: AsRef<[u8]>>(
         &mut self,
         file: &GgufFile<S>,
     ) -> Result<&mut Writer> {
+        let layout = Layout::new(file.version(), file.byte_order());
         for entry in file.metadata() {
-            self.set_metadata(entry.key, MetadataValue::from(entry.value))?;
+            match entry.value {
+                Value::Array(a) if entry.key != ALIGNMENT_KEY => self.set_encoded_array(
+                    entry.key,
+                    a.elem_type(),
+                    a.len(),
+                    a.raw_bytes().to_vec(),
+                    layout,
+                )?,
+                value => self.set_metadata(entry.key, MetadataValue::from(value))?,
+            };
         }
         Ok(self)
     }
@@ -294,7 +423,7 @@ impl Writer {
 
     /// The position of the tensor named `name`.
     pub fn tensor_position(&self, name: impl AsRef<[u8]>) -> Option<usize> {
-        self.tensors.iter().position(|t| t.name == name.as_ref())
+        self.names.find(&self.tensors, name.as_ref())
     }
 
     /// Adds a tensor with its data. Names must be unique, at most 4 dimensions, the first a
@@ -329,7 +458,7 @@ impl Writer {
         data: Option<Vec<u8>>,
     ) -> Result<&mut Writer> {
         let quoted = crate::file::quote(name);
-        if self.tensors.iter().any(|t| t.name == name) {
+        if self.names.find(&self.tensors, name).is_some() {
             return Err(Error::new(
                 ErrorCode::DuplicateTensor,
                 format!("tensor {quoted} is already added"),
@@ -379,6 +508,7 @@ impl Writer {
             size,
             data,
         });
+        self.names.push(&self.tensors);
         Ok(self)
     }
 
@@ -412,16 +542,19 @@ impl Writer {
         Ok(out)
     }
 
-    /// Writes the file to `path`.
+    /// Writes the file to `path`, atomically: the bytes go to a temporary file in the same
+    /// directory (`.<name>.gguf-tmp-<pid>-<random>`, with the permissions an existing file at
+    /// `path` had), which is synced (see [`Writer::set_sync`]) and renamed over `path`. On any
+    /// failure `path` is exactly what it was and the temporary file is removed. `path` may be
+    /// the file the tensor data was read from: handles that mapped it keep the old file.
     pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let io = |e: std::io::Error| {
-            Error::new(ErrorCode::Io, format!("cannot write: {e}"))
-                .in_file(path.display().to_string())
-        };
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-        self.write_to(&mut file)?;
-        file.flush().map_err(io)
+        let mut out = AtomicFile::create(path.as_ref(), self.sync)?;
+        let shown = out.shown().to_string();
+        self.write_to(&mut out).map_err(|e| match e.path() {
+            Some(_) => e,
+            None => e.in_file(shown),
+        })?;
+        out.commit()
     }
 
     /// Splits the model into shards of at most `max_tensors` tensors each, as llama.cpp's
@@ -460,7 +593,10 @@ impl Writer {
                     Vec::new()
                 },
                 tensors: tensors.by_ref().take(max_tensors).collect(),
+                names: TensorNames::default(),
+                sync: self.sync,
             };
+            shard.names = TensorNames::of(&shard.tensors);
             if no > 0 && alignment != DEFAULT_ALIGNMENT {
                 shard.set_alignment(alignment as u32)?;
             }
@@ -491,7 +627,7 @@ impl Writer {
         for (key, value) in &self.kvs {
             enc.string(key)?;
             enc.u32(value.value_type().id());
-            enc.value(value)?;
+            enc.stored(value)?;
         }
         for (t, offset) in self.tensors.iter().zip(self.tensor_offsets()?) {
             enc.string(&t.name)?;
@@ -513,7 +649,6 @@ impl Writer {
         let io = |e: std::io::Error| Error::new(ErrorCode::Io, format!("cannot write: {e}"));
         out.write_all(&self.header_bytes()?).map_err(io)?;
         let alignment = self.alignment();
-        let zeros = vec![0u8; alignment as usize];
         for t in &self.tensors {
             let Some(data) = &t.data else {
                 return Err(Error::new(
@@ -525,10 +660,9 @@ impl Writer {
                 ));
             };
             out.write_all(data).map_err(io)?;
-            let padding = pad_to(t.size, alignment) - t.size;
-            out.write_all(&zeros[..padding as usize]).map_err(io)?;
+            write_zeros(out, pad_to(t.size, alignment) - t.size).map_err(io)?;
         }
-        Ok(())
+        out.flush().map_err(io)
     }
 }
 
@@ -545,6 +679,17 @@ fn alignment_value(value: MetadataValue) -> Result<u32> {
             ),
         )),
     }
+}
+
+/// Writes `n` zero bytes from a static buffer.
+pub(crate) fn write_zeros(out: &mut impl Write, mut n: u64) -> std::io::Result<()> {
+    static ZEROS: [u8; 4096] = [0; 4096];
+    while n > 0 {
+        let step = n.min(ZEROS.len() as u64) as usize;
+        out.write_all(&ZEROS[..step])?;
+        n -= step as u64;
+    }
+    Ok(())
 }
 
 fn pad_to(pos: u64, alignment: u64) -> u64 {
@@ -593,6 +738,42 @@ impl Encoder {
         self.len(s.len() as u64)?;
         self.buf.extend_from_slice(s);
         Ok(())
+    }
+
+    fn stored(&mut self, v: &Stored) -> Result<()> {
+        match v {
+            Stored::Value(v) => self.value(v),
+            Stored::Encoded {
+                elem,
+                count,
+                bytes,
+                layout,
+            } if *layout == self.layout => {
+                self.u32(elem.id());
+                self.len(*count)?;
+                self.buf.extend_from_slice(bytes);
+                Ok(())
+            }
+            Stored::Encoded {
+                elem,
+                count,
+                bytes,
+                layout,
+            } => {
+                // Decoded with the reader's rules from the layout it was stored in, then
+                // written in this file's.
+                let mut source = Encoder {
+                    buf: Vec::with_capacity(12 + bytes.len()),
+                    layout: *layout,
+                };
+                source.u32(elem.id());
+                source.len(*count)?;
+                source.buf.extend_from_slice(bytes);
+                let mut r = ByteReader::new(&source.buf, 0, *layout);
+                let raw = read_value(&mut r, ValueType::Array, "a copied array")?;
+                self.value(&MetadataValue::from(raw.view(&source.buf, *layout)))
+            }
+        }
     }
 
     fn value(&mut self, v: &MetadataValue) -> Result<()> {

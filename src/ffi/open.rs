@@ -2,28 +2,12 @@
 
 use super::boundary::{c_str, guard};
 use super::handle::{GGUFFile, GGUFFileImpl};
+use crate::atomic_file::path_from_bytes;
 use crate::error::Result;
-#[cfg(not(unix))]
-use crate::error::{Error, ErrorCode};
 use crate::file::GgufFile;
 use crate::model::Model;
 use crate::source::{OpenOptions, Source};
 use std::ffi::{c_char, c_void};
-use std::path::PathBuf;
-
-fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
-    }
-    #[cfg(not(unix))]
-    {
-        std::str::from_utf8(bytes)
-            .map(PathBuf::from)
-            .map_err(|_| Error::new(ErrorCode::InvalidArgument, "path is not valid UTF-8"))
-    }
-}
 
 fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
     Box::into_raw(Box::new(GGUFFileImpl::new(model, name)))

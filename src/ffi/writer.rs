@@ -2,33 +2,52 @@
 //! pointer or streamed in order), or start from an opened file and change it (a metadata
 //! editor), then write it. Large models never need their data in memory at once.
 
-use super::boundary::{c_str, guard, null};
+use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
+use crate::atomic_file::{file_behind_mapping, AtomicFile};
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::quote;
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
 use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
 use crate::reader::ByteReader;
+use crate::source::Source;
 use crate::types::{DataType, ValueType};
 use crate::value::{read_value, Element};
-use crate::writer::{MetadataValue, Writer};
+use crate::writer::{write_zeros, MetadataValue, Writer};
 use std::ffi::{c_char, c_void};
-use std::io::{BufWriter, Write};
 
-/// A file being written.
+/// A file being streamed: its temporary file, renamed over the destination by `finish`.
 struct Stream {
-    out: BufWriter<std::fs::File>,
-    path: String,
+    out: AtomicFile,
     /// The next tensor whose data is expected.
     next: usize,
 }
 
+/// Where a tensor's data is, when it is given before the file is written.
+#[derive(Clone, Copy)]
+struct Data {
+    ptr: *const u8,
+    size: u64,
+    /// For a tensor of a mapped source file: its shard (a position in `files`) and the offset
+    /// of its data there, so that the bytes can be copied inside the kernel.
+    file: Option<(usize, u64)>,
+}
+
+/// Tensors smaller than this are written from memory even when they could be copied inside the
+/// kernel: a copy call costs more than the bytes.
+const KERNEL_COPY_MIN: u64 = 64 * 1024;
+
 /// The opaque state behind a `GGUFWriter`.
 pub struct GGUFWriterImpl {
     writer: Writer,
-    /// Per tensor, in order: the caller's data, if given when the tensor was added.
-    data: Vec<Option<(*const u8, u64)>>,
+    /// Per tensor, in order: its data, if given when the tensor was added.
+    data: Vec<Option<Data>>,
+    /// Per shard of the file given to `gguf_writer_from_file`: the mapped file, opened again.
+    files: Vec<Option<std::fs::File>>,
     stream: Option<Stream>,
+    /// The first failure of the file being streamed. It sticks, as `ferror` does: every later
+    /// `write_tensor_data` and `finish` returns it, until `begin_file` starts another file.
+    failed: Option<Error>,
 }
 
 /// A handle to a GGUF file being built. Not for use from several threads at once.
@@ -51,7 +70,7 @@ impl GGUFWriterImpl {
                 ErrorCode::InvalidArgument,
                 "the header is already written: metadata and tensors can no longer change",
             )
-            .in_file(s.path.clone())),
+            .in_file(s.out.shown())),
             None => Ok(self),
         }
     }
@@ -89,15 +108,19 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
         Ok(Box::into_raw(Box::new(GGUFWriterImpl {
             writer: Writer::new(),
             data: Vec::new(),
+            files: Vec::new(),
             stream: None,
+            failed: None,
         })))
     })
 }
 
 /// A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
 /// model, whose tensors are all gathered into one file), version, byte order, and every tensor
-/// with its data read from `src`'s mapping when the file is written. Change what you like,
-/// then write it: `src` must stay open until then. NULL if `src` is NULL.
+/// with its data read from `src` when the file is written (copied inside the kernel from a
+/// mapped file, else from its memory). Change what you like, then write it: `src` must stay
+/// open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
+/// `src` keeps reading the old contents until closed). NULL if `src` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
@@ -114,21 +137,46 @@ pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
                 writer.remove_metadata(key);
             }
         }
+        // Mapped files are opened again (checked to be the very file mapped), so that unchanged
+        // tensor data is copied inside the kernel rather than through the mapping.
+        let files: Vec<Option<std::fs::File>> = f
+            .model
+            .shards()
+            .iter()
+            .zip(f.model.shard_names())
+            .map(|(shard, name)| match shard.source() {
+                Source::Mapped(_) => {
+                    file_behind_mapping(std::path::Path::new(name), shard.bytes().as_ptr())
+                }
+                _ => None,
+            })
+            .collect();
         let mut data = Vec::with_capacity(f.model.tensor_count());
         for i in 0..f.model.tensor_count() {
-            let t = f.model.tensor_at(i).ok_or_else(|| null("tensor"))?.info;
-            writer.add_tensor_info(t.name, &t.dims[..t.n_dims as usize], t.dtype)?;
-            data.push(Some((t.data.as_ptr(), t.size)));
+            let t = f.model.tensor_at(i).ok_or_else(|| null("tensor"))?;
+            let info = t.info;
+            writer.add_tensor_info(info.name, &info.dims[..info.n_dims as usize], info.dtype)?;
+            data.push(Some(Data {
+                ptr: info.data.as_ptr(),
+                size: info.size,
+                file: files
+                    .get(t.shard)
+                    .is_some_and(Option::is_some)
+                    .then_some((t.shard, info.file_offset)),
+            }));
         }
         Ok(Box::into_raw(Box::new(GGUFWriterImpl {
             writer,
             data,
+            files,
             stream: None,
+            failed: None,
         })))
     })
 }
 
-/// Frees a writer (closing a file it was streaming, unfinished). NULL is a no-op.
+/// Frees a writer. A file it was streaming and had not finished is abandoned: its temporary
+/// file is removed and the destination is left as it was. NULL is a no-op.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_free(w: GGUFWriter) {
     guard((), || {
@@ -452,7 +500,10 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
     data: *const c_void,
     size: usize,
 ) -> bool {
-    set(w, key, || {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        // SAFETY: `key` is NULL or NUL-terminated (the header's contract).
+        let key = unsafe { c_str(key, "key")? };
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let elements = unsafe { bytes(data.cast(), size, "data")? };
         let mut encoded = Vec::with_capacity(12 + size);
@@ -461,8 +512,7 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         encoded.extend_from_slice(elements);
         let layout = Layout::new(3, ByteOrder::Little);
         let mut reader = ByteReader::new(&encoded, 0, layout);
-        let raw = read_value(&mut reader, ValueType::Array, "the encoded array")
-            .map_err(offset_in_data)?;
+        read_value(&mut reader, ValueType::Array, "the encoded array").map_err(offset_in_data)?;
         if reader.remaining() != 0 {
             return Err(Error::new(
                 ErrorCode::InvalidArgument,
@@ -472,7 +522,12 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
                 ),
             ));
         }
-        Ok(MetadataValue::from(raw.view(&encoded, layout)))
+        let elem = ValueType::from_id(elem_type).ok_or_else(|| null("elem_type"))?;
+        // Kept as given (one buffer), as arrays copied from a file are.
+        encoded.drain(..12);
+        w.writer
+            .set_encoded_array(key, elem, count, encoded, layout)?;
+        Ok(true)
     })
 }
 
@@ -559,53 +614,71 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
             ));
         }
         w.writer.add_tensor_info(name, &dims, dtype)?;
-        w.data
-            .push((!data.is_null()).then_some((data.cast::<u8>(), size)));
+        w.data.push((!data.is_null()).then_some(Data {
+            ptr: data.cast::<u8>(),
+            size,
+            file: None,
+        }));
         Ok(true)
     })
 }
 
-fn io(path: &str) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(path)
-}
-
-fn begin(w: &mut GGUFWriterImpl, path: String) -> Result<()> {
+/// Creates the temporary file for `path` and writes the header into it.
+fn begin(w: &GGUFWriterImpl, path: &std::path::Path) -> Result<AtomicFile> {
     w.editable()?;
     let header = w.writer.header_bytes()?;
-    let file = std::fs::File::create(&path).map_err(io(&path))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    out.write_all(&header).map_err(io(&path))?;
-    w.stream = Some(Stream { out, path, next: 0 });
-    Ok(())
+    let mut out = AtomicFile::create(path, w.writer.sync())?;
+    out.put(&header)?;
+    Ok(out)
 }
 
-/// Creates the file at `path` and writes its header (metadata and tensor infos): from then on
-/// metadata and tensors are frozen. Then give each tensor's data, in the order the tensors were
-/// added, with `gguf_writer_write_tensor_data`, and end with `gguf_writer_finish`.
+/// Writes one tensor's data and its padding.
+fn put_tensor(out: &mut AtomicFile, data: &[u8], alignment: u64) -> Result<()> {
+    out.put(data)?;
+    pad(out, data.len() as u64, alignment)
+}
+
+/// Writes the padding after a tensor of `size` bytes.
+fn pad(out: &mut AtomicFile, size: u64, alignment: u64) -> Result<()> {
+    let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
+    let shown = out.shown().to_string();
+    write_zeros(out, padding)
+        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(shown))
+}
+
+/// Creates a temporary file beside `path` and writes the header (metadata and tensor infos)
+/// into it: from then on metadata and tensors are frozen. Then give each tensor's data, in the
+/// order the tensors were added, with `gguf_writer_write_tensor_data`, and end with
+/// `gguf_writer_finish`, which renames the file over `path`. Until then `path` is untouched, and
+/// it stays so if anything fails. `path` is taken byte for byte (no change of encoding).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_begin_file(w: GGUFWriter, path: *const c_char) -> bool {
     with_writer(w, false, |w| {
         // SAFETY: `path` is NULL or NUL-terminated (the header's contract).
-        let path = String::from_utf8_lossy(unsafe { c_str(path, "path")? }).into_owned();
-        begin(w, path)?;
+        let path = unsafe { c_path(path, "path")? };
+        let out = begin(w, &path)?;
+        w.stream = Some(Stream { out, next: 0 });
+        w.failed = None;
         Ok(true)
     })
 }
 
 fn write_next(w: &mut GGUFWriterImpl, data: &[u8]) -> Result<()> {
+    if let Some(e) = &w.failed {
+        return Err(e.clone());
+    }
     let Some(stream) = w.stream.as_mut() else {
         return Err(Error::new(
             ErrorCode::InvalidArgument,
             "no file is being written: call gguf_writer_begin_file first",
         ));
     };
-    let path = stream.path.clone();
     let size = w.writer.tensor_size(stream.next).ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidArgument,
             "every tensor's data is already written",
         )
-        .in_file(path.as_str())
+        .in_file(stream.out.shown())
     })?;
     if data.len() as u64 != size {
         return Err(Error::new(
@@ -616,22 +689,26 @@ fn write_next(w: &mut GGUFWriterImpl, data: &[u8]) -> Result<()> {
                 data.len()
             ),
         )
-        .in_file(path));
+        .in_file(stream.out.shown()));
     }
-    let alignment = w.writer.alignment();
-    let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
-    stream.out.write_all(data).map_err(io(&path))?;
-    stream
-        .out
-        .write_all(&vec![0u8; padding as usize])
-        .map_err(io(&path))?;
+    // A refused call above changes nothing; a failed write below may have written part of the
+    // data, so the file is abandoned (its temporary file removed) and the failure sticks.
+    if let Err(e) = put_tensor(&mut stream.out, data, w.writer.alignment()) {
+        w.stream = None;
+        w.failed = Some(e.clone());
+        return Err(e);
+    }
     stream.next += 1;
     Ok(())
 }
 
 /// Writes the data of the next tensor (in the order tensors were added): exactly its size in
 /// bytes, then the padding to the alignment. False, recording why, if no file is begun, every
-/// tensor is already written, or `size` differs from the tensor's.
+/// tensor is already written, or `size` differs from the tensor's (such a refusal changes
+/// nothing). If writing fails (disk full, file size limit, I/O error) the file is abandoned:
+/// its temporary file is removed, the destination is untouched, and this call and every later
+/// `gguf_writer_write_tensor_data` and `gguf_writer_finish` fail with the same error, until
+/// `gguf_writer_begin_file` starts another file.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_write_tensor_data(
     w: GGUFWriter,
@@ -649,7 +726,10 @@ pub unsafe extern "C" fn gguf_writer_write_tensor_data(
 }
 
 fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
-    let Some(mut stream) = w.stream.take() else {
+    if let Some(e) = &w.failed {
+        return Err(e.clone());
+    }
+    let Some(stream) = w.stream.take() else {
         return Err(Error::new(
             ErrorCode::InvalidArgument,
             "no file is being written",
@@ -661,15 +741,21 @@ fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
             "only {} of the {total} tensors' data were written",
             stream.next
         );
-        let path = stream.path.clone();
+        let e = Error::new(ErrorCode::InvalidArgument, message).in_file(stream.out.shown());
         w.stream = Some(stream);
-        return Err(Error::new(ErrorCode::InvalidArgument, message).in_file(path));
+        return Err(e);
     }
-    stream.out.flush().map_err(io(&stream.path))
+    stream
+        .out
+        .commit()
+        .inspect_err(|e| w.failed = Some(e.clone()))
 }
 
 /// Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
-/// written, flushes and closes it. The writer can then begin another file.
+/// written (if not, refuses and the file stays open), flushes it, syncs it to stable storage
+/// (unless `gguf_writer_set_sync` turned that off), renames it over the destination and syncs
+/// the directory. The writer is then editable again and can begin another file. False,
+/// recording why, on failure; a failure to write sticks (see `gguf_writer_write_tensor_data`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_finish(w: GGUFWriter) -> bool {
     with_writer(w, false, |w| {
@@ -680,6 +766,13 @@ pub unsafe extern "C" fn gguf_writer_finish(w: GGUFWriter) -> bool {
 
 /// Writes the whole file to `path`: the header, then every tensor's data from the pointer
 /// given to `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data.
+/// The write is atomic: the bytes go to a temporary file in `path`'s directory, named
+/// `.<name>.gguf-tmp-<pid>-<random>` and created with the permissions an existing file at
+/// `path` had, which is synced (unless `gguf_writer_set_sync` turned that off) and renamed over
+/// `path`. On failure, `path` is exactly what it was, the temporary file is removed, and the
+/// writer is unchanged: it can be written again, to `path` or elsewhere. `path` may be the file
+/// the writer's source handle was opened from (an in-place edit): the handle keeps reading the
+/// old contents until closed. `path` is taken byte for byte (no change of encoding).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_char) -> bool {
     with_writer(w, false, |w| {
@@ -690,19 +783,43 @@ pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_ch
             ));
         }
         // SAFETY: `path` is NULL or NUL-terminated (the header's contract).
-        let path = String::from_utf8_lossy(unsafe { c_str(path, "path")? }).into_owned();
-        begin(w, path)?;
-        for i in 0..w.data.len() {
-            let (ptr, size) = w.data[i].ok_or_else(|| null("data"))?;
-            let len = usize::try_from(size)
-                .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{size} bytes")))?;
+        let path = unsafe { c_path(path, "path")? };
+        let mut out = begin(w, &path)?;
+        let alignment = w.writer.alignment();
+        for &d in &w.data {
+            let d = d.ok_or_else(|| null("data"))?;
+            let source = d.file.and_then(|(shard, offset)| {
+                let file = w.files.get(shard)?.as_ref()?;
+                (d.size >= KERNEL_COPY_MIN).then_some((file, offset))
+            });
+            if let Some((file, offset)) = source {
+                out.copy_range(file, offset, d.size)?;
+                pad(&mut out, d.size, alignment)?;
+                continue;
+            }
+            let len = usize::try_from(d.size)
+                .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{} bytes", d.size)))?;
             // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
             // given to gguf_writer_from_file) valid until the file is written (the header's
             // contract).
-            let data = unsafe { bytes(ptr, len, "data")? };
-            write_next(w, data)?;
+            let data = unsafe { bytes(d.ptr, len, "data")? };
+            put_tensor(&mut out, data, alignment)?;
         }
-        finish(w)?;
+        out.commit()?;
+        Ok(true)
+    })
+}
+
+/// Whether files written from now on are flushed to stable storage (fsync of the file before
+/// it is renamed over the destination, and of the directory after). On by default; turn it off
+/// (`false`) for scratch outputs where speed matters more than surviving a power cut: the
+/// replace is still atomic for other processes, but a crash of the machine may leave an empty
+/// or partial file. False, recording why, if `w` is NULL or a file is being streamed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_set_sync(w: GGUFWriter, sync: bool) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        w.writer.set_sync(sync);
         Ok(true)
     })
 }

@@ -1,0 +1,408 @@
+//! The file every writer output goes through, so that it appears whole or not at all.
+//!
+//! The bytes go to a temporary file created exclusively in the destination's directory, named
+//! `.<name>.gguf-tmp-<pid>-<random>` so that a stray one (left by `kill -9`) is recognisable.
+//! It gets the permissions an existing destination had (else 0666 less the umask), and its
+//! owner where the process may set it. On commit it
+//! is flushed to stable storage (fsync), renamed over the destination and the directory is
+//! synced; syncing can be turned off for scratch outputs. On any failure, or when dropped
+//! uncommitted, the temporary file is removed and the destination is exactly what it was. A
+//! destination that is a symbolic link is resolved, so the link stays and its target is
+//! replaced. Handles that mapped the old file keep reading it: rename never touches its inode.
+//!
+//! Small writes are gathered in a buffer; large ones go straight from the caller's memory, and
+//! ranges of another file can be copied inside the kernel (`copy_file_range`, which reflinks
+//! where the file system can), falling back to plain reads and writes.
+
+use crate::error::{Error, ErrorCode, Result};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes smaller than this are gathered in the buffer; larger ones bypass it.
+const DIRECT: usize = 64 * 1024;
+/// The buffer's capacity.
+const BUFFER: usize = 256 * 1024;
+
+/// How a path is shown in messages: its bytes, with those that are not UTF-8 escaped (`\xNN`).
+pub(crate) fn display_path(path: &Path) -> String {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let mut shown = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        shown.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            shown.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    shown
+}
+
+/// A path from the bytes a C caller gave, exactly: any bytes on Unix; elsewhere, paths are
+/// Unicode, so bytes that are not UTF-8 are refused rather than altered.
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    platform::path_from_bytes(bytes)
+}
+
+/// The file mapped at `base` (a mapping this process made of the file at `path`), opened again
+/// so that its bytes can be copied inside the kernel; `None` where that cannot be proven (the
+/// path now names another file, the platform cannot tell), and the bytes are then written from
+/// the mapping instead.
+pub(crate) fn file_behind_mapping(path: &Path, base: *const u8) -> Option<File> {
+    platform::file_behind_mapping(path, base as usize)
+}
+
+/// A file being written; it replaces the destination only when committed.
+pub(crate) struct AtomicFile {
+    file: File,
+    temp: PathBuf,
+    dest: PathBuf,
+    /// The destination as the caller named it, for messages.
+    shown: String,
+    sync: bool,
+    buf: Vec<u8>,
+    /// Set once committed: the temporary file no longer exists under its name.
+    done: bool,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `dest`. `sync`: flush to stable storage on commit.
+    pub fn create(dest: &Path, sync: bool) -> Result<AtomicFile> {
+        let shown = display_path(dest);
+        let fail = |what: &str, e: std::io::Error| {
+            Error::new(ErrorCode::Io, format!("cannot write: {what}{e}")).in_file(shown.clone())
+        };
+        // A symbolic link stays a link: its target is what gets replaced.
+        let dest = match std::fs::symlink_metadata(dest) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(dest) {
+                Ok(target) => target,
+                // A dangling link: the file it names is created.
+                Err(_) => std::fs::read_link(dest)
+                    .map(|t| dest.parent().unwrap_or(Path::new("")).join(t))
+                    .map_err(|e| fail("", e))?,
+            },
+            _ => dest.to_path_buf(),
+        };
+        let existing = match std::fs::metadata(&dest) {
+            Ok(m) if m.is_dir() => {
+                return Err(
+                    Error::new(ErrorCode::Io, "cannot write: it is a directory").in_file(shown)
+                )
+            }
+            Ok(m) => Some(m),
+            Err(_) => None,
+        };
+        let name = dest.file_name().ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidArgument,
+                "cannot write: the path names no file",
+            )
+            .in_file(shown.clone())
+        })?;
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut attempts = 0;
+        let (file, temp) = loop {
+            let temp = dir.join(platform::temp_name(name));
+            match platform::create_exclusive(&temp) {
+                Ok(file) => break (file, temp),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 16 => {
+                    attempts += 1;
+                }
+                Err(e) => return Err(fail("", e)),
+            }
+        };
+        let out = AtomicFile {
+            file,
+            temp,
+            dest,
+            shown: shown.clone(),
+            sync,
+            buf: Vec::new(),
+            done: false,
+        };
+        if let Some(meta) = existing {
+            // Dropping `out` on failure removes the temporary file.
+            platform::copy_permissions(&out.file, &meta)
+                .map_err(|e| fail("cannot give it the old file's permissions: ", e))?;
+        }
+        Ok(out)
+    }
+
+    /// The destination as the caller named it (escaped), for messages.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn error(&self, e: std::io::Error) -> Error {
+        Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(self.shown.clone())
+    }
+
+    /// Writes all of `bytes`.
+    pub fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.write_all(bytes).map_err(|e| self.error(e))
+    }
+
+    /// Copies `len` bytes of `src` from `offset` on, inside the kernel where it can (std's
+    /// `io::copy` between files uses `copy_file_range` on Linux, and falls back to reads and
+    /// writes where the file systems or the platform cannot). Fails if `src` ends early.
+    pub fn copy_range(&mut self, mut src: &File, offset: u64, len: u64) -> Result<()> {
+        self.flush_buf()?;
+        src.seek(SeekFrom::Start(offset))
+            .map_err(|e| self.error(e))?;
+        let copied =
+            std::io::copy(&mut src.take(len), &mut &self.file).map_err(|e| self.error(e))?;
+        if copied != len {
+            return Err(Error::new(
+                ErrorCode::Io,
+                format!(
+                    "cannot write: the source file ended after {copied} of {len} bytes at offset \
+                     {offset} (was it truncated?)"
+                ),
+            )
+            .in_file(self.shown.clone()));
+        }
+        Ok(())
+    }
+
+    fn flush_buf(&mut self) -> Result<()> {
+        self.flush().map_err(|e| self.error(e))
+    }
+
+    /// Flushes, syncs (unless turned off), renames over the destination and syncs the
+    /// directory. On failure the destination is untouched and the temporary file removed.
+    pub fn commit(mut self) -> Result<()> {
+        self.flush_buf()?;
+        if self.sync {
+            self.file.sync_all().map_err(|e| self.error(e))?;
+        }
+        std::fs::rename(&self.temp, &self.dest).map_err(|e| self.error(e))?;
+        self.done = true;
+        if self.sync {
+            // The file is in place; the rename itself is made durable here.
+            platform::sync_dir(&self.dest).map_err(|e| self.error(e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.len() < DIRECT && self.buf.len() + bytes.len() <= BUFFER {
+            if self.buf.capacity() == 0 {
+                self.buf.reserve_exact(BUFFER);
+            }
+            self.buf.extend_from_slice(bytes);
+            return Ok(bytes.len());
+        }
+        self.flush()?;
+        if bytes.len() < DIRECT {
+            self.buf.extend_from_slice(bytes);
+            return Ok(bytes.len());
+        }
+        (&self.file).write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let r = (&self.file).write_all(&self.buf);
+            self.buf.clear();
+            r?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.done {
+            // Nothing else can be done about a failure here; the name is recognisable.
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+#[cfg(unix)]
+mod platform {
+    use crate::error::Result;
+    use std::ffi::{OsStr, OsString};
+    use std::fs::{File, Metadata};
+    use std::hash::{BuildHasher, Hasher};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::path::{Path, PathBuf};
+
+    pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+        Ok(PathBuf::from(OsStr::from_bytes(bytes)))
+    }
+
+    /// `.<name>.gguf-tmp-<pid>-<random>`, the name cut so the whole fits in 255 bytes.
+    pub fn temp_name(name: &OsStr) -> OsString {
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let suffix = format!(".gguf-tmp-{}-{random:016x}", std::process::id());
+        let keep = 255usize.saturating_sub(1 + suffix.len());
+        let bytes = name.as_bytes();
+        let mut out = Vec::with_capacity(255);
+        out.push(b'.');
+        out.extend_from_slice(&bytes[..bytes.len().min(keep)]);
+        out.extend_from_slice(suffix.as_bytes());
+        OsString::from_vec(out)
+    }
+
+    pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(path)
+    }
+
+    pub fn copy_permissions(file: &File, old: &Metadata) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        // The owner first (only a privileged process may give a file away; otherwise the
+        // writer owns the new file, as with any editor that saves by renaming): chown clears
+        // set-id bits, which the mode below restores.
+        let new = file.metadata()?;
+        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+            let _ = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid()));
+        }
+        let mode = old.permissions().mode() & 0o7777;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+    }
+
+    /// Linux: the mapping's device and inode, read from `/proc/self/maps`, must be those of
+    /// the file opened again.
+    #[cfg(target_os = "linux")]
+    pub fn file_behind_mapping(path: &Path, base: usize) -> Option<File> {
+        use std::os::unix::fs::MetadataExt;
+        let file = File::open(path).ok()?;
+        let meta = file.metadata().ok()?;
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let start = format!("{base:x}-");
+        let line = maps.lines().find(|l| l.starts_with(&start))?;
+        // start-end perms offset major:minor inode path
+        let mut fields = line.split_ascii_whitespace().skip(3);
+        let (major, minor) = fields.next()?.split_once(':')?;
+        let inode: u64 = fields.next()?.parse().ok()?;
+        let major = u64::from_str_radix(major, 16).ok()?;
+        let minor = u64::from_str_radix(minor, 16).ok()?;
+        // glibc's encoding of dev_t (gnu_dev_major / gnu_dev_minor).
+        let dev = meta.dev();
+        let dev_major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let dev_minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        (inode == meta.ino() && major == dev_major && minor == dev_minor).then_some(file)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn file_behind_mapping(_path: &Path, _base: usize) -> Option<File> {
+        None
+    }
+
+    pub fn sync_dir(dest: &Path) -> std::io::Result<()> {
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        match File::open(dir)?.sync_all() {
+            // Some file systems cannot sync a directory; the rename is then as durable as
+            // they make it.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            r => r,
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod platform {
+    use crate::error::{Error, ErrorCode, Result};
+    use std::ffi::{OsStr, OsString};
+    use std::fs::{File, Metadata};
+    use std::hash::{BuildHasher, Hasher};
+    use std::path::{Path, PathBuf};
+
+    pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+        std::str::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
+            Error::new(
+                ErrorCode::InvalidArgument,
+                "the path is not valid UTF-8 (paths on this platform are Unicode)",
+            )
+        })
+    }
+
+    pub fn temp_name(name: &OsStr) -> OsString {
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let mut out = OsString::from(".");
+        out.push(name);
+        out.push(format!(".gguf-tmp-{}-{random:016x}", std::process::id()));
+        out
+    }
+
+    pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+    }
+
+    pub fn copy_permissions(file: &File, old: &Metadata) -> std::io::Result<()> {
+        file.set_permissions(old.permissions())
+    }
+
+    pub fn sync_dir(_dest: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    pub fn file_behind_mapping(_path: &Path, _base: usize) -> Option<File> {
+        None
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_fit_and_are_recognisable() {
+        use std::os::unix::ffi::OsStrExt;
+        let long = "x".repeat(255);
+        let name = platform::temp_name(std::ffi::OsStr::new(&long));
+        assert_eq!(name.len(), 255);
+        let short = platform::temp_name(std::ffi::OsStr::new("m.gguf"));
+        let text = String::from_utf8(short.as_bytes().to_vec()).unwrap();
+        let prefix = format!(".m.gguf.gguf-tmp-{}-", std::process::id());
+        assert!(text.starts_with(&prefix), "{text}");
+        assert_eq!(text.len(), prefix.len() + 16);
+    }
+
+    /// The kernel copy is used only for the very file mapped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_file_behind_a_mapping_is_found_and_checked() {
+        let dir = std::env::temp_dir().join(format!("gguf-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, vec![1u8; 8192]).unwrap();
+        std::fs::write(&b, vec![2u8; 8192]).unwrap();
+        let map = crate::source::map_file(&a).unwrap();
+        assert!(file_behind_mapping(&a, map.as_ptr()).is_some());
+        assert!(file_behind_mapping(&b, map.as_ptr()).is_none());
+        // Replaced under its name: the path now names another file.
+        std::fs::rename(&b, &a).unwrap();
+        assert!(file_behind_mapping(&a, map.as_ptr()).is_none());
+        // Not a mapping's start.
+        assert!(file_behind_mapping(&a, map[1..].as_ptr()).is_none());
+        drop(map);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn paths_are_shown_escaped() {
+        let p = path_from_bytes(b"dir/caf\xe9.gguf").unwrap();
+        assert_eq!(display_path(&p), "dir/caf\\xe9.gguf");
+    }
+}
