@@ -43,12 +43,12 @@ pub(crate) fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
     platform::path_from_bytes(bytes)
 }
 
-/// The file mapped at `base` (a mapping this process made of the file at `path`), opened again
-/// so that its bytes can be copied inside the kernel; `None` where that cannot be proven (the
-/// path now names another file, the platform cannot tell), and the bytes are then written from
-/// the mapping instead.
-pub(crate) fn file_behind_mapping(path: &Path, base: *const u8) -> Option<File> {
-    platform::file_behind_mapping(path, base as usize)
+/// The file at `path` opened again (its own file offset, so that its bytes can be copied inside
+/// the kernel), if it is still the very file `mapped` that a handle maps; `None` where that
+/// cannot be proven (the path now names another file, the platform cannot tell), and the bytes
+/// are then written from the mapping instead.
+pub(crate) fn reopen_mapped(path: &Path, mapped: &File) -> Option<File> {
+    platform::reopen_mapped(path, mapped)
 }
 
 /// A file being written; it replaces the destination only when committed.
@@ -273,32 +273,11 @@ mod platform {
         file.set_permissions(std::fs::Permissions::from_mode(mode))
     }
 
-    /// Linux: the mapping's device and inode, read from `/proc/self/maps`, must be those of
-    /// the file opened again.
-    #[cfg(target_os = "linux")]
-    pub fn file_behind_mapping(path: &Path, base: usize) -> Option<File> {
+    pub fn reopen_mapped(path: &Path, mapped: &File) -> Option<File> {
         use std::os::unix::fs::MetadataExt;
         let file = File::open(path).ok()?;
-        let meta = file.metadata().ok()?;
-        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let start = format!("{base:x}-");
-        let line = maps.lines().find(|l| l.starts_with(&start))?;
-        // start-end perms offset major:minor inode path
-        let mut fields = line.split_ascii_whitespace().skip(3);
-        let (major, minor) = fields.next()?.split_once(':')?;
-        let inode: u64 = fields.next()?.parse().ok()?;
-        let major = u64::from_str_radix(major, 16).ok()?;
-        let minor = u64::from_str_radix(minor, 16).ok()?;
-        // glibc's encoding of dev_t (gnu_dev_major / gnu_dev_minor).
-        let dev = meta.dev();
-        let dev_major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-        let dev_minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-        (inode == meta.ino() && major == dev_major && minor == dev_minor).then_some(file)
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    pub fn file_behind_mapping(_path: &Path, _base: usize) -> Option<File> {
-        None
+        let (now, then) = (file.metadata().ok()?, mapped.metadata().ok()?);
+        (now.dev() == then.dev() && now.ino() == then.ino()).then_some(file)
     }
 
     pub fn sync_dir(dest: &Path) -> std::io::Result<()> {
@@ -357,7 +336,7 @@ mod platform {
         Ok(())
     }
 
-    pub fn file_behind_mapping(_path: &Path, _base: usize) -> Option<File> {
+    pub fn reopen_mapped(_path: &Path, _mapped: &File) -> Option<File> {
         None
     }
 }
@@ -380,23 +359,23 @@ mod tests {
     }
 
     /// The kernel copy is used only for the very file mapped.
-    #[cfg(target_os = "linux")]
     #[test]
-    fn the_file_behind_a_mapping_is_found_and_checked() {
+    fn only_the_very_file_mapped_is_opened_again() {
         let dir = std::env::temp_dir().join(format!("gguf-atomic-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (a, b) = (dir.join("a"), dir.join("b"));
         std::fs::write(&a, vec![1u8; 8192]).unwrap();
         std::fs::write(&b, vec![2u8; 8192]).unwrap();
-        let map = crate::source::map_file(&a).unwrap();
-        assert!(file_behind_mapping(&a, map.as_ptr()).is_some());
-        assert!(file_behind_mapping(&b, map.as_ptr()).is_none());
+        let source = crate::source::open_source(&a, Default::default()).unwrap();
+        let crate::source::Source::Mapped(_, mapped) = &source else {
+            panic!("a default open maps the file");
+        };
+        assert!(reopen_mapped(&a, mapped).is_some());
+        assert!(reopen_mapped(&b, mapped).is_none());
         // Replaced under its name: the path now names another file.
         std::fs::rename(&b, &a).unwrap();
-        assert!(file_behind_mapping(&a, map.as_ptr()).is_none());
-        // Not a mapping's start.
-        assert!(file_behind_mapping(&a, map[1..].as_ptr()).is_none());
-        drop(map);
+        assert!(reopen_mapped(&a, mapped).is_none());
+        drop(source);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

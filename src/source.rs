@@ -215,7 +215,7 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
 /// Maps the file at `path` read-only.
 pub fn map_file(path: &Path) -> Result<Mmap> {
     match open_source(path, OpenOptions::default())? {
-        Source::Mapped(map) | Source::Copied(map) => Ok(map),
+        Source::Mapped(map, _) | Source::Copied(map) => Ok(map),
         Source::Lent(_) => unreachable!("open_source maps or reads, never lends"),
     }
 }
@@ -247,13 +247,12 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
         // process truncating the file while it is mapped (reads past the new end raise SIGBUS);
         // that is the documented contract of every mmap-based model loader, ggml's included
         // (`OpenOptions::read` avoids it).
-        Source::Mapped(
-            unsafe { map_options.map(&file) }
-                .map_err(|e| map_error("cannot map the file", size, e))?,
-        )
+        let map = unsafe { map_options.map(&file) }
+            .map_err(|e| map_error("cannot map the file", size, e))?;
+        Source::Mapped(map, file)
     };
     if options.lock {
-        if let Source::Mapped(map) | Source::Copied(map) = &source {
+        if let Source::Mapped(map, _) | Source::Copied(map) = &source {
             map.lock().map_err(|e| lock_error(size, e))?;
         }
     }
@@ -293,8 +292,9 @@ pub fn page_size() -> u64 {
 
 /// The bytes behind an open handle.
 pub enum Source {
-    /// A file mapped by this library.
-    Mapped(Mmap),
+    /// A file mapped by this library, and the open file it maps (kept so that the writer can
+    /// tell whether a path still names this very file, and copy from it inside the kernel).
+    Mapped(Mmap, File),
     /// A file read into page-aligned private memory by this library.
     Copied(Mmap),
     /// Memory lent by the caller, who keeps it alive and unchanged while the handle lives.
@@ -307,7 +307,7 @@ impl Source {
     pub fn advise(&self, range: Range<usize>, advice: Paging) -> Result<()> {
         let map =
             match self {
-                Source::Mapped(map) => map,
+                Source::Mapped(map, _) => map,
                 // Dropped anonymous pages would come back as zeros.
                 Source::Copied(_) if advice == Paging::DontNeed => {
                     return Err(Error::new(
@@ -347,7 +347,7 @@ impl Source {
 impl AsRef<[u8]> for Source {
     fn as_ref(&self) -> &[u8] {
         match self {
-            Source::Mapped(map) | Source::Copied(map) => map,
+            Source::Mapped(map, _) | Source::Copied(map) => map,
             Source::Lent(bytes) => bytes,
         }
     }

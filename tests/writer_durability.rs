@@ -493,7 +493,8 @@ fn a_file_size_limit_changes_nothing() {
     assert!(text.contains("child_file_size_limit: ok"), "{text}");
 }
 
-/// A 1 MiB tmpfs: the file system fills up. Runs where mounting is permitted.
+/// A 1 MiB tmpfs: the file system fills up. Mounting needs root, which CI has: as root a failed
+/// mount fails the test.
 #[test]
 fn a_full_file_system_changes_nothing() {
     let dir = fresh_dir("full_fs");
@@ -506,9 +507,12 @@ fn a_full_file_system_changes_nothing() {
         other => {
             // SAFETY: geteuid has no preconditions.
             let root = unsafe { libc::geteuid() } == 0;
+            // As root (CI, the developers' machines) the mount must work: a test that passes
+            // without running would hide a regression.
+            assert!(!root, "mounting a 1 MiB tmpfs failed as root: {other:?}");
             eprintln!(
-                "a_full_file_system_changes_nothing: mounting a tmpfs is not permitted here \
-                 (root: {root}; {other:?}); the file size limit test covers the failure paths"
+                "a_full_file_system_changes_nothing: not root, so no tmpfs can be mounted \
+                 ({other:?}); the file size limit test covers the failure paths"
             );
             return;
         }

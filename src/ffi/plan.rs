@@ -80,7 +80,7 @@ pub(super) fn memory_len(file: &GgufFile<Source>) -> u64 {
     let len = file.file_size();
     match file.source() {
         Source::Lent(_) => len,
-        Source::Mapped(_) | Source::Copied(_) => align_up(len, page_size()).unwrap_or(len),
+        Source::Mapped(..) | Source::Copied(_) => align_up(len, page_size()).unwrap_or(len),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::atomic_file::{file_behind_mapping, AtomicFile};
+use crate::atomic_file::{reopen_mapped, AtomicFile};
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::quote;
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
@@ -143,11 +143,9 @@ pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
             .model
             .shards()
             .iter()
-            .zip(f.model.shard_names())
-            .map(|(shard, name)| match shard.source() {
-                Source::Mapped(_) => {
-                    file_behind_mapping(std::path::Path::new(name), shard.bytes().as_ptr())
-                }
+            .zip(f.model.shard_paths())
+            .map(|(shard, path)| match shard.source() {
+                Source::Mapped(_, mapped) => reopen_mapped(path, mapped),
                 _ => None,
             })
             .collect();
