@@ -24,19 +24,6 @@ const DIRECT: usize = 64 * 1024;
 /// The buffer's capacity.
 const BUFFER: usize = 256 * 1024;
 
-/// How a path is shown in messages: its bytes, with those that are not UTF-8 escaped (`\xNN`).
-pub(crate) fn display_path(path: &Path) -> String {
-    let bytes = path.as_os_str().as_encoded_bytes();
-    let mut shown = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        shown.push_str(chunk.valid());
-        for b in chunk.invalid() {
-            shown.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    shown
-}
-
 /// A path from the bytes a C caller gave, exactly: any bytes on Unix; elsewhere, paths are
 /// Unicode, so bytes that are not UTF-8 are refused rather than altered.
 pub(crate) fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
@@ -67,7 +54,7 @@ pub(crate) struct AtomicFile {
 impl AtomicFile {
     /// Creates the temporary file for `dest`. `sync`: flush to stable storage on commit.
     pub fn create(dest: &Path, sync: bool) -> Result<AtomicFile> {
-        let shown = display_path(dest);
+        let shown = crate::error::path_text(dest);
         let fail = |what: &str, e: std::io::Error| {
             Error::new(ErrorCode::Io, format!("cannot write: {what}{e}")).in_file(shown.clone())
         };
@@ -382,6 +369,6 @@ mod tests {
     #[test]
     fn paths_are_shown_escaped() {
         let p = path_from_bytes(b"dir/caf\xe9.gguf").unwrap();
-        assert_eq!(display_path(&p), "dir/caf\\xe9.gguf");
+        assert_eq!(crate::error::path_text(&p), "dir/caf\\xe9.gguf");
     }
 }

@@ -312,15 +312,8 @@ pub fn quote(name: &[u8]) -> String {
 /// A path for a message: its exact bytes, escaped as [`escape`] does (a path may hold any byte
 /// but NUL on Unix; a lossy conversion would show two different names the same).
 pub fn path_text(path: &Path) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        escape(path.as_os_str().as_bytes())
-    }
-    #[cfg(not(unix))]
-    {
-        escape(path.to_string_lossy().as_bytes())
-    }
+    // The platform's own encoding of the path: any bytes on Unix, WTF-8 on Windows.
+    escape(path.as_os_str().as_encoded_bytes())
 }
 
 #[cfg(test)]
