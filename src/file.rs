@@ -73,6 +73,8 @@ struct Parsed {
     data_offset: u64,
     kvs: Vec<KvRecord>,
     tensors: Vec<TensorRecord>,
+    /// Sum of the tensor names' lengths (sizes the C handle's string arena without a pass).
+    tensor_name_bytes: usize,
     key_index: NameIndex,
     tensor_index: NameIndex,
 }
@@ -224,6 +226,15 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
         &self.parsed.kvs
     }
 
+    pub(crate) fn tensor_records(&self) -> &[TensorRecord] {
+        &self.parsed.tensors
+    }
+
+    /// Sum of the lengths of every tensor name.
+    pub(crate) fn tensor_name_bytes(&self) -> usize {
+        self.parsed.tensor_name_bytes
+    }
+
     pub(crate) fn layout(&self) -> Layout {
         self.parsed.layout
     }
@@ -345,31 +356,32 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
             ),
         ));
     }
-    let mut tensors = Vec::with_capacity(tensor_count);
-    for _ in 0..tensor_count {
-        tensors.push(read_tensor_info(&mut r, alignment)?);
-    }
-    let tensor_index =
-        NameIndex::build(tensors.len(), |i| tensors[i].name.of(bytes)).map_err(|(a, b)| {
-            Error::at(
-                ErrorCode::DuplicateTensor,
-                tensors[b].at as u64,
-                format!(
-                    "tensor {} appears twice (first at offset {})",
-                    quote(tensors[b].name.of(bytes)),
-                    tensors[a].at
-                ),
-            )
-        })?;
+    let infos = read_tensor_infos(bytes, tensors_at, tensor_count, layout, alignment)?;
+    let TensorInfos {
+        tensors,
+        end,
+        name_bytes: tensor_name_bytes,
+        tensor_index,
+        in_order,
+        max_end,
+    } = infos;
 
-    let data_offset = format::align_up(r.pos() as u64, alignment).ok_or_else(|| {
+    let data_offset = format::align_up(end as u64, alignment).ok_or_else(|| {
         Error::at(
             ErrorCode::SizeOverflow,
-            r.pos() as u64,
+            end as u64,
             "data section offset overflows",
         )
     })?;
-    check_tensor_ranges(bytes, &tensors, data_offset)?;
+    // The common case, decided without another pass: every tensor ends inside the file, and the
+    // data lie in file order without overlapping. Anything else gets the full check, which
+    // finds the first offender.
+    let all_inside = data_offset
+        .checked_add(max_end)
+        .is_some_and(|end| end <= bytes.len() as u64);
+    if !(all_inside && in_order) {
+        check_tensor_ranges(bytes, &tensors, data_offset)?;
+    }
 
     Ok(Parsed {
         version,
@@ -378,6 +390,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         data_offset,
         kvs,
         tensors,
+        tensor_name_bytes,
         key_index,
         tensor_index,
     })
@@ -432,52 +445,226 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
     Ok(found)
 }
 
-fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorRecord> {
+/// What the walk over the tensor infos learns.
+struct TensorInfos {
+    tensors: Vec<TensorRecord>,
+    /// Offset just past the last tensor info.
+    end: usize,
+    /// Sum of the names' lengths.
+    name_bytes: usize,
+    tensor_index: NameIndex,
+    /// Whether the tensors with data lie in file order without overlapping.
+    in_order: bool,
+    /// The largest end of a tensor's data, from the start of the data section (`u64::MAX` if one
+    /// overflows).
+    max_end: u64,
+}
+
+/// Reads and checks `count` tensor infos starting at `at`, indexing their names as it goes.
+/// Errors come in the order a reader meets them: a malformed info first (the first in file
+/// order), then a name given twice; ranges are checked by the caller.
+fn read_tensor_infos(
+    bytes: &[u8],
+    at: usize,
+    count: usize,
+    layout: Layout,
+    alignment: u64,
+) -> Result<TensorInfos> {
+    let fast = layout.wide && layout.order == ByteOrder::Little;
+    let mut tensors: Vec<TensorRecord> = Vec::with_capacity(count);
+    let mut index = NameIndex::with_capacity(count);
+    let mut duplicate = None;
+    let mut pos = at;
+    let mut name_bytes = 0usize;
+    let (mut in_order, mut prev_end, mut max_end) = (true, 0u64, 0u64);
+    for i in 0..count {
+        let raw = match fast.then(|| decode_tensor_info_le64(bytes, pos)).flatten() {
+            Some(raw) => raw,
+            None => decode_tensor_info(&mut ByteReader::new(bytes, pos, layout))?,
+        };
+        pos = raw.end;
+        let t = check_tensor_info(&raw, bytes, layout, alignment)?;
+        name_bytes += t.name.len;
+        if let Err(first) = index.insert(i, t.name.of(bytes), |j| tensors[j].name.of(bytes)) {
+            duplicate = duplicate.or(Some((first, i)));
+        }
+        let end = t.offset.checked_add(t.size).unwrap_or(u64::MAX);
+        if t.size > 0 {
+            in_order &= t.offset >= prev_end;
+            prev_end = end;
+        }
+        max_end = max_end.max(end);
+        tensors.push(t);
+    }
+    if let Some((a, b)) = duplicate {
+        return Err(Error::at(
+            ErrorCode::DuplicateTensor,
+            tensors[b].at as u64,
+            format!(
+                "tensor {} appears twice (first at offset {})",
+                quote(tensors[b].name.of(bytes)),
+                tensors[a].at
+            ),
+        ));
+    }
+    Ok(TensorInfos {
+        tensors,
+        end: pos,
+        name_bytes,
+        tensor_index: index,
+        in_order,
+        max_end,
+    })
+}
+
+/// One tensor info's fields as stored, before any check.
+struct RawTensorInfo {
+    /// Offset of the info (its name's length field) and just past it.
+    at: usize,
+    end: usize,
+    name: Span,
+    n_dims: u32,
+    dims: [u64; MAX_DIMS],
+    type_id: u32,
+    offset: u64,
+}
+
+/// Reads one tensor info in any layout; fails on a truncated info or too many dimensions (past
+/// which the info cannot be read).
+fn decode_tensor_info(r: &mut ByteReader<'_>) -> Result<RawTensorInfo> {
     let at = r.pos();
     let name = r.string("a tensor name")?;
-    let bytes = r.bytes();
-    let named = |code, at: usize, msg: String| {
-        Error::at(
-            code,
-            at as u64,
-            format!("tensor {}: {msg}", quote(name.of(bytes))),
-        )
-    };
     let dims_at = r.pos();
     let n_dims = r.u32("the dimension count")?;
     if n_dims as usize > MAX_DIMS {
-        return Err(named(
+        return Err(Error::at(
             ErrorCode::TooManyDims,
-            dims_at,
-            format!("expected at most {MAX_DIMS} dimensions, found {n_dims}"),
+            dims_at as u64,
+            format!(
+                "tensor {}: expected at most {MAX_DIMS} dimensions, found {n_dims}",
+                quote(name.of(r.bytes()))
+            ),
         ));
     }
     let mut dims = [1u64; MAX_DIMS];
     for d in dims.iter_mut().take(n_dims as usize) {
         *d = r.len("a dimension")?;
     }
-    let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-    let type_at = r.pos();
     let type_id = r.u32("the tensor type")?;
-    let offset_at = r.pos();
     let offset = r.u64("the tensor offset")?;
+    Ok(RawTensorInfo {
+        at,
+        end: r.pos(),
+        name,
+        n_dims,
+        dims,
+        type_id,
+        offset,
+    })
+}
 
-    let Some(n_elements) = n_elements else {
-        return Err(named(
+/// [`decode_tensor_info`] for the common layout (little-endian, 64-bit lengths) with one bounds
+/// check per field group instead of one per field; `None` sends the info to the general reader
+/// (which also words the error when it is truncated or has too many dimensions).
+#[inline(always)]
+fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
+    let rest = bytes.get(at..)?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let len = u64::from_le_bytes(*len);
+    if len > rest.len() as u64 {
+        return None;
+    }
+    let name = Span {
+        start: at + 8,
+        len: len as usize,
+    };
+    let (n_dims, rest) = rest.get(name.len..)?.split_first_chunk::<4>()?;
+    let n_dims = u32::from_le_bytes(*n_dims);
+    if n_dims as usize > MAX_DIMS {
+        return None;
+    }
+    let n = n_dims as usize;
+    let mut dims = [1u64; MAX_DIMS];
+    for (d, k) in dims.iter_mut().zip(0..n) {
+        *d = u64::from_le_bytes(*rest.get(8 * k..)?.first_chunk::<8>()?);
+    }
+    let (type_id, rest) = rest.get(8 * n..)?.split_first_chunk::<4>()?;
+    let offset = rest.first_chunk::<8>()?;
+    Some(RawTensorInfo {
+        at,
+        end: name.start + name.len + 4 + 8 * n + 4 + 8,
+        name,
+        n_dims,
+        dims,
+        type_id: u32::from_le_bytes(*type_id),
+        offset: u64::from_le_bytes(*offset),
+    })
+}
+
+/// Checks one tensor info's rules (element count, type, block multiple, byte size, alignment).
+#[inline(always)]
+fn check_tensor_info(
+    raw: &RawTensorInfo,
+    bytes: &[u8],
+    layout: Layout,
+    alignment: u64,
+) -> Result<TensorRecord> {
+    let dims = raw.dims;
+    let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+    let dtype = DataType::from_id(raw.type_id);
+    let size = dtype.and_then(|t| t.tensor_bytes(&dims));
+    // `alignment` is a power of two (checked when it was read).
+    let aligned = raw.offset & (alignment - 1) == 0;
+    match (n_elements, dtype, size) {
+        (Some(n_elements), Some(dtype), Some(size)) if aligned => Ok(TensorRecord {
+            at: raw.at,
+            name: raw.name,
+            n_dims: raw.n_dims,
+            dims,
+            dtype,
+            n_elements,
+            offset: raw.offset,
+            size,
+        }),
+        _ => Err(tensor_info_error(raw, bytes, layout, alignment)),
+    }
+}
+
+/// The error for a tensor info that [`check_tensor_info`] refuses: the first rule it breaks, at
+/// the offset of the field that breaks it.
+#[cold]
+#[inline(never)]
+fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignment: u64) -> Error {
+    let named = |code, at: usize, msg: String| {
+        Error::at(
+            code,
+            at as u64,
+            format!("tensor {}: {msg}", quote(raw.name.of(bytes))),
+        )
+    };
+    let dims = raw.dims;
+    let dims_at = raw.name.start + raw.name.len;
+    let type_at = dims_at + 4 + raw.n_dims as usize * layout.len_size();
+    let offset_at = type_at + 4;
+    if dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).is_none() {
+        return named(
             ErrorCode::SizeOverflow,
             dims_at,
             format!("element count of dimensions {dims:?} overflows 64 bits"),
-        ));
-    };
-    let Some(dtype) = DataType::from_id(type_id) else {
-        return Err(named(
+        );
+    }
+    let Some(dtype) = DataType::from_id(raw.type_id) else {
+        return named(
             ErrorCode::BadDataType,
             type_at,
-            format!("expected a ggml data type, found unknown or removed type {type_id}"),
-        ));
+            format!(
+                "expected a ggml data type, found unknown or removed type {}",
+                raw.type_id
+            ),
+        );
     };
     if dims[0] % dtype.block_elems() != 0 {
-        return Err(named(
+        return named(
             ErrorCode::BadBlockMultiple,
             dims_at,
             format!(
@@ -486,32 +673,21 @@ fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorReco
                 dtype.name(),
                 dtype.block_elems()
             ),
-        ));
+        );
     }
-    let Some(size) = dtype.tensor_bytes(&dims) else {
-        return Err(named(
+    if dtype.tensor_bytes(&dims).is_none() {
+        return named(
             ErrorCode::SizeOverflow,
             dims_at,
             format!("byte size of {} {dims:?} overflows 64 bits", dtype.name()),
-        ));
-    };
-    if offset % alignment != 0 {
-        return Err(named(
-            ErrorCode::MisalignedOffset,
-            offset_at,
-            format!("expected an offset that is a multiple of {alignment}, found {offset}"),
-        ));
+        );
     }
-    Ok(TensorRecord {
-        at,
-        name,
-        n_dims,
-        dims,
-        dtype,
-        n_elements,
-        offset,
-        size,
-    })
+    let offset = raw.offset;
+    named(
+        ErrorCode::MisalignedOffset,
+        offset_at,
+        format!("expected an offset that is a multiple of {alignment}, found {offset}"),
+    )
 }
 
 /// Checks that every tensor's data lies inside the file and that no two tensors' data overlap.

@@ -14,6 +14,7 @@ use crate::file::quote;
 use crate::model::Model;
 use crate::source::Source;
 use crate::value::RawValue;
+use std::ffi::c_char;
 
 /// The opaque state behind a `GGUFFile`. Everything it hands out lives as long as it does.
 pub struct GGUFFileImpl {
@@ -49,58 +50,66 @@ impl GGUFFileImpl {
         let first = model.first();
         let bytes = first.bytes();
         let kvs = first.kv_records();
-        let tensor_names =
-            (0..model.tensor_count()).map(|i| model.tensor_at(i).map_or(&[][..], |t| t.info.name));
+        let kv_strings = kvs.iter().flat_map(|kv| {
+            let value = match kv.value {
+                RawValue::String(s) => Some(s.of(bytes)),
+                _ => None,
+            };
+            std::iter::once(kv.key.of(bytes)).chain(value)
+        });
         let shard_names = model.shard_names().iter().map(|n| n.as_bytes());
 
-        // One exact-size allocation for every string the C API must NUL-terminate.
-        let strings = kvs
-            .iter()
-            .flat_map(|kv| {
-                let value = match kv.value {
-                    RawValue::String(s) => Some(s.of(bytes)),
-                    _ => None,
-                };
-                std::iter::once(kv.key.of(bytes)).chain(value)
-            })
-            .chain(tensor_names)
-            .chain(shard_names);
-        let total: usize = strings.clone().map(|s| s.len() + 1).sum();
-        let mut arena = Vec::with_capacity(total);
-        for s in strings {
-            arena.extend_from_slice(s);
-            arena.push(0);
-        }
-        let arena = arena.into_boxed_slice();
-
-        // Hand out pointers in the order the strings were laid down.
-        let mut next = 0usize;
-        let mut take = |len: usize| {
-            let ptr = arena[next..].as_ptr().cast();
-            next += len + 1;
-            ptr
+        // One exact-size, zeroed allocation for every string the C API must NUL-terminate: each
+        // string is copied into its slot, whose last byte stays the NUL. The tensor names' total
+        // comes from the parse, so the (many) tensors are walked once, below.
+        let nul_terminated = |strings: &mut dyn Iterator<Item = &[u8]>| -> usize {
+            strings.map(|s| s.len() + 1).sum()
         };
+        let tensor_bytes: usize = model
+            .shards()
+            .iter()
+            .map(|s| s.tensor_name_bytes() + s.tensor_count())
+            .sum();
+        let total = nul_terminated(&mut kv_strings.clone())
+            + tensor_bytes
+            + nul_terminated(&mut shard_names.clone());
+        let mut arena = vec![0u8; total].into_boxed_slice();
+        // The slots are carved off the front of what is left, so each pointer handed out comes
+        // from its own slot and no later write touches it.
+        let mut free: &mut [u8] = &mut arena;
+        let mut put = |s: &[u8]| -> *const c_char {
+            let (slot, rest) = std::mem::take(&mut free).split_at_mut(s.len() + 1);
+            slot[..s.len()].copy_from_slice(s);
+            free = rest;
+            slot.as_ptr().cast()
+        };
+
         let metadata: Box<[GGUFMetadataKV]> = kvs
             .iter()
             .enumerate()
             .map(|(i, kv)| {
-                let key = take(kv.key.len);
+                let key = put(kv.key.of(bytes));
                 let str_ptr = match kv.value {
-                    RawValue::String(s) => take(s.len),
+                    RawValue::String(s) => put(s.of(bytes)),
                     _ => std::ptr::null(),
                 };
                 GGUFMetadataKV::new(i, kv, key, str_ptr, bytes)
             })
             .collect();
-        // Sized once: every position below `tensor_count` has a tensor.
+        // One allocation, filled in one pass over every shard's tensor records.
         let mut tensors = Vec::with_capacity(model.tensor_count());
-        for (i, t) in (0..model.tensor_count()).filter_map(|i| Some((i, model.tensor_at(i)?))) {
-            tensors.push(GGUFTensorInfo::new(
-                i,
-                t.shard,
-                &t.info,
-                take(t.info.name.len()),
-            ));
+        for (shard, file) in model.shards().iter().enumerate() {
+            let (bytes, data_offset) = (file.bytes(), file.data_offset());
+            for t in file.tensor_records() {
+                let name = put(t.name.of(bytes));
+                tensors.push(GGUFTensorInfo::new(
+                    tensors.len(),
+                    shard,
+                    t,
+                    data_offset,
+                    name,
+                ));
+            }
         }
         let tensors = tensors.into_boxed_slice();
         let shards: Box<[GGUFShardInfo]> = model
@@ -109,7 +118,7 @@ impl GGUFFileImpl {
             .zip(model.shard_names())
             .zip(model.shard_starts())
             .map(|((file, name), &first_tensor)| {
-                GGUFShardInfo::new(file, take(name.len()), first_tensor)
+                GGUFShardInfo::new(file, put(name.as_bytes()), first_tensor)
             })
             .collect();
         let arrays = (0..kvs.len()).map(|_| ArrayCaches::default()).collect();

@@ -3,7 +3,7 @@
 use super::boundary::{c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{ErrorCode, Result};
-use crate::file::{quote, TensorInfo};
+use crate::file::{quote, TensorRecord};
 use std::ffi::{c_char, c_void};
 
 /// A tensor's description. Owned by the handle; valid until `gguf_close`.
@@ -37,22 +37,27 @@ pub struct GGUFTensorInfo {
 }
 
 impl GGUFTensorInfo {
+    /// The record of tensor `index` of the model, held in `shard` whose data section starts at
+    /// `data_offset`.
+    #[inline]
     pub(crate) fn new(
         index: usize,
         shard: usize,
-        info: &TensorInfo<'_>,
+        t: &TensorRecord,
+        data_offset: u64,
         name: *const c_char,
     ) -> GGUFTensorInfo {
         GGUFTensorInfo {
             name,
-            n_elements: info.n_elements,
-            n_dims: info.n_dims,
-            dims: info.dims,
-            offset: info.offset,
-            dtype: info.dtype.id(),
-            size_bytes: info.size,
-            file_offset: info.file_offset,
-            name_len: info.name.len() as u64,
+            n_elements: t.n_elements,
+            n_dims: t.n_dims,
+            dims: t.dims,
+            offset: t.offset,
+            dtype: t.dtype.id(),
+            size_bytes: t.size,
+            // In range: checked when the file was parsed.
+            file_offset: data_offset + t.offset,
+            name_len: t.name.len as u64,
             index: index as u64,
             shard: shard as u32,
         }
