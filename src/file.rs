@@ -18,7 +18,8 @@ pub(crate) struct KvRecord {
     pub value: RawValue,
 }
 
-/// One tensor info, checked.
+/// One tensor info, checked. Not stored: the parse keeps only where each info lies (a file may
+/// hold hundreds of thousands), and this is read again from there when asked for.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TensorRecord {
     /// Offset of the tensor info (its name's length field).
@@ -72,7 +73,8 @@ struct Parsed {
     alignment: u64,
     data_offset: u64,
     kvs: Vec<KvRecord>,
-    tensors: Vec<TensorRecord>,
+    /// Where each tensor info lies (its name's length field).
+    tensors: Vec<usize>,
     /// Sum of the tensor names' lengths (sizes the C handle's string arena without a pass).
     tensor_name_bytes: usize,
     key_index: NameIndex,
@@ -183,9 +185,19 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
             .map(|e| e.value)
     }
 
+    /// The `index`-th tensor info, read again from where the parse found it.
+    fn tensor_record(&self, index: usize) -> Option<TensorRecord> {
+        let at = *self.parsed.tensors.get(index)?;
+        let p = &self.parsed;
+        // Checked when the file was parsed, so this never fails.
+        read_tensor_info(self.bytes(), at, p.layout, p.alignment)
+            .ok()
+            .map(|(t, _)| t)
+    }
+
     /// The `index`-th tensor in file order.
     pub fn tensor_at(&self, index: usize) -> Option<TensorInfo<'_>> {
-        let t = self.parsed.tensors.get(index)?;
+        let t = self.tensor_record(index)?;
         let file_offset = self.parsed.data_offset + t.offset;
         // In bounds: checked when the file was parsed.
         let start = file_offset as usize;
@@ -210,11 +222,9 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     /// Position of the tensor with this name (hash lookup).
     pub fn tensor_index(&self, name: impl AsRef<[u8]>) -> Option<usize> {
-        let bytes = self.bytes();
-        let tensors = &self.parsed.tensors;
-        self.parsed
-            .tensor_index
-            .find(name.as_ref(), |i| tensors[i].name.of(bytes))
+        let (bytes, p) = (self.bytes(), &self.parsed);
+        p.tensor_index
+            .find(name.as_ref(), |i| tensor_name(bytes, p.tensors[i], p.layout))
     }
 
     /// The tensor with this name.
@@ -224,10 +234,6 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     pub(crate) fn kv_records(&self) -> &[KvRecord] {
         &self.parsed.kvs
-    }
-
-    pub(crate) fn tensor_records(&self) -> &[TensorRecord] {
-        &self.parsed.tensors
     }
 
     /// Sum of the lengths of every tensor name.
@@ -380,7 +386,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         .checked_add(max_end)
         .is_some_and(|end| end <= bytes.len() as u64);
     if !(all_inside && in_order) {
-        check_tensor_ranges(bytes, &tensors, data_offset)?;
+        check_tensor_ranges(bytes, &tensors, layout, alignment, data_offset)?;
     }
 
     Ok(Parsed {
@@ -447,7 +453,8 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
 
 /// What the walk over the tensor infos learns.
 struct TensorInfos {
-    tensors: Vec<TensorRecord>,
+    /// Where each tensor info lies.
+    tensors: Vec<usize>,
     /// Offset just past the last tensor info.
     end: usize,
     /// Sum of the names' lengths.
@@ -470,22 +477,17 @@ fn read_tensor_infos(
     layout: Layout,
     alignment: u64,
 ) -> Result<TensorInfos> {
-    let fast = layout.wide && layout.order == ByteOrder::Little;
-    let mut tensors: Vec<TensorRecord> = Vec::with_capacity(count);
+    let mut tensors: Vec<usize> = Vec::with_capacity(count);
     let mut index = NameIndex::with_capacity(count);
     let mut duplicate = None;
     let mut pos = at;
     let mut name_bytes = 0usize;
     let (mut in_order, mut prev_end, mut max_end) = (true, 0u64, 0u64);
     for i in 0..count {
-        let raw = match fast.then(|| decode_tensor_info_le64(bytes, pos)).flatten() {
-            Some(raw) => raw,
-            None => decode_tensor_info(&mut ByteReader::new(bytes, pos, layout))?,
-        };
-        pos = raw.end;
-        let t = check_tensor_info(&raw, bytes, layout, alignment)?;
+        let (t, info_end) = read_tensor_info(bytes, pos, layout, alignment)?;
         name_bytes += t.name.len;
-        if let Err(first) = index.insert(i, t.name.of(bytes), |j| tensors[j].name.of(bytes)) {
+        let name_of = |j: usize| tensor_name(bytes, tensors[j], layout);
+        if let Err(first) = index.insert(i, t.name.of(bytes), name_of) {
             duplicate = duplicate.or(Some((first, i)));
         }
         let end = t.offset.checked_add(t.size).unwrap_or(u64::MAX);
@@ -494,16 +496,17 @@ fn read_tensor_infos(
             prev_end = end;
         }
         max_end = max_end.max(end);
-        tensors.push(t);
+        tensors.push(pos);
+        pos = info_end;
     }
     if let Some((a, b)) = duplicate {
         return Err(Error::at(
             ErrorCode::DuplicateTensor,
-            tensors[b].at as u64,
+            tensors[b] as u64,
             format!(
                 "tensor {} appears twice (first at offset {})",
-                quote(tensors[b].name.of(bytes)),
-                tensors[a].at
+                quote(tensor_name(bytes, tensors[b], layout)),
+                tensors[a]
             ),
         ));
     }
@@ -515,6 +518,30 @@ fn read_tensor_infos(
         in_order,
         max_end,
     })
+}
+
+/// Reads and checks the tensor info at `at`; returns it and where it ends.
+#[inline(always)]
+fn read_tensor_info(
+    bytes: &[u8],
+    at: usize,
+    layout: Layout,
+    alignment: u64,
+) -> Result<(TensorRecord, usize)> {
+    let fast = layout.wide && layout.order == ByteOrder::Little;
+    let raw = match fast.then(|| decode_tensor_info_le64(bytes, at)).flatten() {
+        Some(raw) => raw,
+        None => decode_tensor_info(&mut ByteReader::new(bytes, at, layout))?,
+    };
+    Ok((check_tensor_info(&raw, bytes, layout, alignment)?, raw.end))
+}
+
+/// The name of the tensor info at `at` (one the parse has read).
+#[inline]
+fn tensor_name(bytes: &[u8], at: usize, layout: Layout) -> &[u8] {
+    ByteReader::new(bytes, at, layout)
+        .string("a tensor name")
+        .map_or(&[][..], |name| name.of(bytes))
 }
 
 /// One tensor info's fields as stored, before any check.
@@ -563,11 +590,14 @@ fn decode_tensor_info(r: &mut ByteReader<'_>) -> Result<RawTensorInfo> {
     })
 }
 
-/// [`decode_tensor_info`] for the common layout (little-endian, 64-bit lengths) with one bounds
-/// check per field group instead of one per field; `None` sends the info to the general reader
-/// (which also words the error when it is truncated or has too many dimensions).
+/// [`decode_tensor_info`] for the common layout (little-endian, 64-bit lengths): after the name,
+/// the rest of an info (dimension count, up to four dimensions, type, offset) is read out of one
+/// bounds-checked 48-byte window. `None` sends the info to the general reader, which also words
+/// the error when it is truncated or has too many dimensions (and reads the last info of a file
+/// that ends less than 48 bytes after its name).
 #[inline(always)]
 fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
+    const WINDOW: usize = 4 + 8 * MAX_DIMS + 4 + 8;
     let rest = bytes.get(at..)?;
     let (len, rest) = rest.split_first_chunk::<8>()?;
     let len = u64::from_le_bytes(*len);
@@ -578,26 +608,28 @@ fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
         start: at + 8,
         len: len as usize,
     };
-    let (n_dims, rest) = rest.get(name.len..)?.split_first_chunk::<4>()?;
-    let n_dims = u32::from_le_bytes(*n_dims);
-    if n_dims as usize > MAX_DIMS {
+    let w: &[u8; WINDOW] = rest.get(name.len..)?.first_chunk()?;
+    let u64_at = |i: usize| u64::from_le_bytes(w[i..i + 8].try_into().unwrap_or_default());
+    let n = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+    if n as usize > MAX_DIMS {
         return None;
     }
-    let n = n_dims as usize;
+    let n = n as usize;
     let mut dims = [1u64; MAX_DIMS];
-    for (d, k) in dims.iter_mut().zip(0..n) {
-        *d = u64::from_le_bytes(*rest.get(8 * k..)?.first_chunk::<8>()?);
+    for (k, d) in dims.iter_mut().enumerate() {
+        if k < n {
+            *d = u64_at(4 + 8 * k);
+        }
     }
-    let (type_id, rest) = rest.get(8 * n..)?.split_first_chunk::<4>()?;
-    let offset = rest.first_chunk::<8>()?;
+    let type_at = 4 + 8 * n;
     Some(RawTensorInfo {
         at,
-        end: name.start + name.len + 4 + 8 * n + 4 + 8,
+        end: name.start + name.len + type_at + 4 + 8,
         name,
-        n_dims,
+        n_dims: n as u32,
         dims,
-        type_id: u32::from_le_bytes(*type_id),
-        offset: u64::from_le_bytes(*offset),
+        type_id: u32::from_le_bytes(w[type_at..type_at + 4].try_into().unwrap_or_default()),
+        offset: u64_at(type_at + 4),
     })
 }
 
@@ -692,9 +724,19 @@ fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignmen
 
 /// Checks that every tensor's data lies inside the file and that no two tensors' data overlap.
 /// Tensors may be listed in any order and have gaps between them (the spec allows both).
-fn check_tensor_ranges(bytes: &[u8], tensors: &[TensorRecord], data_offset: u64) -> Result<()> {
+fn check_tensor_ranges(
+    bytes: &[u8],
+    positions: &[usize],
+    layout: Layout,
+    alignment: u64,
+    data_offset: u64,
+) -> Result<()> {
+    let tensors = positions
+        .iter()
+        .map(|&at| read_tensor_info(bytes, at, layout, alignment).map(|(t, _)| t))
+        .collect::<Result<Vec<TensorRecord>>>()?;
     let file_size = bytes.len() as u64;
-    for t in tensors {
+    for t in &tensors {
         let end = data_offset
             .checked_add(t.offset)
             .and_then(|start| start.checked_add(t.size));

@@ -8,7 +8,7 @@
 //! match, so an insert is one hash, usually one slot read and one write.
 
 use foldhash::fast::RandomState;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 
 /// Positions of entries, found by the name each entry has in the file.
 pub(crate) struct NameIndex {
@@ -18,6 +18,14 @@ pub(crate) struct NameIndex {
 }
 
 const HASH_BITS: u64 = 0xFFFF_FFFF_0000_0000;
+
+/// The hash of one name: its bytes alone (no length prefix: only whole names are hashed).
+#[inline]
+fn hash(hasher: &RandomState, name: &[u8]) -> u64 {
+    let mut h = hasher.build_hasher();
+    h.write(name);
+    h.finish()
+}
 
 impl NameIndex {
     /// An empty index with room for `count` entries (fewer than 2^32).
@@ -55,7 +63,7 @@ impl NameIndex {
         name: &[u8],
         name_of: impl Fn(usize) -> &'n [u8],
     ) -> Result<(), usize> {
-        let hash = self.hasher.hash_one(name);
+        let hash = hash(&self.hasher, name);
         let mask = self.slots.len() - 1;
         let mut at = hash as usize & mask;
         loop {
@@ -74,7 +82,7 @@ impl NameIndex {
 
     /// The position of the entry named `name`.
     pub fn find<'n>(&self, name: &[u8], name_of: impl Fn(usize) -> &'n [u8]) -> Option<usize> {
-        let hash = self.hasher.hash_one(name);
+        let hash = hash(&self.hasher, name);
         let mask = self.slots.len() - 1;
         let mut at = hash as usize & mask;
         loop {

@@ -3,7 +3,7 @@
 use super::boundary::{c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{ErrorCode, Result};
-use crate::file::{quote, TensorRecord};
+use crate::file::{quote, TensorInfo};
 use std::ffi::{c_char, c_void};
 
 /// A tensor's description. Owned by the handle; valid until `gguf_close`.
@@ -37,27 +37,22 @@ pub struct GGUFTensorInfo {
 }
 
 impl GGUFTensorInfo {
-    /// The record of tensor `index` of the model, held in `shard` whose data section starts at
-    /// `data_offset`.
-    #[inline]
     pub(crate) fn new(
         index: usize,
         shard: usize,
-        t: &TensorRecord,
-        data_offset: u64,
+        info: &TensorInfo<'_>,
         name: *const c_char,
     ) -> GGUFTensorInfo {
         GGUFTensorInfo {
             name,
-            n_elements: t.n_elements,
-            n_dims: t.n_dims,
-            dims: t.dims,
-            offset: t.offset,
-            dtype: t.dtype.id(),
-            size_bytes: t.size,
-            // In range: checked when the file was parsed.
-            file_offset: data_offset + t.offset,
-            name_len: t.name.len as u64,
+            n_elements: info.n_elements,
+            n_dims: info.n_dims,
+            dims: info.dims,
+            offset: info.offset,
+            dtype: info.dtype.id(),
+            size_bytes: info.size,
+            file_offset: info.file_offset,
+            name_len: info.name.len() as u64,
             index: index as u64,
             shard: shard as u32,
         }
@@ -70,7 +65,7 @@ pub unsafe extern "C" fn gguf_tensor_count(file: GGUFFile) -> u64 {
     guard(0, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        Ok(f.tensors.len() as u64)
+        Ok(f.model.tensor_count() as u64)
     })
 }
 
@@ -93,7 +88,7 @@ pub unsafe extern "C" fn gguf_get_tensor(
                 format!("no tensor named {}", quote(name)),
             )
         })?;
-        Ok(&f.tensors[i] as *const GGUFTensorInfo)
+        Ok(&f.tensors()[i] as *const GGUFTensorInfo)
     })
 }
 
@@ -110,13 +105,13 @@ pub unsafe extern "C" fn gguf_get_tensor_by_index(
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let info = usize::try_from(index)
             .ok()
-            .and_then(|i| f.tensors.get(i))
+            .and_then(|i| f.tensors().get(i))
             .ok_or_else(|| {
                 f.error(
                     ErrorCode::InvalidArgument,
                     format!(
                         "tensor index {index} is past the end ({} tensors)",
-                        f.tensors.len()
+                        f.model.tensor_count()
                     ),
                 )
             })?;
@@ -129,10 +124,11 @@ pub(crate) fn own_index(f: &GGUFFileImpl, info: *const GGUFTensorInfo) -> Result
     if info.is_null() {
         return Err(null("info"));
     }
-    let base = f.tensors.as_ptr() as usize;
+    let tensors = f.tensors();
+    let base = tensors.as_ptr() as usize;
     let size = std::mem::size_of::<GGUFTensorInfo>();
     let delta = (info as usize).wrapping_sub(base);
-    if delta % size == 0 && delta / size < f.tensors.len() {
+    if delta % size == 0 && delta / size < tensors.len() {
         Ok(delta / size)
     } else {
         Err(f.error(
