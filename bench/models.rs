@@ -791,7 +791,10 @@ fn moe_metadata(count: usize) -> Meta {
         ("general.name".into(), s(&format!("{count} tensors"))),
         ("general.file_type".into(), V::U32(15)),
         ("general.quantization_version".into(), V::U32(2)),
-        ("llama.block_count".into(), V::U32(count.div_ceil(199) as u32)),
+        (
+            "llama.block_count".into(),
+            V::U32(count.div_ceil(199) as u32),
+        ),
         ("llama.context_length".into(), V::U32(4096)),
         ("llama.embedding_length".into(), V::U32(32)),
         ("llama.expert_count".into(), V::U32(64)),

@@ -223,8 +223,9 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// Position of the tensor with this name (hash lookup).
     pub fn tensor_index(&self, name: impl AsRef<[u8]>) -> Option<usize> {
         let (bytes, p) = (self.bytes(), &self.parsed);
-        p.tensor_index
-            .find(name.as_ref(), |i| tensor_name(bytes, p.tensors[i], p.layout))
+        p.tensor_index.find(name.as_ref(), |i| {
+            tensor_name(bytes, p.tensors[i], p.layout)
+        })
     }
 
     /// The tensor with this name.
@@ -545,6 +546,7 @@ fn tensor_name(bytes: &[u8], at: usize, layout: Layout) -> &[u8] {
 }
 
 /// One tensor info's fields as stored, before any check.
+#[derive(Debug, PartialEq)]
 struct RawTensorInfo {
     /// Offset of the info (its name's length field) and just past it.
     at: usize,
@@ -678,7 +680,11 @@ fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignmen
     let dims_at = raw.name.start + raw.name.len;
     let type_at = dims_at + 4 + raw.n_dims as usize * layout.len_size();
     let offset_at = type_at + 4;
-    if dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).is_none() {
+    if dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .is_none()
+    {
         return named(
             ErrorCode::SizeOverflow,
             dims_at,
@@ -775,4 +781,164 @@ fn check_tensor_ranges(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version-3 little-endian file with these tensor infos (name, dims, type, offset) and
+    /// `data` zero bytes after the aligned header.
+    fn file(infos: &[(&str, &[u64], u32, u64)], data: usize) -> Vec<u8> {
+        let mut f = b"GGUF".to_vec();
+        f.extend_from_slice(&3u32.to_le_bytes());
+        f.extend_from_slice(&(infos.len() as u64).to_le_bytes());
+        f.extend_from_slice(&0u64.to_le_bytes());
+        for (name, dims, ty, offset) in infos {
+            f.extend_from_slice(&(name.len() as u64).to_le_bytes());
+            f.extend_from_slice(name.as_bytes());
+            f.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+            for d in *dims {
+                f.extend_from_slice(&d.to_le_bytes());
+            }
+            f.extend_from_slice(&ty.to_le_bytes());
+            f.extend_from_slice(&offset.to_le_bytes());
+        }
+        f.resize(f.len().div_ceil(32) * 32 + data, 0);
+        f
+    }
+
+    fn refused(bytes: &[u8]) -> (ErrorCode, Option<u64>, String) {
+        let e = parse(bytes).err().expect("refused");
+        (e.code(), e.offset(), e.message().to_string())
+    }
+
+    #[test]
+    fn the_fast_decoder_reads_what_the_general_reader_reads() {
+        let base = file(
+            &[
+                ("token_embd.weight", &[64, 4], 8, 0),
+                ("blk.0.ffn_up.7.weight", &[256], 12, 288),
+                ("s", &[], 0, 448),
+                ("blk.0.attn_q.weight", &[32, 2, 1, 3], 1, 480),
+            ],
+            1024,
+        );
+        let layout = Layout::new(3, ByteOrder::Little);
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut agreed = 0;
+        for round in 0..4000 {
+            let mut bytes = base.clone();
+            if round > 0 {
+                // Change one to three bytes of the tensor infos.
+                for _ in 0..1 + round % 3 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let at = 24 + (rng >> 8) as usize % (base.len() - 1024 - 24);
+                    bytes[at] = (rng >> 40) as u8;
+                }
+                bytes.truncate(bytes.len() - (rng >> 20) as usize % 1100);
+            }
+            let mut at = 24;
+            while at < bytes.len() {
+                let general = decode_tensor_info(&mut ByteReader::new(&bytes, at, layout));
+                match decode_tensor_info_le64(&bytes, at) {
+                    Some(fast) => {
+                        assert_eq!(Some(&fast), general.as_ref().ok(), "round {round}");
+                        agreed += 1;
+                        at = fast.end;
+                    }
+                    None => break,
+                }
+            }
+        }
+        assert!(agreed > 4000, "only {agreed} infos decoded");
+    }
+
+    #[test]
+    fn out_of_order_data_is_checked_in_offset_order() {
+        // Accepted out of order, with gaps and empty tensors in between.
+        let ok = file(
+            &[
+                ("c", &[8], 0, 64),
+                ("empty", &[0], 0, 64),
+                ("a", &[8], 0, 0),
+                ("b", &[8], 0, 32),
+            ],
+            96,
+        );
+        let g = GgufFile::from_bytes(&ok[..]).unwrap();
+        assert_eq!(g.tensor("b").unwrap().offset, 32);
+        assert_eq!(g.tensor_index("a"), Some(2));
+        // Overlaps found whatever the order: the later of the pair by offset is named.
+        for infos in [
+            [("a", &[16][..], 0, 0), ("b", &[8][..], 0, 32)],
+            [("b", &[8][..], 0, 32), ("a", &[16][..], 0, 0)],
+        ] {
+            let (code, _, message) = refused(&file(&infos, 96));
+            assert_eq!(code, ErrorCode::DataOverlap);
+            assert!(
+                message.starts_with("tensor 'b' data [32, 64) overlaps tensor 'a'"),
+                "{message}"
+            );
+        }
+        // The first tensor in file order whose data end past the file is named.
+        let f = file(
+            &[
+                ("in", &[8], 0, 0),
+                ("out1", &[8], 0, 64),
+                ("out2", &[16], 0, 32),
+            ],
+            32,
+        );
+        let (code, offset, message) = refused(&f);
+        assert_eq!(code, ErrorCode::DataOutOfBounds);
+        assert_eq!(offset, Some(24 + 8 + 2 + 4 + 8 + 4 + 8));
+        assert!(
+            message.starts_with("tensor 'out1' data ends at"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_malformed_info_is_reported_before_an_earlier_duplicate_name() {
+        let (code, offset, _) = refused(&file(
+            &[("a", &[8], 0, 0), ("a", &[8], 0, 32), ("b", &[8], 99, 64)],
+            96,
+        ));
+        assert_eq!(code, ErrorCode::BadDataType);
+        let type_at = 24 + 2 * (8 + 1 + 4 + 8 + 4 + 8) + 8 + 1 + 4 + 8;
+        assert_eq!(offset, Some(type_at as u64));
+        let (code, offset, message) = refused(&file(
+            &[("a", &[8], 0, 0), ("b", &[8], 0, 32), ("a", &[8], 0, 64)],
+            96,
+        ));
+        assert_eq!(code, ErrorCode::DuplicateTensor);
+        assert_eq!(offset, Some(24 + 2 * (8 + 1 + 4 + 8 + 4 + 8)));
+        assert_eq!(message, "tensor 'a' appears twice (first at offset 24)");
+    }
+
+    #[test]
+    fn many_tensors_are_indexed_and_read_back() {
+        let names: Vec<String> = (0..3000)
+            .map(|i| format!("blk.{}.ffn_up.{}.weight", i / 64, i % 64))
+            .collect();
+        let infos: Vec<(&str, &[u64], u32, u64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), &[8u64][..], 0, 32 * i as u64))
+            .collect();
+        let bytes = file(&infos, 32 * names.len());
+        let g = GgufFile::from_bytes(&bytes[..]).unwrap();
+        assert_eq!(g.tensor_count(), names.len());
+        for (i, n) in names.iter().enumerate() {
+            let t = g.tensor(n).unwrap();
+            assert_eq!(
+                (t.name, t.offset, t.size),
+                (n.as_bytes(), 32 * i as u64, 32)
+            );
+        }
+        assert!(g.tensor("blk.0.ffn_up.64.weight").is_none());
+    }
 }

@@ -115,10 +115,7 @@ impl GGUFFileImpl {
         let shard_names = model.shard_names().iter().map(|n| n.as_bytes());
 
         // One exact-size, zeroed allocation for every string the C API must NUL-terminate.
-        let total: usize = kv_strings
-            .chain(shard_names)
-            .map(|s| s.len() + 1)
-            .sum();
+        let total: usize = kv_strings.chain(shard_names).map(|s| s.len() + 1).sum();
         let mut arena = vec![0u8; total].into_boxed_slice();
         let mut slots = Slots::new(&mut arena);
         let metadata: Box<[GGUFMetadataKV]> = kvs
