@@ -478,28 +478,36 @@ fn read_tensor_infos(
     layout: Layout,
     alignment: u64,
 ) -> Result<TensorInfos> {
-    let mut tensors: Vec<usize> = Vec::with_capacity(count);
-    let mut index = NameIndex::with_capacity(count);
-    let mut duplicate = None;
+    let fast = layout.wide && layout.order == ByteOrder::Little;
+    let mut walk = Walk {
+        bytes,
+        layout,
+        alignment,
+        tensors: Vec::with_capacity(count),
+        index: NameIndex::with_capacity(count),
+        duplicate: None,
+        name_bytes: 0,
+        in_order: true,
+        prev_end: 0,
+        max_end: 0,
+    };
     let mut pos = at;
-    let mut name_bytes = 0usize;
-    let (mut in_order, mut prev_end, mut max_end) = (true, 0u64, 0u64);
-    for i in 0..count {
-        let (t, info_end) = read_tensor_info(bytes, pos, layout, alignment)?;
-        name_bytes += t.name.len;
-        let name_of = |j: usize| tensor_name(bytes, tensors[j], layout);
-        if let Err(first) = index.insert(i, t.name.of(bytes), name_of) {
-            duplicate = duplicate.or(Some((first, i)));
-        }
-        let end = t.offset.checked_add(t.size).unwrap_or(u64::MAX);
-        if t.size > 0 {
-            in_order &= t.offset >= prev_end;
-            prev_end = end;
-        }
-        max_end = max_end.max(end);
-        tensors.push(pos);
-        pos = info_end;
+    for _ in 0..count {
+        // Each decoder calls `accept` on its own, so the fast one's fields stay in registers.
+        pos = match fast.then(|| decode_tensor_info_le64(bytes, pos)).flatten() {
+            Some(raw) => walk.accept(&raw)?,
+            None => walk.accept_general(pos)?,
+        };
     }
+    let Walk {
+        tensors,
+        index,
+        duplicate,
+        name_bytes,
+        in_order,
+        max_end,
+        ..
+    } = walk;
     if let Some((a, b)) = duplicate {
         return Err(Error::at(
             ErrorCode::DuplicateTensor,
@@ -521,6 +529,54 @@ fn read_tensor_infos(
     })
 }
 
+/// The state of the walk over the tensor infos.
+struct Walk<'a> {
+    bytes: &'a [u8],
+    layout: Layout,
+    alignment: u64,
+    tensors: Vec<usize>,
+    index: NameIndex,
+    /// The first name given twice: the positions of its two infos.
+    duplicate: Option<(usize, usize)>,
+    name_bytes: usize,
+    in_order: bool,
+    prev_end: u64,
+    max_end: u64,
+}
+
+impl Walk<'_> {
+    /// Checks one info, indexes its name and notes its data range; returns where it ends.
+    #[inline(always)]
+    fn accept(&mut self, raw: &RawTensorInfo) -> Result<usize> {
+        let (bytes, layout) = (self.bytes, self.layout);
+        let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
+        let i = self.tensors.len();
+        self.name_bytes += raw.name.len;
+        let tensors = &self.tensors;
+        let name_of = |j: usize| tensor_name(bytes, tensors[j], layout);
+        if let Err(first) = self.index.insert(i, raw.name.of(bytes), name_of) {
+            self.duplicate = self.duplicate.or(Some((first, i)));
+        }
+        let end = raw.offset.checked_add(size).unwrap_or(u64::MAX);
+        if size > 0 {
+            self.in_order &= raw.offset >= self.prev_end;
+            self.prev_end = end;
+        }
+        self.max_end = self.max_end.max(end);
+        self.tensors.push(raw.at);
+        Ok(raw.end)
+    }
+}
+
+impl Walk<'_> {
+    /// [`Walk::accept`] of the info at `at`, read by the general reader (any layout).
+    #[inline(never)]
+    fn accept_general(&mut self, at: usize) -> Result<usize> {
+        let raw = decode_tensor_info(&mut ByteReader::new(self.bytes, at, self.layout))?;
+        self.accept(&raw)
+    }
+}
+
 /// Reads and checks the tensor info at `at`; returns it and where it ends.
 #[inline(always)]
 fn read_tensor_info(
@@ -534,7 +590,18 @@ fn read_tensor_info(
         Some(raw) => raw,
         None => decode_tensor_info(&mut ByteReader::new(bytes, at, layout))?,
     };
-    Ok((check_tensor_info(&raw, bytes, layout, alignment)?, raw.end))
+    let c = check_tensor_info(&raw, bytes, layout, alignment)?;
+    let t = TensorRecord {
+        at: raw.at,
+        name: raw.name,
+        n_dims: raw.n_dims,
+        dims: raw.dims,
+        dtype: c.dtype,
+        n_elements: c.n_elements,
+        offset: raw.offset,
+        size: c.size,
+    };
+    Ok((t, raw.end))
 }
 
 /// The name of the tensor info at `at` (one the parse has read).
@@ -635,6 +702,13 @@ fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
     })
 }
 
+/// What checking a tensor info finds.
+struct Checked {
+    dtype: DataType,
+    n_elements: u64,
+    size: u64,
+}
+
 /// Checks one tensor info's rules (element count, type, block multiple, byte size, alignment).
 #[inline(always)]
 fn check_tensor_info(
@@ -642,7 +716,7 @@ fn check_tensor_info(
     bytes: &[u8],
     layout: Layout,
     alignment: u64,
-) -> Result<TensorRecord> {
+) -> Result<Checked> {
     let dims = raw.dims;
     let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     let dtype = DataType::from_id(raw.type_id);
@@ -650,14 +724,9 @@ fn check_tensor_info(
     // `alignment` is a power of two (checked when it was read).
     let aligned = raw.offset & (alignment - 1) == 0;
     match (n_elements, dtype, size) {
-        (Some(n_elements), Some(dtype), Some(size)) if aligned => Ok(TensorRecord {
-            at: raw.at,
-            name: raw.name,
-            n_dims: raw.n_dims,
-            dims,
+        (Some(n_elements), Some(dtype), Some(size)) if aligned => Ok(Checked {
             dtype,
             n_elements,
-            offset: raw.offset,
             size,
         }),
         _ => Err(tensor_info_error(raw, bytes, layout, alignment)),

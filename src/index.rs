@@ -56,7 +56,7 @@ impl NameIndex {
     /// Adds entry `i` named `name`; `name_of` gives the names of the entries added before. At
     /// most the capacity's count of entries may be added. Returns the position of the entry that
     /// already has this name, if one does (and then adds nothing).
-    #[inline]
+    #[inline(always)]
     pub fn insert<'n>(
         &mut self,
         i: usize,
