@@ -557,7 +557,7 @@ impl Walk<'_> {
         if let Err(first) = self.index.insert(i, raw.name.of(bytes), name_of) {
             self.duplicate = self.duplicate.or(Some((first, i)));
         }
-        let end = raw.offset.checked_add(size).unwrap_or(u64::MAX);
+        let end = raw.offset.saturating_add(size);
         if size > 0 {
             self.in_order &= raw.offset >= self.prev_end;
             self.prev_end = end;
