@@ -6,9 +6,9 @@
 #   bench/run.sh            builds everything, then: open_bench (21 rounds), the Python reference
 #                           on the two big vocabularies (3 rounds), heap counts under valgrind,
 #                           instruction counts of one open under callgrind
-#   bench/run.sh --quick    the same with 5 rounds, without the Python reference, the
-#                           100000-tensor file and ggml's 10000-tensor instruction count (CI smoke
-#                           run)
+#   bench/run.sh --quick    the same with 5 rounds, without the Python reference and the
+#                           100000-tensor file, instruction counts only on the 1000- and
+#                           10000-tensor files and ggml's only on the first (CI smoke run)
 #
 # ggml is left out on the 100000-tensor file (open_bench -G): its open compares every tensor name
 # with every earlier one, about a minute an open there.
@@ -126,7 +126,9 @@ if command -v valgrind >/dev/null; then
   }
   printf '%-24s %8s %14s %14s %14s %14s %10s %10s %11s\n' file tensors libgguf baseline floor ggml \
     ours/floor base/floor "per tensor"
-  for n in gemma3-like.gguf llama3-like.gguf tensors-1k.gguf tensors-10k.gguf tensors-100k.gguf; do
+  counted=(tensors-1k.gguf tensors-10k.gguf)
+  [ $quick = 1 ] || counted=(gemma3-like.gguf llama3-like.gguf "${counted[@]}" tensors-100k.gguf)
+  for n in "${counted[@]}"; do
     [ -f "$models/$n" ] && [[ " ${names[*]} " == *" $n "* ]] || continue
     t=$(sed -n "s/^$n: .*, \([0-9]*\) tensors.*/\1/p" "$out/open_bench.txt")
     ours=$(instr "$out/open_once" ours "$models/$n")
