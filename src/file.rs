@@ -228,6 +228,12 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
         })
     }
 
+    /// The name of the `index`-th tensor (what [`GgufFile::tensor_at`] gives, read alone).
+    pub(crate) fn tensor_name_at(&self, index: usize) -> Option<&[u8]> {
+        let at = *self.parsed.tensors.get(index)?;
+        Some(tensor_name(self.bytes(), at, self.parsed.layout))
+    }
+
     /// The tensor with this name.
     pub fn tensor(&self, name: impl AsRef<[u8]>) -> Option<TensorInfo<'_>> {
         self.tensor_index(name).and_then(|i| self.tensor_at(i))
