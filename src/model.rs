@@ -173,7 +173,9 @@ impl<S: AsRef<[u8]>> Model<S> {
         };
         let name_of = |i: usize| {
             let (shard, local) = model.locate(i);
-            model.shards[shard].tensor_name_at(local).unwrap_or_default()
+            model.shards[shard]
+                .tensor_name_at(local)
+                .unwrap_or_default()
         };
         let index = NameIndex::build(total, name_of).map_err(|(a, b)| {
             let ((sa, _), (sb, _)) = (model.locate(a), model.locate(b));
