@@ -6,6 +6,9 @@
 //! - `llama3-like.gguf`: Llama 3.1 8B's metadata and tensor names, a 128256-token byte-level BPE
 //!   vocabulary with 280147 merges, 291 tensors of small shapes.
 //! - `many-tensors.gguf`: 5000 small tensors, for name lookups.
+//! - `tensors-1k.gguf`, `tensors-10k.gguf`, `tensors-100k.gguf`: 1000, 10000 and 100000 tiny
+//!   tensors named like a mixture-of-experts model that stores one tensor per expert
+//!   (`blk.L.ffn_up.E.weight`), with a handful of keys: opening them is all tensor infos.
 //! - `gemma3-like-1tib.gguf`: gemma3-like's metadata and tensor names, with five tensors of about
 //!   256 GiB each so the data section spans more than 1 TiB; a sparse file of which only the
 //!   header is written.
@@ -28,8 +31,28 @@ pub const LLAMA3: &str = "llama3-like.gguf";
 pub const MANY_TENSORS: &str = "many-tensors.gguf";
 /// Sparse file whose data section spans more than 1 TiB.
 pub const GEMMA3_1TIB: &str = "gemma3-like-1tib.gguf";
+/// 1000 tensors, mixture-of-experts style.
+pub const TENSORS_1K: &str = "tensors-1k.gguf";
+/// 10000 tensors.
+pub const TENSORS_10K: &str = "tensors-10k.gguf";
+/// 100000 tensors.
+pub const TENSORS_100K: &str = "tensors-100k.gguf";
+/// The many-tensor models and their tensor counts.
+pub const MOE: [(&str, usize); 3] = [
+    (TENSORS_1K, 1_000),
+    (TENSORS_10K, 10_000),
+    (TENSORS_100K, 100_000),
+];
 /// Every model.
-pub const ALL: [&str; 4] = [GEMMA3, LLAMA3, MANY_TENSORS, GEMMA3_1TIB];
+pub const ALL: [&str; 7] = [
+    GEMMA3,
+    LLAMA3,
+    MANY_TENSORS,
+    GEMMA3_1TIB,
+    TENSORS_1K,
+    TENSORS_10K,
+    TENSORS_100K,
+];
 
 /// The vocabulary key every reader is asked for.
 pub const TOKENS_KEY: &str = "tokenizer.ggml.tokens";
@@ -98,8 +121,17 @@ pub struct Made {
 
 /// Writes every model into `dir`; with `only_missing`, keeps the files that already exist.
 pub fn generate(dir: &Path, only_missing: bool) -> Res<Vec<Made>> {
+    generate_some(dir, only_missing, &ALL)
+}
+
+/// Writes the models named in `names` (from [`ALL`]) into `dir`, as [`generate`] does.
+pub fn generate_some(dir: &Path, only_missing: bool, names: &[&'static str]) -> Res<Vec<Made>> {
+    if let Some(unknown) = names.iter().find(|n| !ALL.contains(n)) {
+        return Err(format!("no benchmark model named {unknown}").into());
+    }
     std::fs::create_dir_all(dir)?;
-    let missing = |name: &str| !only_missing || !dir.join(name).is_file();
+    let missing =
+        |name: &str| names.contains(&name) && (!only_missing || !dir.join(name).is_file());
     if missing(GEMMA3) || missing(GEMMA3_1TIB) {
         let meta = gemma3_metadata();
         if missing(GEMMA3) {
@@ -125,12 +157,22 @@ pub fn generate(dir: &Path, only_missing: bool) -> Res<Vec<Made>> {
             0x5000,
         )?;
     }
-    let made = ALL
+    for (name, count) in MOE {
+        if missing(name) {
+            write_with_data(
+                &dir.join(name),
+                &moe_metadata(count),
+                &moe_tensors(count),
+                count as u64,
+            )?;
+        }
+    }
+    let made = names
         .iter()
         .map(|name| describe(name, &dir.join(name)))
         .collect::<Res<Vec<Made>>>()?;
-    let big = made.iter().find(|m| m.name == GEMMA3_1TIB).expect("listed");
-    if big.max_file_offset <= 1 << 40 {
+    let big = made.iter().find(|m| m.name == GEMMA3_1TIB);
+    if let Some(big) = big.filter(|big| big.max_file_offset <= 1 << 40) {
         return Err(format!(
             "{}: expected a tensor above 2^40, the largest offset is {}",
             big.path.display(),
@@ -713,6 +755,60 @@ fn many_metadata() -> Meta {
             "llama.attention.layer_norm_rms_epsilon".into(),
             V::F32(1e-5),
         ),
+        ("llama.rope.freq_base".into(), V::F32(10_000.0)),
+    ]
+}
+
+/// `count` tensors laid out like a mixture-of-experts model with one tensor per expert (as
+/// Mixtral's first GGUF files were): per layer the attention tensors, the router, then 64
+/// experts' gate, up and down projections; the last layer is cut where the count is reached.
+/// Shapes are tiny and types mixed, so the data section stays small (a few bytes a tensor).
+fn moe_tensors(count: usize) -> Vec<TensorSpec> {
+    const EXPERTS: u32 = 64;
+    let layer = |l: u32| {
+        let n = move |what: &str| format!("blk.{l}.{what}.weight");
+        let attn = [
+            (n("attn_norm"), vec![32], DataType::F32),
+            (n("attn_q"), vec![32, 2], DataType::Q8_0),
+            (n("attn_k"), vec![32], DataType::Q8_0),
+            (n("attn_v"), vec![32], DataType::Q8_0),
+            (n("attn_output"), vec![32, 2], DataType::Q8_0),
+            (n("ffn_norm"), vec![32], DataType::F32),
+            (n("ffn_gate_inp"), vec![32, 2], DataType::F16),
+        ];
+        let experts = (0..EXPERTS).flat_map(move |e| {
+            let n = move |what: &str| format!("blk.{l}.{what}.{e}.weight");
+            [
+                (n("ffn_gate"), vec![256], DataType::Q4_K),
+                (n("ffn_up"), vec![256], DataType::Q4_K),
+                (n("ffn_down"), vec![32], DataType::Q8_0),
+            ]
+        });
+        attn.into_iter().chain(experts)
+    };
+    let head = [("token_embd.weight".to_string(), vec![32, 4], DataType::Q8_0)];
+    head.into_iter()
+        .chain((0..).flat_map(layer))
+        .take(count)
+        .collect()
+}
+
+fn moe_metadata(count: usize) -> Meta {
+    vec![
+        ("general.architecture".into(), s("llama")),
+        ("general.type".into(), s("model")),
+        ("general.name".into(), s(&format!("{count} tensors"))),
+        ("general.file_type".into(), V::U32(15)),
+        ("general.quantization_version".into(), V::U32(2)),
+        (
+            "llama.block_count".into(),
+            V::U32(count.div_ceil(199) as u32),
+        ),
+        ("llama.context_length".into(), V::U32(4096)),
+        ("llama.embedding_length".into(), V::U32(32)),
+        ("llama.expert_count".into(), V::U32(64)),
+        ("llama.expert_used_count".into(), V::U32(2)),
+        ("llama.attention.head_count".into(), V::U32(1)),
         ("llama.rope.freq_base".into(), V::F32(10_000.0)),
     ]
 }

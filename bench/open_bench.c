@@ -2,13 +2,20 @@
  * open_bench: opening GGUF files with libgguf, with ggml's own parser and with the bare "floor"
  * walk (bench/floor.h), side by side in one process, in one run.
  *
- *   open_bench [-r ROUNDS] FILE...          (ROUNDS defaults to 21)
+ *   open_bench [-r ROUNDS] [-G MAX] FILE...  (ROUNDS defaults to 21)
+ *
+ * -G MAX leaves ggml out on files of more than MAX tensors: its open checks names for duplicates
+ * by comparing each with every earlier one, so 100000 tensors take it about a minute an open.
  *
  * For each file, after one untimed open with each reader (to warm the page cache), ROUNDS rounds
  * alternate round-robin:
  *   ours   gguf_open(path) until it returns (gguf_close outside the timed region)
  *   ggml   gguf_init_from_file(path, {.no_alloc = true, .ctx = NULL}) (gguf_free outside)
  *   floor  floor_walk(path): mmap + walk of the header (floor_release, the munmap, outside)
+ * and, when the file has tensors:
+ *   first_tensor      the first gguf_get_tensor_by_index call on the fresh handle of `ours`
+ *                     (libgguf builds the C records of every tensor on first use, not in
+ *                     gguf_open; this is what that costs)
  * and, when the file has a vocabulary (tokenizer.ggml.tokens):
  *   string_array      the first gguf_get_string_array call on the fresh handle of `ours`
  *   plain_copy        the same token bytes copied plainly from the mapping: one memcpy per
@@ -55,6 +62,9 @@ static void quiet_log(int level, const char *text, void *user) {
 static volatile uintptr_t sink;
 
 static int failures;
+
+/* -G: ggml is left out on files of more tensors than this (0: never). */
+static uint64_t ggml_max_tensors;
 
 #define FAIL(...)                                   \
     do {                                            \
@@ -111,7 +121,8 @@ static void plain_copy(const unsigned char *raw, uint64_t n, char *bytes, const 
 struct file_result {
     const char *name;
     int has_vocab;
-    struct stat2 ours, ggml, floor, strings, copy, copy_alloc, look_ours, look_ggml;
+    int with_ggml;
+    struct stat2 ours, ggml, floor, first_tensor, strings, copy, copy_alloc, look_ours, look_ggml;
 };
 
 static void ratio_line(const char *label, struct stat2 a, struct stat2 b) {
@@ -187,8 +198,10 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
         FAIL("%s: gguf_open failed: %s", path, gguf_last_error());
         return -1;
     }
-    struct gguf_context *g = ggml_open(path);
-    if (!g) {
+    uint64_t n_tensors = gguf_tensor_count(h);
+    out->with_ggml = ggml_max_tensors == 0 || n_tensors <= ggml_max_tensors;
+    struct gguf_context *g = out->with_ggml ? ggml_open(path) : NULL;
+    if (out->with_ggml && !g) {
         FAIL("%s: ggml's gguf_init_from_file failed", path);
         gguf_close(h);
         return -1;
@@ -196,13 +209,12 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
     struct floor_map fm = floor_walk(path);
     if (!fm.map) {
         FAIL("%s: floor_walk could not map the file", path);
-        gguf_free(g);
+        if (g) gguf_free(g);
         gguf_close(h);
         return -1;
     }
-    uint64_t n_tensors = gguf_tensor_count(h);
-    if ((uint64_t)gguf_get_n_tensors(g) != n_tensors ||
-        (uint64_t)gguf_get_n_kv(g) != gguf_metadata_count(h)) {
+    if (g && ((uint64_t)gguf_get_n_tensors(g) != n_tensors ||
+              (uint64_t)gguf_get_n_kv(g) != gguf_metadata_count(h))) {
         FAIL("%s: the readers disagree: %llu/%lld tensors, %llu/%lld keys", path,
              (unsigned long long)n_tensors, (long long)gguf_get_n_tensors(g),
              (unsigned long long)gguf_metadata_count(h), (long long)gguf_get_n_kv(g));
@@ -230,15 +242,16 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
             return -1;
         }
         plain_copy(kv->array_data, n_vocab, buf, ptrs); /* touches the buffers once */
-        int64_t k = gguf_find_key(g, VOCAB_KEY);
-        if (k < 0 || gguf_get_arr_n(g, k) != n_vocab) {
+        int64_t k = g ? gguf_find_key(g, VOCAB_KEY) : -1;
+        if (g && (k < 0 || gguf_get_arr_n(g, k) != n_vocab)) {
             FAIL("%s: ggml sees %zu tokens, libgguf %llu", path, k < 0 ? 0 : gguf_get_arr_n(g, k),
                  (unsigned long long)n_vocab);
         }
     }
-    gguf_free(g);
+    if (g) gguf_free(g);
 
     double *t_ours = calloc((size_t)rounds, sizeof(double));
+    double *t_first = calloc((size_t)rounds, sizeof(double));
     double *t_ggml = calloc((size_t)rounds, sizeof(double));
     double *t_floor = calloc((size_t)rounds, sizeof(double));
     double *t_str = calloc((size_t)rounds, sizeof(double));
@@ -255,6 +268,14 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
             break;
         }
         t_ours[r] = (double)(t1 - t0) / 1e6;
+        if (n_tensors > 0) {
+            t0 = now_ns();
+            const GGUFTensorInfo *t = gguf_get_tensor_by_index(f, 0);
+            t1 = now_ns();
+            if (!t) FAIL("%s: gguf_get_tensor_by_index failed: %s", path, gguf_last_error());
+            sink += (uintptr_t)t;
+            t_first[r] = (double)(t1 - t0) / 1e6;
+        }
         if (out->has_vocab) {
             uint64_t count = 0;
             t0 = now_ns();
@@ -269,15 +290,17 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
         gguf_close(f);
 
         /* ggml */
-        t0 = now_ns();
-        struct gguf_context *c = ggml_open(path);
-        t1 = now_ns();
-        if (!c) {
-            FAIL("%s: gguf_init_from_file failed in round %d", path, r);
-            break;
+        if (out->with_ggml) {
+            t0 = now_ns();
+            struct gguf_context *c = ggml_open(path);
+            t1 = now_ns();
+            if (!c) {
+                FAIL("%s: gguf_init_from_file failed in round %d", path, r);
+                break;
+            }
+            t_ggml[r] = (double)(t1 - t0) / 1e6;
+            gguf_free(c);
         }
-        t_ggml[r] = (double)(t1 - t0) / 1e6;
-        gguf_free(c);
 
         /* floor */
         t0 = now_ns();
@@ -316,8 +339,9 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
     }
 
     out->ours = stats(t_ours, rounds);
-    out->ggml = stats(t_ggml, rounds);
+    if (out->with_ggml) out->ggml = stats(t_ggml, rounds);
     out->floor = stats(t_floor, rounds);
+    if (n_tensors > 0) out->first_tensor = stats(t_first, rounds);
     if (out->has_vocab) {
         out->strings = stats(t_str, rounds);
         out->copy = stats(t_copy, rounds);
@@ -326,25 +350,26 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
 
     /* Lookups of every tensor name. */
     if (n_tensors > 0) {
-        g = ggml_open(path);
+        g = out->with_ggml ? ggml_open(path) : NULL;
         const char **names = malloc(sizeof(char *) * (size_t)n_tensors);
         for (uint64_t i = 0; i < n_tensors; i++) {
             names[i] = gguf_get_tensor_by_index(h, i)->name;
             const GGUFTensorInfo *t = gguf_get_tensor(h, names[i]);
             if (!t || t->index != i) FAIL("%s: gguf_get_tensor(%s) failed", path, names[i]);
-            if (!g || gguf_find_tensor(g, names[i]) != (int64_t)i)
+            if (out->with_ggml && (!g || gguf_find_tensor(g, names[i]) != (int64_t)i))
                 FAIL("%s: gguf_find_tensor(%s) failed", path, names[i]);
         }
-        if (g) {
-            int p_ours = calibrate(run_ours, h, names, n_tensors);
-            int p_ggml = calibrate(run_ggml, g, names, n_tensors);
-            for (int r = 0; r < rounds; r++) {
-                t_ours[r] = (double)run_ours(h, names, n_tensors, p_ours) /
-                            ((double)p_ours * (double)n_tensors);
+        int p_ours = calibrate(run_ours, h, names, n_tensors);
+        int p_ggml = g ? calibrate(run_ggml, g, names, n_tensors) : 0;
+        for (int r = 0; r < rounds; r++) {
+            t_ours[r] = (double)run_ours(h, names, n_tensors, p_ours) /
+                        ((double)p_ours * (double)n_tensors);
+            if (g)
                 t_ggml[r] = (double)run_ggml(g, names, n_tensors, p_ggml) /
                             ((double)p_ggml * (double)n_tensors);
-            }
-            out->look_ours = stats(t_ours, rounds);
+        }
+        out->look_ours = stats(t_ours, rounds);
+        if (g) {
             out->look_ggml = stats(t_ggml, rounds);
             gguf_free(g);
         }
@@ -352,6 +377,7 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
     }
 
     free(t_ours);
+    free(t_first);
     free(t_ggml);
     free(t_floor);
     free(t_str);
@@ -368,12 +394,18 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
     printf("; %d rounds\n", rounds);
     printf("  %-44s %12s %12s\n", "", "median ms", "min ms");
     printf("  %-44s %12.4f %12.4f\n", "open: libgguf gguf_open", out->ours.median, out->ours.min);
-    printf("  %-44s %12.4f %12.4f\n", "open: ggml gguf_init_from_file (no_alloc)",
-           out->ggml.median, out->ggml.min);
+    if (out->with_ggml)
+        printf("  %-44s %12.4f %12.4f\n", "open: ggml gguf_init_from_file (no_alloc)",
+               out->ggml.median, out->ggml.min);
+    else
+        printf("  %-44s %12s %12s\n", "open: ggml (left out: -G)", "-", "-");
     printf("  %-44s %12.4f %12.4f\n", "open: floor (mmap + walk)", out->floor.median,
            out->floor.min);
-    ratio_line("ggml / libgguf", out->ggml, out->ours);
+    if (out->with_ggml) ratio_line("ggml / libgguf", out->ggml, out->ours);
     ratio_line("libgguf / floor", out->ours, out->floor);
+    if (n_tensors > 0)
+        printf("  %-44s %12.4f %12.4f\n", "records: first gguf_get_tensor_by_index",
+               out->first_tensor.median, out->first_tensor.min);
     if (out->has_vocab) {
         printf("  %-44s %12.4f %12.4f\n", "vocab: gguf_get_string_array (first call)",
                out->strings.median, out->strings.min);
@@ -388,16 +420,19 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
         printf("  %-44s %12s %12s\n", "", "median ns", "min ns");
         printf("  %-44s %12.1f %12.1f\n", "lookup: libgguf gguf_get_tensor",
                out->look_ours.median, out->look_ours.min);
-        printf("  %-44s %12.1f %12.1f\n", "lookup: ggml gguf_find_tensor", out->look_ggml.median,
-               out->look_ggml.min);
-        ratio_line("ggml / libgguf", out->look_ggml, out->look_ours);
+        if (out->with_ggml) {
+            printf("  %-44s %12.1f %12.1f\n", "lookup: ggml gguf_find_tensor",
+                   out->look_ggml.median, out->look_ggml.min);
+            ratio_line("ggml / libgguf", out->look_ggml, out->look_ours);
+        }
     }
 
     result_ms(name, "open_ours", out->ours);
-    result_ms(name, "open_ggml", out->ggml);
+    if (out->with_ggml) result_ms(name, "open_ggml", out->ggml);
     result_ms(name, "open_floor", out->floor);
-    result_ratio(name, "ratio_ggml_over_ours", out->ggml, out->ours);
+    if (out->with_ggml) result_ratio(name, "ratio_ggml_over_ours", out->ggml, out->ours);
     result_ratio(name, "ratio_ours_over_floor", out->ours, out->floor);
+    if (n_tensors > 0) result_ms(name, "first_tensor_ours", out->first_tensor);
     if (out->has_vocab) {
         result_ms(name, "string_array_ours", out->strings);
         result_ms(name, "plain_copy", out->copy);
@@ -410,10 +445,12 @@ static int bench_file(const char *path, int rounds, struct file_result *out) {
         printf("RESULT file=%s what=lookup_ours median_ns=%.2f min_ns=%.2f n=%d lookups=%llu\n",
                name, out->look_ours.median, out->look_ours.min, rounds,
                (unsigned long long)n_tensors);
-        printf("RESULT file=%s what=lookup_ggml median_ns=%.2f min_ns=%.2f n=%d lookups=%llu\n",
-               name, out->look_ggml.median, out->look_ggml.min, rounds,
-               (unsigned long long)n_tensors);
-        result_ratio(name, "ratio_lookup_ggml_over_ours", out->look_ggml, out->look_ours);
+        if (out->with_ggml) {
+            printf("RESULT file=%s what=lookup_ggml median_ns=%.2f min_ns=%.2f n=%d lookups=%llu\n",
+                   name, out->look_ggml.median, out->look_ggml.min, rounds,
+                   (unsigned long long)n_tensors);
+            result_ratio(name, "ratio_lookup_ggml_over_ours", out->look_ggml, out->look_ours);
+        }
     }
     fflush(stdout);
     gguf_close(h);
@@ -426,13 +463,16 @@ int main(int argc, char **argv) {
         if (strcmp(argv[first], "-r") == 0 && first + 1 < argc) {
             rounds = atoi(argv[first + 1]);
             first += 2;
+        } else if (strcmp(argv[first], "-G") == 0 && first + 1 < argc) {
+            ggml_max_tensors = strtoull(argv[first + 1], NULL, 10);
+            first += 2;
         } else {
-            fprintf(stderr, "usage: open_bench [-r ROUNDS] FILE...\n");
+            fprintf(stderr, "usage: open_bench [-r ROUNDS] [-G MAX] FILE...\n");
             return 2;
         }
     }
     if (rounds < 1 || first >= argc) {
-        fprintf(stderr, "usage: open_bench [-r ROUNDS] FILE...\n");
+        fprintf(stderr, "usage: open_bench [-r ROUNDS] [-G MAX] FILE...\n");
         return 2;
     }
     ggml_log_set(quiet_log, NULL);
@@ -448,15 +488,22 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         struct file_result *r = &res[i];
         if (!r->name || r->ours.n == 0) continue;
-        printf("%-24s %10.4f %10.4f %10.4f %8.2fx %8.2fx %8.2fx", r->name, r->ours.median,
-               r->ggml.median, r->floor.median, r->ggml.median / r->ours.median,
-               r->ggml.min / r->ours.min, r->ours.median / r->floor.median);
+        if (r->with_ggml)
+            printf("%-24s %10.4f %10.4f %10.4f %8.2fx %8.2fx %8.2fx", r->name, r->ours.median,
+                   r->ggml.median, r->floor.median, r->ggml.median / r->ours.median,
+                   r->ggml.min / r->ours.min, r->ours.median / r->floor.median);
+        else
+            printf("%-24s %10.4f %10s %10.4f %9s %9s %8.2fx", r->name, r->ours.median, "-",
+                   r->floor.median, "-", "-", r->ours.median / r->floor.median);
         if (r->has_vocab)
             printf(" %10.4f %10.4f %7.2fx", r->strings.median, r->copy.median,
                    r->strings.median / r->copy.median);
         else
             printf(" %10s %10s %8s", "-", "-", "-");
-        printf(" %9.1f %9.1f\n", r->look_ours.median, r->look_ggml.median);
+        if (r->with_ggml)
+            printf(" %9.1f %9.1f\n", r->look_ours.median, r->look_ggml.median);
+        else
+            printf(" %9.1f %9s\n", r->look_ours.median, "-");
     }
     free(res);
     if (failures) {

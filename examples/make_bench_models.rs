@@ -1,19 +1,45 @@
 //! Writes the benchmark models (see `bench/models.rs`) into DIR and prints each file's size and
 //! header size. Deterministic: the same files every run.
 //!
-//! cargo run --release --example make_bench_models DIR [--if-missing]
+//! cargo run --release --example make_bench_models DIR [--if-missing] [--only NAME,...]
+//!
+//! `--only` writes just the named models (file names, as `bench/models.rs` lists them).
 
+#[allow(dead_code)]
 #[path = "../bench/models.rs"]
 mod models;
 
 fn main() {
     let mut args = std::env::args_os().skip(1);
-    let Some(dir) = args.next() else {
-        eprintln!("usage: make_bench_models DIR [--if-missing]");
+    let usage = || -> ! {
+        eprintln!("usage: make_bench_models DIR [--if-missing] [--only NAME,...]");
         std::process::exit(2);
     };
-    let only_missing = args.next().is_some_and(|a| a == "--if-missing");
-    let made = match models::generate(std::path::Path::new(&dir), only_missing) {
+    let Some(dir) = args.next() else { usage() };
+    let (mut only_missing, mut names) = (false, models::ALL.to_vec());
+    while let Some(arg) = args.next() {
+        if arg == "--if-missing" {
+            only_missing = true;
+        } else if arg == "--only" {
+            let list = args.next().unwrap_or_else(|| usage());
+            let list = list.to_string_lossy();
+            names = models::ALL
+                .iter()
+                .copied()
+                .filter(|n| list.split(',').any(|w| w == *n))
+                .collect();
+            if names.len() != list.split(',').count() {
+                eprintln!(
+                    "make_bench_models: --only takes names from {:?}",
+                    models::ALL
+                );
+                std::process::exit(2);
+            }
+        } else {
+            usage();
+        }
+    }
+    let made = match models::generate_some(std::path::Path::new(&dir), only_missing, &names) {
         Ok(made) => made,
         Err(e) => {
             eprintln!("make_bench_models: {e}");

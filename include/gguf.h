@@ -1214,7 +1214,9 @@ uint64_t gguf_tensor_count(GGUFFile file);
 /**
  * The tensor named `name` (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
  * or an argument is NULL. The same tensor always returns the same pointer, owned by the handle
- * and valid until `gguf_close`.
+ * and valid until `gguf_close`. The records of every tensor are made by the first call that
+ * needs one (this, `gguf_get_tensor_by_index`, ...), not by `gguf_open`: that first call costs
+ * about 30 ns a tensor, the later ones a lookup.
  */
 const struct GGUFTensorInfo *gguf_get_tensor(GGUFFile file, const char *name);
 

@@ -18,7 +18,8 @@ pub(crate) struct KvRecord {
     pub value: RawValue,
 }
 
-/// One tensor info, checked.
+/// One tensor info, checked. Not stored: the parse keeps only where each info lies (a file may
+/// hold hundreds of thousands), and this is read again from there when asked for.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TensorRecord {
     /// Offset of the tensor info (its name's length field).
@@ -72,7 +73,10 @@ struct Parsed {
     alignment: u64,
     data_offset: u64,
     kvs: Vec<KvRecord>,
-    tensors: Vec<TensorRecord>,
+    /// Where each tensor info lies (its name's length field).
+    tensors: Vec<usize>,
+    /// Sum of the tensor names' lengths (sizes the C handle's string arena without a pass).
+    tensor_name_bytes: usize,
     key_index: NameIndex,
     tensor_index: NameIndex,
 }
@@ -180,9 +184,19 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
             .map(|e| e.value)
     }
 
+    /// The `index`-th tensor info, read again from where the parse found it.
+    fn tensor_record(&self, index: usize) -> Option<TensorRecord> {
+        let at = *self.parsed.tensors.get(index)?;
+        let p = &self.parsed;
+        // Checked when the file was parsed, so this never fails.
+        read_tensor_info(self.bytes(), at, p.layout, p.alignment)
+            .ok()
+            .map(|(t, _)| t)
+    }
+
     /// The `index`-th tensor in file order.
     pub fn tensor_at(&self, index: usize) -> Option<TensorInfo<'_>> {
-        let t = self.parsed.tensors.get(index)?;
+        let t = self.tensor_record(index)?;
         let file_offset = self.parsed.data_offset + t.offset;
         // In bounds: checked when the file was parsed.
         let start = file_offset as usize;
@@ -207,11 +221,16 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     /// Position of the tensor with this name (hash lookup).
     pub fn tensor_index(&self, name: impl AsRef<[u8]>) -> Option<usize> {
-        let bytes = self.bytes();
-        let tensors = &self.parsed.tensors;
-        self.parsed
-            .tensor_index
-            .find(name.as_ref(), |i| tensors[i].name.of(bytes))
+        let (bytes, p) = (self.bytes(), &self.parsed);
+        p.tensor_index.find(name.as_ref(), |i| {
+            tensor_name(bytes, p.tensors[i], p.layout)
+        })
+    }
+
+    /// The name of the `index`-th tensor (what [`GgufFile::tensor_at`] gives, read alone).
+    pub(crate) fn tensor_name_at(&self, index: usize) -> Option<&[u8]> {
+        let at = *self.parsed.tensors.get(index)?;
+        Some(tensor_name(self.bytes(), at, self.parsed.layout))
     }
 
     /// The tensor with this name.
@@ -221,6 +240,11 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     pub(crate) fn kv_records(&self) -> &[KvRecord] {
         &self.parsed.kvs
+    }
+
+    /// Sum of the lengths of every tensor name.
+    pub(crate) fn tensor_name_bytes(&self) -> usize {
+        self.parsed.tensor_name_bytes
     }
 
     pub(crate) fn layout(&self) -> Layout {
@@ -350,34 +374,33 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         );
         return Err(reading(e, format_args!("the tensor infos")));
     }
-    let mut tensors = Vec::with_capacity(tensor_count);
-    for i in 0..tensor_count {
-        let at = r.pos();
-        let t = read_tensor_info(&mut r, alignment)
-            .map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (at, i, tensor_count)))?;
-        tensors.push(t);
-    }
-    let tensor_index =
-        NameIndex::build(tensors.len(), |i| tensors[i].name.of(bytes)).map_err(|(a, b)| {
-            Error::at(
-                ErrorCode::DuplicateTensor,
-                tensors[b].at as u64,
-                format!(
-                    "tensor {} appears twice (first at offset {})",
-                    quote(tensors[b].name.of(bytes)),
-                    tensors[a].at
-                ),
-            )
-        })?;
+    let tensors_at = r.pos();
+    let infos = read_tensor_infos(bytes, tensors_at, tensor_count, layout, alignment)?;
+    let TensorInfos {
+        tensors,
+        end,
+        name_bytes: tensor_name_bytes,
+        tensor_index,
+        in_order,
+        max_end,
+    } = infos;
 
-    let data_offset = format::align_up(r.pos() as u64, alignment).ok_or_else(|| {
+    let data_offset = format::align_up(end as u64, alignment).ok_or_else(|| {
         Error::at(
             ErrorCode::SizeOverflow,
-            r.pos() as u64,
+            end as u64,
             "data section offset overflows",
         )
     })?;
-    check_tensor_ranges(bytes, &tensors, data_offset)?;
+    // The common case, decided without another pass: every tensor ends inside the file, and the
+    // data lie in file order without overlapping. Anything else gets the full check, which
+    // finds the first offender.
+    let all_inside = data_offset
+        .checked_add(max_end)
+        .is_some_and(|end| end <= bytes.len() as u64);
+    if !(all_inside && in_order) {
+        check_tensor_ranges(bytes, &tensors, layout, alignment, data_offset)?;
+    }
 
     Ok(Parsed {
         version,
@@ -386,6 +409,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         data_offset,
         kvs,
         tensors,
+        tensor_name_bytes,
         key_index,
         tensor_index,
     })
@@ -499,52 +523,328 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
     Ok(found)
 }
 
-fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorRecord> {
+/// What the walk over the tensor infos learns.
+struct TensorInfos {
+    /// Where each tensor info lies.
+    tensors: Vec<usize>,
+    /// Offset just past the last tensor info.
+    end: usize,
+    /// Sum of the names' lengths.
+    name_bytes: usize,
+    tensor_index: NameIndex,
+    /// Whether the tensors with data lie in file order without overlapping.
+    in_order: bool,
+    /// The largest end of a tensor's data, from the start of the data section (`u64::MAX` if one
+    /// overflows).
+    max_end: u64,
+}
+
+/// Reads and checks `count` tensor infos starting at `at`, indexing their names as it goes.
+/// Errors come in the order a reader meets them: a malformed info first (the first in file
+/// order), then a name given twice; ranges are checked by the caller.
+fn read_tensor_infos(
+    bytes: &[u8],
+    at: usize,
+    count: usize,
+    layout: Layout,
+    alignment: u64,
+) -> Result<TensorInfos> {
+    let fast = layout.wide && layout.order == ByteOrder::Little;
+    let mut walk = Walk {
+        bytes,
+        layout,
+        alignment,
+        tensors: Vec::with_capacity(count),
+        index: NameIndex::with_capacity(count),
+        duplicate: None,
+        name_bytes: 0,
+        in_order: true,
+        prev_end: 0,
+        max_end: 0,
+    };
+    let mut pos = at;
+    for i in 0..count {
+        // Each decoder calls `accept` on its own, so the fast one's fields stay in registers.
+        let accepted = match fast.then(|| decode_tensor_info_le64(bytes, pos)).flatten() {
+            Some(raw) => walk.accept(&raw),
+            None => walk.accept_general(pos),
+        };
+        pos =
+            accepted.map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (pos, i, count)))?;
+    }
+    let Walk {
+        tensors,
+        index,
+        duplicate,
+        name_bytes,
+        in_order,
+        max_end,
+        ..
+    } = walk;
+    if let Some((a, b)) = duplicate {
+        return Err(Error::at(
+            ErrorCode::DuplicateTensor,
+            tensors[b] as u64,
+            format!(
+                "tensor {} appears twice (first at offset {})",
+                quote(tensor_name(bytes, tensors[b], layout)),
+                tensors[a]
+            ),
+        ));
+    }
+    Ok(TensorInfos {
+        tensors,
+        end: pos,
+        name_bytes,
+        tensor_index: index,
+        in_order,
+        max_end,
+    })
+}
+
+/// The state of the walk over the tensor infos.
+struct Walk<'a> {
+    bytes: &'a [u8],
+    layout: Layout,
+    alignment: u64,
+    tensors: Vec<usize>,
+    index: NameIndex,
+    /// The first name given twice: the positions of its two infos.
+    duplicate: Option<(usize, usize)>,
+    name_bytes: usize,
+    in_order: bool,
+    prev_end: u64,
+    max_end: u64,
+}
+
+impl Walk<'_> {
+    /// Checks one info, indexes its name and notes its data range; returns where it ends.
+    #[inline(always)]
+    fn accept(&mut self, raw: &RawTensorInfo) -> Result<usize> {
+        let (bytes, layout) = (self.bytes, self.layout);
+        let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
+        let i = self.tensors.len();
+        self.name_bytes += raw.name.len;
+        let tensors = &self.tensors;
+        let name_of = |j: usize| tensor_name(bytes, tensors[j], layout);
+        if let Err(first) = self.index.insert(i, raw.name.of(bytes), name_of) {
+            self.duplicate = self.duplicate.or(Some((first, i)));
+        }
+        let end = raw.offset.saturating_add(size);
+        if size > 0 {
+            self.in_order &= raw.offset >= self.prev_end;
+            self.prev_end = end;
+        }
+        self.max_end = self.max_end.max(end);
+        self.tensors.push(raw.at);
+        Ok(raw.end)
+    }
+}
+
+impl Walk<'_> {
+    /// [`Walk::accept`] of the info at `at`, read by the general reader (any layout).
+    #[inline(never)]
+    fn accept_general(&mut self, at: usize) -> Result<usize> {
+        let raw = decode_tensor_info(&mut ByteReader::new(self.bytes, at, self.layout))?;
+        self.accept(&raw)
+    }
+}
+
+/// Reads and checks the tensor info at `at`; returns it and where it ends.
+#[inline(always)]
+fn read_tensor_info(
+    bytes: &[u8],
+    at: usize,
+    layout: Layout,
+    alignment: u64,
+) -> Result<(TensorRecord, usize)> {
+    let fast = layout.wide && layout.order == ByteOrder::Little;
+    let raw = match fast.then(|| decode_tensor_info_le64(bytes, at)).flatten() {
+        Some(raw) => raw,
+        None => decode_tensor_info(&mut ByteReader::new(bytes, at, layout))?,
+    };
+    let c = check_tensor_info(&raw, bytes, layout, alignment)?;
+    let t = TensorRecord {
+        at: raw.at,
+        name: raw.name,
+        n_dims: raw.n_dims,
+        dims: raw.dims,
+        dtype: c.dtype,
+        n_elements: c.n_elements,
+        offset: raw.offset,
+        size: c.size,
+    };
+    Ok((t, raw.end))
+}
+
+/// The name of the tensor info at `at` (one the parse has read).
+#[inline]
+fn tensor_name(bytes: &[u8], at: usize, layout: Layout) -> &[u8] {
+    ByteReader::new(bytes, at, layout)
+        .string("a tensor name")
+        .map_or(&[][..], |name| name.of(bytes))
+}
+
+/// One tensor info's fields as stored, before any check.
+#[derive(Debug, PartialEq)]
+struct RawTensorInfo {
+    /// Offset of the info (its name's length field) and just past it.
+    at: usize,
+    end: usize,
+    name: Span,
+    n_dims: u32,
+    dims: [u64; MAX_DIMS],
+    type_id: u32,
+    offset: u64,
+}
+
+/// Reads one tensor info in any layout; fails on a truncated info or too many dimensions (past
+/// which the info cannot be read).
+fn decode_tensor_info(r: &mut ByteReader<'_>) -> Result<RawTensorInfo> {
     let at = r.pos();
     let name = r.string("the tensor name")?;
-    let bytes = r.bytes();
-    let named = |code, at: usize, msg: String| {
-        Error::at(
-            code,
-            at as u64,
-            format!("tensor {}: {msg}", quote(name.of(bytes))),
-        )
-    };
     let dims_at = r.pos();
     let n_dims = r.u32("the dimension count")?;
     if n_dims as usize > MAX_DIMS {
-        return Err(named(
+        return Err(Error::at(
             ErrorCode::TooManyDims,
-            dims_at,
-            format!("expected at most {MAX_DIMS} dimensions, found {n_dims}"),
+            dims_at as u64,
+            format!(
+                "tensor {}: expected at most {MAX_DIMS} dimensions, found {n_dims}",
+                quote(name.of(r.bytes()))
+            ),
         ));
     }
     let mut dims = [1u64; MAX_DIMS];
     for d in dims.iter_mut().take(n_dims as usize) {
         *d = r.len("a dimension")?;
     }
-    let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-    let type_at = r.pos();
     let type_id = r.u32("the tensor type")?;
-    let offset_at = r.pos();
     let offset = r.u64("the tensor offset")?;
+    Ok(RawTensorInfo {
+        at,
+        end: r.pos(),
+        name,
+        n_dims,
+        dims,
+        type_id,
+        offset,
+    })
+}
 
-    let Some(n_elements) = n_elements else {
-        return Err(named(
+/// [`decode_tensor_info`] for the common layout (little-endian, 64-bit lengths): after the name,
+/// the rest of an info (dimension count, up to four dimensions, type, offset) is read out of one
+/// bounds-checked 48-byte window. `None` sends the info to the general reader, which also words
+/// the error when it is truncated or has too many dimensions (and reads the last info of a file
+/// that ends less than 48 bytes after its name).
+#[inline(always)]
+fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
+    const WINDOW: usize = 4 + 8 * MAX_DIMS + 4 + 8;
+    let rest = bytes.get(at..)?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let len = u64::from_le_bytes(*len);
+    if len > rest.len() as u64 {
+        return None;
+    }
+    let name = Span {
+        start: at + 8,
+        len: len as usize,
+    };
+    let w: &[u8; WINDOW] = rest.get(name.len..)?.first_chunk()?;
+    let u64_at = |i: usize| u64::from_le_bytes(w[i..i + 8].try_into().unwrap_or_default());
+    let n = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+    if n as usize > MAX_DIMS {
+        return None;
+    }
+    let n = n as usize;
+    let mut dims = [1u64; MAX_DIMS];
+    for (k, d) in dims.iter_mut().enumerate() {
+        if k < n {
+            *d = u64_at(4 + 8 * k);
+        }
+    }
+    let type_at = 4 + 8 * n;
+    Some(RawTensorInfo {
+        at,
+        end: name.start + name.len + type_at + 4 + 8,
+        name,
+        n_dims: n as u32,
+        dims,
+        type_id: u32::from_le_bytes(w[type_at..type_at + 4].try_into().unwrap_or_default()),
+        offset: u64_at(type_at + 4),
+    })
+}
+
+/// What checking a tensor info finds.
+struct Checked {
+    dtype: DataType,
+    n_elements: u64,
+    size: u64,
+}
+
+/// Checks one tensor info's rules (element count, type, block multiple, byte size, alignment).
+#[inline(always)]
+fn check_tensor_info(
+    raw: &RawTensorInfo,
+    bytes: &[u8],
+    layout: Layout,
+    alignment: u64,
+) -> Result<Checked> {
+    let dims = raw.dims;
+    let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+    let dtype = DataType::from_id(raw.type_id);
+    let size = dtype.and_then(|t| t.tensor_bytes(&dims));
+    // `alignment` is a power of two (checked when it was read).
+    let aligned = raw.offset & (alignment - 1) == 0;
+    match (n_elements, dtype, size) {
+        (Some(n_elements), Some(dtype), Some(size)) if aligned => Ok(Checked {
+            dtype,
+            n_elements,
+            size,
+        }),
+        _ => Err(tensor_info_error(raw, bytes, layout, alignment)),
+    }
+}
+
+/// The error for a tensor info that [`check_tensor_info`] refuses: the first rule it breaks, at
+/// the offset of the field that breaks it.
+#[cold]
+#[inline(never)]
+fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignment: u64) -> Error {
+    let named = |code, at: usize, msg: String| {
+        Error::at(
+            code,
+            at as u64,
+            format!("tensor {}: {msg}", quote(raw.name.of(bytes))),
+        )
+    };
+    let dims = raw.dims;
+    let dims_at = raw.name.start + raw.name.len;
+    let type_at = dims_at + 4 + raw.n_dims as usize * layout.len_size();
+    let offset_at = type_at + 4;
+    if dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .is_none()
+    {
+        return named(
             ErrorCode::SizeOverflow,
             dims_at,
             format!("element count of dimensions {dims:?} overflows 64 bits"),
-        ));
-    };
-    let Some(dtype) = DataType::from_id(type_id) else {
-        return Err(named(
+        );
+    }
+    let Some(dtype) = DataType::from_id(raw.type_id) else {
+        return named(
             ErrorCode::BadDataType,
             type_at,
-            format!("expected a ggml data type, found unknown or removed type {type_id}"),
-        ));
+            format!(
+                "expected a ggml data type, found unknown or removed type {}",
+                raw.type_id
+            ),
+        );
     };
     if dims[0] % dtype.block_elems() != 0 {
-        return Err(named(
+        return named(
             ErrorCode::BadBlockMultiple,
             dims_at,
             format!(
@@ -553,39 +853,38 @@ fn read_tensor_info(r: &mut ByteReader<'_>, alignment: u64) -> Result<TensorReco
                 dtype.name(),
                 dtype.block_elems()
             ),
-        ));
+        );
     }
-    let Some(size) = dtype.tensor_bytes(&dims) else {
-        return Err(named(
+    if dtype.tensor_bytes(&dims).is_none() {
+        return named(
             ErrorCode::SizeOverflow,
             dims_at,
             format!("byte size of {} {dims:?} overflows 64 bits", dtype.name()),
-        ));
-    };
-    if offset % alignment != 0 {
-        return Err(named(
-            ErrorCode::MisalignedOffset,
-            offset_at,
-            format!("expected an offset that is a multiple of {alignment}, found {offset}"),
-        ));
+        );
     }
-    Ok(TensorRecord {
-        at,
-        name,
-        n_dims,
-        dims,
-        dtype,
-        n_elements,
-        offset,
-        size,
-    })
+    let offset = raw.offset;
+    named(
+        ErrorCode::MisalignedOffset,
+        offset_at,
+        format!("expected an offset that is a multiple of {alignment}, found {offset}"),
+    )
 }
 
 /// Checks that every tensor's data lies inside the file and that no two tensors' data overlap.
 /// Tensors may be listed in any order and have gaps between them (the spec allows both).
-fn check_tensor_ranges(bytes: &[u8], tensors: &[TensorRecord], data_offset: u64) -> Result<()> {
+fn check_tensor_ranges(
+    bytes: &[u8],
+    positions: &[usize],
+    layout: Layout,
+    alignment: u64,
+    data_offset: u64,
+) -> Result<()> {
+    let tensors = positions
+        .iter()
+        .map(|&at| read_tensor_info(bytes, at, layout, alignment).map(|(t, _)| t))
+        .collect::<Result<Vec<TensorRecord>>>()?;
     let file_size = bytes.len() as u64;
-    for t in tensors {
+    for t in &tensors {
         let end = data_offset
             .checked_add(t.offset)
             .and_then(|start| start.checked_add(t.size));
@@ -629,4 +928,164 @@ fn check_tensor_ranges(bytes: &[u8], tensors: &[TensorRecord], data_offset: u64)
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version-3 little-endian file with these tensor infos (name, dims, type, offset) and
+    /// `data` zero bytes after the aligned header.
+    fn file(infos: &[(&str, &[u64], u32, u64)], data: usize) -> Vec<u8> {
+        let mut f = b"GGUF".to_vec();
+        f.extend_from_slice(&3u32.to_le_bytes());
+        f.extend_from_slice(&(infos.len() as u64).to_le_bytes());
+        f.extend_from_slice(&0u64.to_le_bytes());
+        for (name, dims, ty, offset) in infos {
+            f.extend_from_slice(&(name.len() as u64).to_le_bytes());
+            f.extend_from_slice(name.as_bytes());
+            f.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+            for d in *dims {
+                f.extend_from_slice(&d.to_le_bytes());
+            }
+            f.extend_from_slice(&ty.to_le_bytes());
+            f.extend_from_slice(&offset.to_le_bytes());
+        }
+        f.resize(f.len().div_ceil(32) * 32 + data, 0);
+        f
+    }
+
+    fn refused(bytes: &[u8]) -> (ErrorCode, Option<u64>, String) {
+        let e = parse(bytes).err().expect("refused");
+        (e.code(), e.offset(), e.message().to_string())
+    }
+
+    #[test]
+    fn the_fast_decoder_reads_what_the_general_reader_reads() {
+        let base = file(
+            &[
+                ("token_embd.weight", &[64, 4], 8, 0),
+                ("blk.0.ffn_up.7.weight", &[256], 12, 288),
+                ("s", &[], 0, 448),
+                ("blk.0.attn_q.weight", &[32, 2, 1, 3], 1, 480),
+            ],
+            1024,
+        );
+        let layout = Layout::new(3, ByteOrder::Little);
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut agreed = 0;
+        for round in 0..4000 {
+            let mut bytes = base.clone();
+            if round > 0 {
+                // Change one to three bytes of the tensor infos.
+                for _ in 0..1 + round % 3 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let at = 24 + (rng >> 8) as usize % (base.len() - 1024 - 24);
+                    bytes[at] = (rng >> 40) as u8;
+                }
+                bytes.truncate(bytes.len() - (rng >> 20) as usize % 1100);
+            }
+            let mut at = 24;
+            while at < bytes.len() {
+                let general = decode_tensor_info(&mut ByteReader::new(&bytes, at, layout));
+                match decode_tensor_info_le64(&bytes, at) {
+                    Some(fast) => {
+                        assert_eq!(Some(&fast), general.as_ref().ok(), "round {round}");
+                        agreed += 1;
+                        at = fast.end;
+                    }
+                    None => break,
+                }
+            }
+        }
+        assert!(agreed > 4000, "only {agreed} infos decoded");
+    }
+
+    #[test]
+    fn out_of_order_data_is_checked_in_offset_order() {
+        // Accepted out of order, with gaps and empty tensors in between.
+        let ok = file(
+            &[
+                ("c", &[8], 0, 64),
+                ("empty", &[0], 0, 64),
+                ("a", &[8], 0, 0),
+                ("b", &[8], 0, 32),
+            ],
+            96,
+        );
+        let g = GgufFile::from_bytes(&ok[..]).unwrap();
+        assert_eq!(g.tensor("b").unwrap().offset, 32);
+        assert_eq!(g.tensor_index("a"), Some(2));
+        // Overlaps found whatever the order: the later of the pair by offset is named.
+        for infos in [
+            [("a", &[16][..], 0, 0), ("b", &[8][..], 0, 32)],
+            [("b", &[8][..], 0, 32), ("a", &[16][..], 0, 0)],
+        ] {
+            let (code, _, message) = refused(&file(&infos, 96));
+            assert_eq!(code, ErrorCode::DataOverlap);
+            assert!(
+                message.starts_with("tensor 'b' data [32, 64) overlaps tensor 'a'"),
+                "{message}"
+            );
+        }
+        // The first tensor in file order whose data end past the file is named.
+        let f = file(
+            &[
+                ("in", &[8], 0, 0),
+                ("out1", &[8], 0, 64),
+                ("out2", &[16], 0, 32),
+            ],
+            32,
+        );
+        let (code, offset, message) = refused(&f);
+        assert_eq!(code, ErrorCode::DataOutOfBounds);
+        assert_eq!(offset, Some(24 + 8 + 2 + 4 + 8 + 4 + 8));
+        assert!(
+            message.starts_with("the file ends early (truncated?): tensor 'out1' data ends at"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_malformed_info_is_reported_before_an_earlier_duplicate_name() {
+        let (code, offset, _) = refused(&file(
+            &[("a", &[8], 0, 0), ("a", &[8], 0, 32), ("b", &[8], 99, 64)],
+            96,
+        ));
+        assert_eq!(code, ErrorCode::BadDataType);
+        let type_at = 24 + 2 * (8 + 1 + 4 + 8 + 4 + 8) + 8 + 1 + 4 + 8;
+        assert_eq!(offset, Some(type_at as u64));
+        let (code, offset, message) = refused(&file(
+            &[("a", &[8], 0, 0), ("b", &[8], 0, 32), ("a", &[8], 0, 64)],
+            96,
+        ));
+        assert_eq!(code, ErrorCode::DuplicateTensor);
+        assert_eq!(offset, Some(24 + 2 * (8 + 1 + 4 + 8 + 4 + 8)));
+        assert_eq!(message, "tensor 'a' appears twice (first at offset 24)");
+    }
+
+    #[test]
+    fn many_tensors_are_indexed_and_read_back() {
+        let names: Vec<String> = (0..3000)
+            .map(|i| format!("blk.{}.ffn_up.{}.weight", i / 64, i % 64))
+            .collect();
+        let infos: Vec<(&str, &[u64], u32, u64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), &[8u64][..], 0, 32 * i as u64))
+            .collect();
+        let bytes = file(&infos, 32 * names.len());
+        let g = GgufFile::from_bytes(&bytes[..]).unwrap();
+        assert_eq!(g.tensor_count(), names.len());
+        for (i, n) in names.iter().enumerate() {
+            let t = g.tensor(n).unwrap();
+            assert_eq!(
+                (t.name, t.offset, t.size),
+                (n.as_bytes(), 32 * i as u64, 32)
+            );
+        }
+        assert!(g.tensor("blk.0.ffn_up.64.weight").is_none());
+    }
 }

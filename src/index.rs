@@ -1,52 +1,101 @@
 //! A name-to-position hash index that stores only positions: names stay in the file's bytes, so
 //! the index owns no strings and borrows nothing.
+//!
+//! Opening a file indexes every tensor name (a duplicate name is refused at open), so inserting
+//! is on the open path of files with many thousands of tensors. Each slot is one `u64`: the high
+//! 32 bits of the name's hash and the entry's position + 1 (0 marks an empty slot). Probing is
+//! linear over a table at most half full, and compares a name only when the stored hash bits
+//! match, so an insert is one hash, usually one slot read and one write.
 
 use foldhash::fast::RandomState;
-use hashbrown::HashTable;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 
 /// Positions of entries, found by the name each entry has in the file.
 pub(crate) struct NameIndex {
-    table: HashTable<u32>,
+    slots: Box<[u64]>,
     // Seeded per index so that a file cannot be crafted to make every name collide.
     hasher: RandomState,
 }
 
+const HASH_BITS: u64 = 0xFFFF_FFFF_0000_0000;
+
+/// The hash of one name: its bytes alone (no length prefix: only whole names are hashed).
+#[inline]
+fn hash(hasher: &RandomState, name: &[u8]) -> u64 {
+    let mut h = hasher.build_hasher();
+    h.write(name);
+    h.finish()
+}
+
 impl NameIndex {
+    /// An empty index with room for `count` entries (fewer than 2^32).
+    pub fn with_capacity(count: usize) -> NameIndex {
+        // At most half full, so probes stay short and always reach an empty slot.
+        let size = count.saturating_mul(2).next_power_of_two().max(8);
+        NameIndex {
+            slots: vec![0; size].into_boxed_slice(),
+            hasher: RandomState::default(),
+        }
+    }
+
     /// Indexes `count` entries whose names `name_of` gives. Returns the positions of the first
     /// pair of entries that share a name, if any.
     pub fn build<'n>(
         count: usize,
         name_of: impl Fn(usize) -> &'n [u8],
     ) -> Result<NameIndex, (usize, usize)> {
-        let hasher = RandomState::default();
-        let mut table = HashTable::with_capacity(count);
+        let mut index = NameIndex::with_capacity(count);
         for i in 0..count {
-            let name = name_of(i);
-            let hash = hasher.hash_one(name);
-            let entry = table.entry(
-                hash,
-                |&j: &u32| name_of(j as usize) == name,
-                |&j: &u32| hasher.hash_one(name_of(j as usize)),
-            );
-            match entry {
-                hashbrown::hash_table::Entry::Occupied(first) => {
-                    return Err((*first.get() as usize, i));
-                }
-                hashbrown::hash_table::Entry::Vacant(slot) => {
-                    slot.insert(i as u32);
-                }
-            }
+            index
+                .insert(i, name_of(i), &name_of)
+                .map_err(|first| (first, i))?;
         }
-        Ok(NameIndex { table, hasher })
+        Ok(index)
+    }
+
+    /// Adds entry `i` named `name`; `name_of` gives the names of the entries added before. At
+    /// most the capacity's count of entries may be added. Returns the position of the entry that
+    /// already has this name, if one does (and then adds nothing).
+    #[inline(always)]
+    pub fn insert<'n>(
+        &mut self,
+        i: usize,
+        name: &[u8],
+        name_of: impl Fn(usize) -> &'n [u8],
+    ) -> Result<(), usize> {
+        let hash = hash(&self.hasher, name);
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        loop {
+            let slot = self.slots[at];
+            if slot == 0 {
+                self.slots[at] = (hash & HASH_BITS) | (i as u64 + 1);
+                return Ok(());
+            }
+            let j = (slot as u32 as usize).wrapping_sub(1);
+            if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
+                return Err(j);
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// The position of the entry named `name`.
     pub fn find<'n>(&self, name: &[u8], name_of: impl Fn(usize) -> &'n [u8]) -> Option<usize> {
-        let hash = self.hasher.hash_one(name);
-        self.table
-            .find(hash, |&j| name_of(j as usize) == name)
-            .map(|&j| j as usize)
+        let hash = hash(&self.hasher, name);
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        loop {
+            let slot = self.slots[at];
+            if slot == 0 {
+                return None;
+            }
+            let j = (slot as u32 as usize).wrapping_sub(1);
+            if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
+                return Some(j);
+            }
+            at = (at + 1) & mask;
+        }
     }
 }
 
@@ -65,5 +114,30 @@ mod tests {
 
         let dup = [b"a".to_vec(), b"b".to_vec(), b"a".to_vec()];
         assert_eq!(NameIndex::build(dup.len(), |i| &dup[i]).err(), Some((0, 2)));
+    }
+
+    #[test]
+    fn empty_and_tiny_indexes() {
+        let none: [Vec<u8>; 0] = [];
+        let index = NameIndex::build(0, |i| &none[i]).unwrap();
+        assert_eq!(index.find(b"", |i| &none[i]), None);
+        let one = [Vec::new()];
+        let index = NameIndex::build(1, |i| &one[i]).unwrap();
+        assert_eq!(index.find(b"", |i| &one[i]), Some(0));
+        assert_eq!(index.find(b"x", |i| &one[i]), None);
+    }
+
+    #[test]
+    fn names_whose_hashes_share_a_slot_are_told_apart() {
+        // Enough names in a small table that many probe past occupied slots.
+        let names: Vec<Vec<u8>> = (0..4000).map(|i| format!("{i}").into_bytes()).collect();
+        let mut index = NameIndex::with_capacity(names.len());
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(index.insert(i, n, |j| &names[j]), Ok(()));
+        }
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(index.insert(names.len(), n, |j| &names[j]), Err(i));
+            assert_eq!(index.find(n, |j| &names[j]), Some(i));
+        }
     }
 }

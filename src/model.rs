@@ -238,8 +238,8 @@ impl<S: AsRef<[u8]>> Model<S> {
         let name_of = |i: usize| {
             let (shard, local) = model.locate(i);
             model.shards[shard]
-                .tensor_at(local)
-                .map_or(&[][..], |t| t.name)
+                .tensor_name_at(local)
+                .unwrap_or_default()
         };
         let index = NameIndex::build(total, name_of).map_err(|(a, b)| {
             let ((sa, _), (sb, _)) = (model.locate(a), model.locate(b));
@@ -315,9 +315,7 @@ impl<S: AsRef<[u8]>> Model<S> {
             None => self.shards[0].tensor_index(name),
             Some(index) => index.find(name.as_ref(), |i| {
                 let (shard, local) = self.locate(i);
-                self.shards[shard]
-                    .tensor_at(local)
-                    .map_or(&[][..], |t| t.name)
+                self.shards[shard].tensor_name_at(local).unwrap_or_default()
             }),
         }
     }

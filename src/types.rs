@@ -228,7 +228,17 @@ impl DataType {
 
     /// The data type with this id, or `None` for ids that are unknown or were removed.
     pub fn from_id(id: u32) -> Option<DataType> {
-        Self::ALL.iter().copied().find(|t| t.id() == id)
+        // A table by id, built at compile time from `ALL` (opening looks up every tensor's type).
+        const BY_ID: [Option<DataType>; 64] = {
+            let mut table = [None; 64];
+            let mut i = 0;
+            while i < DataType::ALL.len() {
+                table[DataType::ALL[i] as usize] = Some(DataType::ALL[i]);
+                i += 1;
+            }
+            table
+        };
+        BY_ID.get(id as usize).copied().flatten()
     }
 
     /// Name (NUL-terminated), elements per block and bytes per block: the one table of each
@@ -301,15 +311,25 @@ impl DataType {
 
     /// Bytes taken by a row of `first_dim` elements, or `None` when `first_dim` is not a whole
     /// number of blocks.
+    #[inline]
     pub fn row_bytes(self, first_dim: u64) -> Option<u64> {
-        if first_dim % self.block_elems() != 0 {
+        let block = self.block_elems();
+        // Every block size is a power of two: a mask and a shift rather than a division (opening
+        // sizes every tensor).
+        let (blocks, rest) = if block.is_power_of_two() {
+            (first_dim >> block.trailing_zeros(), first_dim & (block - 1))
+        } else {
+            (first_dim / block, first_dim % block)
+        };
+        if rest != 0 {
             return None;
         }
-        (first_dim / self.block_elems()).checked_mul(self.block_bytes())
+        blocks.checked_mul(self.block_bytes())
     }
 
     /// Bytes taken by a tensor of these dimensions, or `None` when the first dimension is not a
     /// whole number of blocks or the size does not fit in 64 bits.
+    #[inline]
     pub fn tensor_bytes(self, dims: &[u64]) -> Option<u64> {
         let (&first, rest) = match dims.split_first() {
             Some(split) => split,

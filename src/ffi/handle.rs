@@ -1,10 +1,11 @@
 //! The handle behind `GGUFFile`: the parsed model (one file, or every shard of a split model),
-//! the C records handed out for its tensors, metadata and shards, one arena holding every
-//! NUL-terminated name, and lazily built caches (arrays, upload plans).
+//! the C records handed out for its metadata and shards, one arena holding their NUL-terminated
+//! strings, and lazily built caches: the tensor records (with their names), arrays, upload
+//! plans.
 
 use super::arrays::ArrayCaches;
 use super::boundary::null;
-use super::lazy::AppendList;
+use super::lazy::{AppendList, OnceBox};
 use super::metadata::GGUFMetadataKV;
 use super::plan::PlanRecords;
 use super::shards::GGUFShardInfo;
@@ -14,16 +15,18 @@ use crate::file::quote;
 use crate::model::Model;
 use crate::source::Source;
 use crate::value::RawValue;
+use std::ffi::c_char;
 
 /// The opaque state behind a `GGUFFile`. Everything it hands out lives as long as it does.
 pub struct GGUFFileImpl {
     pub(crate) model: Model<Source>,
     /// The path it was opened from (or `<memory>`), for error messages.
     pub(crate) name: String,
-    /// Every key, tensor name, string value and shard path, NUL-terminated, back to back. Never
-    /// resized after open, so pointers into it are stable.
+    /// Every key, string value and shard path, NUL-terminated, back to back. Never resized after
+    /// open, so pointers into it are stable.
     _arena: Box<[u8]>,
-    pub(crate) tensors: Box<[GGUFTensorInfo]>,
+    /// The tensor records, built on first use (see [`GGUFFileImpl::tensors`]).
+    tensor_table: OnceBox<TensorTable>,
     pub(crate) metadata: Box<[GGUFMetadataKV]>,
     pub(crate) shards: Box<[GGUFShardInfo]>,
     /// One slot per metadata entry, filled on first use by the array helpers.
@@ -40,6 +43,59 @@ unsafe impl Send for GGUFFileImpl {}
 // SAFETY: as above.
 unsafe impl Sync for GGUFFileImpl {}
 
+/// The C records of every tensor and their NUL-terminated names.
+struct TensorTable {
+    records: Box<[GGUFTensorInfo]>,
+    /// The names, back to back; never resized, so the records' pointers into it are stable.
+    _names: Box<[u8]>,
+}
+
+impl TensorTable {
+    /// One allocation for the records and one for the names, filled in one pass over every
+    /// shard's tensors.
+    fn build(model: &Model<Source>) -> TensorTable {
+        let name_bytes: usize = model
+            .shards()
+            .iter()
+            .map(|s| s.tensor_name_bytes() + s.tensor_count())
+            .sum();
+        let mut names = vec![0u8; name_bytes].into_boxed_slice();
+        let mut slots = Slots::new(&mut names);
+        let mut records = Vec::with_capacity(model.tensor_count());
+        for (shard, file) in model.shards().iter().enumerate() {
+            for t in file.tensors() {
+                let name = slots.put(t.name);
+                records.push(GGUFTensorInfo::new(records.len(), shard, &t, name));
+            }
+        }
+        TensorTable {
+            records: records.into_boxed_slice(),
+            _names: names,
+        }
+    }
+}
+
+/// Hands out NUL-terminated copies of strings from a zeroed buffer sized for them exactly. Each
+/// slot is carved off the front of what is left, so a pointer handed out comes from its own
+/// slot and no later write touches it.
+struct Slots<'a> {
+    free: &'a mut [u8],
+}
+
+impl<'a> Slots<'a> {
+    fn new(buffer: &'a mut [u8]) -> Slots<'a> {
+        Slots { free: buffer }
+    }
+
+    /// A copy of `s` followed by the NUL the buffer was zeroed with.
+    fn put(&mut self, s: &[u8]) -> *const c_char {
+        let (slot, rest) = std::mem::take(&mut self.free).split_at_mut(s.len() + 1);
+        slot[..s.len()].copy_from_slice(s);
+        self.free = rest;
+        slot.as_ptr().cast()
+    }
+}
+
 /// A handle to an open GGUF file. NULL is never a valid open handle.
 pub type GGUFFile = *mut GGUFFileImpl;
 
@@ -49,78 +105,52 @@ impl GGUFFileImpl {
         let first = model.first();
         let bytes = first.bytes();
         let kvs = first.kv_records();
-        let tensor_names =
-            (0..model.tensor_count()).map(|i| model.tensor_at(i).map_or(&[][..], |t| t.info.name));
+        let kv_strings = kvs.iter().flat_map(|kv| {
+            let value = match kv.value {
+                RawValue::String(s) => Some(s.of(bytes)),
+                _ => None,
+            };
+            std::iter::once(kv.key.of(bytes)).chain(value)
+        });
         // Exact bytes, not the escaped names of messages: callers reopen these paths.
         let shard_paths = model
             .shard_paths()
             .iter()
             .map(|p| p.as_os_str().as_encoded_bytes());
 
-        // One exact-size allocation for every string the C API must NUL-terminate.
-        let strings = kvs
-            .iter()
-            .flat_map(|kv| {
-                let value = match kv.value {
-                    RawValue::String(s) => Some(s.of(bytes)),
-                    _ => None,
-                };
-                std::iter::once(kv.key.of(bytes)).chain(value)
-            })
-            .chain(tensor_names)
-            .chain(shard_paths);
-        let total: usize = strings.clone().map(|s| s.len() + 1).sum();
-        let mut arena = Vec::with_capacity(total);
-        for s in strings {
-            arena.extend_from_slice(s);
-            arena.push(0);
-        }
-        let arena = arena.into_boxed_slice();
-
-        // Hand out pointers in the order the strings were laid down.
-        let mut next = 0usize;
-        let mut take = |len: usize| {
-            let ptr = arena[next..].as_ptr().cast();
-            next += len + 1;
-            ptr
-        };
+        // One exact-size, zeroed allocation for every string the C API must NUL-terminate.
+        let total: usize = kv_strings
+            .chain(shard_paths.clone())
+            .map(|s| s.len() + 1)
+            .sum();
+        let mut arena = vec![0u8; total].into_boxed_slice();
+        let mut slots = Slots::new(&mut arena);
         let metadata: Box<[GGUFMetadataKV]> = kvs
             .iter()
             .enumerate()
             .map(|(i, kv)| {
-                let key = take(kv.key.len);
+                let key = slots.put(kv.key.of(bytes));
                 let str_ptr = match kv.value {
-                    RawValue::String(s) => take(s.len),
+                    RawValue::String(s) => slots.put(s.of(bytes)),
                     _ => std::ptr::null(),
                 };
                 GGUFMetadataKV::new(i, kv, key, str_ptr, bytes)
             })
             .collect();
-        // Sized once: every position below `tensor_count` has a tensor.
-        let mut tensors = Vec::with_capacity(model.tensor_count());
-        for (i, t) in (0..model.tensor_count()).filter_map(|i| Some((i, model.tensor_at(i)?))) {
-            tensors.push(GGUFTensorInfo::new(
-                i,
-                t.shard,
-                &t.info,
-                take(t.info.name.len()),
-            ));
-        }
-        let tensors = tensors.into_boxed_slice();
         let shards: Box<[GGUFShardInfo]> = model
             .shards()
             .iter()
             .zip(model.shard_paths())
             .zip(model.shard_starts())
             .map(|((file, path), &first_tensor)| {
-                let len = path.as_os_str().as_encoded_bytes().len();
-                GGUFShardInfo::new(file, take(len), first_tensor)
+                let path = path.as_os_str().as_encoded_bytes();
+                GGUFShardInfo::new(file, slots.put(path), first_tensor)
             })
             .collect();
         let arrays = (0..kvs.len()).map(|_| ArrayCaches::default()).collect();
         GGUFFileImpl {
             _arena: arena,
-            tensors,
+            tensor_table: OnceBox::default(),
             metadata,
             shards,
             arrays,
@@ -128,6 +158,17 @@ impl GGUFFileImpl {
             name,
             model,
         }
+    }
+
+    /// The C records of every tensor, in the model's order. Built on first use rather than at
+    /// open: a file may hold hundreds of thousands of tensors, and a caller that reads only
+    /// metadata should not pay for their records (about 140 bytes each). Every caller gets the
+    /// same records, at the same addresses, until the handle is closed.
+    pub(crate) fn tensors(&self) -> &[GGUFTensorInfo] {
+        &self
+            .tensor_table
+            .get_or_init(|| Box::new(TensorTable::build(&self.model)))
+            .records
     }
 
     /// The handle behind a `GGUFFile` argument.

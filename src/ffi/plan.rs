@@ -93,7 +93,7 @@ fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords>
             view: GGUF_NO_VIEW,
             offset: 0,
         };
-        f.tensors.len()
+        f.model.tensor_count()
     ];
     let mut max_view = 0;
     for (shard, (file, &first)) in f
