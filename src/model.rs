@@ -2,7 +2,7 @@
 //! presented as one, as llama.cpp's `gguf-split` writes them: each shard carries `split.no`
 //! (0-based), `split.count` and `split.tensors.count`; the first holds the model's metadata.
 
-use crate::error::{path_text, Error, ErrorCode, Result};
+use crate::error::{path_text, Error, ErrorKind, FirstSeen, Result};
 use crate::file::{quote, GgufFile, TensorInfo};
 use crate::index::NameIndex;
 use crate::source::{open_source, OpenOptions, Source};
@@ -91,15 +91,14 @@ fn shard_path(given_path: &Path, given: u64, no: u64, count: u64) -> Result<Path
     let name = |no: u64| crate::writer::Writer::shard_path("", no as usize, count as usize);
     let suffix = name(given);
     let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
-        Error::new(
-            ErrorCode::ShardMismatch,
-            format!(
+        Error::new(ErrorKind::ShardMismatch {
+            message: format!(
                 "this is shard {} of {count} of a split model, but its name does not end in \
                  '{suffix}', so its siblings cannot be found (open it alone with \
                  GGUF_OPEN_FLAG_SINGLE_SHARD)",
                 given + 1
             ),
-        )
+        })
         .in_path(given_path)
     })?;
     let mut path = OsString::from(prefix);
@@ -122,7 +121,7 @@ impl Model<Source> {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
         let mismatch = |file: &Path, message: String| {
-            Error::new(ErrorCode::ShardMismatch, message).in_path(file)
+            Error::new(ErrorKind::ShardMismatch { message }).in_path(file)
         };
         let check = |ok: bool, file: &Path, message: String| {
             if ok {
@@ -243,16 +242,14 @@ impl<S: AsRef<[u8]>> Model<S> {
         };
         let index = NameIndex::build(total, name_of).map_err(|(a, b)| {
             let ((sa, _), (sb, _)) = (model.locate(a), model.locate(b));
-            Error::new(
-                ErrorCode::DuplicateTensor,
-                format!(
-                    "tensor {} is in shard {} ({}) and again in shard {}",
-                    quote(name_of(b)),
-                    sa + 1,
-                    model.names[sa],
-                    sb + 1
-                ),
-            )
+            Error::new(ErrorKind::DuplicateTensor {
+                tensor: quote(name_of(b)),
+                first: FirstSeen::InShard {
+                    shard: sa as u64 + 1,
+                    file: model.names[sa].clone(),
+                    again: sb as u64 + 1,
+                },
+            })
             .in_file(model.names[sb].clone())
         })?;
         model.index = Some(index);
