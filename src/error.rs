@@ -603,6 +603,14 @@ impl Error {
         e
     }
 
+    /// An error about the bytes at `offset`, its kind made only when it happens: the closure
+    /// keeps the kind's construction out of the parser's hot loops.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn at_with(offset: u64, kind: impl FnOnce() -> ErrorKind) -> Error {
+        Error::at(offset, kind())
+    }
+
     /// An error of a code outside the format's rules (argument, lookup, type, memory, internal,
     /// unsupported), with its message.
     #[cold]
@@ -652,6 +660,7 @@ impl Error {
     }
 
     /// The same error with `context` (what was being read) before what it had.
+    #[cold]
     pub(crate) fn with_context(mut self, context: impl fmt::Display) -> Error {
         self.0.context = Some(match self.0.context.take() {
             Some(inner) => format!("{context}: {inner}"),

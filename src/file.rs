@@ -261,8 +261,9 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
     let mut r = ByteReader::new(bytes, 0, probe);
     let magic = r.take(4, "the magic")?;
     if magic != format::MAGIC {
-        let found = [magic[0], magic[1], magic[2], magic[3]];
-        return Err(Error::at(0, ErrorKind::BadMagic { found }));
+        return Err(Error::at_with(0, || ErrorKind::BadMagic {
+            found: [magic[0], magic[1], magic[2], magic[3]],
+        }));
     }
     let raw = r.u32("the version")?;
     let supported = format::MIN_VERSION..=format::MAX_VERSION;
@@ -271,7 +272,9 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
     } else if supported.contains(&raw.swap_bytes()) {
         Ok((raw.swap_bytes(), ByteOrder::Big))
     } else {
-        Err(Error::at(4, ErrorKind::UnsupportedVersion { found: raw }))
+        Err(Error::at_with(4, || ErrorKind::UnsupportedVersion {
+            found: raw,
+        }))
     }
 }
 
@@ -281,16 +284,15 @@ fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, kind: Count) ->
     let at = r.pos();
     let count = r.len(what).map_err(header)?;
     if !r.fits(count, min_size) {
-        let e = Error::at(at as u64, kind.error(count, r.shortfall(min_size)));
+        let e = Error::at_with(at as u64, || kind.error(count, r.shortfall(min_size)));
         return Err(header(e));
     }
     // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
     if count > u64::from(u32::MAX) {
         let max = u64::from(u32::MAX);
-        return Err(Error::at(
-            at as u64,
-            kind.error(count, Shortfall::Limit { max }),
-        ));
+        return Err(Error::at_with(at as u64, || {
+            kind.error(count, Shortfall::Limit { max })
+        }));
     }
     Ok(count as usize)
 }
@@ -341,11 +343,10 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
     let kvs = read_metadata(&mut r, kv_count)?;
     let key_index = NameIndex::build(kvs.len(), |i| kvs[i].key.of(bytes)).map_err(|(a, b)| {
-        let kind = ErrorKind::DuplicateKey {
+        Error::at_with(kvs[b].at as u64, || ErrorKind::DuplicateKey {
             key: quote(kvs[b].key.of(bytes)),
             first: FirstSeen::AtOffset(kvs[a].at as u64),
-        };
-        Error::at(kvs[b].at as u64, kind)
+        })
     })?;
     let alignment = match key_index.find(ALIGNMENT_KEY, |i| kvs[i].key.of(bytes)) {
         Some(i) => check_alignment(&kvs[i])?,
@@ -354,10 +355,9 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
     let n = tensor_count as u64;
     if !r.fits(n, min_tensor) {
-        let e = Error::at(
-            r.pos() as u64,
-            Count::Tensors.error(n, r.shortfall(min_tensor)),
-        );
+        let e = Error::at_with(r.pos() as u64, || {
+            Count::Tensors.error(n, r.shortfall(min_tensor))
+        });
         return Err(reading(e, format_args!("the tensor infos")));
     }
     let tensors_at = r.pos();
@@ -372,11 +372,10 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
     } = infos;
 
     let data_offset = format::align_up(end as u64, alignment).ok_or_else(|| {
-        let kind = ErrorKind::SizeOverflow {
+        Error::at_with(end as u64, || ErrorKind::SizeOverflow {
             tensor: None,
             what: "data section offset overflows".to_string(),
-        };
-        Error::at(end as u64, kind)
+        })
     })?;
     // The common case, decided without another pass: every tensor ends inside the file, and the
     // data lie in file order without overlapping. Anything else gets the full check, which
@@ -409,8 +408,8 @@ fn read_metadata(r: &mut ByteReader<'_>, kv_count: usize) -> Result<Vec<KvRecord
         let entry = |e| entry_error(e, bytes, layout, Entry::Metadata, (at, i, kv_count));
         let key = r.string("the key").map_err(entry)?;
         if key.len == 0 {
-            let kind = ErrorKind::EmptyKey { refused: false };
-            return Err(entry(Error::at(at as u64, kind)));
+            let e = Error::at_with(at as u64, || ErrorKind::EmptyKey { refused: false });
+            return Err(entry(e));
         }
         let ty = value::read_value_type(r, "the value type").map_err(entry)?;
         let value = value::read_value(r, ty, "the value").map_err(entry)?;
@@ -484,13 +483,13 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
         } => bits,
         other => {
             let found = AlignmentFound::Type(other.value_type());
-            let e = Error::at(kv.at as u64, ErrorKind::BadAlignment { found });
+            let e = Error::at_with(kv.at as u64, || ErrorKind::BadAlignment { found });
             return Err(e.with_context("general.alignment"));
         }
     };
     if !found.is_power_of_two() || found > format::MAX_ALIGNMENT {
         let found = AlignmentFound::Value(found);
-        let e = Error::at(kv.at as u64, ErrorKind::BadAlignment { found });
+        let e = Error::at_with(kv.at as u64, || ErrorKind::BadAlignment { found });
         return Err(e.with_context("general.alignment"));
     }
     Ok(found)
@@ -555,11 +554,12 @@ fn read_tensor_infos(
         ..
     } = walk;
     if let Some((a, b)) = duplicate {
-        let kind = ErrorKind::DuplicateTensor {
-            tensor: quote(tensor_name(bytes, tensors[b], layout)),
-            first: FirstSeen::AtOffset(tensors[a] as u64),
-        };
-        return Err(Error::at(tensors[b] as u64, kind));
+        return Err(Error::at_with(tensors[b] as u64, || {
+            ErrorKind::DuplicateTensor {
+                tensor: quote(tensor_name(bytes, tensors[b], layout)),
+                first: FirstSeen::AtOffset(tensors[a] as u64),
+            }
+        }));
     }
     Ok(TensorInfos {
         tensors,
@@ -675,13 +675,12 @@ fn decode_tensor_info(r: &mut ByteReader<'_>) -> Result<RawTensorInfo> {
     let dims_at = r.pos();
     let n_dims = r.u32("the dimension count")?;
     if n_dims as usize > MAX_DIMS {
-        let kind = ErrorKind::TooManyDims {
+        return Err(Error::at_with(dims_at as u64, || ErrorKind::TooManyDims {
             tensor: quote(name.of(r.bytes())),
             found: n_dims.into(),
             max: MAX_DIMS,
             refused: false,
-        };
-        return Err(Error::at(dims_at as u64, kind));
+        }));
     }
     let mut dims = [1u64; MAX_DIMS];
     for d in dims.iter_mut().take(n_dims as usize) {
@@ -848,12 +847,11 @@ fn check_tensor_ranges(
         if end.is_none_or(|end| end > file_size) {
             // Most often a download cut short: the header is whole, the data is not (the
             // message then says the file ends early).
-            let kind = ErrorKind::DataOutOfBounds {
+            return Err(Error::at_with(t.at as u64, || ErrorKind::DataOutOfBounds {
                 tensor: quote(t.name.of(bytes)),
                 end,
                 file_size,
-            };
-            return Err(Error::at(t.at as u64, kind));
+            }));
         }
     }
     let mut by_offset: Vec<u32> = (0..tensors.len() as u32)
@@ -863,13 +861,12 @@ fn check_tensor_ranges(
     for pair in by_offset.windows(2) {
         let (a, b) = (&tensors[pair[0] as usize], &tensors[pair[1] as usize]);
         if a.offset + a.size > b.offset {
-            let kind = ErrorKind::DataOverlap {
+            return Err(Error::at_with(b.at as u64, || ErrorKind::DataOverlap {
                 tensor: quote(b.name.of(bytes)),
                 range: (b.offset, b.offset + b.size),
                 other: quote(a.name.of(bytes)),
                 other_range: (a.offset, a.offset + a.size),
-            };
-            return Err(Error::at(b.at as u64, kind));
+            }));
         }
     }
     Ok(())

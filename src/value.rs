@@ -79,6 +79,8 @@ fn read_scalar(r: &mut ByteReader<'_>, ty: ValueType, what: &str) -> Result<u64>
     Ok(bits)
 }
 
+#[cold]
+#[inline(never)]
 fn bad_bool(at: usize, found: u8, what: &str) -> Error {
     Error::at(
         at as u64,
@@ -95,7 +97,7 @@ pub(crate) fn read_value_type(r: &mut ByteReader<'_>, what: &str) -> Result<Valu
     let at = r.pos();
     let id = r.u32(what)?;
     ValueType::from_id(id).ok_or_else(|| {
-        Error::at(at as u64, ErrorKind::BadValueType { found: id }).with_context(what)
+        Error::at_with(at as u64, || ErrorKind::BadValueType { found: id }).with_context(what)
     })
 }
 
@@ -146,10 +148,10 @@ fn array_too_long(
 /// the count could fit in the bytes left.
 fn read_array_header(r: &mut ByteReader<'_>, depth: usize, what: &str) -> Result<(ValueType, u64)> {
     if depth > MAX_ARRAY_DEPTH {
-        let kind = ErrorKind::ArrayTooDeep {
+        let kind = || ErrorKind::ArrayTooDeep {
             max: MAX_ARRAY_DEPTH,
         };
-        return Err(Error::at(r.pos() as u64, kind).with_context(what));
+        return Err(Error::at_with(r.pos() as u64, kind).with_context(what));
     }
     let elem = read_value_type(r, what)?;
     let len_at = r.pos();
