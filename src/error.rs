@@ -137,8 +137,8 @@ pub enum ErrorKind {
         /// What was being done (`cannot open the file`, `cannot write`).
         context: String,
         /// The operating system's error (shared, so that the error can be cloned: a writer
-        /// reports the same failure again on later calls). [`Error::source`] gives it as
-        /// `&std::io::Error`.
+        /// reports the same failure again on later calls). `std::error::Error::source` of the
+        /// [`Error`] gives it as `&std::io::Error`.
         #[source]
         source: Arc<std::io::Error>,
         /// What may help, as `: ...` after the OS message, or empty.
