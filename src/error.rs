@@ -387,10 +387,13 @@ pub enum ErrorKind {
         /// That tensor's data range.
         other_range: (u64, u64),
     },
-    /// The shards of a split model do not fit together.
+    /// The shards of a split model do not fit together ([`Error::path`] names the shard).
     #[error("{message}")]
     ShardMismatch {
-        /// Which shard and how.
+        /// The split key that is missing or disagrees (`split.count`, `split.no`,
+        /// `split.tensors.count`); `None` when the file's name is the problem.
+        key: Option<&'static str>,
+        /// What was expected and what was found.
         message: String,
     },
 }

@@ -92,6 +92,7 @@ fn shard_path(given_path: &Path, given: u64, no: u64, count: u64) -> Result<Path
     let suffix = name(given);
     let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
         Error::new(ErrorKind::ShardMismatch {
+            key: None,
             message: format!(
                 "this is shard {} of {count} of a split model, but its name does not end in \
                  '{suffix}', so its siblings cannot be found (open it alone with \
@@ -120,19 +121,21 @@ impl Model<Source> {
         if options.single_shard || count <= 1 {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
-        let mismatch = |file: &Path, message: String| {
-            Error::new(ErrorKind::ShardMismatch { message }).in_path(file)
+        let mismatch = |file: &Path, key: &'static str, message: String| {
+            let key = Some(key);
+            Error::new(ErrorKind::ShardMismatch { key, message }).in_path(file)
         };
-        let check = |ok: bool, file: &Path, message: String| {
+        let check = |ok: bool, file: &Path, key: &'static str, message: String| {
             if ok {
                 Ok(())
             } else {
-                Err(mismatch(file, message))
+                Err(mismatch(file, key, message))
             }
         };
         check(
             count <= MAX_SHARDS.into(),
             path,
+            SPLIT_COUNT,
             format!(
                 "{SPLIT_COUNT} is {count}, more than the {MAX_SHARDS} shards a split model can \
                  have"
@@ -145,13 +148,13 @@ impl Model<Source> {
                 let why = format!(
                     "{SPLIT_NO} is {no}, outside the {count} shards of {SPLIT_COUNT} (0 to {last})"
                 );
-                return Err(mismatch(path, why));
+                return Err(mismatch(path, SPLIT_NO, why));
             }
             Err(why) => {
                 let why = format!(
                     "{SPLIT_COUNT} is {count}, so this is a shard of a split model, but {why}"
                 );
-                return Err(mismatch(path, why));
+                return Err(mismatch(path, SPLIT_NO, why));
             }
         };
         let count = count as u64;
@@ -168,12 +171,14 @@ impl Model<Source> {
             check(
                 this_no == Ok(no.into()),
                 &shard_path,
+                SPLIT_NO,
                 expected(SPLIT_NO, no, &this_no),
             )?;
             let this_count = split_key(&file, SPLIT_COUNT);
             check(
                 this_count == Ok(count.into()),
                 &shard_path,
+                SPLIT_COUNT,
                 expected(
                     SPLIT_COUNT,
                     format!("{count} like the other shards"),
@@ -194,6 +199,7 @@ impl Model<Source> {
             check(
                 claimed == Ok(total),
                 path,
+                SPLIT_TENSORS_COUNT,
                 format!("{why}, but the shards hold {total} tensors"),
             )?;
         }
