@@ -618,6 +618,11 @@ impl Error {
     /// unsupported), with its message.
     #[cold]
     pub(crate) fn msg(code: ErrorCode, message: impl Into<String>) -> Error {
+        // A rule of the format has its own variant, with its facts: build that instead.
+        debug_assert!(
+            code != ErrorCode::None && (code as u32) < 10,
+            "{code:?} has its own ErrorKind"
+        );
         let message = message.into();
         Error::new(match code {
             ErrorCode::NullArgument => ErrorKind::NullArgument { what: message },
