@@ -56,7 +56,7 @@ impl AtomicFile {
     pub fn create(dest: &Path, sync: bool) -> Result<AtomicFile> {
         let shown = crate::error::path_text(dest);
         let fail = |what: &str, e: std::io::Error| {
-            Error::new(ErrorCode::Io, format!("cannot write: {what}{e}")).in_file(shown.clone())
+            Error::io(format!("cannot write{what}"), e).in_file(shown.clone())
         };
         // A symbolic link stays a link: its target is what gets replaced.
         let dest = match std::fs::symlink_metadata(dest) {
@@ -72,14 +72,14 @@ impl AtomicFile {
         let existing = match std::fs::metadata(&dest) {
             Ok(m) if m.is_dir() => {
                 return Err(
-                    Error::new(ErrorCode::Io, "cannot write: it is a directory").in_file(shown)
+                    Error::msg(ErrorCode::Io, "cannot write: it is a directory").in_file(shown)
                 )
             }
             Ok(m) => Some(m),
             Err(_) => None,
         };
         let name = dest.file_name().ok_or_else(|| {
-            Error::new(
+            Error::msg(
                 ErrorCode::InvalidArgument,
                 "cannot write: the path names no file",
             )
@@ -112,7 +112,7 @@ impl AtomicFile {
         if let Some(meta) = existing {
             // Dropping `out` on failure removes the temporary file.
             platform::copy_permissions(&out.file, &meta)
-                .map_err(|e| fail("cannot give it the old file's permissions: ", e))?;
+                .map_err(|e| fail(": cannot give it the old file's permissions", e))?;
         }
         Ok(out)
     }
@@ -123,7 +123,7 @@ impl AtomicFile {
     }
 
     fn error(&self, e: std::io::Error) -> Error {
-        Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(self.shown.clone())
+        Error::io("cannot write", e).in_file(self.shown.clone())
     }
 
     /// Writes all of `bytes`.
@@ -141,7 +141,7 @@ impl AtomicFile {
         let copied =
             std::io::copy(&mut src.take(len), &mut &self.file).map_err(|e| self.error(e))?;
         if copied != len {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::Io,
                 format!(
                     "cannot write: the source file ended after {copied} of {len} bytes at offset \
@@ -291,7 +291,7 @@ mod platform {
 
     pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
         std::str::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
-            Error::new(
+            Error::msg(
                 ErrorCode::InvalidArgument,
                 "the path is not valid UTF-8 (paths on this platform are Unicode)",
             )

@@ -1,8 +1,10 @@
 //! Errors: a stable code per rule, the byte offset where the rule was broken, and a message
 //! saying what was expected and what was found.
 
+use crate::types::{DataType, ValueType};
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Why an operation failed. The numeric values are stable: they are part of the C API
 /// (`GGUF_ERROR_CODE_*` in `gguf.h`) and never change meaning once released.
@@ -119,44 +121,538 @@ impl ErrorCode {
     }
 }
 
-/// An error with its code, the byte offset it concerns (when it concerns the file), the file it
-/// concerns (when known) and a message stating what was expected and what was found.
+/// What went wrong, as data: one variant per rule of the format (each mapping to its stable
+/// [`ErrorCode`]) with the facts a caller may want (names, counts, what was expected and
+/// found), and the failures outside the file (I/O, arguments). `Display` is the message without
+/// the file, offset and context that [`Error`] adds.
+///
+/// Names from the file (`key`, `tensor`) are held quoted and escaped as [`quote`] makes them, so
+/// that they are safe to print.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An operating-system call failed; `source` is its error.
+    #[error("{context}: {source}{advice}")]
+    Io {
+        /// What was being done (`cannot open the file`, `cannot write`).
+        context: String,
+        /// The operating system's error (shared, so that the error can be cloned: a writer
+        /// reports the same failure again on later calls). `std::error::Error::source` of the
+        /// [`Error`] gives it as `&std::io::Error`.
+        #[source]
+        source: Arc<std::io::Error>,
+        /// What may help, as `: ...` after the OS message, or empty.
+        advice: String,
+    },
+    /// The file cannot be used though no call failed (not a regular file, a size the system
+    /// reports wrongly, a directory where a file is to be written, a source cut short).
+    #[error("{message}")]
+    FileUnusable {
+        /// Why.
+        message: String,
+    },
+    /// A required pointer argument was NULL.
+    #[error("{what} is NULL")]
+    NullArgument {
+        /// The argument's name.
+        what: String,
+    },
+    /// An argument was out of range or did not belong to this handle.
+    #[error("{message}")]
+    InvalidArgument {
+        /// What was wrong with it.
+        message: String,
+    },
+    /// No key or tensor has that name.
+    #[error("{message}")]
+    NotFound {
+        /// What was looked for.
+        message: String,
+    },
+    /// The value exists but has another type than the accessor reads.
+    #[error("{message}")]
+    WrongType {
+        /// The type asked for and the type found.
+        message: String,
+    },
+    /// Memory for a result could not be allocated.
+    #[error("{message}")]
+    OutOfMemory {
+        /// For what.
+        message: String,
+    },
+    /// An internal error (a bug: please report it).
+    #[error("{message}")]
+    Internal {
+        /// What is known of it.
+        message: String,
+    },
+    /// The operation does not apply to this handle.
+    #[error("{message}")]
+    Unsupported {
+        /// Why.
+        message: String,
+    },
+
+    /// The file ends in the middle of a field.
+    #[error("expected {needed} bytes for {reading}, found {}", found_before_end(*.remaining, *.empty_file))]
+    Truncated {
+        /// The field (`the magic`, `the key`).
+        reading: String,
+        /// Its size in bytes.
+        needed: u64,
+        /// The bytes left in the file.
+        remaining: u64,
+        /// Whether the file is empty.
+        empty_file: bool,
+    },
+    /// The file does not start with `GGUF`.
+    #[error("expected magic 'GGUF' (47 47 55 46), found {:02x} {:02x} {:02x} {:02x}", .found[0], .found[1], .found[2], .found[3])]
+    BadMagic {
+        /// The first four bytes.
+        found: [u8; 4],
+    },
+    /// The version is not 1, 2 or 3.
+    #[error("expected version 1, 2 or 3, found {found}")]
+    UnsupportedVersion {
+        /// The version read (as stored, in the file's byte order).
+        found: u32,
+    },
+    /// The tensor count cannot fit in the bytes that follow.
+    #[error("the tensor count is {count}{}", shortfall.after(*.count))]
+    TensorCountTooLarge {
+        /// The count read.
+        count: u64,
+        /// Why it cannot be.
+        shortfall: Shortfall,
+    },
+    /// The key-value count cannot fit in the bytes that follow.
+    #[error("the key-value count is {count}{}", shortfall.after(*.count))]
+    KeyCountTooLarge {
+        /// The count read.
+        count: u64,
+        /// Why it cannot be.
+        shortfall: Shortfall,
+    },
+    /// A string's length runs past the end of the file.
+    #[error("{reading} has length {len}, past the end of the file ({remaining} bytes remain)")]
+    StringTooLong {
+        /// The string (`the key`, `the tensor name`).
+        reading: String,
+        /// The length read.
+        len: u64,
+        /// The bytes left after the length.
+        remaining: u64,
+    },
+    /// A metadata key is empty (in a file, or given to the writer when `refused`).
+    #[error("{}", if *.refused { "metadata keys must not be empty" } else { "expected a non-empty key, found length 0" })]
+    EmptyKey {
+        /// Whether the writer refused it (rather than a file holding it).
+        refused: bool,
+    },
+    /// Two metadata entries have the same key.
+    #[error("key {key} {}", first.text("set"))]
+    DuplicateKey {
+        /// The key, quoted.
+        key: String,
+        /// Where it was first met.
+        first: FirstSeen,
+    },
+    /// A value type or array element type is not one of the 13 the format defines.
+    #[error("expected a value type from 0 to 12, found {found}")]
+    BadValueType {
+        /// The type id read.
+        found: u32,
+    },
+    /// An array given to the writer holds an element of another type than its own
+    /// ([`ErrorCode::BadValueType`]).
+    #[error("array of {} holds a {} element", .elem.name(), .found.name())]
+    MixedArray {
+        /// The array's element type.
+        elem: ValueType,
+        /// The type of the element that differs.
+        found: ValueType,
+    },
+    /// An array's element count cannot fit in the bytes that remain.
+    #[error("{reading} is an array of {count} {} elements{}", .elem.name(), shortfall.after(*.count))]
+    ArrayTooLong {
+        /// The value holding the array.
+        reading: String,
+        /// The element type.
+        elem: ValueType,
+        /// The element count read.
+        count: u64,
+        /// Why it cannot be.
+        shortfall: Shortfall,
+    },
+    /// Arrays are nested deeper than `max` levels.
+    #[error("arrays nested deeper than {max} levels")]
+    ArrayTooDeep {
+        /// The deepest nesting read ([`MAX_ARRAY_DEPTH`](crate::format::MAX_ARRAY_DEPTH)).
+        max: usize,
+    },
+    /// A boolean is stored as a byte other than 0 or 1.
+    #[error("{}", bad_bool_text(*.found, *.element))]
+    BadBool {
+        /// The byte.
+        found: u8,
+        /// Which element of an array given to the writer, if one was.
+        element: Option<u64>,
+    },
+    /// `general.alignment` is not a UINT32 power of two no larger than 2^24.
+    #[error("{found}")]
+    BadAlignment {
+        /// What it is instead.
+        found: AlignmentFound,
+    },
+    /// Two tensors have the same name.
+    #[error("tensor {tensor} {}", first.text("added"))]
+    DuplicateTensor {
+        /// The name, quoted.
+        tensor: String,
+        /// Where it was first met.
+        first: FirstSeen,
+    },
+    /// A tensor has more than `max` dimensions.
+    #[error("tensor {tensor}: {}at most {max} dimensions, found {found}", if *.refused { "" } else { "expected " })]
+    TooManyDims {
+        /// The name, quoted.
+        tensor: String,
+        /// The dimension count.
+        found: u64,
+        /// The most there may be.
+        max: usize,
+        /// Whether the writer refused it (rather than a file holding it).
+        refused: bool,
+    },
+    /// A size does not fit in 64 bits.
+    #[error("{}{what}", tensor_prefix(.tensor))]
+    SizeOverflow {
+        /// The tensor it concerns (quoted), if one.
+        tensor: Option<String>,
+        /// Which size.
+        what: String,
+    },
+    /// A tensor's data type is unknown or was removed from ggml.
+    #[error("tensor {tensor}: {}", bad_data_type_text(*.found, *.refused))]
+    BadDataType {
+        /// The name, quoted.
+        tensor: String,
+        /// The type id.
+        found: u32,
+        /// Whether the writer refused it (rather than a file holding it).
+        refused: bool,
+    },
+    /// A tensor's first dimension is not a multiple of its type's block size.
+    #[error("tensor {tensor}: first dimension {first} is not a multiple of {}'s block size {}", .data_type.name(), .data_type.block_elems())]
+    BadBlockMultiple {
+        /// The name, quoted.
+        tensor: String,
+        /// The first dimension.
+        first: u64,
+        /// The data type.
+        data_type: DataType,
+    },
+    /// A tensor's offset is not a multiple of the alignment.
+    #[error(
+        "tensor {tensor}: expected an offset that is a multiple of {alignment}, found {found}"
+    )]
+    MisalignedOffset {
+        /// The name, quoted.
+        tensor: String,
+        /// The file's alignment.
+        alignment: u64,
+        /// The offset (from the start of the data section).
+        found: u64,
+    },
+    /// A tensor's data ends past the end of the file.
+    #[error("{}tensor {tensor} data ends at {}, past the end of the file ({file_size} bytes)", early_end_prefix(*.end), end_text(*.end))]
+    DataOutOfBounds {
+        /// The name, quoted.
+        tensor: String,
+        /// Where its data ends in the file (`None`: beyond 2^64).
+        end: Option<u64>,
+        /// The file's size.
+        file_size: u64,
+    },
+    /// Two tensors' data ranges overlap.
+    #[error("tensor {tensor} data [{}, {}) overlaps tensor {other} data [{}, {})", .range.0, .range.1, .other_range.0, .other_range.1)]
+    DataOverlap {
+        /// The name, quoted, of the tensor that starts later.
+        tensor: String,
+        /// Its data range (start, end) from the start of the data section.
+        range: (u64, u64),
+        /// The tensor it overlaps, quoted.
+        other: String,
+        /// That tensor's data range.
+        other_range: (u64, u64),
+    },
+    /// The shards of a split model do not fit together ([`Error::path`] names the shard).
+    #[error("{message}")]
+    ShardMismatch {
+        /// The split key that is missing or disagrees (`split.count`, `split.no`,
+        /// `split.tensors.count`); `None` when the file's name is the problem.
+        key: Option<&'static str>,
+        /// What was expected and what was found.
+        message: String,
+    },
+}
+
+/// Why a count cannot be: what it would need against what is there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shortfall {
+    /// Items of at least `min_size` bytes each need more than the `remaining` bytes.
+    Bytes {
+        /// The smallest encoding of one item.
+        min_size: u64,
+        /// The bytes left in the file.
+        remaining: u64,
+    },
+    /// More than `max`, the most this library reads.
+    Limit {
+        /// The limit.
+        max: u64,
+    },
+}
+
+impl Shortfall {
+    fn after(&self, count: u64) -> String {
+        match *self {
+            Shortfall::Bytes {
+                min_size,
+                remaining,
+            } => {
+                let need = count
+                    .checked_mul(min_size)
+                    .map_or("more than 2^64".to_string(), |n| n.to_string());
+                format!(
+                    ", which needs at least {need} bytes ({min_size} each), but only {remaining} \
+                     bytes remain before the end of the file"
+                )
+            }
+            Shortfall::Limit { max } => format!(", more than the {max} this library reads"),
+        }
+    }
+}
+
+/// Where a name given twice was first met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FirstSeen {
+    /// At this byte offset of the same file.
+    AtOffset(u64),
+    /// In shard `shard` (1-based), file `file`; again in shard `again`.
+    InShard {
+        /// The shard that has it first.
+        shard: u64,
+        /// That shard's file.
+        file: String,
+        /// The shard that has it again.
+        again: u64,
+    },
+    /// Earlier in the same writer.
+    Given,
+}
+
+impl FirstSeen {
+    fn text(&self, given: &str) -> String {
+        match self {
+            FirstSeen::AtOffset(at) => format!("appears twice (first at offset {at})"),
+            FirstSeen::InShard { shard, file, again } => {
+                format!("is in shard {shard} ({file}) and again in shard {again}")
+            }
+            FirstSeen::Given => format!("is already {given}"),
+        }
+    }
+}
+
+/// What `general.alignment` holds instead of a valid alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlignmentFound {
+    /// A value of another type than UINT32.
+    Type(ValueType),
+    /// A number that is not a power of two up to [`MAX_ALIGNMENT`](crate::format::MAX_ALIGNMENT).
+    Value(u64),
+}
+
+impl fmt::Display for AlignmentFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlignmentFound::Type(ty) => write!(f, "expected a UINT32, found a {}", ty.name()),
+            AlignmentFound::Value(v) => write!(
+                f,
+                "expected a power of two from 1 to {}, found {v}",
+                crate::format::MAX_ALIGNMENT
+            ),
+        }
+    }
+}
+
+fn found_before_end(remaining: u64, empty_file: bool) -> String {
+    if empty_file {
+        "an empty file".to_string()
+    } else {
+        format!("{remaining} before the end of the file")
+    }
+}
+
+fn bad_bool_text(found: u8, element: Option<u64>) -> String {
+    match element {
+        Some(i) => format!("bool element {i} is {found}, not 0 or 1"),
+        None => format!("expected a BOOL byte of 0 or 1, found {found}"),
+    }
+}
+
+fn tensor_prefix(tensor: &Option<String>) -> String {
+    tensor
+        .as_ref()
+        .map_or(String::new(), |t| format!("tensor {t}: "))
+}
+
+fn bad_data_type_text(found: u32, refused: bool) -> String {
+    if refused {
+        format!("{found} is not a ggml data type")
+    } else {
+        format!("expected a ggml data type, found unknown or removed type {found}")
+    }
+}
+
+/// How a message starts when the bytes run out before what the file declares.
+pub(crate) const EARLY_END: &str = "the file ends early (truncated?)";
+
+fn early_end_prefix(end: Option<u64>) -> String {
+    end.map_or(String::new(), |_| format!("{EARLY_END}: "))
+}
+
+fn end_text(end: Option<u64>) -> String {
+    end.map_or("beyond 2^64".to_string(), |e| e.to_string())
+}
+
+impl ErrorKind {
+    /// The stable code of the rule (the C API's `GGUF_ERROR_CODE_*`).
+    pub fn code(&self) -> ErrorCode {
+        use ErrorKind as K;
+        match self {
+            K::Io { .. } | K::FileUnusable { .. } => ErrorCode::Io,
+            K::NullArgument { .. } => ErrorCode::NullArgument,
+            K::InvalidArgument { .. } => ErrorCode::InvalidArgument,
+            K::NotFound { .. } => ErrorCode::NotFound,
+            K::WrongType { .. } => ErrorCode::WrongType,
+            K::OutOfMemory { .. } => ErrorCode::OutOfMemory,
+            K::Internal { .. } => ErrorCode::Internal,
+            K::Unsupported { .. } => ErrorCode::Unsupported,
+            K::Truncated { .. } => ErrorCode::Truncated,
+            K::BadMagic { .. } => ErrorCode::BadMagic,
+            K::UnsupportedVersion { .. } => ErrorCode::UnsupportedVersion,
+            K::TensorCountTooLarge { .. } => ErrorCode::TensorCountTooLarge,
+            K::KeyCountTooLarge { .. } => ErrorCode::KeyCountTooLarge,
+            K::StringTooLong { .. } => ErrorCode::StringTooLong,
+            K::EmptyKey { .. } => ErrorCode::EmptyKey,
+            K::DuplicateKey { .. } => ErrorCode::DuplicateKey,
+            K::BadValueType { .. } | K::MixedArray { .. } => ErrorCode::BadValueType,
+            K::ArrayTooLong { .. } => ErrorCode::ArrayTooLong,
+            K::ArrayTooDeep { .. } => ErrorCode::ArrayTooDeep,
+            K::BadBool { .. } => ErrorCode::BadBool,
+            K::BadAlignment { .. } => ErrorCode::BadAlignment,
+            K::DuplicateTensor { .. } => ErrorCode::DuplicateTensor,
+            K::TooManyDims { .. } => ErrorCode::TooManyDims,
+            K::SizeOverflow { .. } => ErrorCode::SizeOverflow,
+            K::BadDataType { .. } => ErrorCode::BadDataType,
+            K::BadBlockMultiple { .. } => ErrorCode::BadBlockMultiple,
+            K::MisalignedOffset { .. } => ErrorCode::MisalignedOffset,
+            K::DataOutOfBounds { .. } => ErrorCode::DataOutOfBounds,
+            K::DataOverlap { .. } => ErrorCode::DataOverlap,
+            K::ShardMismatch { .. } => ErrorCode::ShardMismatch,
+        }
+    }
+}
+
+/// An error: what went wrong ([`ErrorKind`], matchable), the byte offset it concerns (when it
+/// concerns the file), the file (when known) and what was being read (when the rule was broken
+/// inside a named entry).
 ///
 /// Boxed, so that every `Result` on the parser's hot path stays two words and is returned in
-/// registers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error(Box<Details>);
+/// registers; nothing is formatted until it is shown.
+#[derive(Clone)]
+pub struct Error(Box<Inner>);
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Details {
-    code: ErrorCode,
+#[derive(Clone)]
+struct Inner {
+    kind: ErrorKind,
     offset: Option<u64>,
     path: Option<String>,
-    message: String,
+    context: Option<String>,
 }
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// An error about the bytes at `offset`.
-    pub fn at(code: ErrorCode, offset: u64, message: impl Into<String>) -> Error {
-        Error(Box::new(Details {
-            code,
-            offset: Some(offset),
+    /// An error about no particular byte (an argument, a missing key, an I/O failure).
+    #[cold]
+    pub fn new(kind: ErrorKind) -> Error {
+        Error(Box::new(Inner {
+            kind,
+            offset: None,
             path: None,
-            message: message.into(),
+            context: None,
         }))
     }
 
-    /// An error about no particular byte (an argument, a missing key, an I/O failure).
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
-        Error(Box::new(Details {
-            code,
-            offset: None,
-            path: None,
-            message: message.into(),
-        }))
+    /// An error about the bytes at `offset`.
+    #[cold]
+    pub fn at(offset: u64, kind: ErrorKind) -> Error {
+        let mut e = Error::new(kind);
+        e.0.offset = Some(offset);
+        e
+    }
+
+    /// An error about the bytes at `offset`, its kind made only when it happens: the closure
+    /// keeps the kind's construction out of the parser's hot loops.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn at_with(offset: u64, kind: impl FnOnce() -> ErrorKind) -> Error {
+        Error::at(offset, kind())
+    }
+
+    /// An error of a code outside the format's rules (argument, lookup, type, memory, internal,
+    /// unsupported), with its message.
+    #[cold]
+    pub(crate) fn msg(code: ErrorCode, message: impl Into<String>) -> Error {
+        // A rule of the format has its own variant, with its facts: build that instead.
+        debug_assert!(
+            code != ErrorCode::None && (code as u32) < 10,
+            "{code:?} has its own ErrorKind"
+        );
+        let message = message.into();
+        Error::new(match code {
+            ErrorCode::NullArgument => ErrorKind::NullArgument { what: message },
+            ErrorCode::NotFound => ErrorKind::NotFound { message },
+            ErrorCode::WrongType => ErrorKind::WrongType { message },
+            ErrorCode::OutOfMemory => ErrorKind::OutOfMemory { message },
+            ErrorCode::Unsupported => ErrorKind::Unsupported { message },
+            ErrorCode::InvalidArgument => ErrorKind::InvalidArgument { message },
+            ErrorCode::Io => ErrorKind::FileUnusable { message },
+            _ => ErrorKind::Internal { message },
+        })
+    }
+
+    /// An I/O error: `context` says what was being done.
+    #[cold]
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::new(ErrorKind::Io {
+            context: context.into(),
+            source: Arc::new(source),
+            advice: String::new(),
+        })
+    }
+
+    /// A size (`what`) that does not fit in 64 bits or in memory's address space.
+    #[cold]
+    pub(crate) fn size_overflow(what: impl Into<String>) -> Error {
+        Error::new(ErrorKind::SizeOverflow {
+            tensor: None,
+            what: what.into(),
+        })
     }
 
     /// The same error, naming the file it concerns. `path` is shown as given: pass text made
@@ -171,9 +667,19 @@ impl Error {
         self.in_file(path_text(path))
     }
 
-    /// The same error with `context` (what was being read) before its message.
-    pub(crate) fn context(mut self, context: impl fmt::Display) -> Error {
-        self.0.message = format!("{context}: {}", self.0.message);
+    /// The same error with `context` (what was being read) before what it had.
+    #[cold]
+    pub(crate) fn with_context(mut self, context: impl fmt::Display) -> Error {
+        self.0.context = Some(match self.0.context.take() {
+            Some(inner) => format!("{context}: {inner}"),
+            None => context.to_string(),
+        });
+        self
+    }
+
+    /// The same error about the byte at `offset` (or no byte).
+    pub(crate) fn with_offset(mut self, offset: Option<u64>) -> Error {
+        self.0.offset = offset;
         self
     }
 
@@ -188,9 +694,14 @@ impl Error {
         )
     }
 
+    /// What went wrong, with its facts.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0.kind
+    }
+
     /// The rule that was broken.
     pub fn code(&self) -> ErrorCode {
-        self.0.code
+        self.0.kind.code()
     }
 
     /// The byte offset in the file the error concerns, if any.
@@ -203,9 +714,25 @@ impl Error {
         self.0.path.as_deref()
     }
 
-    /// What was expected and what was found, without the file and offset prefix.
-    pub fn message(&self) -> &str {
-        &self.0.message
+    /// What was being read when the rule was broken (`key 'a', metadata entry 2 of 5 (at
+    /// offset 40)`), if that adds to the message.
+    pub fn context(&self) -> Option<&str> {
+        self.0.context.as_deref()
+    }
+
+    /// What was expected and what was found, after what was being read; without the file and
+    /// offset prefix.
+    pub fn message(&self) -> String {
+        match &self.0.context {
+            Some(context) => format!("{context}: {}", self.0.kind),
+            None => self.0.kind.to_string(),
+        }
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Error {
+        Error::new(kind)
     }
 }
 
@@ -221,11 +748,27 @@ impl fmt::Display for Error {
         }
         // Names and paths are escaped where they enter a message; this catches text that
         // entered otherwise (a path given as a string, an OS message), so no message prints raw.
-        f.write_str(&escape_controls(&self.0.message))
+        f.write_str(&escape_controls(&self.message()))
     }
 }
 
-impl std::error::Error for Error {}
+impl fmt::Debug for Error {
+    /// The message, as `Display` shows it: what `fn main() -> Result<(), gguf::Error>` prints.
+    /// Match on [`Error::kind`] for the facts.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Error {
+    /// The operating system's error (a `std::io::Error`) for an I/O failure.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0.kind {
+            ErrorKind::Io { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
 
 /// Appends `bytes` to `out` as text that is safe to print and reads back unambiguously. UTF-8
 /// text is kept, except what a terminal would act on or that could disguise the text: C0 and C1
@@ -322,19 +865,20 @@ mod tests {
 
     #[test]
     fn display_names_file_offset_and_message() {
-        let e = Error::at(
-            ErrorCode::DataOutOfBounds,
-            1024,
-            "tensor 'w' data ends at 10",
-        )
-        .in_file("model.gguf");
+        let kind = ErrorKind::DataOutOfBounds {
+            tensor: quote(b"w"),
+            end: None,
+            file_size: 10,
+        };
+        let e = Error::at(1024, kind).in_file("model.gguf");
         assert_eq!(
             e.to_string(),
-            "gguf: model.gguf: offset 1024: tensor 'w' data ends at 10"
+            "gguf: model.gguf: offset 1024: tensor 'w' data ends at beyond 2^64, past the end of \
+             the file (10 bytes)"
         );
         assert_eq!(e.code(), ErrorCode::DataOutOfBounds);
         assert_eq!(e.offset(), Some(1024));
-        let e = Error::new(ErrorCode::NotFound, "no key 'k'");
+        let e = Error::msg(ErrorCode::NotFound, "no key 'k'");
         assert_eq!(e.to_string(), "gguf: no key 'k'");
     }
 
@@ -374,19 +918,19 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let path = Path::new(std::ffi::OsStr::from_bytes(b"/m/caf\xe9/\x1b.gguf"));
         assert_eq!(path_text(path), "/m/caf\\xe9/\\x1b.gguf");
-        let e = Error::new(ErrorCode::Io, "x").in_path(path);
+        let e = Error::msg(ErrorCode::Io, "x").in_path(path);
         assert_eq!(e.to_string(), "gguf: /m/caf\\xe9/\\x1b.gguf: x");
     }
 
     #[test]
     fn display_escapes_text_that_did_not_come_through_escape() {
-        let e = Error::new(ErrorCode::Io, "os said \x1b[2J\u{202e}").in_file("p\nq\\r");
+        let e = Error::msg(ErrorCode::Io, "os said \x1b[2J\u{202e}").in_file("p\nq\\r");
         assert_eq!(
             e.to_string(),
             "gguf: p\\x0aq\\r: os said \\x1b[2J\\xe2\\x80\\xae"
         );
         // Escaped text is left as it is.
-        let e = Error::new(ErrorCode::NotFound, format!("no key {}", quote(b"a\x1b\\")));
+        let e = Error::msg(ErrorCode::NotFound, format!("no key {}", quote(b"a\x1b\\")));
         assert_eq!(e.to_string(), "gguf: no key 'a\\x1b\\\\'");
     }
 }

@@ -1,7 +1,7 @@
 //! The parsed file: one walk over the header that checks every rule of the format and records
 //! where each key, value and tensor lies, then zero-copy accessors over those positions.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{AlignmentFound, Error, ErrorKind, FirstSeen, Result, Shortfall};
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
 use crate::index::NameIndex;
 use crate::reader::{ByteReader, Span};
@@ -261,14 +261,9 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
     let mut r = ByteReader::new(bytes, 0, probe);
     let magic = r.take(4, "the magic")?;
     if magic != format::MAGIC {
-        return Err(Error::at(
-            ErrorCode::BadMagic,
-            0,
-            format!(
-                "expected magic 'GGUF' (47 47 55 46), found {:02x} {:02x} {:02x} {:02x}",
-                magic[0], magic[1], magic[2], magic[3]
-            ),
-        ));
+        return Err(Error::at_with(0, || ErrorKind::BadMagic {
+            found: [magic[0], magic[1], magic[2], magic[3]],
+        }));
     }
     let raw = r.u32("the version")?;
     let supported = format::MIN_VERSION..=format::MAX_VERSION;
@@ -277,39 +272,49 @@ fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
     } else if supported.contains(&raw.swap_bytes()) {
         Ok((raw.swap_bytes(), ByteOrder::Big))
     } else {
-        Err(Error::at(
-            ErrorCode::UnsupportedVersion,
-            4,
-            format!("expected version 1, 2 or 3, found {raw}"),
-        ))
+        Err(Error::at_with(4, || ErrorKind::UnsupportedVersion {
+            found: raw,
+        }))
     }
 }
 
 /// Reads a count from the header and checks that `count` entries of at least `min_size` bytes
 /// each could fit in the rest of the file, before anything is allocated for them.
-fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, code: ErrorCode) -> Result<usize> {
+fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, kind: Count) -> Result<usize> {
     let at = r.pos();
     let count = r.len(what).map_err(header)?;
     if !r.fits(count, min_size) {
-        let e = r.too_many(code, at, format_args!("{what} is {count}"), count, min_size);
+        let e = Error::at_with(at as u64, || kind.error(count, r.shortfall(min_size)));
         return Err(header(e));
     }
     // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
     if count > u64::from(u32::MAX) {
-        return Err(Error::at(
-            code,
-            at as u64,
-            format!(
-                "{what} is {count}, more than the {} this library reads",
-                u32::MAX
-            ),
-        ));
+        let max = u64::from(u32::MAX);
+        return Err(Error::at_with(at as u64, || {
+            kind.error(count, Shortfall::Limit { max })
+        }));
     }
     Ok(count as usize)
 }
 
-/// How a message starts when the bytes run out before what the file declares.
-const EARLY_END: &str = "the file ends early (truncated?)";
+/// Which count of the header [`read_count`] reads.
+#[derive(Clone, Copy)]
+enum Count {
+    Tensors,
+    Keys,
+}
+
+impl Count {
+    #[cold]
+    fn error(self, count: u64, shortfall: Shortfall) -> ErrorKind {
+        match self {
+            Count::Tensors => ErrorKind::TensorCountTooLarge { count, shortfall },
+            Count::Keys => ErrorKind::KeyCountTooLarge { count, shortfall },
+        }
+    }
+}
+
+use crate::error::EARLY_END;
 
 /// An error in the header (magic, version, counts), saying that the file ends early when the
 /// bytes ran out; other errors there are clear as they are.
@@ -333,30 +338,15 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
     // with a one-byte value.
     let min_tensor = len + 4 + 4 + 8;
     let min_kv = len + 1 + 4 + 1;
-    let tensor_count = read_count(
-        &mut r,
-        "the tensor count",
-        min_tensor,
-        ErrorCode::TensorCountTooLarge,
-    )?;
-    let kv_count = read_count(
-        &mut r,
-        "the key-value count",
-        min_kv,
-        ErrorCode::KeyCountTooLarge,
-    )?;
+    let tensor_count = read_count(&mut r, "the tensor count", min_tensor, Count::Tensors)?;
+    let kv_count = read_count(&mut r, "the key-value count", min_kv, Count::Keys)?;
 
     let kvs = read_metadata(&mut r, kv_count)?;
     let key_index = NameIndex::build(kvs.len(), |i| kvs[i].key.of(bytes)).map_err(|(a, b)| {
-        Error::at(
-            ErrorCode::DuplicateKey,
-            kvs[b].at as u64,
-            format!(
-                "key {} appears twice (first at offset {})",
-                quote(kvs[b].key.of(bytes)),
-                kvs[a].at
-            ),
-        )
+        Error::at_with(kvs[b].at as u64, || ErrorKind::DuplicateKey {
+            key: quote(kvs[b].key.of(bytes)),
+            first: FirstSeen::AtOffset(kvs[a].at as u64),
+        })
     })?;
     let alignment = match key_index.find(ALIGNMENT_KEY, |i| kvs[i].key.of(bytes)) {
         Some(i) => check_alignment(&kvs[i])?,
@@ -365,13 +355,9 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
 
     let n = tensor_count as u64;
     if !r.fits(n, min_tensor) {
-        let e = r.too_many(
-            ErrorCode::TensorCountTooLarge,
-            r.pos(),
-            format_args!("the tensor count is {n}"),
-            n,
-            min_tensor,
-        );
+        let e = Error::at_with(r.pos() as u64, || {
+            Count::Tensors.error(n, r.shortfall(min_tensor))
+        });
         return Err(reading(e, format_args!("the tensor infos")));
     }
     let tensors_at = r.pos();
@@ -386,11 +372,10 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
     } = infos;
 
     let data_offset = format::align_up(end as u64, alignment).ok_or_else(|| {
-        Error::at(
-            ErrorCode::SizeOverflow,
-            end as u64,
-            "data section offset overflows",
-        )
+        Error::at_with(end as u64, || ErrorKind::SizeOverflow {
+            tensor: None,
+            what: "data section offset overflows".to_string(),
+        })
     })?;
     // The common case, decided without another pass: every tensor ends inside the file, and the
     // data lie in file order without overlapping. Anything else gets the full check, which
@@ -423,11 +408,8 @@ fn read_metadata(r: &mut ByteReader<'_>, kv_count: usize) -> Result<Vec<KvRecord
         let entry = |e| entry_error(e, bytes, layout, Entry::Metadata, (at, i, kv_count));
         let key = r.string("the key").map_err(entry)?;
         if key.len == 0 {
-            return Err(entry(Error::at(
-                ErrorCode::EmptyKey,
-                at as u64,
-                "expected a non-empty key, found length 0",
-            )));
+            let e = Error::at_with(at as u64, || ErrorKind::EmptyKey { refused: false });
+            return Err(entry(e));
         }
         let ty = value::read_value_type(r, "the value type").map_err(entry)?;
         let value = value::read_value(r, ty, "the value").map_err(entry)?;
@@ -466,9 +448,9 @@ fn entry_error(
         // Tensor rules already name the tensor.
         return match (kind, name) {
             (Entry::Metadata, Some(key)) => {
-                e.context(format_args!("key {}, {entry}", quote(key.of(bytes))))
+                e.with_context(format_args!("key {}, {entry}", quote(key.of(bytes))))
             }
-            (Entry::Metadata, None) => e.context(entry),
+            (Entry::Metadata, None) => e.with_context(entry),
             (Entry::Tensor, _) => e,
         };
     }
@@ -487,9 +469,9 @@ fn entry_error(
 #[inline(never)]
 fn reading(e: Error, what: std::fmt::Arguments<'_>) -> Error {
     if e.is_early_end() {
-        e.context(format_args!("{EARLY_END} while reading {what}"))
+        e.with_context(format_args!("{EARLY_END} while reading {what}"))
     } else {
-        e.context(what)
+        e.with_context(what)
     }
 }
 
@@ -500,25 +482,15 @@ fn check_alignment(kv: &KvRecord) -> Result<u64> {
             bits,
         } => bits,
         other => {
-            return Err(Error::at(
-                ErrorCode::BadAlignment,
-                kv.at as u64,
-                format!(
-                    "general.alignment: expected a UINT32, found a {}",
-                    other.value_type().name()
-                ),
-            ))
+            let found = AlignmentFound::Type(other.value_type());
+            let e = Error::at_with(kv.at as u64, || ErrorKind::BadAlignment { found });
+            return Err(e.with_context("general.alignment"));
         }
     };
     if !found.is_power_of_two() || found > format::MAX_ALIGNMENT {
-        return Err(Error::at(
-            ErrorCode::BadAlignment,
-            kv.at as u64,
-            format!(
-                "general.alignment: expected a power of two from 1 to {}, found {found}",
-                format::MAX_ALIGNMENT
-            ),
-        ));
+        let found = AlignmentFound::Value(found);
+        let e = Error::at_with(kv.at as u64, || ErrorKind::BadAlignment { found });
+        return Err(e.with_context("general.alignment"));
     }
     Ok(found)
 }
@@ -582,15 +554,12 @@ fn read_tensor_infos(
         ..
     } = walk;
     if let Some((a, b)) = duplicate {
-        return Err(Error::at(
-            ErrorCode::DuplicateTensor,
-            tensors[b] as u64,
-            format!(
-                "tensor {} appears twice (first at offset {})",
-                quote(tensor_name(bytes, tensors[b], layout)),
-                tensors[a]
-            ),
-        ));
+        return Err(Error::at_with(tensors[b] as u64, || {
+            ErrorKind::DuplicateTensor {
+                tensor: quote(tensor_name(bytes, tensors[b], layout)),
+                first: FirstSeen::AtOffset(tensors[a] as u64),
+            }
+        }));
     }
     Ok(TensorInfos {
         tensors,
@@ -706,14 +675,12 @@ fn decode_tensor_info(r: &mut ByteReader<'_>) -> Result<RawTensorInfo> {
     let dims_at = r.pos();
     let n_dims = r.u32("the dimension count")?;
     if n_dims as usize > MAX_DIMS {
-        return Err(Error::at(
-            ErrorCode::TooManyDims,
-            dims_at as u64,
-            format!(
-                "tensor {}: expected at most {MAX_DIMS} dimensions, found {n_dims}",
-                quote(name.of(r.bytes()))
-            ),
-        ));
+        return Err(Error::at_with(dims_at as u64, || ErrorKind::TooManyDims {
+            tensor: quote(name.of(r.bytes())),
+            found: n_dims.into(),
+            max: MAX_DIMS,
+            refused: false,
+        }));
     }
     let mut dims = [1u64; MAX_DIMS];
     for d in dims.iter_mut().take(n_dims as usize) {
@@ -811,63 +778,52 @@ fn check_tensor_info(
 #[cold]
 #[inline(never)]
 fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignment: u64) -> Error {
-    let named = |code, at: usize, msg: String| {
-        Error::at(
-            code,
-            at as u64,
-            format!("tensor {}: {msg}", quote(raw.name.of(bytes))),
-        )
-    };
+    let tensor = quote(raw.name.of(bytes));
     let dims = raw.dims;
     let dims_at = raw.name.start + raw.name.len;
     let type_at = dims_at + 4 + raw.n_dims as usize * layout.len_size();
     let offset_at = type_at + 4;
-    if dims
+    let (at, kind) = if dims
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .is_none()
     {
-        return named(
-            ErrorCode::SizeOverflow,
-            dims_at,
-            format!("element count of dimensions {dims:?} overflows 64 bits"),
-        );
-    }
-    let Some(dtype) = DataType::from_id(raw.type_id) else {
-        return named(
-            ErrorCode::BadDataType,
-            type_at,
-            format!(
-                "expected a ggml data type, found unknown or removed type {}",
-                raw.type_id
-            ),
-        );
+        let what = format!("element count of dimensions {dims:?} overflows 64 bits");
+        let tensor = Some(tensor);
+        (dims_at, ErrorKind::SizeOverflow { tensor, what })
+    } else if let Some(data_type) = DataType::from_id(raw.type_id) {
+        if dims[0] % data_type.block_elems() != 0 {
+            let first = dims[0];
+            let kind = ErrorKind::BadBlockMultiple {
+                tensor,
+                first,
+                data_type,
+            };
+            (dims_at, kind)
+        } else if data_type.tensor_bytes(&dims).is_none() {
+            let what = format!(
+                "byte size of {} {dims:?} overflows 64 bits",
+                data_type.name()
+            );
+            let tensor = Some(tensor);
+            (dims_at, ErrorKind::SizeOverflow { tensor, what })
+        } else {
+            let kind = ErrorKind::MisalignedOffset {
+                tensor,
+                alignment,
+                found: raw.offset,
+            };
+            (offset_at, kind)
+        }
+    } else {
+        let kind = ErrorKind::BadDataType {
+            tensor,
+            found: raw.type_id,
+            refused: false,
+        };
+        (type_at, kind)
     };
-    if dims[0] % dtype.block_elems() != 0 {
-        return named(
-            ErrorCode::BadBlockMultiple,
-            dims_at,
-            format!(
-                "first dimension {} is not a multiple of {}'s block size {}",
-                dims[0],
-                dtype.name(),
-                dtype.block_elems()
-            ),
-        );
-    }
-    if dtype.tensor_bytes(&dims).is_none() {
-        return named(
-            ErrorCode::SizeOverflow,
-            dims_at,
-            format!("byte size of {} {dims:?} overflows 64 bits", dtype.name()),
-        );
-    }
-    let offset = raw.offset;
-    named(
-        ErrorCode::MisalignedOffset,
-        offset_at,
-        format!("expected an offset that is a multiple of {alignment}, found {offset}"),
-    )
+    Error::at(at as u64, kind)
 }
 
 /// Checks that every tensor's data lies inside the file and that no two tensors' data overlap.
@@ -889,20 +845,13 @@ fn check_tensor_ranges(
             .checked_add(t.offset)
             .and_then(|start| start.checked_add(t.size));
         if end.is_none_or(|end| end > file_size) {
-            let (shown, early) = match end {
-                // Most often a download cut short: the header is whole, the data is not.
-                Some(end) => (end.to_string(), format!("{EARLY_END}: ")),
-                None => ("beyond 2^64".to_string(), String::new()),
-            };
-            return Err(Error::at(
-                ErrorCode::DataOutOfBounds,
-                t.at as u64,
-                format!(
-                    "{early}tensor {} data ends at {shown}, past the end of the file \
-                     ({file_size} bytes)",
-                    quote(t.name.of(bytes))
-                ),
-            ));
+            // Most often a download cut short: the header is whole, the data is not (the
+            // message then says the file ends early).
+            return Err(Error::at_with(t.at as u64, || ErrorKind::DataOutOfBounds {
+                tensor: quote(t.name.of(bytes)),
+                end,
+                file_size,
+            }));
         }
     }
     let mut by_offset: Vec<u32> = (0..tensors.len() as u32)
@@ -912,19 +861,12 @@ fn check_tensor_ranges(
     for pair in by_offset.windows(2) {
         let (a, b) = (&tensors[pair[0] as usize], &tensors[pair[1] as usize]);
         if a.offset + a.size > b.offset {
-            return Err(Error::at(
-                ErrorCode::DataOverlap,
-                b.at as u64,
-                format!(
-                    "tensor {} data [{}, {}) overlaps tensor {} data [{}, {})",
-                    quote(b.name.of(bytes)),
-                    b.offset,
-                    b.offset + b.size,
-                    quote(a.name.of(bytes)),
-                    a.offset,
-                    a.offset + a.size
-                ),
-            ));
+            return Err(Error::at_with(b.at as u64, || ErrorKind::DataOverlap {
+                tensor: quote(b.name.of(bytes)),
+                range: (b.offset, b.offset + b.size),
+                other: quote(a.name.of(bytes)),
+                other_range: (a.offset, a.offset + a.size),
+            }));
         }
     }
     Ok(())
@@ -954,6 +896,8 @@ mod tests {
         f.resize(f.len().div_ceil(32) * 32 + data, 0);
         f
     }
+
+    use crate::error::ErrorCode;
 
     fn refused(bytes: &[u8]) -> (ErrorCode, Option<u64>, String) {
         let e = parse(bytes).err().expect("refused");

@@ -25,7 +25,7 @@ pub mod writer;
 pub mod ffi;
 
 pub use digest::{Digest, DigestAlgorithm, Digester};
-pub use error::{Error, ErrorCode, Result};
+pub use error::{AlignmentFound, Error, ErrorCode, ErrorKind, FirstSeen, Result, Shortfall};
 pub use file::{GgufFile, MappedFile, MetadataEntry, TensorInfo};
 pub use format::ByteOrder;
 pub use model::{Model, ModelTensor};

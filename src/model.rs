@@ -2,7 +2,7 @@
 //! presented as one, as llama.cpp's `gguf-split` writes them: each shard carries `split.no`
 //! (0-based), `split.count` and `split.tensors.count`; the first holds the model's metadata.
 
-use crate::error::{path_text, Error, ErrorCode, Result};
+use crate::error::{path_text, Error, ErrorKind, FirstSeen, Result};
 use crate::file::{quote, GgufFile, TensorInfo};
 use crate::index::NameIndex;
 use crate::source::{open_source, OpenOptions, Source};
@@ -91,15 +91,15 @@ fn shard_path(given_path: &Path, given: u64, no: u64, count: u64) -> Result<Path
     let name = |no: u64| crate::writer::Writer::shard_path("", no as usize, count as usize);
     let suffix = name(given);
     let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
-        Error::new(
-            ErrorCode::ShardMismatch,
-            format!(
+        Error::new(ErrorKind::ShardMismatch {
+            key: None,
+            message: format!(
                 "this is shard {} of {count} of a split model, but its name does not end in \
                  '{suffix}', so its siblings cannot be found (open it alone with \
                  GGUF_OPEN_FLAG_SINGLE_SHARD)",
                 given + 1
             ),
-        )
+        })
         .in_path(given_path)
     })?;
     let mut path = OsString::from(prefix);
@@ -121,19 +121,21 @@ impl Model<Source> {
         if options.single_shard || count <= 1 {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
-        let mismatch = |file: &Path, message: String| {
-            Error::new(ErrorCode::ShardMismatch, message).in_path(file)
+        let mismatch = |file: &Path, key: &'static str, message: String| {
+            let key = Some(key);
+            Error::new(ErrorKind::ShardMismatch { key, message }).in_path(file)
         };
-        let check = |ok: bool, file: &Path, message: String| {
+        let check = |ok: bool, file: &Path, key: &'static str, message: String| {
             if ok {
                 Ok(())
             } else {
-                Err(mismatch(file, message))
+                Err(mismatch(file, key, message))
             }
         };
         check(
             count <= MAX_SHARDS.into(),
             path,
+            SPLIT_COUNT,
             format!(
                 "{SPLIT_COUNT} is {count}, more than the {MAX_SHARDS} shards a split model can \
                  have"
@@ -146,13 +148,13 @@ impl Model<Source> {
                 let why = format!(
                     "{SPLIT_NO} is {no}, outside the {count} shards of {SPLIT_COUNT} (0 to {last})"
                 );
-                return Err(mismatch(path, why));
+                return Err(mismatch(path, SPLIT_NO, why));
             }
             Err(why) => {
                 let why = format!(
                     "{SPLIT_COUNT} is {count}, so this is a shard of a split model, but {why}"
                 );
-                return Err(mismatch(path, why));
+                return Err(mismatch(path, SPLIT_NO, why));
             }
         };
         let count = count as u64;
@@ -169,12 +171,14 @@ impl Model<Source> {
             check(
                 this_no == Ok(no.into()),
                 &shard_path,
+                SPLIT_NO,
                 expected(SPLIT_NO, no, &this_no),
             )?;
             let this_count = split_key(&file, SPLIT_COUNT);
             check(
                 this_count == Ok(count.into()),
                 &shard_path,
+                SPLIT_COUNT,
                 expected(
                     SPLIT_COUNT,
                     format!("{count} like the other shards"),
@@ -195,6 +199,7 @@ impl Model<Source> {
             check(
                 claimed == Ok(total),
                 path,
+                SPLIT_TENSORS_COUNT,
                 format!("{why}, but the shards hold {total} tensors"),
             )?;
         }
@@ -243,16 +248,14 @@ impl<S: AsRef<[u8]>> Model<S> {
         };
         let index = NameIndex::build(total, name_of).map_err(|(a, b)| {
             let ((sa, _), (sb, _)) = (model.locate(a), model.locate(b));
-            Error::new(
-                ErrorCode::DuplicateTensor,
-                format!(
-                    "tensor {} is in shard {} ({}) and again in shard {}",
-                    quote(name_of(b)),
-                    sa + 1,
-                    model.names[sa],
-                    sb + 1
-                ),
-            )
+            Error::new(ErrorKind::DuplicateTensor {
+                tensor: quote(name_of(b)),
+                first: FirstSeen::InShard {
+                    shard: sa as u64 + 1,
+                    file: model.names[sa].clone(),
+                    again: sb as u64 + 1,
+                },
+            })
             .in_file(model.names[sb].clone())
         })?;
         model.index = Some(index);

@@ -52,14 +52,14 @@ impl Plan {
         max_view_len: u64,
     ) -> Result<Plan> {
         if !page_size.is_power_of_two() {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!("the page size must be a power of two, found {page_size}"),
             ));
         }
         let max = max_view_len / page_size * page_size;
         if max == 0 {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!(
                     "the maximum view length {max_view_len} is smaller than a page ({page_size} bytes)"

@@ -1,7 +1,7 @@
 //! The byte reader: a cursor over `&[u8]` where every read is bounds-checked and every failure
 //! names the byte offset and the field being read.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorKind, Result, Shortfall};
 use crate::format::{ByteOrder, Layout};
 
 /// A position inside the file's bytes: where a field starts and how long it is.
@@ -69,12 +69,13 @@ impl<'a> ByteReader<'a> {
     #[inline(never)]
     fn truncated(&self, n: usize, what: &str) -> Error {
         Error::at(
-            ErrorCode::Truncated,
             self.pos as u64,
-            format!(
-                "expected {n} bytes for {what}, found {} before the end of the file",
-                self.remaining()
-            ),
+            ErrorKind::Truncated {
+                reading: what.to_string(),
+                needed: n as u64,
+                remaining: self.remaining() as u64,
+                empty_file: false,
+            },
         )
     }
 
@@ -145,12 +146,12 @@ impl<'a> ByteReader<'a> {
     #[inline(never)]
     fn string_too_long(&self, len_at: usize, len: u64, what: &str) -> Error {
         Error::at(
-            ErrorCode::StringTooLong,
             len_at as u64,
-            format!(
-                "{what} has length {len}, past the end of the file ({} bytes remain)",
-                self.remaining()
-            ),
+            ErrorKind::StringTooLong {
+                reading: what.to_string(),
+                len,
+                remaining: self.remaining() as u64,
+            },
         )
     }
 
@@ -163,30 +164,12 @@ impl<'a> ByteReader<'a> {
             .is_some_and(|need| need <= self.remaining() as u64)
     }
 
-    /// The error for `count` items of `min_size` bytes that do not fit: `subject` (what holds
-    /// the count, and the count) needs this many bytes, and only so many remain.
-    #[cold]
-    #[inline(never)]
-    pub fn too_many(
-        &self,
-        code: ErrorCode,
-        at: usize,
-        subject: std::fmt::Arguments<'_>,
-        count: u64,
-        min_size: u64,
-    ) -> Error {
-        let need = count
-            .checked_mul(min_size)
-            .map_or("more than 2^64".to_string(), |n| n.to_string());
-        Error::at(
-            code,
-            at as u64,
-            format!(
-                "{subject}, which needs at least {need} bytes ({min_size} each), but only {} \
-                 bytes remain before the end of the file",
-                self.remaining()
-            ),
-        )
+    /// Why items of `min_size` bytes each that do not fit ([`ByteReader::fits`]) cannot be.
+    pub fn shortfall(&self, min_size: u64) -> Shortfall {
+        Shortfall::Bytes {
+            min_size,
+            remaining: self.remaining() as u64,
+        }
     }
 
     /// Steps over `count` strings (an array's elements), checking every length. This is the
@@ -255,7 +238,7 @@ mod tests {
         let mut r = ByteReader::new(&bytes, 0, LE);
         r.u32("a").unwrap();
         let e = r.u32("the tensor count").unwrap_err();
-        assert_eq!(e.code(), ErrorCode::Truncated);
+        assert_eq!(e.code(), crate::error::ErrorCode::Truncated);
         assert_eq!(e.offset(), Some(4));
         assert!(e.message().contains("the tensor count"), "{}", e.message());
         assert_eq!(r.pos(), 4, "a failed read does not move the cursor");
@@ -266,7 +249,7 @@ mod tests {
         let mut bytes = u64::MAX.to_le_bytes().to_vec();
         bytes.extend_from_slice(b"abc");
         let e = ByteReader::new(&bytes, 0, LE).string("key").unwrap_err();
-        assert_eq!(e.code(), ErrorCode::StringTooLong);
+        assert_eq!(e.code(), crate::error::ErrorCode::StringTooLong);
         let mut ok = 3u64.to_le_bytes().to_vec();
         ok.extend_from_slice(b"abc");
         let span = ByteReader::new(&ok, 0, LE).string("key").unwrap();

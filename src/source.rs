@@ -2,7 +2,7 @@
 //! locked), a private copy read into page-aligned memory, or memory the caller lends; and paging
 //! advice for mapped bytes. This is one of the two places with `unsafe` (the other is the C API).
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use memmap2::{Advice, Mmap, MmapOptions, UncheckedAdvice};
 use std::fs::File;
 use std::io::Read;
@@ -56,7 +56,7 @@ impl Paging {
 }
 
 fn io_error(what: &str, e: std::io::Error) -> Error {
-    Error::new(ErrorCode::Io, format!("{what}: {e}"))
+    Error::io(what, e)
 }
 
 /// What a file that is not a regular file is, for a message.
@@ -89,7 +89,7 @@ fn refuse_irregular(meta: &std::fs::Metadata) -> Result<()> {
     if meta.is_file() {
         return Ok(());
     }
-    Err(Error::new(
+    Err(Error::msg(
         ErrorCode::Io,
         format!(
             "cannot open {}: only regular files are read (a model must be mapped or read at a \
@@ -158,17 +158,19 @@ fn open_regular(path: &Path) -> Result<(File, u64)> {
 fn size_zero(mut file: &File) -> Error {
     let mut byte = [0u8; 1];
     if matches!(file.read(&mut byte), Ok(1)) {
-        return Error::new(
+        return Error::msg(
             ErrorCode::Io,
             "the file reports size 0 but has contents (like files in /proc and /sys): its size \
              is needed to map or read it; copy it to a regular file first",
         );
     }
-    Error::at(
-        ErrorCode::Truncated,
-        0,
-        "expected 4 bytes for the magic, found an empty file",
-    )
+    let kind = ErrorKind::Truncated {
+        reading: "the magic".to_string(),
+        needed: 4,
+        remaining: 0,
+        empty_file: true,
+    };
+    Error::at(0, kind)
 }
 
 /// The error for a failed memory map (or allocation) of `size` bytes. A map fails with ENOMEM
@@ -202,14 +204,15 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
     } else {
         "ulimit -v is unlimited".to_string()
     };
-    Error::new(
-        ErrorCode::Io,
-        format!(
-            "{what}: {e}: {size} bytes could not be mapped: the process may have reached its \
-             limit on memory mappings ({maps}: raise it with sysctl, or close other handles) or \
-             on address space ({space})"
+    Error::new(ErrorKind::Io {
+        context: what.to_string(),
+        source: std::sync::Arc::new(e),
+        advice: format!(
+            ": {size} bytes could not be mapped: the process may have reached its limit on \
+             memory mappings ({maps}: raise it with sysctl, or close other handles) or on \
+             address space ({space})"
         ),
-    )
+    })
 }
 
 /// Maps the file at `path` read-only.
@@ -225,7 +228,7 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
     let (mut file, size) = open_regular(path)?;
     let source = if options.read {
         let len = usize::try_from(size)
-            .map_err(|_| Error::new(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
+            .map_err(|_| Error::msg(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
         clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
         let mut copy = MmapOptions::new()
             .len(len)
@@ -266,18 +269,15 @@ fn lock_error(size: u64, e: std::io::Error) -> Error {
     };
     // SAFETY: getrlimit writes one rlimit into the struct it is given.
     let known = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } == 0;
-    let why = if known && limit.rlim_cur != libc::RLIM_INFINITY && limit.rlim_cur < size {
-        format!(
+    let context = format!("cannot lock the file's {size} bytes in memory");
+    if known && limit.rlim_cur != libc::RLIM_INFINITY && limit.rlim_cur < size {
+        let why = format!(
             "the limit on locked memory (ulimit -l) is {} bytes",
             limit.rlim_cur
-        )
-    } else {
-        e.to_string()
-    };
-    Error::new(
-        ErrorCode::Io,
-        format!("cannot lock the file's {size} bytes in memory: {why}"),
-    )
+        );
+        return Error::msg(ErrorCode::Io, format!("{context}: {why}"));
+    }
+    Error::io(context, e)
 }
 
 /// The system's page size.
@@ -310,13 +310,13 @@ impl Source {
                 Source::Mapped(map, _) => map,
                 // Dropped anonymous pages would come back as zeros.
                 Source::Copied(_) if advice == Paging::DontNeed => {
-                    return Err(Error::new(
+                    return Err(Error::msg(
                         ErrorCode::Unsupported,
                         "DONTNEED would discard a file read into memory: only mapped files take it",
                     ))
                 }
                 Source::Copied(map) => map,
-                Source::Lent(_) => return Err(Error::new(
+                Source::Lent(_) => return Err(Error::msg(
                     ErrorCode::Unsupported,
                     "paging advice applies to files this library opened, not to memory lent to \
                      gguf_open_memory",

@@ -1,7 +1,7 @@
 //! Metadata values: how each is encoded, how arrays are walked (iteratively, with every count
 //! checked against the bytes left before any loop), and the zero-copy views handed to callers.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::{ByteOrder, Layout, MAX_ARRAY_DEPTH};
 use crate::reader::{ByteReader, Span};
 use crate::types::ValueType;
@@ -79,12 +79,17 @@ fn read_scalar(r: &mut ByteReader<'_>, ty: ValueType, what: &str) -> Result<u64>
     Ok(bits)
 }
 
+#[cold]
+#[inline(never)]
 fn bad_bool(at: usize, found: u8, what: &str) -> Error {
     Error::at(
-        ErrorCode::BadBool,
         at as u64,
-        format!("{what}: expected a BOOL byte of 0 or 1, found {found}"),
+        ErrorKind::BadBool {
+            found,
+            element: None,
+        },
     )
+    .with_context(what)
 }
 
 /// Reads a value type id.
@@ -92,11 +97,7 @@ pub(crate) fn read_value_type(r: &mut ByteReader<'_>, what: &str) -> Result<Valu
     let at = r.pos();
     let id = r.u32(what)?;
     ValueType::from_id(id).ok_or_else(|| {
-        Error::at(
-            ErrorCode::BadValueType,
-            at as u64,
-            format!("{what}: expected a value type from 0 to 12, found {id}"),
-        )
+        Error::at_with(at as u64, || ErrorKind::BadValueType { found: id }).with_context(what)
     })
 }
 
@@ -124,28 +125,40 @@ fn min_encoded_size(elem: ValueType, layout: Layout) -> u64 {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn array_too_long(
+    r: &ByteReader<'_>,
+    at: usize,
+    what: &str,
+    elem: ValueType,
+    count: u64,
+    min: u64,
+) -> Error {
+    let kind = ErrorKind::ArrayTooLong {
+        reading: what.to_string(),
+        elem,
+        count,
+        shortfall: r.shortfall(min),
+    };
+    Error::at(at as u64, kind)
+}
+
 /// Reads an array header (element type and count) at nesting `depth` and checks, in O(1), that
 /// the count could fit in the bytes left.
 fn read_array_header(r: &mut ByteReader<'_>, depth: usize, what: &str) -> Result<(ValueType, u64)> {
     if depth > MAX_ARRAY_DEPTH {
-        return Err(Error::at(
-            ErrorCode::ArrayTooDeep,
-            r.pos() as u64,
-            format!("{what}: arrays nested deeper than {MAX_ARRAY_DEPTH} levels"),
-        ));
+        let kind = || ErrorKind::ArrayTooDeep {
+            max: MAX_ARRAY_DEPTH,
+        };
+        return Err(Error::at_with(r.pos() as u64, kind).with_context(what));
     }
     let elem = read_value_type(r, what)?;
     let len_at = r.pos();
     let len = r.len(what)?;
     let min = min_encoded_size(elem, r.layout());
     if !r.fits(len, min) {
-        return Err(r.too_many(
-            ErrorCode::ArrayTooLong,
-            len_at,
-            format_args!("{what} is an array of {len} {} elements", elem.name()),
-            len,
-            min,
-        ));
+        return Err(array_too_long(r, len_at, what, elem, len, min));
     }
     Ok((elem, len))
 }

@@ -3,7 +3,7 @@
 //! would refuse, so everything it writes opens.
 
 use crate::atomic_file::AtomicFile;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{AlignmentFound, Error, ErrorCode, ErrorKind, FirstSeen, Result};
 use crate::file::GgufFile;
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
 use crate::reader::ByteReader;
@@ -77,24 +77,16 @@ impl MetadataValue {
     fn check(&self, depth: usize) -> Result<()> {
         if let MetadataValue::Array(elem, items) = self {
             if depth > format::MAX_ARRAY_DEPTH {
-                return Err(Error::new(
-                    ErrorCode::ArrayTooDeep,
-                    format!(
-                        "arrays nested deeper than {} levels",
-                        format::MAX_ARRAY_DEPTH
-                    ),
-                ));
+                return Err(Error::new(ErrorKind::ArrayTooDeep {
+                    max: format::MAX_ARRAY_DEPTH,
+                }));
             }
             for item in items {
                 if item.value_type() != *elem {
-                    return Err(Error::new(
-                        ErrorCode::BadValueType,
-                        format!(
-                            "array of {} holds a {} element",
-                            elem.name(),
-                            item.value_type().name()
-                        ),
-                    ));
+                    return Err(Error::new(ErrorKind::MixedArray {
+                        elem: *elem,
+                        found: item.value_type(),
+                    }));
                 }
                 item.check(depth + 1)?;
             }
@@ -250,10 +242,7 @@ impl Writer {
     /// Sets the format version (1, 2 or 3).
     pub fn set_version(&mut self, version: u32) -> Result<&mut Writer> {
         if !(format::MIN_VERSION..=format::MAX_VERSION).contains(&version) {
-            return Err(Error::new(
-                ErrorCode::UnsupportedVersion,
-                format!("expected version 1, 2 or 3, found {version}"),
-            ));
+            return Err(Error::new(ErrorKind::UnsupportedVersion { found: version }));
         }
         self.version = version;
         Ok(self)
@@ -269,13 +258,8 @@ impl Writer {
     pub fn set_alignment(&mut self, alignment: u32) -> Result<&mut Writer> {
         let a = u64::from(alignment);
         if !a.is_power_of_two() || a > format::MAX_ALIGNMENT {
-            return Err(Error::new(
-                ErrorCode::BadAlignment,
-                format!(
-                    "expected a power of two from 1 to {}, found {alignment}",
-                    format::MAX_ALIGNMENT
-                ),
-            ));
+            let found = AlignmentFound::Value(a);
+            return Err(Error::new(ErrorKind::BadAlignment { found }));
         }
         let value = Stored::Value(MetadataValue::U32(alignment));
         match self.kvs.iter_mut().find(|(k, _)| k == ALIGNMENT_KEY) {
@@ -305,16 +289,13 @@ impl Writer {
     ) -> Result<&mut Writer> {
         let key = key.as_ref();
         if key.is_empty() {
-            return Err(Error::new(
-                ErrorCode::EmptyKey,
-                "metadata keys must not be empty",
-            ));
+            return Err(Error::new(ErrorKind::EmptyKey { refused: true }));
         }
         if self.kvs.iter().any(|(k, _)| k == key) {
-            return Err(Error::new(
-                ErrorCode::DuplicateKey,
-                format!("key {} is already set", crate::file::quote(key)),
-            ));
+            return Err(Error::new(ErrorKind::DuplicateKey {
+                key: crate::file::quote(key),
+                first: FirstSeen::Given,
+            }));
         }
         value.check(1)?;
         if key == ALIGNMENT_KEY {
@@ -357,16 +338,12 @@ impl Writer {
         layout: Layout,
     ) -> Result<&mut Writer> {
         if key.is_empty() {
-            return Err(Error::new(
-                ErrorCode::EmptyKey,
-                "metadata keys must not be empty",
-            ));
+            return Err(Error::new(ErrorKind::EmptyKey { refused: true }));
         }
         if key == ALIGNMENT_KEY {
-            return Err(Error::new(
-                ErrorCode::BadAlignment,
-                "general.alignment: expected a UINT32, found a ARRAY",
-            ));
+            let found = AlignmentFound::Type(ValueType::Array);
+            let e = Error::new(ErrorKind::BadAlignment { found });
+            return Err(e.with_context("general.alignment"));
         }
         let value = Stored::Encoded {
             elem,
@@ -459,40 +436,36 @@ impl Writer {
     ) -> Result<&mut Writer> {
         let quoted = crate::file::quote(name);
         if self.names.find(&self.tensors, name).is_some() {
-            return Err(Error::new(
-                ErrorCode::DuplicateTensor,
-                format!("tensor {quoted} is already added"),
-            ));
+            return Err(Error::new(ErrorKind::DuplicateTensor {
+                tensor: quoted,
+                first: FirstSeen::Given,
+            }));
         }
         if dims.len() > MAX_DIMS {
-            return Err(Error::new(
-                ErrorCode::TooManyDims,
-                format!(
-                    "tensor {quoted}: at most {MAX_DIMS} dimensions, found {}",
-                    dims.len()
-                ),
-            ));
+            return Err(Error::new(ErrorKind::TooManyDims {
+                tensor: quoted,
+                found: dims.len() as u64,
+                max: MAX_DIMS,
+                refused: true,
+            }));
         }
         let first = dims.first().copied().unwrap_or(1);
         if first % dtype.block_elems() != 0 {
-            return Err(Error::new(
-                ErrorCode::BadBlockMultiple,
-                format!(
-                    "tensor {quoted}: first dimension {first} is not a multiple of {}'s block size {}",
-                    dtype.name(),
-                    dtype.block_elems()
-                ),
-            ));
+            return Err(Error::new(ErrorKind::BadBlockMultiple {
+                tensor: quoted,
+                first,
+                data_type: dtype,
+            }));
         }
         let size = dtype.tensor_bytes(dims).ok_or_else(|| {
-            Error::new(
-                ErrorCode::SizeOverflow,
-                format!("tensor {quoted}: size overflows"),
-            )
+            Error::new(ErrorKind::SizeOverflow {
+                tensor: Some(quoted.clone()),
+                what: "size overflows".to_string(),
+            })
         })?;
         if let Some(data) = &data {
             if size != data.len() as u64 {
-                return Err(Error::new(
+                return Err(Error::msg(
                     ErrorCode::InvalidArgument,
                     format!(
                         "tensor {quoted}: expected {size} bytes of data, found {}",
@@ -525,10 +498,10 @@ impl Writer {
                     .checked_add(t.size)
                     .and_then(|end| format::align_up(end, alignment))
                     .ok_or_else(|| {
-                        Error::new(
-                            ErrorCode::SizeOverflow,
-                            "the data section passes 2^64 bytes",
-                        )
+                        Error::new(ErrorKind::SizeOverflow {
+                            tensor: None,
+                            what: "the data section passes 2^64 bytes".to_string(),
+                        })
                     })?;
                 Ok(offset)
             })
@@ -564,7 +537,7 @@ impl Writer {
     pub fn into_shards(self, max_tensors: usize) -> Result<Vec<Writer>> {
         use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
         if max_tensors == 0 {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 "a shard must hold at least one tensor",
             ));
@@ -572,7 +545,7 @@ impl Writer {
         let count = self.tensors.len().div_ceil(max_tensors).max(1);
         let (Ok(count16), Ok(total)) = (u16::try_from(count), i32::try_from(self.tensors.len()))
         else {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!(
                     "{count} shards of {} tensors are more than the split keys hold",
@@ -646,12 +619,12 @@ impl Writer {
 
     /// Writes the file to `out`. Every tensor must have been given its data.
     pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
-        let io = |e: std::io::Error| Error::new(ErrorCode::Io, format!("cannot write: {e}"));
+        let io = |e: std::io::Error| Error::io("cannot write", e);
         out.write_all(&self.header_bytes()?).map_err(io)?;
         let alignment = self.alignment();
         for t in &self.tensors {
             let Some(data) = &t.data else {
-                return Err(Error::new(
+                return Err(Error::msg(
                     ErrorCode::InvalidArgument,
                     format!(
                         "tensor {} has no data: write the header, then stream it",
@@ -671,13 +644,10 @@ impl Writer {
 fn alignment_value(value: MetadataValue) -> Result<u32> {
     match value {
         MetadataValue::U32(a) => Ok(a),
-        other => Err(Error::new(
-            ErrorCode::BadAlignment,
-            format!(
-                "general.alignment: expected a UINT32, found a {}",
-                other.value_type().name()
-            ),
-        )),
+        other => {
+            let found = AlignmentFound::Type(other.value_type());
+            Err(Error::new(ErrorKind::BadAlignment { found }).with_context("general.alignment"))
+        }
     }
 }
 
@@ -724,7 +694,7 @@ impl Encoder {
             self.u64(v);
         } else {
             let narrow = u32::try_from(v).map_err(|_| {
-                Error::new(
+                Error::msg(
                     ErrorCode::InvalidArgument,
                     format!("version 1 cannot store the count or length {v}"),
                 )

@@ -431,3 +431,245 @@ fn a_vocabulary_cut_short_says_the_file_ends_early_and_names_the_key() {
         format!("{prefix}expected 8 bytes for the value, found 5 before the end of the file")
     );
 }
+
+/// The error `bytes` are refused with.
+fn refusal(bytes: &[u8]) -> gguf::Error {
+    GgufFile::from_bytes(bytes)
+        .err()
+        .expect("a malformed file was accepted")
+}
+
+/// Each rule's refusal is a variant of `ErrorKind` carrying that rule's facts, and its code is
+/// the rule's own.
+#[test]
+fn every_rule_is_a_variant_with_its_facts() {
+    use gguf::{AlignmentFound, ErrorKind as K, FirstSeen, Shortfall};
+    let check = |bytes: &[u8], code: ErrorCode, facts: &dyn Fn(&K) -> bool| {
+        let e = refusal(bytes);
+        assert_eq!(e.code(), code, "{e}");
+        assert_eq!(e.kind().code(), code, "{e}");
+        assert!(facts(e.kind()), "{:?}", e.kind());
+        e
+    };
+    let e = check(b"GGU", ErrorCode::Truncated, &|k| {
+        matches!(k, K::Truncated { reading, needed: 4, remaining: 3, empty_file: false }
+            if reading == "the magic")
+    });
+    assert_eq!(e.offset(), Some(0));
+    check(
+        b"GGML\x03\0\0\0",
+        ErrorCode::BadMagic,
+        &|k| matches!(k, K::BadMagic { found } if found == b"GGML"),
+    );
+    let mut v4 = file(0, 0, &[]);
+    v4[4] = 4;
+    check(&v4, ErrorCode::UnsupportedVersion, &|k| {
+        matches!(k, K::UnsupportedVersion { found: 4 })
+    });
+    check(
+        &file(1 << 63, 0, &[]),
+        ErrorCode::TensorCountTooLarge,
+        &|k| {
+            matches!(k, K::TensorCountTooLarge { count, shortfall: Shortfall::Bytes { min_size: 24, remaining: 8 } }
+            if *count == 1 << 63)
+        },
+    );
+    check(
+        &file(0, 3, &kv("a", 0, &[1])),
+        ErrorCode::KeyCountTooLarge,
+        &|k| {
+            matches!(
+                k,
+                K::KeyCountTooLarge {
+                    count: 3,
+                    shortfall: Shortfall::Bytes { .. }
+                }
+            )
+        },
+    );
+    let long_key = [le_u64(u64::MAX).as_slice(), b"k"].concat();
+    let long = [long_key.as_slice(), &[0; 8]].concat();
+    check(
+        &file(0, 1, &long),
+        ErrorCode::StringTooLong,
+        &|k| matches!(k, K::StringTooLong { reading, len: u64::MAX, remaining: 9 } if reading == "the key"),
+    );
+    check(
+        &file(0, 1, &kv("", 0, &[1, 0, 0, 0, 0])),
+        ErrorCode::EmptyKey,
+        &|k| matches!(k, K::EmptyKey { refused: false }),
+    );
+    let dup = [kv("a", 0, &[1]), kv("a", 0, &[2])].concat();
+    check(
+        &file(0, 2, &dup),
+        ErrorCode::DuplicateKey,
+        &|k| matches!(k, K::DuplicateKey { key, first: FirstSeen::AtOffset(24) } if key == "'a'"),
+    );
+    let e = check(
+        &file(0, 1, &kv("a", 13, &[0; 8])),
+        ErrorCode::BadValueType,
+        &|k| matches!(k, K::BadValueType { found: 13 }),
+    );
+    // The entry being read is context, apart from the rule's facts.
+    assert_eq!(
+        e.context(),
+        Some("key 'a', metadata entry 1 of 1 (at offset 24): the value type")
+    );
+    check(&file(0, 1, &kv("a", 7, &[2])), ErrorCode::BadBool, &|k| {
+        matches!(
+            k,
+            K::BadBool {
+                found: 2,
+                element: None
+            }
+        )
+    });
+    let huge = [&4u32.to_le_bytes()[..], &le_u64(1 << 62)].concat();
+    check(
+        &file(0, 1, &kv("a", 9, &huge)),
+        ErrorCode::ArrayTooLong,
+        &|k| {
+            matches!(k, K::ArrayTooLong { elem: ValueType::Uint32, count, shortfall: Shortfall::Bytes { min_size: 4, .. }, .. }
+            if *count == 1 << 62)
+        },
+    );
+    let mut deep = Vec::new();
+    for _ in 0..9 {
+        deep.extend_from_slice(&9u32.to_le_bytes());
+        deep.extend_from_slice(&le_u64(1));
+    }
+    deep.extend_from_slice(&[0; 64]);
+    let mut body = kv("a", 9, &deep[8 + 4..]);
+    body.extend_from_slice(&[0; 16]);
+    check(&file(0, 1, &body), ErrorCode::ArrayTooDeep, &|k| {
+        matches!(k, K::ArrayTooDeep { max: 8 })
+    });
+    let a48 = kv("general.alignment", 4, &48u32.to_le_bytes());
+    check(&file(0, 1, &a48), ErrorCode::BadAlignment, &|k| {
+        matches!(
+            k,
+            K::BadAlignment {
+                found: AlignmentFound::Value(48)
+            }
+        )
+    });
+    let a64 = kv("general.alignment", 10, &le_u64(32));
+    check(&file(0, 1, &a64), ErrorCode::BadAlignment, &|k| {
+        matches!(
+            k,
+            K::BadAlignment {
+                found: AlignmentFound::Type(ValueType::Uint64)
+            }
+        )
+    });
+    check(
+        &one_tensor(&[1, 1, 1, 1, 1], 0, 0, 32),
+        ErrorCode::TooManyDims,
+        &|k| matches!(k, K::TooManyDims { tensor, found: 5, max: 4, refused: false } if tensor == "'t'"),
+    );
+    check(
+        &one_tensor(&[1 << 37, 1 << 37], 24, 0, 0),
+        ErrorCode::SizeOverflow,
+        &|k| matches!(k, K::SizeOverflow { tensor: Some(t), .. } if t == "'t'"),
+    );
+    check(&one_tensor(&[32], 4, 0, 64), ErrorCode::BadDataType, &|k| {
+        matches!(
+            k,
+            K::BadDataType {
+                found: 4,
+                refused: false,
+                ..
+            }
+        )
+    });
+    check(
+        &one_tensor(&[33], 2, 0, 64),
+        ErrorCode::BadBlockMultiple,
+        &|k| {
+            matches!(
+                k,
+                K::BadBlockMultiple {
+                    first: 33,
+                    data_type: DataType::Q4_0,
+                    ..
+                }
+            )
+        },
+    );
+    check(
+        &one_tensor(&[8], 0, 16, 64),
+        ErrorCode::MisalignedOffset,
+        &|k| {
+            matches!(
+                k,
+                K::MisalignedOffset {
+                    alignment: 32,
+                    found: 16,
+                    ..
+                }
+            )
+        },
+    );
+    let short = one_tensor(&[8], 0, 0, 31);
+    let size = short.len() as u64;
+    check(&short, ErrorCode::DataOutOfBounds, &|k| {
+        matches!(k, K::DataOutOfBounds { tensor, end: Some(end), file_size }
+            if tensor == "'t'" && *end == size + 1 && *file_size == size)
+    });
+    check(
+        &one_tensor(&[8], 0, u64::MAX - 31, 64),
+        ErrorCode::DataOutOfBounds,
+        &|k| matches!(k, K::DataOutOfBounds { end: None, .. }),
+    );
+    let two = [
+        tensor_info("a", &[16], 0, 0),
+        tensor_info("b", &[16], 0, 32),
+    ]
+    .concat();
+    let mut f = file(2, 0, &two);
+    f.resize(f.len().div_ceil(32) * 32 + 128, 0);
+    check(&f, ErrorCode::DataOverlap, &|k| {
+        matches!(k, K::DataOverlap { tensor, range: (32, 96), other, other_range: (0, 64) }
+            if tensor == "'b'" && other == "'a'")
+    });
+    let dup = [tensor_info("a", &[8], 0, 0), tensor_info("a", &[8], 0, 32)].concat();
+    let mut f = file(2, 0, &dup);
+    f.resize(f.len().div_ceil(32) * 32 + 64, 0);
+    check(
+        &f,
+        ErrorCode::DuplicateTensor,
+        &|k| matches!(k, K::DuplicateTensor { tensor, first: FirstSeen::AtOffset(24) } if tensor == "'a'"),
+    );
+}
+
+/// An I/O failure keeps the operating system's error as `source()`, and `Debug` (what `main`
+/// prints for an `Err`) is the short message, not the structure.
+#[test]
+fn io_errors_have_their_source_and_debug_is_short() {
+    use std::error::Error as _;
+    let dir = std::env::temp_dir().join(format!("gguf-errors-{}", std::process::id()));
+    let e = gguf::MappedFile::open(dir.join("missing.gguf"))
+        .err()
+        .expect("opened a missing file");
+    assert_eq!(e.code(), ErrorCode::Io);
+    assert!(
+        matches!(e.kind(), gguf::ErrorKind::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+        "{e}"
+    );
+    let source = e.source().expect("an I/O error has a source");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("the source is the io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(e.path().is_some_and(|p| p.ends_with("missing.gguf")));
+
+    let debug = format!("{e:?}");
+    assert_eq!(debug, e.to_string());
+    assert!(debug.len() < 200, "{debug}");
+    assert!(
+        !debug.contains("Details {") && !debug.contains("Error("),
+        "{debug}"
+    );
+    // A format error has no source.
+    assert!(refusal(b"GGML\x03\0\0\0").source().is_none());
+}

@@ -452,6 +452,13 @@ fn broken_shard_sets_fail_with_exact_codes() {
         &p[2],
         "expected split.count 3 like the other shards, found 4",
     );
+    let shard_key = |p: &Path| match open(p).err().map(|e| e.kind().clone()) {
+        Some(gguf::ErrorKind::ShardMismatch { key, .. }) => key,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(shard_key(&p[0]), Some("split.count"));
+    // Named as a shard of 4: the file name is the problem.
+    assert_eq!(shard_key(&p[2]), None);
     assert_fails(
         &p[2],
         ErrorCode::ShardMismatch,
@@ -516,6 +523,7 @@ fn broken_shard_sets_fail_with_exact_codes() {
             &p[1],
             "split.tensors.count is 5, but the shards hold 4 tensors",
         );
+        assert_eq!(shard_key(q), Some("split.tensors.count"));
     }
     let mut shards = tiny("u", 4, 2);
     for s in &mut shards {

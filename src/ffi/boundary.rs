@@ -15,7 +15,7 @@ pub(crate) fn guard<T>(fail: T, body: impl FnOnce() -> Result<T>) -> T {
             fail
         }
         Err(_) => {
-            record(&Error::new(
+            record(&Error::msg(
                 ErrorCode::Internal,
                 "internal error (a panic was caught at the C boundary; please report it)",
             ));
@@ -26,7 +26,7 @@ pub(crate) fn guard<T>(fail: T, body: impl FnOnce() -> Result<T>) -> T {
 
 /// The error for a NULL pointer argument.
 pub(crate) fn null(what: &str) -> Error {
-    Error::new(ErrorCode::NullArgument, format!("{what} is NULL"))
+    Error::msg(ErrorCode::NullArgument, format!("{what} is NULL"))
 }
 
 /// The bytes of a NUL-terminated C string argument.

@@ -24,7 +24,7 @@ pub type GGUFDigester = *mut GGUFDigesterImpl;
 
 fn algorithm(id: u32) -> Result<DigestAlgorithm> {
     DigestAlgorithm::from_id(id).ok_or_else(|| {
-        Error::new(
+        Error::msg(
             ErrorCode::InvalidArgument,
             format!("unknown digest algorithm {id}"),
         )
@@ -37,7 +37,7 @@ fn check_room(a: DigestAlgorithm, out: *mut u8, out_len: usize) -> Result<()> {
         return Err(null("out"));
     }
     if out_len < a.size() {
-        return Err(Error::new(
+        return Err(Error::msg(
             ErrorCode::InvalidArgument,
             format!(
                 "out_len is {out_len}: a {} digest needs {} bytes",

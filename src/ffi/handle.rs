@@ -180,9 +180,14 @@ impl GGUFFileImpl {
         unsafe { ptr.as_ref() }.ok_or_else(|| null("file"))
     }
 
+    /// `e`, which concerns no particular byte, naming this file.
+    pub(crate) fn about(&self, e: Error) -> Error {
+        e.with_offset(None).in_file(self.name.clone())
+    }
+
     /// An error about this file, naming it.
     pub(crate) fn error(&self, code: ErrorCode, message: String) -> Error {
-        Error::new(code, message).in_file(self.name.clone())
+        Error::msg(code, message).in_file(self.name.clone())
     }
 
     /// The position of the metadata entry with this key, or a NotFound error.

@@ -35,7 +35,7 @@ fn open_options(flags: u32) -> Result<OpenOptions> {
         | OpenFlag::Read as u32
         | OpenFlag::SingleShard as u32;
     if flags & !known != 0 {
-        return Err(crate::error::Error::new(
+        return Err(crate::error::Error::msg(
             crate::error::ErrorCode::InvalidArgument,
             format!("unknown open flags {:#x}", flags & !known),
         ));

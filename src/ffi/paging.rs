@@ -11,7 +11,7 @@ use std::ffi::c_void;
 
 fn advice(id: u32) -> Result<Paging> {
     Paging::from_id(id).ok_or_else(|| {
-        Error::new(
+        Error::msg(
             ErrorCode::InvalidArgument,
             format!("{id} is not a GGUFPaging value (0 to 4)"),
         )
@@ -25,7 +25,7 @@ fn advise_tensor(f: &GGUFFileImpl, i: usize, paging: Paging) -> Result<()> {
     f.model.shards()[t.shard]
         .source()
         .advise(start..start + t.info.size as usize, paging)
-        .map_err(|e| f.error(e.code(), e.message().to_string()))
+        .map_err(|e| f.about(e))
 }
 
 /// Advises the kernel how the tensor's data will be used (`madvise` on its pages, widened to
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn gguf_advise_data(file: GGUFFile, advice: u32) -> bool {
             shard
                 .source()
                 .advise(start..shard.bytes().len(), paging)
-                .map_err(|e| f.error(e.code(), e.message().to_string()))?;
+                .map_err(|e| f.about(e))?;
         }
         Ok(true)
     })

@@ -169,8 +169,7 @@ pub unsafe extern "C" fn gguf_plan_upload(
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        let records = build(f, max_view_size, page_size)
-            .map_err(|e| f.error(e.code(), e.message().to_string()))?;
+        let records = build(f, max_view_size, page_size).map_err(|e| f.about(e))?;
         Ok(&f.plans.push(records).plan as *const GGUFUploadPlan)
     })
 }

@@ -9,7 +9,7 @@ use std::ffi::c_char;
 
 fn data_type(id: u32) -> Result<DataType> {
     DataType::from_id(id).ok_or_else(|| {
-        Error::new(
+        Error::msg(
             ErrorCode::InvalidArgument,
             format!("{id} is not a ggml data type id (unknown or removed)"),
         )
@@ -42,7 +42,7 @@ pub extern "C" fn gguf_dtype_block_bytes(dtype: u32) -> u64 {
 pub extern "C" fn gguf_value_type_name(r#type: u32) -> *const c_char {
     guard(std::ptr::null(), || {
         let t = ValueType::from_id(r#type).ok_or_else(|| {
-            Error::new(
+            Error::msg(
                 ErrorCode::InvalidArgument,
                 format!("{} is not a value type id (0 to 12)", r#type),
             )

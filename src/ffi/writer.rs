@@ -5,7 +5,7 @@
 use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::atomic_file::{reopen_mapped, AtomicFile};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::file::quote;
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
 use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
@@ -66,7 +66,7 @@ impl GGUFWriterImpl {
     /// Fails once the header is written: metadata and tensor infos are then frozen.
     fn editable(&self) -> Result<&GGUFWriterImpl> {
         match &self.stream {
-            Some(s) => Err(Error::new(
+            Some(s) => Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 "the header is already written: metadata and tensors can no longer change",
             )
@@ -207,7 +207,7 @@ pub unsafe extern "C" fn gguf_writer_set_byte_order(w: GGUFWriter, order: u32) -
             0 => ByteOrder::Little,
             1 => ByteOrder::Big,
             other => {
-                return Err(Error::new(
+                return Err(Error::msg(
                     ErrorCode::InvalidArgument,
                     format!("{other} is not a GGUFByteOrder"),
                 ))
@@ -399,7 +399,7 @@ pub unsafe extern "C" fn gguf_writer_set_array(
         let elem = ValueType::from_id(elem_type)
             .filter(|t| t.fixed_size().is_some())
             .ok_or_else(|| {
-                Error::new(
+                Error::msg(
                     ErrorCode::InvalidArgument,
                     format!(
                         "element type {elem_type} is not a fixed-size value type (for strings use \
@@ -411,7 +411,7 @@ pub unsafe extern "C" fn gguf_writer_set_array(
         let len = count
             .checked_mul(size)
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| Error::new(ErrorCode::SizeOverflow, format!("{count} elements")))?;
+            .ok_or_else(|| Error::size_overflow(format!("{count} elements")))?;
         // SAFETY: `data` points to `count` elements of `elem_type` (the header's contract).
         let raw = unsafe { bytes(data.cast(), len, "data")? };
         use MetadataValue as V;
@@ -428,10 +428,10 @@ pub unsafe extern "C" fn gguf_writer_set_array(
             ValueType::Float64 => elements::<f64>(raw, V::F64),
             _ => {
                 if let Some(i) = raw.iter().position(|&b| b > 1) {
-                    return Err(Error::new(
-                        ErrorCode::BadBool,
-                        format!("bool element {i} is {}, not 0 or 1", raw[i]),
-                    ));
+                    return Err(Error::new(ErrorKind::BadBool {
+                        found: raw[i],
+                        element: Some(i as u64),
+                    }));
                 }
                 raw.iter().map(|&b| V::Bool(b == 1)).collect()
             }
@@ -451,7 +451,7 @@ pub unsafe extern "C" fn gguf_writer_set_string_array(
     count: u64,
 ) -> bool {
     set(w, key, || {
-        let overflow = || Error::new(ErrorCode::SizeOverflow, format!("{count} strings"));
+        let overflow = || Error::size_overflow(format!("{count} strings"));
         let n = usize::try_from(count).map_err(|_| overflow())?;
         let len = n
             .checked_mul(std::mem::size_of::<usize>())
@@ -512,7 +512,7 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         let mut reader = ByteReader::new(&encoded, 0, layout);
         read_value(&mut reader, ValueType::Array, "the encoded array").map_err(offset_in_data)?;
         if reader.remaining() != 0 {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!(
                     "{count} elements end after {} of the {size} bytes given",
@@ -534,8 +534,8 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
 /// concern no byte.
 fn offset_in_data(e: Error) -> Error {
     match e.offset() {
-        Some(at) if at >= 12 => Error::at(e.code(), at - 12, e.message()),
-        _ => Error::new(e.code(), e.message()),
+        Some(at) if at >= 12 => e.with_offset(Some(at - 12)),
+        _ => e.with_offset(None),
     }
 }
 
@@ -549,7 +549,7 @@ pub unsafe extern "C" fn gguf_writer_remove_key(w: GGUFWriter, key: *const c_cha
         if w.writer.remove_metadata(key) {
             Ok(true)
         } else {
-            Err(Error::new(
+            Err(Error::msg(
                 ErrorCode::NotFound,
                 format!("no metadata key {}", quote(key)),
             ))
@@ -579,13 +579,12 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
         // SAFETY: `name` is NULL or NUL-terminated (the header's contract).
         let name = unsafe { c_str(name, "name")? };
         if n_dims as usize > MAX_DIMS {
-            return Err(Error::new(
-                ErrorCode::TooManyDims,
-                format!(
-                    "tensor {}: at most 4 dimensions, found {n_dims}",
-                    quote(name)
-                ),
-            ));
+            return Err(Error::new(ErrorKind::TooManyDims {
+                tensor: quote(name),
+                found: n_dims.into(),
+                max: MAX_DIMS,
+                refused: true,
+            }));
         }
         // SAFETY: `dims` points to `n_dims` values (the header's contract).
         let dims_bytes = unsafe { bytes(dims.cast(), n_dims as usize * 8, "dims")? };
@@ -594,14 +593,15 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
             .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
             .collect();
         let dtype = DataType::from_id(dtype).ok_or_else(|| {
-            Error::new(
-                ErrorCode::BadDataType,
-                format!("tensor {}: {dtype} is not a ggml data type", quote(name)),
-            )
+            Error::new(ErrorKind::BadDataType {
+                tensor: quote(name),
+                found: dtype,
+                refused: true,
+            })
         })?;
         let expected = dtype.tensor_bytes(&dims);
         if !data.is_null() && expected.is_some_and(|e| e != size) {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!(
                     "tensor {}: {} {dims:?} takes {} bytes, {size} given",
@@ -640,8 +640,7 @@ fn put_tensor(out: &mut AtomicFile, data: &[u8], alignment: u64) -> Result<()> {
 fn pad(out: &mut AtomicFile, size: u64, alignment: u64) -> Result<()> {
     let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
     let shown = out.shown().to_string();
-    write_zeros(out, padding)
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot write: {e}")).in_file(shown))
+    write_zeros(out, padding).map_err(|e| Error::io("cannot write", e).in_file(shown))
 }
 
 /// Creates a temporary file beside `path` and writes the header (metadata and tensor infos)
@@ -666,20 +665,20 @@ fn write_next(w: &mut GGUFWriterImpl, data: &[u8]) -> Result<()> {
         return Err(e.clone());
     }
     let Some(stream) = w.stream.as_mut() else {
-        return Err(Error::new(
+        return Err(Error::msg(
             ErrorCode::InvalidArgument,
             "no file is being written: call gguf_writer_begin_file first",
         ));
     };
     let size = w.writer.tensor_size(stream.next).ok_or_else(|| {
-        Error::new(
+        Error::msg(
             ErrorCode::InvalidArgument,
             "every tensor's data is already written",
         )
         .in_file(stream.out.shown())
     })?;
     if data.len() as u64 != size {
-        return Err(Error::new(
+        return Err(Error::msg(
             ErrorCode::InvalidArgument,
             format!(
                 "tensor {} takes {size} bytes, {} given",
@@ -714,8 +713,8 @@ pub unsafe extern "C" fn gguf_writer_write_tensor_data(
     size: u64,
 ) -> bool {
     with_writer(w, false, |w| {
-        let len = usize::try_from(size)
-            .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{size} bytes")))?;
+        let len =
+            usize::try_from(size).map_err(|_| Error::size_overflow(format!("{size} bytes")))?;
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let data = unsafe { bytes(data.cast(), len, "data")? };
         write_next(w, data)?;
@@ -728,7 +727,7 @@ fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
         return Err(e.clone());
     }
     let Some(stream) = w.stream.take() else {
-        return Err(Error::new(
+        return Err(Error::msg(
             ErrorCode::InvalidArgument,
             "no file is being written",
         ));
@@ -739,7 +738,7 @@ fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
             "only {} of the {total} tensors' data were written",
             stream.next
         );
-        let e = Error::new(ErrorCode::InvalidArgument, message).in_file(stream.out.shown());
+        let e = Error::msg(ErrorCode::InvalidArgument, message).in_file(stream.out.shown());
         w.stream = Some(stream);
         return Err(e);
     }
@@ -775,7 +774,7 @@ pub unsafe extern "C" fn gguf_writer_finish(w: GGUFWriter) -> bool {
 pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_char) -> bool {
     with_writer(w, false, |w| {
         if let Some(i) = w.data.iter().position(Option::is_none) {
-            return Err(Error::new(
+            return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!("tensor {i} has no data: stream it with gguf_writer_begin_file"),
             ));
@@ -796,7 +795,7 @@ pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_ch
                 continue;
             }
             let len = usize::try_from(d.size)
-                .map_err(|_| Error::new(ErrorCode::SizeOverflow, format!("{} bytes", d.size)))?;
+                .map_err(|_| Error::size_overflow(format!("{} bytes", d.size)))?;
             // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
             // given to gguf_writer_from_file) valid until the file is written (the header's
             // contract).
