@@ -3,7 +3,8 @@
 //! advice for mapped bytes. This is one of the two places with `unsafe` (the other is the C API).
 
 use crate::error::{Error, ErrorCode, Result};
-use memmap2::{Advice, Mmap, MmapOptions, UncheckedAdvice};
+use crate::platform;
+use memmap2::{Mmap, MmapOptions};
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
@@ -55,28 +56,14 @@ impl Paging {
     }
 }
 
-fn io_error(what: &str, e: std::io::Error) -> Error {
+pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
     Error::new(ErrorCode::Io, format!("{what}: {e}"))
 }
 
 /// What a file that is not a regular file is, for a message.
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let ty = meta.file_type();
-        if ty.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if ty.is_char_device() {
-            return "a character device";
-        }
-        if ty.is_block_device() {
-            return "a block device";
-        }
-        if ty.is_socket() {
-            return "a socket";
-        }
+    if let Some(kind) = platform::special_kind(meta) {
+        return kind;
     }
     if meta.is_dir() {
         "a directory"
@@ -99,42 +86,6 @@ fn refuse_irregular(meta: &std::fs::Metadata) -> Result<()> {
     ))
 }
 
-/// Opens `path` for reading without blocking: a FIFO without a writer (or a device that waits
-/// for a carrier) would otherwise block `open` forever. The flag means nothing to a map of a
-/// regular file; it is cleared before the file is read (`clear_nonblocking`).
-#[cfg(unix)]
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    File::open(path)
-}
-
-#[cfg(unix)]
-fn clear_nonblocking(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl F_GETFL/F_SETFL on a descriptor this function's caller owns reads and sets
-    // its status flags; no memory is involved.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// Opens `path` and returns its size, refusing what is not a non-empty regular file. Nothing
 /// here blocks: the type is checked before opening (so that no device is even opened), the open
 /// does not wait, and the type is checked again on the open file (it may have been replaced in
@@ -142,7 +93,7 @@ fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
 fn open_regular(path: &Path) -> Result<(File, u64)> {
     let meta = std::fs::metadata(path).map_err(|e| io_error("cannot open the file", e))?;
     refuse_irregular(&meta)?;
-    let file = open_nonblocking(path).map_err(|e| io_error("cannot open the file", e))?;
+    let file = platform::open_nonblocking(path).map_err(|e| io_error("cannot open the file", e))?;
     let meta = file
         .metadata()
         .map_err(|e| io_error("cannot read the file size", e))?;
@@ -177,7 +128,7 @@ fn size_zero(mut file: &File) -> Error {
 /// reaches the default 65530) or when it would exceed its address space limit (`ulimit -v`):
 /// the message names both, with their values, since "Cannot allocate memory" suggests neither.
 pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
-    if e.raw_os_error() != Some(libc::ENOMEM) {
+    if !platform::is_out_of_memory(&e) {
         return io_error(what, e);
     }
     let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
@@ -191,17 +142,7 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
         (None, Some(max)) => format!("vm.max_map_count is {max}"),
         _ => "see vm.max_map_count".to_string(),
     };
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct it is given.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
-    let space = if known && limit.rlim_cur != libc::RLIM_INFINITY {
-        format!("ulimit -v is {} bytes", limit.rlim_cur)
-    } else {
-        "ulimit -v is unlimited".to_string()
-    };
+    let space = platform::address_space_limit();
     Error::new(
         ErrorCode::Io,
         format!(
@@ -226,7 +167,7 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
     let source = if options.read {
         let len = usize::try_from(size)
             .map_err(|_| Error::new(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
-        clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
+        platform::clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
         let mut copy = MmapOptions::new()
             .len(len)
             .map_anon()
@@ -238,6 +179,9 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
                 .map_err(|e| io_error("cannot protect the copy", e))?,
         )
     } else {
+        if usize::try_from(size).is_err() {
+            return Err(too_large_to_map(size));
+        }
         let mut map_options = MmapOptions::new();
         if options.populate {
             map_options.populate();
@@ -249,45 +193,34 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
         // (`OpenOptions::read` avoids it).
         let map = unsafe { map_options.map(&file) }
             .map_err(|e| map_error("cannot map the file", size, e))?;
+        if options.populate {
+            platform::populate(&map)?;
+        }
         Source::Mapped(map, file)
     };
     if options.lock {
         if let Source::Mapped(map, _) | Source::Copied(map) = &source {
-            map.lock().map_err(|e| lock_error(size, e))?;
+            platform::lock(map, size)?;
         }
     }
     Ok(source)
 }
 
-fn lock_error(size: u64, e: std::io::Error) -> Error {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct it is given.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } == 0;
-    let why = if known && limit.rlim_cur != libc::RLIM_INFINITY && limit.rlim_cur < size {
-        format!(
-            "the limit on locked memory (ulimit -l) is {} bytes",
-            limit.rlim_cur
-        )
-    } else {
-        e.to_string()
-    };
+/// The error for a file larger than the address space (a 32-bit process maps at most 4 GiB, and
+/// in practice less).
+fn too_large_to_map(size: u64) -> Error {
     Error::new(
-        ErrorCode::Io,
-        format!("cannot lock the file's {size} bytes in memory: {why}"),
+        ErrorCode::OutOfMemory,
+        format!(
+            "the file is {size} bytes, more than a {}-bit address space can map",
+            usize::BITS
+        ),
     )
 }
 
 /// The system's page size.
 pub fn page_size() -> u64 {
-    // SAFETY: sysconf only reads a system constant.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    u64::try_from(size)
-        .ok()
-        .filter(|s| s.is_power_of_two())
-        .unwrap_or(4096)
+    platform::page_size()
 }
 
 /// The bytes behind an open handle.
@@ -327,20 +260,7 @@ impl Source {
         if start == end {
             return Ok(());
         }
-        let len = end - start;
-        let result = match advice {
-            Paging::Normal => map.advise_range(Advice::Normal, start, len),
-            Paging::WillNeed => map.advise_range(Advice::WillNeed, start, len),
-            Paging::Sequential => map.advise_range(Advice::Sequential, start, len),
-            Paging::Random => map.advise_range(Advice::Random, start, len),
-            // SAFETY: MADV_DONTNEED on a private file mapping discards modified pages; this
-            // mapping is read-only and never written, so dropped pages are re-read unchanged
-            // from the file. (Copies, whose pages would come back zeroed, are refused above.)
-            Paging::DontNeed => unsafe {
-                map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, len)
-            },
-        };
-        result.map_err(|e| io_error("madvise failed", e))
+        platform::advise(map, advice, start, end - start)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Scale: a file whose tensor data spans more than 1 TiB (sparse: only the header and the last
 //! tensor's bytes are written) opens like a small one, with offsets above 4 GiB everywhere, and
-//! opening never touches the data section (counted in page faults).
+//! opening never touches the data section (counted in page faults). In a 32-bit process, which
+//! cannot map such a file, opening it fails with an error that says so.
 
 use gguf::ffi::*;
 use gguf::{DataType, MappedFile, MetadataValue as V, ValueType, Writer};
@@ -46,6 +47,7 @@ fn sparse_model(name: &str) -> (PathBuf, Vec<(String, Vec<u8>)>) {
     (path, small)
 }
 
+#[cfg(target_pointer_width = "64")]
 #[test]
 fn a_terabyte_of_tensor_data_opens_with_offsets_above_4_gib() {
     let (path, small) = sparse_model("1tib.gguf");
@@ -81,6 +83,33 @@ fn a_terabyte_of_tensor_data_opens_with_offsets_above_4_gib() {
     }
 }
 
+/// A 32-bit address space cannot hold the map: the Rust and C APIs refuse the file up front,
+/// naming its size and the reason, instead of a failed mmap's "Cannot allocate memory" (or a
+/// size truncated to 32 bits).
+#[cfg(target_pointer_width = "32")]
+#[test]
+fn a_terabyte_of_tensor_data_is_refused_clearly_in_a_32_bit_address_space() {
+    let (path, _) = sparse_model("1tib.gguf");
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 1 << 40, "the sparse file is {size} bytes");
+    let want = format!("the file is {size} bytes, more than a 32-bit address space can map");
+
+    let Err(e) = MappedFile::open(&path) else {
+        panic!("a {size}-byte file was mapped in a 32-bit address space")
+    };
+    assert_eq!(e.code(), gguf::ErrorCode::OutOfMemory, "{e}");
+    assert!(e.to_string().contains(&want), "{e}");
+
+    let c_path = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path; the message is copied before the next call.
+    unsafe {
+        assert!(gguf_open(c_path.as_ptr()).is_null());
+        assert_eq!(gguf_last_error_code(), gguf::ErrorCode::OutOfMemory as u32);
+        let msg = std::ffi::CStr::from_ptr(gguf_last_error()).to_string_lossy();
+        assert!(msg.contains(&want), "{msg}");
+    }
+}
+
 /// Minor page faults of this process so far (field 10 of /proc/self/stat).
 fn minor_faults() -> u64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
@@ -89,6 +118,8 @@ fn minor_faults() -> u64 {
     after.split(' ').nth(7).unwrap().parse().unwrap()
 }
 
+// Needs the 1 TiB file mapped: 64-bit only (the 32-bit refusal is tested above).
+#[cfg(target_pointer_width = "64")]
 #[test]
 fn opening_never_touches_the_data_section() {
     let (path, _) = sparse_model("faults.gguf");

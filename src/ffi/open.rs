@@ -127,8 +127,8 @@ pub unsafe extern "C" fn gguf_close(file: GGUFFile) {
     })
 }
 
-fn file_fact(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> u64) -> u64 {
-    guard(0, || {
+fn file_fact<T: Default>(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> T) -> T {
+    guard(T::default(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         Ok(fact(f))
@@ -138,7 +138,7 @@ fn file_fact(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> u64) -> u64 {
 /// The format version of the file (1, 2 or 3); 0 if `file` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_version(file: GGUFFile) -> u32 {
-    file_fact(file, |f| f.model.first().version().into()) as u32
+    file_fact(file, |f| f.model.first().version())
 }
 
 /// The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
@@ -165,5 +165,5 @@ pub unsafe extern "C" fn gguf_file_size(file: GGUFFile) -> u64 {
 /// `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_byte_order(file: GGUFFile) -> u32 {
-    file_fact(file, |f| f.model.first().byte_order() as u64) as u32
+    file_fact(file, |f| f.model.first().byte_order() as u32)
 }

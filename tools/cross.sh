@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Builds and tests libgguf for the platforms engines ship on, from this Linux x86-64 machine
+# (README: Platforms). Usage: tools/cross.sh [TARGET...], TARGET a short name below or a triple;
+# none: all of them. Prints one summary line per target, with the time it took, and exits non-zero
+# if any failed.
+#
+#   tested (Rust unit and integration tests, run under the target's runner):
+#     windows  x86_64-win7-windows-gnu    MinGW linker, Wine
+#     i686     i686-unknown-linux-gnu     gcc -m32, runs natively
+#     s390x    s390x-unknown-linux-gnu    cross gcc, qemu-s390x-static (big-endian)
+#     aarch64  aarch64-unknown-linux-gnu  cross gcc, qemu-aarch64-static
+#   type-checked (cargo check of the library and its tests):
+#     macos macos-x86 ios android wasm32
+#
+# The standard library of each target is built from Debian's rust-web-src (-Zbuild-std) by
+# Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs).
+# Missing Debian packages are installed first (`apt-get update` once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export CARGO_TERM_COLOR=never
+
+# Tests that drive tools only the host has are run by `make test` on the host, never here:
+#   c_api, c_writer, readme  build C programs with the host cc against the host library
+#   inspect                  builds tools/gguf-inspect.c with the host cc
+#   header                   runs cbindgen (a host build) and the host cc/c++ on the header
+#   install                  runs install/install.sh, cmake and pkg-config on the host
+#   python, conformance      run the reference Python package (PyPI gguf in .venv)
+#   ggml_crosscheck          loads ggml's prebuilt x86-64 library
+#   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
+#   concurrency under TSan   `make tsan` (host nightly toolchain)
+HOST_ONLY_TESTS="c_api c_writer readme inspect header install python conformance ggml_crosscheck"
+HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
+  --skip the_reference_reads_our_split_keys_as_it_writes_them)
+CROSS_TESTS="boundary concurrency fuzz_regressions parser_errors plans resource_bounds
+  roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
+
+triple_of() {
+  case "$1" in
+    windows | win | win64) echo x86_64-win7-windows-gnu ;;
+    i686 | x86) echo i686-unknown-linux-gnu ;;
+    s390x) echo s390x-unknown-linux-gnu ;;
+    aarch64 | arm64) echo aarch64-unknown-linux-gnu ;;
+    macos) echo aarch64-apple-darwin ;;
+    macos-x86) echo x86_64-apple-darwin ;;
+    ios) echo aarch64-apple-ios ;;
+    android) echo aarch64-linux-android ;;
+    wasm32 | wasm) echo wasm32-unknown-unknown ;;
+    *-*) echo "$1" ;;
+    *) echo "tools/cross.sh: unknown target '$1'" >&2; exit 2 ;;
+  esac
+}
+
+if [ $# -eq 0 ]; then
+  set -- i686 s390x aarch64 windows macos macos-x86 ios android wasm32
+fi
+triples=()
+for t in "$@"; do triples+=("$(triple_of "$t")"); done
+
+# Debian packages, only those missing.
+need=()
+want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed' || need+=("$1"); }
+want rustc-web
+want rust-web-src
+want cargo-web
+for t in "${triples[@]}"; do
+  case "$t" in
+    x86_64-win7-windows-gnu) want gcc-mingw-w64-x86-64; want binutils-mingw-w64-x86-64; want wine64 ;;
+    i686-unknown-linux-gnu) want libc6-dev-i386; want lib32gcc-12-dev ;;
+    # qemu-user-static, never qemu-user as well: the two conflict.
+    s390x-unknown-linux-gnu) want gcc-s390x-linux-gnu; want qemu-user-static ;;
+    aarch64-unknown-linux-gnu) want gcc-aarch64-linux-gnu; want qemu-user-static ;;
+  esac
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== apt-get install ${need[*]}"
+  mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Debian's toolchain, not rustup's (which has only the host's standard library).
+export RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+CARGO=/usr/bin/cargo
+export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=gcc
+export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=-m32"
+export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
+export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_RUNNER="qemu-s390x-static -L /usr/s390x-linux-gnu"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
+export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
+export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_RUNNER=wine
+export WINEDEBUG=-all WINEPREFIX="$root/target/cross/wine"
+
+summary=()
+failed=0
+for t in "${triples[@]}"; do
+  export CARGO_TARGET_DIR="$root/target/cross/$t"
+  start=$SECONDS
+  case "$t" in
+    wasm32-*) build_std=std,panic_abort ;;
+    *) build_std=std,panic_unwind ;;
+  esac
+  case "$t" in
+    x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
+      what=tested
+      echo "== $t: cargo test (host-only test files, run by make test: $HOST_ONLY_TESTS)"
+      args=(--lib)
+      for f in $CROSS_TESTS; do args+=(--test "$f"); done
+      if [ "$t" = x86_64-win7-windows-gnu ]; then mkdir -p "$WINEPREFIX"; fi
+      # Tests that run a scenario in a child process start it through the same runner.
+      runner_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUNNER"
+      export GGUF_TEST_RUNNER="${!runner_var:-}"
+      if "$CARGO" test -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${HOST_ONLY_SKIPS[@]}"; then
+        ok=ok
+      else
+        ok=FAILED
+      fi
+      ;;
+    *)
+      what=checked
+      echo "== $t: cargo check"
+      # wasm32 has no threads or processes for the test harness: the library alone there.
+      case "$t" in wasm32-*) targets=(--lib) ;; *) targets=(--lib --tests) ;; esac
+      if "$CARGO" check -Zbuild-std="$build_std" --target "$t" "${targets[@]}"; then
+        ok=ok
+      else
+        ok=FAILED
+      fi
+      ;;
+  esac
+  [ "$ok" = ok ] || failed=1
+  summary+=("$(printf '%-28s %-7s %-6s %4ds' "$t" "$what" "$ok" $((SECONDS - start)))")
+done
+
+echo "== cross summary (target, what, result, time)"
+printf '%s\n' "${summary[@]}"
+exit $failed
