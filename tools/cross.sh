@@ -111,7 +111,7 @@ for t in "${triples[@]}"; do
       # Tests that run a scenario in a child process start it through the same runner.
       runner_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUNNER"
       export GGUF_TEST_RUNNER="${!runner_var:-}"
-      if "$CARGO" test -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${HOST_ONLY_SKIPS[@]}"; then
+      if "$CARGO" test --no-fail-fast -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${HOST_ONLY_SKIPS[@]}"; then
         ok=ok
       else
         ok=FAILED
