@@ -273,7 +273,8 @@ impl AsRef<[u8]> for Source {
     }
 }
 
-#[cfg(test)]
+// The message names Linux's limits (`/proc/sys/vm/max_map_count`, `ulimit -v`).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
