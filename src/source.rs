@@ -57,7 +57,13 @@ impl Paging {
 }
 
 pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
-    Error::new(ErrorCode::Io, format!("{what}: {e}"))
+    // A platform without files (wasm32) says so: that is not an I/O failure.
+    let code = if e.kind() == std::io::ErrorKind::Unsupported {
+        ErrorCode::Unsupported
+    } else {
+        ErrorCode::Io
+    };
+    Error::new(code, format!("{what}: {e}"))
 }
 
 /// What a file that is not a regular file is, for a message.

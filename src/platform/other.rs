@@ -34,6 +34,12 @@ pub fn address_space_limit() -> String {
     "the address space".to_string()
 }
 
+/// There are no processes (std's `process::id` panics here); temporary files are not made
+/// anyway, as there is no file system.
+pub fn process_id() -> u32 {
+    0
+}
+
 /// The WebAssembly page is 64 KiB.
 pub fn page_size() -> u64 {
     65536

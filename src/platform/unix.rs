@@ -99,6 +99,11 @@ pub fn populate(_map: &Mmap) -> Result<()> {
     Ok(())
 }
 
+/// This process's id (for temporary file names).
+pub fn process_id() -> u32 {
+    std::process::id()
+}
+
 /// The system's page size.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf only reads a system constant.

@@ -43,6 +43,11 @@ fn system_info() -> SYSTEM_INFO {
     info
 }
 
+/// This process's id (for temporary file names).
+pub fn process_id() -> u32 {
+    std::process::id()
+}
+
 /// The system's page size (4 KiB on x86-64). A view's offset into a file mapping must be a
 /// multiple of the allocation granularity (64 KiB), but views inside this library's one
 /// mapping of the whole file need only page alignment.
