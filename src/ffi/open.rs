@@ -75,8 +75,9 @@ pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
 }
 
 /// `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
-/// faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
-/// `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
+/// faults the whole file in up front (`PrefetchVirtualMemory` on Windows), `GGUF_OPEN_FLAG_LOCK`
+/// locks it in memory (failing, naming `ulimit -l`, when the limit forbids; `VirtualLock` on
+/// Windows, within the process's working set), `GGUF_OPEN_FLAG_READ` reads it into private memory
 /// instead of mapping it (immune to the file being truncated or rewritten afterwards), and
 /// `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone. 0 behaves as
 /// `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for

@@ -34,7 +34,9 @@ fn advise_tensor(f: &GGUFFileImpl, i: usize, paging: Paging) -> Result<()> {
 /// whole pages): `advice` is a `GGUFPaging` value. Returns false, recording why, if an argument
 /// is NULL or `info` is not this file's (GGUF_ERROR_CODE_INVALID_ARGUMENT), the advice is
 /// unknown, the handle holds memory lent to `gguf_open_memory` or (for DONTNEED) a file read
-/// into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO).
+/// into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO). On
+/// Windows WILLNEED is `PrefetchVirtualMemory` and the other advice reports
+/// GGUF_ERROR_CODE_UNSUPPORTED; on wasm32 all advice does.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_advise_tensor(
     file: GGUFFile,
