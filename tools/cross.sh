@@ -114,6 +114,30 @@ export SDKROOT="$root/target/cross/no-sdk"
 mkdir -p "$SDKROOT"
 export WINEDEBUG=-all WINEPREFIX="$root/target/cross/wine"
 
+# The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the
+# target's C compiler against the library built for the target (libgguf.a) and run with its
+# runner, must dump the bundled little-endian sample exactly as the host's does. (Windows: the
+# inspector uses POSIX signals and threads; the DLL is exercised from C in the second phase.)
+host_dump="$root/target/cross/sample-dump-host.txt"
+c_inspect_matches_host() {
+  local t=$1 cc=$2 runner=$3
+  local d="$CARGO_TARGET_DIR/$t/debug" extra=()
+  if [ ! -s "$host_dump" ]; then
+    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR; cargo build -q --lib) || return 1
+    cc -std=c99 -O1 -Iinclude -o "$root/target/cross/gguf-inspect-host" tools/gguf-inspect.c \
+      target/debug/libgguf.a -lpthread -ldl -lm || return 1
+    "$root/target/cross/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
+  fi
+  "$CARGO" build -q -Zbuild-std=std,panic_unwind --target "$t" --lib || return 1
+  # gcc -m32 without gcc-multilib (which conflicts with the cross compilers) lacks the asm/
+  # headers' directory; x86's asm headers serve both widths.
+  [ "$t" = i686-unknown-linux-gnu ] && extra=(-m32 -idirafter /usr/include/x86_64-linux-gnu)
+  $cc "${extra[@]}" -std=c99 -O1 -Iinclude -o "$d/gguf-inspect" tools/gguf-inspect.c \
+    "$d/libgguf.a" -lpthread -ldl -lm || return 1
+  $runner "$d/gguf-inspect" testdata/sample.gguf >"$d/sample-dump.txt" || return 1
+  diff "$host_dump" "$d/sample-dump.txt"
+}
+
 summary=()
 failed=0
 for t in "${triples[@]}"; do
@@ -145,6 +169,16 @@ for t in "${triples[@]}"; do
         ok=ok
       else
         ok=FAILED
+      fi
+      case "$t" in
+        i686-*) cc=gcc ;;
+        s390x-*) cc=s390x-linux-gnu-gcc ;;
+        aarch64-*) cc=aarch64-linux-gnu-gcc ;;
+        *) cc= ;;
+      esac
+      if [ -n "$cc" ]; then
+        echo "== $t: the C inspector's dump of testdata/sample.gguf against the host's"
+        c_inspect_matches_host "$t" "$cc" "${GGUF_TEST_RUNNER:-}" || ok=FAILED
       fi
       ;;
     *)
