@@ -13,7 +13,8 @@
 #     macos macos-x86 ios android wasm32
 #
 # The standard library of each target is built from Debian's rust-web-src (-Zbuild-std) by
-# Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs).
+# Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs;
+# GGUF_CROSS_DIR names another root than target/cross, e.g. to time a build from nothing).
 # Missing Debian packages are installed first (`apt-get update` once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,23 +111,26 @@ export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_RUNNER=wine
 # For iOS, cc-rs asks xcrun for the SDK unless SDKROOT names one: an empty directory will do, as
 # assembling needs no headers (`cargo check` links nothing).
 export CC_aarch64_apple_darwin=clang CC_aarch64_apple_ios=clang CC_aarch64_linux_android=clang
-export SDKROOT="$root/target/cross/no-sdk"
+cross_dir=${GGUF_CROSS_DIR:-$root/target/cross}
+mkdir -p "$cross_dir"
+cross_dir=$(cd "$cross_dir" && pwd)
+export SDKROOT="$cross_dir/no-sdk"
 mkdir -p "$SDKROOT"
-export WINEDEBUG=-all WINEPREFIX="$root/target/cross/wine"
+export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
 
 # The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the
 # target's C compiler against the library built for the target (libgguf.a) and run with its
 # runner, must dump the bundled little-endian sample exactly as the host's does. (Windows: the
 # inspector uses POSIX signals and threads; the DLL is exercised from C in the second phase.)
-host_dump="$root/target/cross/sample-dump-host.txt"
+host_dump="$cross_dir/sample-dump-host.txt"
 c_inspect_matches_host() {
   local t=$1 cc=$2 runner=$3
   local d="$CARGO_TARGET_DIR/$t/debug" extra=()
   if [ ! -s "$host_dump" ]; then
     (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR; cargo build -q --lib) || return 1
-    cc -std=c99 -O1 -Iinclude -o "$root/target/cross/gguf-inspect-host" tools/gguf-inspect.c \
+    cc -std=c99 -O1 -Iinclude -o "$cross_dir/gguf-inspect-host" tools/gguf-inspect.c \
       target/debug/libgguf.a -lpthread -ldl -lm || return 1
-    "$root/target/cross/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
+    "$cross_dir/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
   fi
   "$CARGO" build -q -Zbuild-std=std,panic_unwind --target "$t" --lib || return 1
   # gcc -m32 without gcc-multilib (which conflicts with the cross compilers) lacks the asm/
@@ -141,7 +145,7 @@ c_inspect_matches_host() {
 summary=()
 failed=0
 for t in "${triples[@]}"; do
-  export CARGO_TARGET_DIR="$root/target/cross/$t"
+  export CARGO_TARGET_DIR="$cross_dir/$t"
   start=$SECONDS
   case "$t" in
     wasm32-*) build_std=std,panic_abort ;;
