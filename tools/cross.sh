@@ -165,6 +165,8 @@ for t in "${triples[@]}"; do
         args+=(--test "$f")
       done
       case "$t" in s390x-* | aarch64-*) skips+=("${QEMU_SKIPS[@]}") ;; esac
+      echo "== $t: tests skipped here (reasons at the top of tools/cross.sh):" \
+        "$(printf '%s\n' "${skips[@]}" | grep -v '^--skip$' | tr '\n' ' ')"
       if [ "$t" = x86_64-win7-windows-gnu ]; then mkdir -p "$WINEPREFIX"; fi
       # Tests that run a scenario in a child process start it through the same runner.
       runner_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUNNER"
