@@ -128,34 +128,18 @@ fn size_zero(mut file: &File) -> Error {
     )
 }
 
-/// The error for a failed memory map (or allocation) of `size` bytes. A map fails with ENOMEM
-/// not only when memory is short but when the process has as many mappings as
-/// `vm.max_map_count` allows (each open file is one; a model of many shards, opened many times,
-/// reaches the default 65530) or when it would exceed its address space limit (`ulimit -v`):
-/// the message names both, with their values, since "Cannot allocate memory" suggests neither.
+/// The error for a failed memory map (or allocation) of `size` bytes. A map that runs out of
+/// memory may have hit a limit of the process rather than a lack of memory: the message names
+/// the platform's limits (`platform::map_limits`; on Linux the number of mappings and
+/// `ulimit -v`, with their values).
 pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
     if !platform::is_out_of_memory(&e) {
         return io_error(what, e);
     }
-    let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok());
-    let maps = std::fs::read("/proc/self/maps")
-        .ok()
-        .map(|m| m.iter().filter(|&&b| b == b'\n').count());
-    let maps = match (maps, max_maps) {
-        (Some(n), Some(max)) => format!("{n} in use; vm.max_map_count is {max}"),
-        (None, Some(max)) => format!("vm.max_map_count is {max}"),
-        _ => "see vm.max_map_count".to_string(),
-    };
-    let space = platform::address_space_limit();
+    let why = platform::map_limits();
     Error::new(
         ErrorCode::Io,
-        format!(
-            "{what}: {e}: {size} bytes could not be mapped: the process may have reached its \
-             limit on memory mappings ({maps}: raise it with sysctl, or close other handles) or \
-             on address space ({space})"
-        ),
+        format!("{what}: {e}: {size} bytes could not be mapped: {why}"),
     )
 }
 

@@ -30,8 +30,8 @@ pub fn is_out_of_memory(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::OutOfMemory
 }
 
-pub fn address_space_limit() -> String {
-    "the address space".to_string()
+pub fn map_limits() -> String {
+    "the address space is exhausted".to_string()
 }
 
 /// There are no processes (std's `process::id` panics here); temporary files are not made

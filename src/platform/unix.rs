@@ -68,12 +68,30 @@ fn rlimit(resource: libc::c_int) -> Option<u64> {
     (known && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as u64)
 }
 
-/// The address space limit (`ulimit -v`), for the message of a failed map.
-pub fn address_space_limit() -> String {
-    match rlimit(libc::RLIMIT_AS as libc::c_int) {
+/// Why a map may fail with ENOMEM besides a lack of memory, with the limits' values, for its
+/// message: the process's number of mappings (`vm.max_map_count`: each open file is one; a
+/// model of many shards, opened many times, reaches the default 65530) and its address space
+/// limit (`ulimit -v`). "Cannot allocate memory" alone suggests neither.
+pub fn map_limits() -> String {
+    let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let maps = std::fs::read("/proc/self/maps")
+        .ok()
+        .map(|m| m.iter().filter(|&&b| b == b'\n').count());
+    let maps = match (maps, max_maps) {
+        (Some(n), Some(max)) => format!("{n} in use; vm.max_map_count is {max}"),
+        (None, Some(max)) => format!("vm.max_map_count is {max}"),
+        _ => "see vm.max_map_count".to_string(),
+    };
+    let space = match rlimit(libc::RLIMIT_AS as libc::c_int) {
         Some(bytes) => format!("ulimit -v is {bytes} bytes"),
         None => "ulimit -v is unlimited".to_string(),
-    }
+    };
+    format!(
+        "the process may have reached its limit on memory mappings ({maps}: raise it with \
+         sysctl, or close other handles) or on address space ({space})"
+    )
 }
 
 /// Locks the mapped bytes in memory (`mlock`); `size` is the file's, for the message.

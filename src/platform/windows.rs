@@ -31,9 +31,11 @@ pub fn is_out_of_memory(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(8 | 14 | 1455))
 }
 
-/// Windows has no per-process address space limit to name.
-pub fn address_space_limit() -> String {
-    "the process's virtual address space".to_string()
+/// Why a map may fail besides a lack of memory, for its message.
+pub fn map_limits() -> String {
+    "the process's address space or the system's commit limit (physical memory plus the page \
+     file) may be exhausted: close other handles"
+        .to_string()
 }
 
 fn system_info() -> SYSTEM_INFO {
