@@ -11,7 +11,7 @@ VENV    := .venv
 RELEASE := target/release
 CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -pthread -Iinclude
 
-.PHONY: all lib inspect test test-prereqs venv ggml header tsan fuzz-smoke clean
+.PHONY: all lib inspect test test-prereqs venv ggml header tsan fuzz-smoke clean cross
 
 all: inspect
 	./$(RELEASE)/gguf-inspect
@@ -67,6 +67,13 @@ tsan:
 # A short fuzzing run of every target (fuzz/run.sh SECONDS for longer ones).
 fuzz-smoke:
 	fuzz/run.sh 60
+
+# The other platforms (README: Platforms): builds and tests for Windows (Wine), i686, s390x and
+# aarch64 (qemu), type-checks macOS, iOS, Android and wasm32. TARGETS picks some (short names or
+# triples, e.g. `make cross TARGETS="i686 s390x"`); installs the Debian packages it needs.
+TARGETS ?=
+cross:
+	tools/cross.sh $(TARGETS)
 
 # Regenerates include/gguf.h after a change to the C API (the `header` feature compiles cbindgen).
 header:

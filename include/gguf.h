@@ -1092,8 +1092,9 @@ GGUFFile gguf_open(const char *path);
 
 /**
  * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
- * faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
- * `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
+ * faults the whole file in up front (`PrefetchVirtualMemory` on Windows), `GGUF_OPEN_FLAG_LOCK`
+ * locks it in memory (failing, naming `ulimit -l`, when the limit forbids; `VirtualLock` on
+ * Windows, within the process's working set), `GGUF_OPEN_FLAG_READ` reads it into private memory
  * instead of mapping it (immune to the file being truncated or rewritten afterwards), and
  * `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone. 0 behaves as
  * `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for
@@ -1149,7 +1150,9 @@ uint32_t gguf_byte_order(GGUFFile file);
  * whole pages): `advice` is a `GGUFPaging` value. Returns false, recording why, if an argument
  * is NULL or `info` is not this file's (GGUF_ERROR_CODE_INVALID_ARGUMENT), the advice is
  * unknown, the handle holds memory lent to `gguf_open_memory` or (for DONTNEED) a file read
- * into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO).
+ * into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO). On
+ * Windows WILLNEED is `PrefetchVirtualMemory` and the other advice reports
+ * GGUF_ERROR_CODE_UNSUPPORTED; on wasm32 all advice does.
  */
 bool gguf_advise_tensor(GGUFFile file, const struct GGUFTensorInfo *info, uint32_t advice);
 

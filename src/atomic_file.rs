@@ -229,7 +229,7 @@ mod platform {
         let random = std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish();
-        let suffix = format!(".gguf-tmp-{}-{random:016x}", std::process::id());
+        let suffix = format!(".gguf-tmp-{}-{random:016x}", crate::platform::process_id());
         let keep = 255usize.saturating_sub(1 + suffix.len());
         let bytes = name.as_bytes();
         let mut out = Vec::with_capacity(255);
@@ -304,7 +304,10 @@ mod platform {
             .finish();
         let mut out = OsString::from(".");
         out.push(name);
-        out.push(format!(".gguf-tmp-{}-{random:016x}", std::process::id()));
+        out.push(format!(
+            ".gguf-tmp-{}-{random:016x}",
+            crate::platform::process_id()
+        ));
         out
     }
 

@@ -198,9 +198,10 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     pub fn tensor_at(&self, index: usize) -> Option<TensorInfo<'_>> {
         let t = self.tensor_record(index)?;
         let file_offset = self.parsed.data_offset + t.offset;
-        // In bounds: checked when the file was parsed.
-        let start = file_offset as usize;
-        let data = self.bytes().get(start..start + t.size as usize)?;
+        // In bounds, so within `usize`: checked when the file was parsed.
+        let start = usize::try_from(file_offset).ok()?;
+        let end = start.checked_add(usize::try_from(t.size).ok()?)?;
+        let data = self.bytes().get(start..end)?;
         Some(TensorInfo {
             name: t.name.of(self.bytes()),
             n_dims: t.n_dims,
@@ -288,13 +289,16 @@ fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, kind: Count) ->
         return Err(header(e));
     }
     // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
-    if count > u64::from(u32::MAX) {
-        let max = u64::from(u32::MAX);
-        return Err(Error::at_with(at as u64, || {
-            kind.error(count, Shortfall::Limit { max })
-        }));
+    if let Some(count) = u32::try_from(count)
+        .ok()
+        .and_then(|c| usize::try_from(c).ok())
+    {
+        return Ok(count);
     }
-    Ok(count as usize)
+    let max = u64::from(u32::MAX);
+    Err(Error::at_with(at as u64, || {
+        kind.error(count, Shortfall::Limit { max })
+    }))
 }
 
 /// Which count of the header [`read_count`] reads.
@@ -709,21 +713,14 @@ fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
     const WINDOW: usize = 4 + 8 * MAX_DIMS + 4 + 8;
     let rest = bytes.get(at..)?;
     let (len, rest) = rest.split_first_chunk::<8>()?;
-    let len = u64::from_le_bytes(*len);
-    if len > rest.len() as u64 {
-        return None;
-    }
-    let name = Span {
-        start: at + 8,
-        len: len as usize,
-    };
+    let len = usize::try_from(u64::from_le_bytes(*len))
+        .ok()
+        .filter(|&len| len <= rest.len())?;
+    let name = Span { start: at + 8, len };
     let w: &[u8; WINDOW] = rest.get(name.len..)?.first_chunk()?;
     let u64_at = |i: usize| u64::from_le_bytes(w[i..i + 8].try_into().unwrap_or_default());
-    let n = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-    if n as usize > MAX_DIMS {
-        return None;
-    }
-    let n = n as usize;
+    let n_dims = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+    let n = usize::try_from(n_dims).ok().filter(|&n| n <= MAX_DIMS)?;
     let mut dims = [1u64; MAX_DIMS];
     for (k, d) in dims.iter_mut().enumerate() {
         if k < n {
@@ -735,7 +732,7 @@ fn decode_tensor_info_le64(bytes: &[u8], at: usize) -> Option<RawTensorInfo> {
         at,
         end: name.start + name.len + type_at + 4 + 8,
         name,
-        n_dims: n as u32,
+        n_dims,
         dims,
         type_id: u32::from_le_bytes(w[type_at..type_at + 4].try_into().unwrap_or_default()),
         offset: u64_at(type_at + 4),
@@ -854,8 +851,10 @@ fn check_tensor_ranges(
             }));
         }
     }
-    let mut by_offset: Vec<u32> = (0..tensors.len() as u32)
-        .filter(|&i| tensors[i as usize].size > 0)
+    // The tensor count fits in u32 (`read_count`).
+    let mut by_offset: Vec<u32> = (0..tensors.len())
+        .filter(|&i| tensors[i].size > 0)
+        .map(|i| u32::try_from(i).expect("read_count keeps counts within u32"))
         .collect();
     by_offset.sort_unstable_by_key(|&i| tensors[i as usize].offset);
     for pair in by_offset.windows(2) {
@@ -886,7 +885,7 @@ mod tests {
         for (name, dims, ty, offset) in infos {
             f.extend_from_slice(&(name.len() as u64).to_le_bytes());
             f.extend_from_slice(name.as_bytes());
-            f.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+            f.extend_from_slice(&u32::try_from(dims.len()).unwrap().to_le_bytes());
             for d in *dims {
                 f.extend_from_slice(&d.to_le_bytes());
             }
@@ -926,10 +925,11 @@ mod tests {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    let at = 24 + (rng >> 8) as usize % (base.len() - 1024 - 24);
-                    bytes[at] = (rng >> 40) as u8;
+                    let span = (base.len() - 1024 - 24) as u64;
+                    let at = 24 + usize::try_from((rng >> 8) % span).unwrap();
+                    bytes[at] = (rng >> 40).to_le_bytes()[0];
                 }
-                bytes.truncate(bytes.len() - (rng >> 20) as usize % 1100);
+                bytes.truncate(bytes.len() - usize::try_from((rng >> 20) % 1100).unwrap());
             }
             let mut at = 24;
             while at < bytes.len() {

@@ -19,6 +19,14 @@ pub(crate) struct NameIndex {
 
 const HASH_BITS: u64 = 0xFFFF_FFFF_0000_0000;
 
+/// The low bits of `x` as a position: a table index from a hash, or a slot's low 32 bits
+/// (position + 1). Dropping the high bits is the point here, so this cast truncates on purpose.
+#[inline]
+#[allow(clippy::cast_possible_truncation)]
+fn low_bits(x: u64) -> usize {
+    x as usize
+}
+
 /// The hash of one name: its bytes alone (no length prefix: only whole names are hashed).
 #[inline]
 fn hash(hasher: &RandomState, name: &[u8]) -> u64 {
@@ -65,14 +73,14 @@ impl NameIndex {
     ) -> Result<(), usize> {
         let hash = hash(&self.hasher, name);
         let mask = self.slots.len() - 1;
-        let mut at = hash as usize & mask;
+        let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
                 self.slots[at] = (hash & HASH_BITS) | (i as u64 + 1);
                 return Ok(());
             }
-            let j = (slot as u32 as usize).wrapping_sub(1);
+            let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
             if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
                 return Err(j);
             }
@@ -84,13 +92,13 @@ impl NameIndex {
     pub fn find<'n>(&self, name: &[u8], name_of: impl Fn(usize) -> &'n [u8]) -> Option<usize> {
         let hash = hash(&self.hasher, name);
         let mask = self.slots.len() - 1;
-        let mut at = hash as usize & mask;
+        let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
                 return None;
             }
-            let j = (slot as u32 as usize).wrapping_sub(1);
+            let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
             if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
                 return Some(j);
             }

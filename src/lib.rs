@@ -2,6 +2,8 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
+// No 64-bit size or offset is cut to a 32-bit `usize` (CI runs clippy with -D warnings).
+#![warn(clippy::cast_possible_truncation)]
 
 mod atomic_file;
 pub mod digest;
@@ -11,7 +13,10 @@ pub mod format;
 mod index;
 pub mod model;
 pub mod plan;
+#[allow(unsafe_code)]
+mod platform;
 mod reader;
+mod size;
 #[allow(unsafe_code)]
 pub mod source;
 pub mod types;

@@ -86,9 +86,9 @@ fn strip_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
 }
 
 /// The path of shard `no` (0-based) of `count`, given the path of shard `given` of the model.
-fn shard_path(given_path: &Path, given: u64, no: u64, count: u64) -> Result<PathBuf> {
+fn shard_path(given_path: &Path, given: u16, no: u16, count: u16) -> Result<PathBuf> {
     // The naming rule lives in the writer, which makes such files.
-    let name = |no: u64| crate::writer::Writer::shard_path("", no as usize, count as usize);
+    let name = |no: u16| crate::writer::Writer::shard_path("", no.into(), count.into());
     let suffix = name(given);
     let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
         Error::new(ErrorKind::ShardMismatch {
@@ -142,7 +142,10 @@ impl Model<Source> {
             ),
         )?;
         let given_no = match split_key(&given, SPLIT_NO) {
-            Ok(no) if (0..count).contains(&no) => no as u64,
+            // Within 0..count, so within u16 (count is at most MAX_SHARDS, checked above).
+            Ok(no) if (0..count).contains(&no) => {
+                u16::try_from(no).expect("0 <= no < count <= MAX_SHARDS")
+            }
             Ok(no) => {
                 let last = count - 1;
                 let why = format!(
@@ -157,9 +160,9 @@ impl Model<Source> {
                 return Err(mismatch(path, SPLIT_NO, why));
             }
         };
-        let count = count as u64;
-        let mut shards = Vec::with_capacity(count as usize);
-        let mut paths = Vec::with_capacity(count as usize);
+        let count = u16::try_from(count).expect("1 < count <= MAX_SHARDS, checked above");
+        let mut shards = Vec::with_capacity(count.into());
+        let mut paths = Vec::with_capacity(count.into());
         let mut given = Some(given);
         for no in 0..count {
             let shard_path = shard_path(path, given_no, no, count)?;

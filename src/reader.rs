@@ -130,13 +130,16 @@ impl<'a> ByteReader<'a> {
     #[inline]
     pub fn string(&mut self, what: &str) -> Result<Span> {
         let len_at = self.pos;
-        let len = self.len(what)?;
-        if len > self.remaining() as u64 {
-            return Err(self.string_too_long(len_at, len, what));
-        }
+        let len64 = self.len(what)?;
+        let Some(len) = usize::try_from(len64)
+            .ok()
+            .filter(|&len| len <= self.remaining())
+        else {
+            return Err(self.string_too_long(len_at, len64, what));
+        };
         let span = Span {
             start: self.pos,
-            len: len as usize,
+            len,
         };
         self.pos += span.len;
         Ok(span)
@@ -189,13 +192,16 @@ impl<'a> ByteReader<'a> {
                 self.pos = pos;
                 return Err(self.truncated(8, what));
             };
-            let len = u64::from_le_bytes(len);
+            let len64 = u64::from_le_bytes(len);
             let start = pos + 8;
-            if len > (data.len() - start) as u64 {
+            let Some(len) = usize::try_from(len64)
+                .ok()
+                .filter(|&len| len <= data.len() - start)
+            else {
                 self.pos = start;
-                return Err(self.string_too_long(pos, len, what));
-            }
-            pos = start + len as usize;
+                return Err(self.string_too_long(pos, len64, what));
+            };
+            pos = start + len;
         }
         self.pos = pos;
         Ok(())

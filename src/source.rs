@@ -3,7 +3,8 @@
 //! advice for mapped bytes. This is one of the two places with `unsafe` (the other is the C API).
 
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
-use memmap2::{Advice, Mmap, MmapOptions, UncheckedAdvice};
+use crate::platform;
+use memmap2::{Mmap, MmapOptions};
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
@@ -55,28 +56,18 @@ impl Paging {
     }
 }
 
-fn io_error(what: &str, e: std::io::Error) -> Error {
+pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
+    // A platform without files (wasm32) says so: that is not an I/O failure.
+    if e.kind() == std::io::ErrorKind::Unsupported {
+        return Error::msg(ErrorCode::Unsupported, format!("{what}: {e}"));
+    }
     Error::io(what, e)
 }
 
 /// What a file that is not a regular file is, for a message.
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let ty = meta.file_type();
-        if ty.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if ty.is_char_device() {
-            return "a character device";
-        }
-        if ty.is_block_device() {
-            return "a block device";
-        }
-        if ty.is_socket() {
-            return "a socket";
-        }
+    if let Some(kind) = platform::special_kind(meta) {
+        return kind;
     }
     if meta.is_dir() {
         "a directory"
@@ -99,42 +90,6 @@ fn refuse_irregular(meta: &std::fs::Metadata) -> Result<()> {
     ))
 }
 
-/// Opens `path` for reading without blocking: a FIFO without a writer (or a device that waits
-/// for a carrier) would otherwise block `open` forever. The flag means nothing to a map of a
-/// regular file; it is cleared before the file is read (`clear_nonblocking`).
-#[cfg(unix)]
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    File::open(path)
-}
-
-#[cfg(unix)]
-fn clear_nonblocking(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl F_GETFL/F_SETFL on a descriptor this function's caller owns reads and sets
-    // its status flags; no memory is involved.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// Opens `path` and returns its size, refusing what is not a non-empty regular file. Nothing
 /// here blocks: the type is checked before opening (so that no device is even opened), the open
 /// does not wait, and the type is checked again on the open file (it may have been replaced in
@@ -142,7 +97,7 @@ fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
 fn open_regular(path: &Path) -> Result<(File, u64)> {
     let meta = std::fs::metadata(path).map_err(|e| io_error("cannot open the file", e))?;
     refuse_irregular(&meta)?;
-    let file = open_nonblocking(path).map_err(|e| io_error("cannot open the file", e))?;
+    let file = platform::open_nonblocking(path).map_err(|e| io_error("cannot open the file", e))?;
     let meta = file
         .metadata()
         .map_err(|e| io_error("cannot read the file size", e))?;
@@ -173,45 +128,19 @@ fn size_zero(mut file: &File) -> Error {
     Error::at(0, kind)
 }
 
-/// The error for a failed memory map (or allocation) of `size` bytes. A map fails with ENOMEM
-/// not only when memory is short but when the process has as many mappings as
-/// `vm.max_map_count` allows (each open file is one; a model of many shards, opened many times,
-/// reaches the default 65530) or when it would exceed its address space limit (`ulimit -v`):
-/// the message names both, with their values, since "Cannot allocate memory" suggests neither.
+/// The error for a failed memory map (or allocation) of `size` bytes. A map that runs out of
+/// memory may have hit a limit of the process rather than a lack of memory: the message names
+/// the platform's limits (`platform::map_limits`; on Linux the number of mappings and
+/// `ulimit -v`, with their values).
 pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
-    if e.raw_os_error() != Some(libc::ENOMEM) {
+    if !platform::is_out_of_memory(&e) {
         return io_error(what, e);
     }
-    let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok());
-    let maps = std::fs::read("/proc/self/maps")
-        .ok()
-        .map(|m| m.iter().filter(|&&b| b == b'\n').count());
-    let maps = match (maps, max_maps) {
-        (Some(n), Some(max)) => format!("{n} in use; vm.max_map_count is {max}"),
-        (None, Some(max)) => format!("vm.max_map_count is {max}"),
-        _ => "see vm.max_map_count".to_string(),
-    };
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct it is given.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
-    let space = if known && limit.rlim_cur != libc::RLIM_INFINITY {
-        format!("ulimit -v is {} bytes", limit.rlim_cur)
-    } else {
-        "ulimit -v is unlimited".to_string()
-    };
+    let why = platform::map_limits();
     Error::new(ErrorKind::Io {
         context: what.to_string(),
         source: std::sync::Arc::new(e),
-        advice: format!(
-            ": {size} bytes could not be mapped: the process may have reached its limit on \
-             memory mappings ({maps}: raise it with sysctl, or close other handles) or on \
-             address space ({space})"
-        ),
+        advice: format!(": {size} bytes could not be mapped: {why}"),
     })
 }
 
@@ -229,7 +158,7 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
     let source = if options.read {
         let len = usize::try_from(size)
             .map_err(|_| Error::msg(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
-        clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
+        platform::clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
         let mut copy = MmapOptions::new()
             .len(len)
             .map_anon()
@@ -241,6 +170,9 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
                 .map_err(|e| io_error("cannot protect the copy", e))?,
         )
     } else {
+        if usize::try_from(size).is_err() {
+            return Err(too_large_to_map(size));
+        }
         let mut map_options = MmapOptions::new();
         if options.populate {
             map_options.populate();
@@ -252,42 +184,34 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
         // (`OpenOptions::read` avoids it).
         let map = unsafe { map_options.map(&file) }
             .map_err(|e| map_error("cannot map the file", size, e))?;
+        if options.populate {
+            platform::populate(&map)?;
+        }
         Source::Mapped(map, file)
     };
     if options.lock {
         if let Source::Mapped(map, _) | Source::Copied(map) = &source {
-            map.lock().map_err(|e| lock_error(size, e))?;
+            platform::lock(map, size)?;
         }
     }
     Ok(source)
 }
 
-fn lock_error(size: u64, e: std::io::Error) -> Error {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit into the struct it is given.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } == 0;
-    let context = format!("cannot lock the file's {size} bytes in memory");
-    if known && limit.rlim_cur != libc::RLIM_INFINITY && limit.rlim_cur < size {
-        let why = format!(
-            "the limit on locked memory (ulimit -l) is {} bytes",
-            limit.rlim_cur
-        );
-        return Error::msg(ErrorCode::Io, format!("{context}: {why}"));
-    }
-    Error::io(context, e)
+/// The error for a file larger than the address space (a 32-bit process maps at most 4 GiB, and
+/// in practice less).
+fn too_large_to_map(size: u64) -> Error {
+    Error::msg(
+        ErrorCode::OutOfMemory,
+        format!(
+            "the file is {size} bytes, more than a {}-bit address space can map",
+            usize::BITS
+        ),
+    )
 }
 
 /// The system's page size.
 pub fn page_size() -> u64 {
-    // SAFETY: sysconf only reads a system constant.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    u64::try_from(size)
-        .ok()
-        .filter(|s| s.is_power_of_two())
-        .unwrap_or(4096)
+    platform::page_size()
 }
 
 /// The bytes behind an open handle.
@@ -327,20 +251,7 @@ impl Source {
         if start == end {
             return Ok(());
         }
-        let len = end - start;
-        let result = match advice {
-            Paging::Normal => map.advise_range(Advice::Normal, start, len),
-            Paging::WillNeed => map.advise_range(Advice::WillNeed, start, len),
-            Paging::Sequential => map.advise_range(Advice::Sequential, start, len),
-            Paging::Random => map.advise_range(Advice::Random, start, len),
-            // SAFETY: MADV_DONTNEED on a private file mapping discards modified pages; this
-            // mapping is read-only and never written, so dropped pages are re-read unchanged
-            // from the file. (Copies, whose pages would come back zeroed, are refused above.)
-            Paging::DontNeed => unsafe {
-                map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, len)
-            },
-        };
-        result.map_err(|e| io_error("madvise failed", e))
+        platform::advise(map, advice, start, end - start)
     }
 }
 
@@ -353,7 +264,8 @@ impl AsRef<[u8]> for Source {
     }
 }
 
-#[cfg(test)]
+// The message names Linux's limits (`/proc/sys/vm/max_map_count`, `ulimit -v`).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

@@ -348,7 +348,7 @@ mod tests {
     fn value_type_ids_round_trip() {
         for (i, t) in ValueType::ALL.iter().enumerate() {
             assert_eq!(t.id() as usize, i);
-            assert_eq!(ValueType::from_id(i as u32), Some(*t));
+            assert_eq!(ValueType::from_id(u32::try_from(i).unwrap()), Some(*t));
         }
         assert_eq!(ValueType::from_id(13), None);
         assert_eq!(ValueType::from_id(u32::MAX), None);

@@ -47,14 +47,18 @@ impl RawValue {
 }
 
 fn scalar_value(ty: ValueType, bits: u64) -> Value<'static> {
+    // A value narrower than 8 bytes is in the low bytes of `bits` (little-endian order here is
+    // the order of significance, on any host).
+    let b = bits.to_le_bytes();
+    let (b2, b4) = ([b[0], b[1]], [b[0], b[1], b[2], b[3]]);
     match ty {
-        ValueType::Uint8 => Value::U8(bits as u8),
-        ValueType::Int8 => Value::I8(bits as u8 as i8),
-        ValueType::Uint16 => Value::U16(bits as u16),
-        ValueType::Int16 => Value::I16(bits as u16 as i16),
-        ValueType::Uint32 => Value::U32(bits as u32),
-        ValueType::Int32 => Value::I32(bits as u32 as i32),
-        ValueType::Float32 => Value::F32(f32::from_bits(bits as u32)),
+        ValueType::Uint8 => Value::U8(b[0]),
+        ValueType::Int8 => Value::I8(i8::from_le_bytes([b[0]])),
+        ValueType::Uint16 => Value::U16(u16::from_le_bytes(b2)),
+        ValueType::Int16 => Value::I16(i16::from_le_bytes(b2)),
+        ValueType::Uint32 => Value::U32(u32::from_le_bytes(b4)),
+        ValueType::Int32 => Value::I32(i32::from_le_bytes(b4)),
+        ValueType::Float32 => Value::F32(f32::from_bits(u32::from_le_bytes(b4))),
         ValueType::Bool => Value::Bool(bits != 0),
         ValueType::Uint64 => Value::U64(bits),
         ValueType::Int64 => Value::I64(bits as i64),
@@ -74,7 +78,7 @@ fn read_scalar(r: &mut ByteReader<'_>, ty: ValueType, what: &str) -> Result<u64>
         _ => r.u64(what)?,
     };
     if ty == ValueType::Bool && bits > 1 {
-        return Err(bad_bool(at, bits as u8, what));
+        return Err(bad_bool(at, bits.to_le_bytes()[0], what));
     }
     Ok(bits)
 }
@@ -196,7 +200,7 @@ fn read_array(r: &mut ByteReader<'_>, depth: usize, what: &str) -> Result<(Value
                 // The header check bounded `left * size` by the bytes left.
                 let size = ty.fixed_size().unwrap_or(1);
                 let at = r.pos();
-                let bytes = r.take(left as usize * size, what)?;
+                let bytes = r.take(crate::size::in_memory(left) * size, what)?;
                 if ty == ValueType::Bool {
                     if let Some(i) = bytes.iter().position(|&b| b > 1) {
                         return Err(bad_bool(at + i, bytes[i], what));

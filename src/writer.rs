@@ -571,9 +571,11 @@ impl Writer {
             };
             shard.names = TensorNames::of(&shard.tensors);
             if no > 0 && alignment != DEFAULT_ALIGNMENT {
-                shard.set_alignment(alignment as u32)?;
+                let alignment = u32::try_from(alignment).expect("the alignment is a UINT32");
+                shard.set_alignment(alignment)?;
             }
-            shard.add_metadata(SPLIT_NO, MetadataValue::U16(no as u16))?;
+            let no = u16::try_from(no).expect("no < count, which fits u16 (checked above)");
+            shard.add_metadata(SPLIT_NO, MetadataValue::U16(no))?;
             shard.add_metadata(SPLIT_COUNT, MetadataValue::U16(count16))?;
             shard.add_metadata(SPLIT_TENSORS_COUNT, MetadataValue::I32(total))?;
             shards.push(shard);
@@ -604,7 +606,8 @@ impl Writer {
         }
         for (t, offset) in self.tensors.iter().zip(self.tensor_offsets()?) {
             enc.string(&t.name)?;
-            enc.u32(t.dims.len() as u32);
+            // At most MAX_DIMS (checked when the tensor was added).
+            enc.u32(u32::try_from(t.dims.len()).expect("at most MAX_DIMS dimensions"));
             for &d in &t.dims {
                 enc.len(d)?;
             }
@@ -612,8 +615,10 @@ impl Writer {
             enc.u64(offset);
         }
         let header_end = enc.buf.len() as u64;
-        enc.buf
-            .resize(pad_to(header_end, self.alignment()) as usize, 0);
+        enc.buf.resize(
+            crate::size::in_memory(pad_to(header_end, self.alignment())),
+            0,
+        );
         Ok(enc.buf)
     }
 
@@ -655,7 +660,7 @@ fn alignment_value(value: MetadataValue) -> Result<u32> {
 pub(crate) fn write_zeros(out: &mut impl Write, mut n: u64) -> std::io::Result<()> {
     static ZEROS: [u8; 4096] = [0; 4096];
     while n > 0 {
-        let step = n.min(ZEROS.len() as u64) as usize;
+        let step = usize::try_from(n).map_or(ZEROS.len(), |n| n.min(ZEROS.len()));
         out.write_all(&ZEROS[..step])?;
         n -= step as u64;
     }

@@ -20,6 +20,8 @@
 //!   recognisable temporary ones.
 //! * Exact path bytes (`caf\xe9.gguf`), the old permissions kept, a symbolic link kept.
 
+mod common;
+
 use gguf::ffi::*;
 use gguf::{DataType, ErrorCode, GgufFile, MetadataValue, Writer};
 use std::ffi::{CStr, CString, OsStr};
@@ -174,7 +176,7 @@ fn c_tensor(f: GGUFFile, name: &str) -> Vec<u8> {
 
 /// The command that runs this test binary's scenario `name` in a child process.
 fn child(name: &str) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let mut cmd = common::this_test_binary();
     cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, name);
     cmd
@@ -452,7 +454,7 @@ fn failures_leave_everything_as_it_was(
     }
 }
 
-fn set_file_size_limit(limit: u64) {
+fn set_file_size_limit(limit: libc::rlim_t) {
     let r = libc::rlimit {
         rlim_cur: limit,
         rlim_max: libc::RLIM_INFINITY,

@@ -35,7 +35,7 @@ impl StringArray {
                 _bytes: Box::default(),
             };
         };
-        let count = array.len() as usize;
+        let count = crate::size::in_memory(array.len());
         // Exact without a pass: every element is its length field and its bytes, and each copy
         // trades the length field for one NUL.
         let total = array.raw_bytes().len() - count * len_size + count;
@@ -224,7 +224,8 @@ pub unsafe extern "C" fn gguf_get_array_string(
         let starts = f.arrays[i].string_starts.get_or_init(|| {
             let raw = array.raw_bytes();
             let base = raw.as_ptr() as usize;
-            let mut starts: Vec<usize> = Vec::with_capacity(array.len() as usize + 1);
+            let mut starts: Vec<usize> =
+                Vec::with_capacity(crate::size::in_memory(array.len()) + 1);
             for s in array.strings().into_iter().flatten() {
                 starts.push(s.as_ptr() as usize - base);
             }

@@ -255,7 +255,7 @@ mod tests {
                 for i in 0..gguf_tensor_count(f) {
                     let t = gguf_get_tensor_by_index(f, i);
                     let data = gguf_tensor_data(f, t);
-                    let size = (*t).size_bytes as usize;
+                    let size = usize::try_from((*t).size_bytes).unwrap();
                     assert!(gguf_tensor_digest(f, t, a.id(), out.as_mut_ptr(), a.size()));
                     let slice = std::slice::from_raw_parts(data.cast::<u8>(), size);
                     assert_eq!(&out[..a.size()], crate::digest::digest(a, slice).as_bytes());

@@ -75,8 +75,9 @@ pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
 }
 
 /// `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
-/// faults the whole file in up front, `GGUF_OPEN_FLAG_LOCK` locks it in memory (failing, naming
-/// `ulimit -l`, when the limit forbids), `GGUF_OPEN_FLAG_READ` reads it into private memory
+/// faults the whole file in up front (`PrefetchVirtualMemory` on Windows), `GGUF_OPEN_FLAG_LOCK`
+/// locks it in memory (failing, naming `ulimit -l`, when the limit forbids; `VirtualLock` on
+/// Windows, within the process's working set), `GGUF_OPEN_FLAG_READ` reads it into private memory
 /// instead of mapping it (immune to the file being truncated or rewritten afterwards), and
 /// `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone. 0 behaves as
 /// `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for
@@ -127,8 +128,8 @@ pub unsafe extern "C" fn gguf_close(file: GGUFFile) {
     })
 }
 
-fn file_fact(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> u64) -> u64 {
-    guard(0, || {
+fn file_fact<T: Default>(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> T) -> T {
+    guard(T::default(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         Ok(fact(f))
@@ -138,7 +139,7 @@ fn file_fact(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> u64) -> u64 {
 /// The format version of the file (1, 2 or 3); 0 if `file` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_version(file: GGUFFile) -> u32 {
-    file_fact(file, |f| f.model.first().version().into()) as u32
+    file_fact(file, |f| f.model.first().version())
 }
 
 /// The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
@@ -165,5 +166,5 @@ pub unsafe extern "C" fn gguf_file_size(file: GGUFFile) -> u64 {
 /// `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_byte_order(file: GGUFFile) -> u32 {
-    file_fact(file, |f| f.model.first().byte_order() as u64) as u32
+    file_fact(file, |f| f.model.first().byte_order() as u32)
 }

@@ -6,6 +6,7 @@ use super::handle::{GGUFFile, GGUFFileImpl};
 use super::plan::memory_len;
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::error::{Error, ErrorCode, Result};
+use crate::size::in_memory;
 use crate::source::Paging;
 use std::ffi::c_void;
 
@@ -21,10 +22,11 @@ fn advice(id: u32) -> Result<Paging> {
 /// Advises the tensor at position `i` of the model's tensor table.
 fn advise_tensor(f: &GGUFFileImpl, i: usize, paging: Paging) -> Result<()> {
     let t = f.model.tensor_at(i).ok_or_else(|| null("info"))?;
-    let start = t.info.file_offset as usize;
+    // The tensor lies within its shard's bytes (checked at open).
+    let start = in_memory(t.info.file_offset);
     f.model.shards()[t.shard]
         .source()
-        .advise(start..start + t.info.size as usize, paging)
+        .advise(start..start + in_memory(t.info.size), paging)
         .map_err(|e| f.about(e))
 }
 
@@ -32,7 +34,9 @@ fn advise_tensor(f: &GGUFFileImpl, i: usize, paging: Paging) -> Result<()> {
 /// whole pages): `advice` is a `GGUFPaging` value. Returns false, recording why, if an argument
 /// is NULL or `info` is not this file's (GGUF_ERROR_CODE_INVALID_ARGUMENT), the advice is
 /// unknown, the handle holds memory lent to `gguf_open_memory` or (for DONTNEED) a file read
-/// into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO).
+/// into memory (GGUF_ERROR_CODE_UNSUPPORTED), or the kernel refuses (GGUF_ERROR_CODE_IO). On
+/// Windows WILLNEED is `PrefetchVirtualMemory` and the other advice reports
+/// GGUF_ERROR_CODE_UNSUPPORTED; on wasm32 all advice does.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_advise_tensor(
     file: GGUFFile,
@@ -88,7 +92,7 @@ pub unsafe extern "C" fn gguf_advise_data(file: GGUFFile, advice: u32) -> bool {
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let paging = self::advice(advice)?;
         for shard in f.model.shards() {
-            let start = shard.data_offset().min(shard.file_size()) as usize;
+            let start = in_memory(shard.data_offset().min(shard.file_size()));
             shard
                 .source()
                 .advise(start..shard.bytes().len(), paging)

@@ -117,7 +117,7 @@ fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords>
                 data: v.start as *const c_void,
                 size: v.len,
                 file_offset: v.start - base,
-                shard: shard as u32,
+                shard: crate::size::shard_no(shard),
             });
         }
         for (local, p) in plan.placements.iter().enumerate() {

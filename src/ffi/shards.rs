@@ -56,7 +56,7 @@ pub unsafe extern "C" fn gguf_shard_count(file: GGUFFile) -> u32 {
     guard(0, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        Ok(f.shards.len() as u32)
+        Ok(crate::size::shard_no(f.shards.len()))
     })
 }
 

@@ -54,7 +54,7 @@ impl GGUFTensorInfo {
             file_offset: info.file_offset,
             name_len: info.name.len() as u64,
             index: index as u64,
-            shard: shard as u32,
+            shard: crate::size::shard_no(shard),
         }
     }
 }

@@ -22,6 +22,24 @@ pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// This test binary as a command, for tests that run a scenario in a child process. When
+/// cross-testing, `tools/cross.sh` sets `GGUF_TEST_RUNNER` to the target's runner (`qemu-s390x-static
+/// -L ...`, `wine`): the child runs through it, as cargo ran the parent (binfmt_misc, which would
+/// let the kernel start a foreign binary directly, is often not set up).
+pub fn this_test_binary() -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let runner = std::env::var("GGUF_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut cmd = Command::new(program);
+            cmd.args(words).arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    }
+}
+
 /// The C compiler: `$CC`, else `cc`.
 pub fn cc() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())

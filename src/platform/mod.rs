@@ -1,0 +1,25 @@
+//! What differs per operating system, one module per family: how a file is opened without
+//! blocking, what kind of special file it is, the page size, the process's memory limits (for
+//! messages), paging advice, pre-faulting and locking of mapped bytes. The rest of the crate is
+//! the same everywhere; `crate::source` calls these.
+//!
+//! - `unix`: Linux, macOS, iOS, Android (`libc`: `fcntl`, `sysconf`, `getrlimit`, `madvise`,
+//!   `mlock`).
+//! - `windows`: Win32 (`GetSystemInfo`, `PrefetchVirtualMemory`, `VirtualLock`); advice other
+//!   than WILLNEED is reported unsupported.
+//! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work.
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::*;
+
+#[cfg(not(any(unix, windows)))]
+mod other;
+#[cfg(not(any(unix, windows)))]
+pub use other::*;

@@ -1,0 +1,65 @@
+//! Platforms without files or memory maps (wasm32): memory lent by the caller and the writer to
+//! memory work; opening a file reports unsupported (std has no file system there).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::source::Paging;
+use memmap2::Mmap;
+use std::fs::File;
+use std::path::Path;
+
+fn unsupported() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "this platform has no file system: use gguf_open_memory",
+    )
+}
+
+pub fn open_nonblocking(_path: &Path) -> std::io::Result<File> {
+    Err(unsupported())
+}
+
+pub fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+pub fn special_kind(_meta: &std::fs::Metadata) -> Option<&'static str> {
+    None
+}
+
+pub fn is_out_of_memory(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::OutOfMemory
+}
+
+pub fn map_limits() -> String {
+    "the address space is exhausted".to_string()
+}
+
+/// There are no processes (std's `process::id` panics here); temporary files are not made
+/// anyway, as there is no file system.
+pub fn process_id() -> u32 {
+    0
+}
+
+/// The WebAssembly page is 64 KiB.
+pub fn page_size() -> u64 {
+    65536
+}
+
+fn no_maps() -> Error {
+    Error::msg(
+        ErrorCode::Unsupported,
+        "this platform has no memory maps: paging advice, populate and lock are unsupported",
+    )
+}
+
+pub fn lock(_map: &Mmap, _size: u64) -> Result<()> {
+    Err(no_maps())
+}
+
+pub fn populate(_map: &Mmap) -> Result<()> {
+    Err(no_maps())
+}
+
+pub fn advise(_map: &Mmap, _advice: Paging, _start: usize, _len: usize) -> Result<()> {
+    Err(no_maps())
+}

@@ -1,0 +1,149 @@
+//! Unix (Linux, macOS, iOS, Android): `libc` and memmap2's advice and lock.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::source::{io_error, Paging};
+use memmap2::{Advice, Mmap, UncheckedAdvice};
+use std::fs::File;
+use std::path::Path;
+
+/// Opens `path` for reading without blocking: a FIFO without a writer (or a device that waits
+/// for a carrier) would otherwise block `open` forever. The flag means nothing to a map of a
+/// regular file; it is cleared before the file is read (`clear_nonblocking`).
+pub fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+pub fn clear_nonblocking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl F_GETFL/F_SETFL on a descriptor this function's caller owns reads and sets
+    // its status flags; no memory is involved.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// What a special file is, for a message (None for the kinds every platform has).
+pub fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let ty = meta.file_type();
+    if ty.is_fifo() {
+        return Some("a FIFO (named pipe)");
+    }
+    if ty.is_char_device() {
+        return Some("a character device");
+    }
+    if ty.is_block_device() {
+        return Some("a block device");
+    }
+    if ty.is_socket() {
+        return Some("a socket");
+    }
+    None
+}
+
+/// Whether a failed map or allocation ran out of memory or address space.
+pub fn is_out_of_memory(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOMEM)
+}
+
+/// A process limit, in bytes (`getrlimit`): None when unlimited or unknown.
+fn rlimit(resource: libc::c_int) -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    let known = unsafe { libc::getrlimit(resource as _, &mut limit) } == 0;
+    // rlim_t is an unsigned integer of 32 (i686, armv7) or 64 bits: widening is exact (the cast
+    // is to u64 itself on 64-bit targets).
+    #[allow(clippy::unnecessary_cast)]
+    (known && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as u64)
+}
+
+/// Why a map may fail with ENOMEM besides a lack of memory, with the limits' values, for its
+/// message: the process's number of mappings (`vm.max_map_count`: each open file is one; a
+/// model of many shards, opened many times, reaches the default 65530) and its address space
+/// limit (`ulimit -v`). "Cannot allocate memory" alone suggests neither.
+pub fn map_limits() -> String {
+    let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    let maps = std::fs::read("/proc/self/maps")
+        .ok()
+        .map(|m| m.iter().filter(|&&b| b == b'\n').count());
+    let maps = match (maps, max_maps) {
+        (Some(n), Some(max)) => format!("{n} in use; vm.max_map_count is {max}"),
+        (None, Some(max)) => format!("vm.max_map_count is {max}"),
+        _ => "see vm.max_map_count".to_string(),
+    };
+    let space = match rlimit(libc::RLIMIT_AS as libc::c_int) {
+        Some(bytes) => format!("ulimit -v is {bytes} bytes"),
+        None => "ulimit -v is unlimited".to_string(),
+    };
+    format!(
+        "the process may have reached its limit on memory mappings ({maps}: raise it with \
+         sysctl, or close other handles) or on address space ({space})"
+    )
+}
+
+/// Locks the mapped bytes in memory (`mlock`); `size` is the file's, for the message.
+pub fn lock(map: &Mmap, size: u64) -> Result<()> {
+    map.lock().map_err(|e| lock_error(size, e))
+}
+
+fn lock_error(size: u64, e: std::io::Error) -> Error {
+    let context = format!("cannot lock the file's {size} bytes in memory");
+    match rlimit(libc::RLIMIT_MEMLOCK as libc::c_int) {
+        Some(limit) if limit < size => Error::msg(
+            ErrorCode::Io,
+            format!("{context}: the limit on locked memory (ulimit -l) is {limit} bytes"),
+        ),
+        _ => Error::io(context, e),
+    }
+}
+
+/// Pre-faulting is asked of the map itself (`MAP_POPULATE`, Linux), so nothing is left to do.
+pub fn populate(_map: &Mmap) -> Result<()> {
+    Ok(())
+}
+
+/// This process's id (for temporary file names).
+pub fn process_id() -> u32 {
+    std::process::id()
+}
+
+/// The system's page size.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size)
+        .ok()
+        .filter(|s| s.is_power_of_two())
+        .unwrap_or(4096)
+}
+
+/// Advises the kernel about `len` mapped bytes from `start` (`madvise`).
+pub fn advise(map: &Mmap, advice: Paging, start: usize, len: usize) -> Result<()> {
+    let result = match advice {
+        Paging::Normal => map.advise_range(Advice::Normal, start, len),
+        Paging::WillNeed => map.advise_range(Advice::WillNeed, start, len),
+        Paging::Sequential => map.advise_range(Advice::Sequential, start, len),
+        Paging::Random => map.advise_range(Advice::Random, start, len),
+        // SAFETY: MADV_DONTNEED on a private file mapping discards modified pages; this
+        // mapping is read-only and never written, so dropped pages are re-read unchanged
+        // from the file. (Copies, whose pages would come back zeroed, are refused by the
+        // caller.)
+        Paging::DontNeed => unsafe {
+            map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, len)
+        },
+    };
+    result.map_err(|e| io_error("madvise failed", e))
+}

@@ -1,0 +1,128 @@
+//! Windows: Win32 through `windows-sys`. Paths reach the wide (UTF-16) API through std, which
+//! converts the UTF-8 paths the C API takes.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::source::Paging;
+use memmap2::Mmap;
+use std::fs::File;
+use std::path::Path;
+use windows_sys::Win32::System::Memory::{
+    PrefetchVirtualMemory, VirtualLock, WIN32_MEMORY_RANGE_ENTRY,
+};
+use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
+use windows_sys::Win32::System::Threading::GetCurrentProcess;
+
+/// Opening a file on Windows does not wait for a writer, so a plain open is non-blocking.
+pub fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+pub fn clear_nonblocking(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Windows has no FIFOs, devices or sockets in the file system that `metadata` reports.
+pub fn special_kind(_meta: &std::fs::Metadata) -> Option<&'static str> {
+    None
+}
+
+/// ERROR_NOT_ENOUGH_MEMORY, ERROR_OUTOFMEMORY, ERROR_COMMITMENT_LIMIT.
+pub fn is_out_of_memory(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(8 | 14 | 1455))
+}
+
+/// Why a map may fail besides a lack of memory, for its message.
+pub fn map_limits() -> String {
+    "the process's address space or the system's commit limit (physical memory plus the page \
+     file) may be exhausted: close other handles"
+        .to_string()
+}
+
+fn system_info() -> SYSTEM_INFO {
+    let mut info = SYSTEM_INFO::default();
+    // SAFETY: GetSystemInfo fills the struct it is given and cannot fail.
+    unsafe { GetSystemInfo(&mut info) };
+    info
+}
+
+/// This process's id (for temporary file names).
+pub fn process_id() -> u32 {
+    std::process::id()
+}
+
+/// The system's page size (4 KiB on x86-64). A view's offset into a file mapping must be a
+/// multiple of the allocation granularity (64 KiB), but views inside this library's one
+/// mapping of the whole file need only page alignment.
+pub fn page_size() -> u64 {
+    let size = u64::from(system_info().dwPageSize);
+    if size.is_power_of_two() {
+        size
+    } else {
+        4096
+    }
+}
+
+/// Faults `len` bytes from `start` in ahead of use (`PrefetchVirtualMemory`).
+fn prefetch(map: &Mmap, start: usize, len: usize) -> std::io::Result<()> {
+    let mut entry = WIN32_MEMORY_RANGE_ENTRY {
+        // The caller keeps `start + len` within the map.
+        VirtualAddress: map[start..].as_ptr() as *mut _,
+        NumberOfBytes: len,
+    };
+    // SAFETY: the entry describes bytes of a live mapping; the call only reads it (the
+    // pointer is mutable in the API's signature only) and asks the system to page them in.
+    let ok = unsafe { PrefetchVirtualMemory(GetCurrentProcess(), 1, &mut entry, 0) };
+    if ok == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Locks the mapped bytes in memory (`VirtualLock`, limited by the process's working set).
+pub fn lock(map: &Mmap, size: u64) -> Result<()> {
+    if map.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the range is the whole of a live mapping.
+    let ok = unsafe { VirtualLock(map.as_ptr().cast(), map.len()) };
+    if ok == 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(Error::msg(
+            ErrorCode::Io,
+            format!(
+                "cannot lock the file's {size} bytes in memory: {e} (VirtualLock is limited by \
+                 the process's minimum working set size)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Faults every page of the map in (the MAP_POPULATE of the Unix build).
+pub fn populate(map: &Mmap) -> Result<()> {
+    if map.is_empty() {
+        return Ok(());
+    }
+    prefetch(map, 0, map.len()).map_err(|e| {
+        Error::msg(
+            ErrorCode::Io,
+            format!("cannot populate the mapping: PrefetchVirtualMemory failed: {e}"),
+        )
+    })
+}
+
+/// WILLNEED is `PrefetchVirtualMemory`; Windows has no counterpart of the other advice for a
+/// file mapping, which is reported unsupported.
+pub fn advise(map: &Mmap, advice: Paging, start: usize, len: usize) -> Result<()> {
+    match advice {
+        Paging::WillNeed => prefetch(map, start, len)
+            .map_err(|e| Error::msg(ErrorCode::Io, format!("PrefetchVirtualMemory failed: {e}"))),
+        other => Err(Error::msg(
+            ErrorCode::Unsupported,
+            format!(
+                "paging advice {other:?} has no Windows counterpart (only WILLNEED, which \
+                 prefetches, is supported there)"
+            ),
+        )),
+    }
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Builds and tests libgguf for the platforms engines ship on, from this Linux x86-64 machine
+# (README: Platforms). Usage: tools/cross.sh [TARGET...], TARGET a short name below or a triple;
+# none: all of them. Prints one summary line per target, with the time it took, and exits non-zero
+# if any failed.
+#
+#   tested (Rust unit and integration tests, run under the target's runner):
+#     windows  x86_64-win7-windows-gnu    MinGW linker, Wine
+#     i686     i686-unknown-linux-gnu     gcc -m32, runs natively
+#     s390x    s390x-unknown-linux-gnu    cross gcc, qemu-s390x-static (big-endian)
+#     aarch64  aarch64-unknown-linux-gnu  cross gcc, qemu-aarch64-static
+#   type-checked (cargo check of the library and its tests):
+#     macos macos-x86 ios android wasm32
+#
+# The standard library of each target is built from Debian's rust-web-src (-Zbuild-std) by
+# Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs;
+# GGUF_CROSS_DIR names another root than target/cross, e.g. to time a build from nothing).
+# Missing Debian packages are installed first (`apt-get update` once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export CARGO_TERM_COLOR=never
+
+# Tests that drive tools only the host has are run by `make test` on the host, never here:
+#   c_api, c_writer, readme  build C programs with the host cc against the host library
+#   inspect                  builds tools/gguf-inspect.c with the host cc
+#   header                   runs cbindgen (a host build) and the host cc/c++ on the header
+#   install                  runs install/install.sh, cmake and pkg-config on the host
+#   python, conformance      run the reference Python package (PyPI gguf in .venv)
+#   ggml_crosscheck          loads ggml's prebuilt x86-64 library
+#   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
+#   concurrency under TSan   `make tsan` (host nightly toolchain)
+HOST_ONLY_TESTS="c_api c_writer readme inspect header install python conformance ggml_crosscheck"
+HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
+  --skip the_reference_reads_our_split_keys_as_it_writes_them)
+CROSS_TESTS="boundary concurrency fuzz_regressions paging parser_errors paths plans resource_bounds
+  roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
+# Test files about Unix facilities (FIFOs, /dev and /proc files, setrlimit, permission bits,
+# SIGXFSZ): not built for Windows. Their platform-neutral cases (atomic replacement, non-ASCII
+# names) are in paths and writer_copy, which are.
+UNIX_ONLY_TESTS="boundary writer_durability"
+# Under qemu-user (s390x, aarch64), by design of the emulator:
+# - it does not apply RLIMIT_AS to the program it emulates (that would limit qemu itself), so the
+#   test that maps under an address space limit runs natively only (host, i686);
+# - it keeps state for every guest page mapped, so 1 TiB (or 5 x 200 GiB) of mappings fails with
+#   ENOMEM, and page faults it counts are its own: the terabyte tests run natively only, and
+#   six_gib_of_tensor_data_opens_with_offsets_above_4_gib covers offsets above 4 GiB there.
+QEMU_SKIPS=(--skip a_map_failing_for_address_space_names_the_limits
+  --skip a_terabyte_of_tensor_data_opens_with_offsets_above_4_gib
+  --skip opening_never_touches_the_data_section
+  --skip five_sparse_shards_of_200_gib_open_and_plan)
+
+triple_of() {
+  case "$1" in
+    windows | win | win64) echo x86_64-win7-windows-gnu ;;
+    i686 | x86) echo i686-unknown-linux-gnu ;;
+    s390x) echo s390x-unknown-linux-gnu ;;
+    aarch64 | arm64) echo aarch64-unknown-linux-gnu ;;
+    macos) echo aarch64-apple-darwin ;;
+    macos-x86) echo x86_64-apple-darwin ;;
+    ios) echo aarch64-apple-ios ;;
+    android) echo aarch64-linux-android ;;
+    wasm32 | wasm) echo wasm32-unknown-unknown ;;
+    *-*) echo "$1" ;;
+    *) echo "tools/cross.sh: unknown target '$1'" >&2; exit 2 ;;
+  esac
+}
+
+if [ $# -eq 0 ]; then
+  set -- i686 s390x aarch64 windows macos macos-x86 ios android wasm32
+fi
+triples=()
+for t in "$@"; do triples+=("$(triple_of "$t")"); done
+
+# Debian packages, only those missing.
+need=()
+want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed' || need+=("$1"); }
+want rustc-web
+want rust-web-src
+want cargo-web
+for t in "${triples[@]}"; do
+  case "$t" in
+    x86_64-win7-windows-gnu) want gcc-mingw-w64-x86-64; want binutils-mingw-w64-x86-64; want wine64 ;;
+    i686-unknown-linux-gnu) want libc6-dev-i386; want lib32gcc-12-dev ;;
+    # qemu-user-static, never qemu-user as well: the two conflict.
+    s390x-unknown-linux-gnu) want gcc-s390x-linux-gnu; want qemu-user-static ;;
+    aarch64-unknown-linux-gnu) want gcc-aarch64-linux-gnu; want qemu-user-static ;;
+    aarch64-apple-* | aarch64-linux-android) want clang ;;
+  esac
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== apt-get install ${need[*]}"
+  mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Debian's toolchain, not rustup's (which has only the host's standard library).
+export RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+CARGO=/usr/bin/cargo
+export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=gcc
+export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=-m32"
+export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_LINKER=s390x-linux-gnu-gcc
+export CARGO_TARGET_S390X_UNKNOWN_LINUX_GNU_RUNNER="qemu-s390x-static -L /usr/s390x-linux-gnu"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
+export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
+export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_RUNNER=wine
+# sha2's assembly (its `asm` feature, on aarch64) is built even by `cargo check`: clang assembles
+# it for Apple and Android targets without their SDKs.
+# For iOS, cc-rs asks xcrun for the SDK unless SDKROOT names one: an empty directory will do, as
+# assembling needs no headers (`cargo check` links nothing).
+export CC_aarch64_apple_darwin=clang CC_aarch64_apple_ios=clang CC_aarch64_linux_android=clang
+cross_dir=${GGUF_CROSS_DIR:-$root/target/cross}
+mkdir -p "$cross_dir"
+cross_dir=$(cd "$cross_dir" && pwd)
+export SDKROOT="$cross_dir/no-sdk"
+mkdir -p "$SDKROOT"
+export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
+
+# The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the
+# target's C compiler against the library built for the target (libgguf.a) and run with its
+# runner, must dump the bundled little-endian sample exactly as the host's does. (Windows: the
+# inspector uses POSIX signals and threads; the DLL is exercised from C in the second phase.)
+host_dump="$cross_dir/sample-dump-host.txt"
+c_inspect_matches_host() {
+  local t=$1 cc=$2 runner=$3
+  local d="$CARGO_TARGET_DIR/$t/debug" extra=()
+  if [ ! -s "$host_dump" ]; then
+    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR; cargo build -q --lib) || return 1
+    cc -std=c99 -O1 -Iinclude -o "$cross_dir/gguf-inspect-host" tools/gguf-inspect.c \
+      target/debug/libgguf.a -lpthread -ldl -lm || return 1
+    "$cross_dir/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
+  fi
+  "$CARGO" build -q -Zbuild-std=std,panic_unwind --target "$t" --lib || return 1
+  # gcc -m32 without gcc-multilib (which conflicts with the cross compilers) lacks the asm/
+  # headers' directory; x86's asm headers serve both widths.
+  [ "$t" = i686-unknown-linux-gnu ] && extra=(-m32 -idirafter /usr/include/x86_64-linux-gnu)
+  $cc "${extra[@]}" -std=c99 -O1 -Iinclude -o "$d/gguf-inspect" tools/gguf-inspect.c \
+    "$d/libgguf.a" -lpthread -ldl -lm || return 1
+  $runner "$d/gguf-inspect" testdata/sample.gguf >"$d/sample-dump.txt" || return 1
+  diff "$host_dump" "$d/sample-dump.txt"
+}
+
+summary=()
+failed=0
+for t in "${triples[@]}"; do
+  export CARGO_TARGET_DIR="$cross_dir/$t"
+  start=$SECONDS
+  case "$t" in
+    wasm32-*) build_std=std,panic_abort ;;
+    *) build_std=std,panic_unwind ;;
+  esac
+  case "$t" in
+    x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
+      what=tested
+      echo "== $t: cargo test (host-only test files, run by make test: $HOST_ONLY_TESTS)"
+      args=(--lib)
+      skips=("${HOST_ONLY_SKIPS[@]}")
+      for f in $CROSS_TESTS; do
+        if [ "$t" = x86_64-win7-windows-gnu ] && [[ " $UNIX_ONLY_TESTS " == *" $f "* ]]; then
+          echo "== $t: not built: tests/$f.rs (Unix facilities)"
+          continue
+        fi
+        args+=(--test "$f")
+      done
+      case "$t" in s390x-* | aarch64-*) skips+=("${QEMU_SKIPS[@]}") ;; esac
+      echo "== $t: tests skipped here (reasons at the top of tools/cross.sh):" \
+        "$(printf '%s\n' "${skips[@]}" | grep -v '^--skip$' | tr '\n' ' ')"
+      if [ "$t" = x86_64-win7-windows-gnu ]; then mkdir -p "$WINEPREFIX"; fi
+      # Tests that run a scenario in a child process start it through the same runner.
+      runner_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUNNER"
+      export GGUF_TEST_RUNNER="${!runner_var:-}"
+      if "$CARGO" test --no-fail-fast -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${skips[@]}"; then
+        ok=ok
+      else
+        ok=FAILED
+      fi
+      case "$t" in
+        i686-*) cc=gcc ;;
+        s390x-*) cc=s390x-linux-gnu-gcc ;;
+        aarch64-*) cc=aarch64-linux-gnu-gcc ;;
+        *) cc= ;;
+      esac
+      if [ -n "$cc" ]; then
+        echo "== $t: the C inspector's dump of testdata/sample.gguf against the host's"
+        c_inspect_matches_host "$t" "$cc" "${GGUF_TEST_RUNNER:-}" || ok=FAILED
+      fi
+      ;;
+    *)
+      what=checked
+      echo "== $t: cargo check"
+      # The library and the test files the tested targets run (the host-only ones drive Linux
+      # tools); wasm32 has no threads or processes for the test harness: the library alone there.
+      targets=(--lib)
+      case "$t" in
+        wasm32-*) ;;
+        *) for f in $CROSS_TESTS; do targets+=(--test "$f"); done ;;
+      esac
+      if "$CARGO" check -Zbuild-std="$build_std" --target "$t" "${targets[@]}"; then
+        ok=ok
+      else
+        ok=FAILED
+      fi
+      ;;
+  esac
+  [ "$ok" = ok ] || failed=1
+  summary+=("$(printf '%-28s %-7s %-6s %4ds' "$t" "$what" "$ok" $((SECONDS - start)))")
+done
+
+echo "== cross summary (target, what, result, time)"
+printf '%s\n' "${summary[@]}"
+exit $failed
