@@ -13,6 +13,7 @@ pub mod format;
 mod index;
 pub mod model;
 pub mod plan;
+pub mod read_at;
 #[allow(unsafe_code)]
 mod platform;
 mod reader;
