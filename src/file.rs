@@ -532,6 +532,7 @@ fn read_tensor_infos(
         alignment,
         tensors: Vec::with_capacity(count),
         index: NameIndex::with_capacity(count),
+        hashes: Vec::with_capacity(count),
         duplicate: None,
         name_bytes: 0,
         in_order: true,
@@ -547,6 +548,9 @@ fn read_tensor_infos(
         };
         pos =
             accepted.map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (pos, i, count)))?;
+    }
+    for j in 0..count {
+        walk.index_name(j);
     }
     let Walk {
         tensors,
@@ -582,6 +586,8 @@ struct Walk<'a> {
     alignment: u64,
     tensors: Vec<usize>,
     index: NameIndex,
+    /// Each name's hash, indexed after the walk.
+    hashes: Vec<u64>,
     /// The first name given twice: the positions of its two infos.
     duplicate: Option<(usize, usize)>,
     name_bytes: usize,
@@ -596,13 +602,8 @@ impl Walk<'_> {
     fn accept(&mut self, raw: &RawTensorInfo) -> Result<usize> {
         let (bytes, layout) = (self.bytes, self.layout);
         let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
-        let i = self.tensors.len();
         self.name_bytes += raw.name.len;
-        let tensors = &self.tensors;
-        let name_of = |j: usize| tensor_name(bytes, tensors[j], layout);
-        if let Err(first) = self.index.insert(i, raw.name.of(bytes), name_of) {
-            self.duplicate = self.duplicate.or(Some((first, i)));
-        }
+        self.hashes.push(self.index.hash(raw.name.of(bytes)));
         let end = raw.offset.saturating_add(size);
         if size > 0 {
             self.in_order &= raw.offset >= self.prev_end;
@@ -615,6 +616,17 @@ impl Walk<'_> {
 }
 
 impl Walk<'_> {
+    /// Indexes the name of tensor `j` (hashed during the walk) and notes the first name given
+    /// twice. Names are indexed in file order, so that is the first duplicate a reader meets.
+    #[inline(always)]
+    fn index_name(&mut self, j: usize) {
+        let (bytes, layout, tensors) = (self.bytes, self.layout, &self.tensors);
+        let name_of = |k: usize| tensor_name(bytes, tensors[k], layout);
+        if let Err(first) = self.index.insert_hashed(j, self.hashes[j], name_of) {
+            self.duplicate = self.duplicate.or(Some((first, j)));
+        }
+    }
+
     /// [`Walk::accept`] of the info at `at`, read by the general reader (any layout).
     #[inline(never)]
     fn accept_general(&mut self, at: usize) -> Result<usize> {

@@ -61,6 +61,12 @@ impl NameIndex {
         Ok(index)
     }
 
+    /// The hash of `name` in this index, for [`NameIndex::insert_hashed`].
+    #[inline(always)]
+    pub fn hash(&self, name: &[u8]) -> u64 {
+        hash(&self.hasher, name)
+    }
+
     /// Adds entry `i` named `name`; `name_of` gives the names of the entries added before. At
     /// most the capacity's count of entries may be added. Returns the position of the entry that
     /// already has this name, if one does (and then adds nothing).
@@ -71,7 +77,35 @@ impl NameIndex {
         name: &[u8],
         name_of: impl Fn(usize) -> &'n [u8],
     ) -> Result<(), usize> {
-        let hash = hash(&self.hasher, name);
+        let hash = self.hash(name);
+        self.place(i, hash, |j| name_of(j) == name)
+    }
+
+    /// [`NameIndex::insert`] of entry `i` whose name hashes to `hash` (from [`NameIndex::hash`]);
+    /// the name itself is read (through `name_of(i)`) only when a slot's hash bits match.
+    ///
+    /// Inserting is a random access into a table that, past a few thousand entries, no longer
+    /// fits in the cache; called in a loop that does nothing else, the processor overlaps the
+    /// misses of many inserts, which it cannot do when each insert follows a long decode.
+    #[inline(always)]
+    pub fn insert_hashed<'n>(
+        &mut self,
+        i: usize,
+        hash: u64,
+        name_of: impl Fn(usize) -> &'n [u8],
+    ) -> Result<(), usize> {
+        self.place(i, hash, |j| name_of(j) == name_of(i))
+    }
+
+    /// Puts entry `i` in the first free slot from its hash's, unless a slot holds an entry with
+    /// the same hash bits for which `same_name` holds: then returns that entry's position.
+    #[inline(always)]
+    fn place(
+        &mut self,
+        i: usize,
+        hash: u64,
+        same_name: impl Fn(usize) -> bool,
+    ) -> Result<(), usize> {
         let mask = self.slots.len() - 1;
         let mut at = low_bits(hash) & mask;
         loop {
@@ -81,7 +115,7 @@ impl NameIndex {
                 return Ok(());
             }
             let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
-            if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
+            if slot & HASH_BITS == hash & HASH_BITS && same_name(j) {
                 return Err(j);
             }
             at = (at + 1) & mask;
@@ -122,6 +156,22 @@ mod tests {
 
         let dup = [b"a".to_vec(), b"b".to_vec(), b"a".to_vec()];
         assert_eq!(NameIndex::build(dup.len(), |i| &dup[i]).err(), Some((0, 2)));
+    }
+
+    #[test]
+    fn inserting_hashes_finds_what_inserting_names_finds() {
+        let names: Vec<Vec<u8>> = [b"a".as_slice(), b"bb", b"a", b"c", b"bb", b"a"]
+            .iter()
+            .map(|n| n.to_vec())
+            .collect();
+        let mut index = NameIndex::with_capacity(names.len());
+        let hashes: Vec<u64> = names.iter().map(|n| index.hash(n)).collect();
+        let found: Vec<Result<(), usize>> = (0..names.len())
+            .map(|i| index.insert_hashed(i, hashes[i], |j| &names[j]))
+            .collect();
+        assert_eq!(found, [Ok(()), Ok(()), Err(0), Ok(()), Err(1), Err(0)]);
+        assert_eq!(index.find(b"c", |j| &names[j]), Some(3));
+        assert_eq!(index.find(b"bb", |j| &names[j]), Some(1));
     }
 
     #[test]

@@ -242,7 +242,9 @@ impl DataType {
     }
 
     /// Name (NUL-terminated), elements per block and bytes per block: the one table of each
-    /// type's traits.
+    /// type's traits. Inlined (with the two accessors below): opening sizes every tensor, and a
+    /// call per field cost more than the lookup.
+    #[inline]
     fn traits(self) -> (&'static CStr, u64, u64) {
         use DataType::*;
         match self {
@@ -295,11 +297,13 @@ impl DataType {
     }
 
     /// Number of elements in one block (1 for plain types such as F32).
+    #[inline]
     pub fn block_elems(self) -> u64 {
         self.traits().1
     }
 
     /// Number of bytes one block occupies.
+    #[inline]
     pub fn block_bytes(self) -> u64 {
         self.traits().2
     }
