@@ -12,7 +12,8 @@ libgguf: the tensor list, and the first (bulk) decoding of `tokenizer.ggml.token
 The vocabulary as Python strings is also measured against the C call it starts with, side by
 side (alternating rounds, each on a freshly opened file, open and close untimed): the C call is
 the first `gguf_get_string_array` through ctypes (it builds the handle's copy of the strings);
-the Python side is the first `f.metadata["tokenizer.ggml.tokens"]` (that call, then the list).
+the Python side is the first `f.metadata["tokenizer.ggml.tokens"]` (that call, then the
+StringArray over a copy of its block), and that plus `.tolist()` (every token a `str`).
 Run from the repository root with `PYTHONPATH=python` (or with the package installed); the
 reference needs `pip install gguf` (the repository's .venv has it).
 """
@@ -132,7 +133,7 @@ def vocab_side_by_side(libgguf, path: str, rounds: int) -> None:
         f.close()
         return t
 
-    def python_list():
+    def python_array():
         f = libgguf.open(path)
         m = f.metadata
         t0 = time.perf_counter()
@@ -142,12 +143,24 @@ def vocab_side_by_side(libgguf, path: str, rounds: int) -> None:
         f.close()
         return t
 
-    r = side_by_side({"c": c_call, "py": python_list}, rounds)
-    (c_min, c_med), (p_min, p_med) = r["c"], r["py"]
+    def python_list():
+        f = libgguf.open(path)
+        m = f.metadata
+        t0 = time.perf_counter()
+        tokens = m[key].tolist()
+        t = time.perf_counter() - t0
+        assert len(tokens) == m.field(key).length
+        f.close()
+        return t
+
+    r = side_by_side({"c": c_call, "py": python_array, "list": python_list}, rounds)
+    (c_min, c_med), (p_min, p_med), (l_min, l_med) = r["c"], r["py"], r["list"]
     print(f"vocabulary, {rounds} alternating rounds (min / median):")
     print(f"  gguf_get_string_array (C, via ctypes)    {fmt(c_min)} / {fmt(c_med).strip()}")
     print(f"  metadata[{key!r}] {fmt(p_min)} / {fmt(p_med).strip()}")
-    print(f"  ratio Python list / C call               {p_min / c_min:9.2f}x / {p_med / c_med:.2f}x")
+    print(f"  the same + .tolist()                     {fmt(l_min)} / {fmt(l_med).strip()}")
+    print(f"  ratio metadata[key] / C call             {p_min / c_min:9.2f}x / {p_med / c_med:.2f}x")
+    print(f"  ratio .tolist() / C call                 {l_min / c_min:9.2f}x / {l_med / c_med:.2f}x")
 
 
 if __name__ == "__main__":

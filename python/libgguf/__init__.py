@@ -4,7 +4,7 @@
 
     with libgguf.open("model.gguf") as f:
         print(f.version, f.metadata["general.architecture"])
-        tokens = f.metadata["tokenizer.ggml.tokens"]        # decoded in bulk, on first read
+        tokens = f.metadata["tokenizer.ggml.tokens"]        # a StringArray: decoded as read
         t = f.tensor("token_embd.weight")
         print(t.shape, t.dtype_name, t.size)               # GGUF order: ne[0] first
         raw = t.data                                       # read-only memoryview of the mapping
@@ -44,6 +44,7 @@ from ._native import (
     library_path,
     library_version,
 )
+from ._strings import StringArray
 from ._writer import Writer, infer_type
 
 __version__ = "0.1.0"
@@ -65,6 +66,7 @@ __all__ = [
     "Paging",
     "Placement",
     "Shard",
+    "StringArray",
     "Tensor",
     "UploadPlan",
     "ValueType",

@@ -78,6 +78,15 @@ def c_name(value: Any, what: str) -> bytes:
     return raw
 
 
+def text(raw: bytes) -> str | bytes:
+    """A STRING value read from a file: ``str`` when it is valid UTF-8, else the bytes
+    themselves."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
 def text_bytes(value: Any, what: str = "string value") -> bytes:
     """A STRING value as bytes (``str`` as UTF-8); NUL bytes are data (the C calls take the
     length)."""

@@ -16,6 +16,7 @@ from typing import Any, Iterator, NamedTuple
 from . import _convert, _native
 from ._buffer import Pin, readonly_view
 from ._convert import STRUCT
+from ._strings import StringArray
 from ._native import (
     ARRAY_GETTERS,
     NO_VIEW,
@@ -44,12 +45,7 @@ __all__ = [
     "open_memory",
 ]
 
-def _text(raw: bytes) -> str | bytes:
-    """``raw`` as ``str`` when it is valid UTF-8, else the bytes themselves."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw
+_text = _convert.text
 
 
 def _numpy():
@@ -498,10 +494,11 @@ class Metadata(Mapping):
             raise h.lib.error()
         return addr, n.value
 
-    def _array(self, i: int, kv: GGUFMetadataKV) -> list:
+    def _array(self, i: int, kv: GGUFMetadataKV) -> list | StringArray:
         cached = self._arrays.get(i)
         if cached is not None:
-            return list(cached)
+            # A StringArray is read-only: the same one every time; a list is the caller's.
+            return cached if isinstance(cached, StringArray) else list(cached)
         h = self._file._handle()
         elem = kv.array_type
         if b"\0" in self._raw[i]:
@@ -510,42 +507,37 @@ class Metadata(Mapping):
             addr, n = self._typed(h, i, elem)
             values = (ARRAY_GETTERS[elem][1] * n).from_address(addr)[:] if n else []
         elif elem == ValueType.STRING:
-            values = self._strings(h, i, kv)
+            strings = self._strings(h, i, kv)
+            self._arrays[i] = strings
+            return strings
         else:
             # Nested arrays are decoded each time (they are small: no cache to keep in sync).
             return self._nested(kv)
         self._arrays[i] = tuple(values)
         return values
 
-    def _strings(self, h: _Handle, i: int, kv: GGUFMetadataKV) -> list:
+    def _strings(self, h: _Handle, i: int, kv: GGUFMetadataKV) -> StringArray:
         n = c_uint64()
         addr = h.lib.gguf_get_string_array(h.ptr, self._raw[i], byref(n))
         if not addr:
             raise h.lib.error()
         n = n.value
         if n == 0:
-            return []
+            return StringArray(b"", ())
         # The handle's copy is one block: the strings in order, each followed by a NUL, from
         # the first pointer on (gguf_get_string_array's documented layout). Each length field
-        # of the file became one NUL, which gives the block's size; read whole, decoded once
-        # and split, it yields the list without one bytes object per string.
+        # of the file became one NUL, which gives the block's size. The block and the pointers
+        # are copied whole (two memcpy); each string is decoded when it is read.
         length_field = 4 if self._file.version == 1 else 8
         size = kv.array_bytes - n * (length_field - 1)
         ptr = ctypes.sizeof(c_void_p)
-        first = c_void_p.from_address(addr).value
-        last = c_void_p.from_address(addr + (n - 1) * ptr).value
-        packed = ctypes.string_at(first, size)
-        # As many NULs as strings, and the last string where the block says: no string holds
-        # a NUL byte of its own (those are taken whole below).
-        start = last - first
-        if 0 <= start < size and packed.count(0) == n and packed.index(0, start) == size - 1:
-            try:
-                items = packed.decode("utf-8").split("\0")
-            except UnicodeDecodeError:  # some string is not UTF-8: that one stays bytes
-                items = [_text(b) for b in packed.split(b"\0")]
-            items.pop()  # what follows the last NUL
-            return items
-        # Some string holds a NUL byte: take every one whole, zero-copy from the mapping.
+        first = c_void_p.from_address(addr).value or 0
+        last = c_void_p.from_address(addr + (n - 1) * ptr).value or 0
+        block = ctypes.string_at(first, size) if size else b""
+        if 0 <= last - first < size and block[size - 1] == 0:
+            starts = memoryview(ctypes.string_at(addr, n * ptr)).cast("Q" if ptr == 8 else "I")
+            return StringArray(block, starts, first)
+        # Not the layout above (never seen): take every string whole from the C library.
         items = []
         out_len = c_uint64()
         for j in range(n):
@@ -553,7 +545,11 @@ class Metadata(Mapping):
             if not p:
                 raise h.lib.error()
             items.append(ctypes.string_at(p, out_len.value))
-        return [_text(b) for b in items]
+        offsets, at = [], 0
+        for b in items:
+            offsets.append(at)
+            at += len(b) + 1
+        return StringArray(b"".join(b + b"\0" for b in items), offsets)
 
     def _nested(self, kv: GGUFMetadataKV) -> list:
         data = ctypes.string_at(kv.array_data, kv.array_bytes) if kv.array_bytes else b""

@@ -11,6 +11,7 @@ from . import _convert, _native
 from ._buffer import Pin
 from ._convert import INT_RANGES, STRUCT, c_name, text_bytes
 from ._native import DataType, ValueType
+from ._strings import StringArray
 
 __all__ = ["Writer"]
 
@@ -64,7 +65,7 @@ def infer_type(value: Any) -> ValueType:
         return ValueType.FLOAT32
     if isinstance(value, (str, bytes, bytearray)):
         return ValueType.STRING
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, StringArray)):
         return ValueType.ARRAY
     try:  # numpy scalars and arrays, without importing numpy
         kind, size = value.dtype.kind, value.dtype.itemsize

@@ -12,6 +12,7 @@ arrays), every tensor's name, shape, type, offsets, size and data bytes, and num
 
 from __future__ import annotations
 
+import collections.abc
 import ctypes
 import gc
 import json
@@ -121,9 +122,20 @@ def reference_view(path):
     }
 
 
+def position(seq, x, *args):
+    """``seq.index(x, *args)``, or ``None`` where it raises ``ValueError``."""
+    try:
+        return seq.index(x, *args)
+    except ValueError:
+        return None
+
+
 def same(a, b) -> bool:
     """Exact equality of decoded values: floats bit for bit (as doubles; NaN equals NaN, the
-    sign of zero counts), bool distinct from int, str distinct from bytes, lists elementwise."""
+    sign of zero counts), bool distinct from int, str distinct from bytes, lists elementwise (a
+    string array read from a file, a StringArray, as the list of its elements)."""
+    a = a.tolist() if isinstance(a, libgguf.StringArray) else a
+    b = b.tolist() if isinstance(b, libgguf.StringArray) else b
     if isinstance(a, list) or isinstance(b, list):
         return (
             isinstance(a, list)
@@ -887,6 +899,88 @@ class Writing(Compare):
                         self.assertTrue(same(f.metadata[k], want), k)
                         for j in (0, len(v) // 2, len(v) - 1) if v else ():
                             self.assertTrue(same(f.metadata.array_string(k, j), want[j]), k)
+
+    def test_string_array_sequence(self):
+        """metadata[key] of a string array is a lazy read-only sequence that behaves as the list
+        of its elements, in every layout (NUL bytes and non-UTF-8 strings included)."""
+        cases = {
+            "plain": ["<pad>", "▁the", "", "a", "▁the", "zz"],
+            "nul": ["a\0b", "", "\0", "c", "a"],
+            "not_utf8": [b"\xff", "ok", b"\x80\x81", "▁", b"\xff"],
+            "empty_array": [],
+            "one": ["x"],
+        }
+        path = os.path.join(self.dir, "seq.gguf")
+        with libgguf.Writer() as w:
+            for k, v in cases.items():
+                w.set_array(k, v, ValueType.STRING)
+            w.write_file(path)
+        with libgguf.open(path) as f:
+            arrays = {k: f.metadata[k] for k in cases}
+            self.assertIs(f.metadata["plain"], arrays["plain"], "read-only: the same object")
+        # Everything below runs after close(): the array holds its own copy.
+        for k, want in cases.items():
+            with self.subTest(k):
+                a = arrays[k]
+                self.assertIsInstance(a, libgguf.StringArray)
+                self.assertIsInstance(a, collections.abc.Sequence)
+                n = len(want)
+                self.assertEqual(len(a), n)
+                self.assertEqual(list(a), want)
+                self.assertEqual(a.tolist(), want)
+                self.assertIs(type(a.tolist()), list)
+                self.assertEqual(list(reversed(a)), want[::-1])
+                for j in range(-n, n):
+                    self.assertTrue(same(a[j], want[j]), (k, j))
+                for j in (n, -n - 1, 2**70):
+                    with self.assertRaises(IndexError):
+                        a[j]
+                with self.assertRaises(TypeError):
+                    a["0"]
+                with self.assertRaises(TypeError):
+                    a[1] = "x"
+                for sl in (slice(None), slice(1, None), slice(None, -1), slice(None, None, -1),
+                           slice(1, 100, 2), slice(-3, -1), slice(5, 1)):
+                    self.assertEqual(a[sl], want[sl], (k, sl))
+                    self.assertIs(type(a[sl]), list)
+                # in, index and count agree with the list, for every element and some others.
+                for x in want + ["missing", b"missing", "\ud800", b"ok", 3, None, "a\0", "b"]:
+                    self.assertEqual(x in a, x in want, (k, x))
+                    self.assertEqual(a.count(x), want.count(x), (k, x))
+                    for args in ((), (1,), (1, 3), (-2,)):
+                        self.assertEqual(position(a, x, *args), position(want, x, *args), (k, x))
+                # == with a list, a tuple or another StringArray, element by element.
+                self.assertTrue(a == want and a == tuple(want) and want == a)
+                self.assertFalse(a != want)
+                self.assertEqual(a, arrays[k])
+                self.assertNotEqual(a, want + ["extra"])
+                if n:
+                    self.assertNotEqual(a, want[:-1] + ["other"])
+                    self.assertNotEqual(a, arrays["one"] if k != "one" else arrays["plain"])
+                self.assertNotEqual(a, set(want))
+                self.assertFalse(a == "".join(x for x in want if isinstance(x, str)))
+                with self.assertRaises(TypeError):
+                    hash(a)
+        # str and bytes stay distinct: b"ok" is not the element "ok".
+        self.assertNotIn(b"ok", arrays["not_utf8"])
+        self.assertIn(b"\x80\x81", arrays["not_utf8"])
+        self.assertEqual(arrays["not_utf8"].index(b"\xff"), 0)
+        # repr shows a short prefix and the length.
+        self.assertEqual(
+            repr(arrays["plain"]),
+            "<libgguf.StringArray of 6 strings: ['<pad>', '▁the', '', ...]>",
+        )
+        self.assertEqual(repr(arrays["empty_array"]), "<libgguf.StringArray of 0 strings: []>")
+        self.assertEqual(repr(arrays["one"]), "<libgguf.StringArray of 1 strings: ['x']>")
+        # A StringArray is written back as a string array.
+        copy = os.path.join(self.dir, "seq2.gguf")
+        with libgguf.Writer() as w:
+            w.set("plain", arrays["plain"])
+            w.set_array("nul", arrays["nul"])
+            w.write_file(copy)
+        with libgguf.open(copy) as g:
+            self.assertEqual(g.metadata["plain"], cases["plain"])
+            self.assertEqual(g.metadata["nul"], cases["nul"])
 
     def test_writer_errors(self):
         w = libgguf.Writer()
