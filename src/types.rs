@@ -315,7 +315,7 @@ impl DataType {
 
     /// Bytes taken by a row of `first_dim` elements, or `None` when `first_dim` is not a whole
     /// number of blocks.
-    #[inline]
+    #[inline(always)]
     pub fn row_bytes(self, first_dim: u64) -> Option<u64> {
         let block = self.block_elems();
         // Every block size is a power of two: a mask and a shift rather than a division (opening
@@ -333,7 +333,7 @@ impl DataType {
 
     /// Bytes taken by a tensor of these dimensions, or `None` when the first dimension is not a
     /// whole number of blocks or the size does not fit in 64 bits.
-    #[inline]
+    #[inline(always)]
     pub fn tensor_bytes(self, dims: &[u64]) -> Option<u64> {
         let (&first, rest) = match dims.split_first() {
             Some(split) => split,
