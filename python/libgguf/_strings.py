@@ -133,6 +133,10 @@ class StringArray(Sequence):
 
     __hash__ = None  # type: ignore[assignment]  # compares equal to lists, which do not hash
 
+    def __reduce__(self) -> tuple:
+        # For pickle and copy: the starts may be a view of the C library's pointers.
+        return (StringArray, (self._block, [s - self._base for s in self._starts]))
+
     def __repr__(self) -> str:
         shown = [repr(self._element(j)) for j in range(min(self._n, _PREVIEW))]
         if self._n > _PREVIEW:

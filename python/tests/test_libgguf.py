@@ -13,12 +13,14 @@ arrays), every tensor's name, shape, type, offsets, size and data bytes, and num
 from __future__ import annotations
 
 import collections.abc
+import copy
 import ctypes
 import gc
 import json
 import math
 import mmap
 import os
+import pickle
 import random
 import shutil
 import struct
@@ -961,6 +963,12 @@ class Writing(Compare):
                 self.assertFalse(a == "".join(x for x in want if isinstance(x, str)))
                 with self.assertRaises(TypeError):
                     hash(a)
+        # Copies and pickles are equal StringArrays.
+        for k in cases:
+            for c in (copy.copy(arrays[k]), pickle.loads(pickle.dumps(arrays[k]))):
+                self.assertIsInstance(c, libgguf.StringArray)
+                self.assertEqual(c, arrays[k])
+                self.assertEqual(c.tolist(), cases[k] if k != "not_utf8" else arrays[k].tolist())
         # str and bytes stay distinct: b"ok" is not the element "ok".
         self.assertNotIn(b"ok", arrays["not_utf8"])
         self.assertIn(b"\x80\x81", arrays["not_utf8"])
@@ -973,12 +981,12 @@ class Writing(Compare):
         self.assertEqual(repr(arrays["empty_array"]), "<libgguf.StringArray of 0 strings: []>")
         self.assertEqual(repr(arrays["one"]), "<libgguf.StringArray of 1 strings: ['x']>")
         # A StringArray is written back as a string array.
-        copy = os.path.join(self.dir, "seq2.gguf")
+        path2 = os.path.join(self.dir, "seq2.gguf")
         with libgguf.Writer() as w:
             w.set("plain", arrays["plain"])
             w.set_array("nul", arrays["nul"])
-            w.write_file(copy)
-        with libgguf.open(copy) as g:
+            w.write_file(path2)
+        with libgguf.open(path2) as g:
             self.assertEqual(g.metadata["plain"], cases["plain"])
             self.assertEqual(g.metadata["nul"], cases["nul"])
 
