@@ -503,6 +503,10 @@ class Metadata(Mapping):
         elem = kv.array_type
         if b"\0" in self._raw[i]:
             values = self._nested(kv)  # the getters take the key as a C string
+            if elem == ValueType.STRING:
+                strings = StringArray.of(values)
+                self._arrays[i] = strings
+                return strings
         elif elem in ARRAY_GETTERS:
             addr, n = self._typed(h, i, elem)
             values = (ARRAY_GETTERS[elem][1] * n).from_address(addr)[:] if n else []
@@ -545,11 +549,7 @@ class Metadata(Mapping):
             if not p:
                 raise h.lib.error()
             items.append(ctypes.string_at(p, out_len.value))
-        offsets, at = [], 0
-        for b in items:
-            offsets.append(at)
-            at += len(b) + 1
-        return StringArray(b"".join(b + b"\0" for b in items), offsets)
+        return StringArray.of(items)
 
     def _nested(self, kv: GGUFMetadataKV) -> list:
         data = ctypes.string_at(kv.array_data, kv.array_bytes) if kv.array_bytes else b""

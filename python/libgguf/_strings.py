@@ -41,6 +41,16 @@ class StringArray(Sequence):
         # searching the block for it between NULs.
         self._plain = block.count(0) == self._n
 
+    @classmethod
+    def of(cls, items: Sequence[str | bytes]) -> "StringArray":
+        """A StringArray of ``items`` (``str`` taken as UTF-8)."""
+        raws = [x.encode("utf-8") if isinstance(x, str) else bytes(x) for x in items]
+        starts, at = [], 0
+        for b in raws:
+            starts.append(at)
+            at += len(b) + 1
+        return cls(b"".join(b + b"\0" for b in raws), starts)
+
     def __len__(self) -> int:
         return self._n
 

@@ -1098,6 +1098,8 @@ class Boundary(unittest.TestCase):
                 self.assertEqual(m.numpy("a").tolist(), [1, 2, 3])
                 self.assertFalse(m.numpy("a\0b").flags.writeable)
                 self.assertEqual(m["s\0t"], ["p", "q", "r"])
+                self.assertIsInstance(m["s\0t"], libgguf.StringArray)
+                self.assertIsInstance(m["s"], libgguf.StringArray)
                 self.assertEqual(m.array_string("s\0t", 2), "r")
                 self.assertEqual(m.array_string("s", 1), "y")
                 with self.assertRaises(GGUFError) as cm:
