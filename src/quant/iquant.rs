@@ -8,12 +8,16 @@ use super::tables::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ
 use super::tables::{KSIGNS_IQ2XS, KVALUES_IQ4NL};
 use super::{add, f16_to_f32, mul};
 
-/// `scale * magnitude`, negated (as a multiply by -1, which keeps a NaN's sign) where `signs` has
-/// bit `j` set.
+/// `scale * magnitude`, negated where `signs` has bit `j` set (a negation, as ggml's build
+/// gives it: a NaN's sign flips too).
 #[inline(always)]
 fn signed(scale: f32, magnitude: u8, signs: u8, j: usize) -> f32 {
-    let sign = if signs & (1 << j) != 0 { -1.0 } else { 1.0 };
-    mul(mul(scale, f32::from(magnitude)), sign)
+    let v = mul(scale, f32::from(magnitude));
+    if signs & (1 << j) != 0 {
+        -v
+    } else {
+        v
+    }
 }
 
 /// IQ2_XXS: 8 groups of 32; each 8 bytes hold 4 grid indices and a u32 of 4 sign patterns (7

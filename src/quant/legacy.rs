@@ -88,14 +88,15 @@ pub fn q8_1(src: &[u8], dst: &mut [f32]) {
     }
 }
 
-/// Q1_0: 128 sign bits, bit j of the bytes (lowest first) for element j: `(2 * bit - 1) * d`.
+/// Q1_0: 128 sign bits, bit j of the bytes (lowest first) for element j: `d` where it is set,
+/// `-d` (a negation, as ggml's build gives it: a NaN's sign flips too) where it is clear.
 pub fn q1_0(src: &[u8], dst: &mut [f32]) {
     for (b, y) in src.chunks_exact(18).zip(dst.chunks_exact_mut(128)) {
         let d = f16_at(b, q1_0::D);
         let qs = &b[q1_0::QS..q1_0::QS + 16];
         for (j, y) in y.iter_mut().enumerate() {
             let bit = (qs[j / 8] >> (j % 8)) & 1;
-            *y = mul(f32::from(2 * bit as i8 - 1), d);
+            *y = if bit != 0 { d } else { -d };
         }
     }
 }
