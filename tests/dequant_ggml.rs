@@ -14,10 +14,12 @@
 //! model written with one tensor of every type, through `gguf_tensor_to_float`.
 
 mod common;
+#[path = "dequant/inputs.rs"]
+mod inputs;
 
 use common::{ggml_dir, manifest_dir};
-use gguf::quant::blocks::{fields, FieldKind};
 use gguf::{DataType, Writer};
+use inputs::{cases, fingerprint, Rng};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::OnceLock;
 
@@ -128,113 +130,51 @@ fn check(t: DataType, what: &str, src: &[u8]) {
     same_bits(t, what, src, &ours(t, src), &theirs(t, src));
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
-/// Special half floats: zeros, subnormals, largest finite, infinities, NaNs (quiet, signalling,
-/// with payloads, both signs), and a few ordinary values.
-const SPECIAL_F16: [u16; 14] = [
-    0x0000, 0x8000, 0x0001, 0x03FF, 0x8001, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFD55,
-    0x3C00, 0xB800,
-];
-/// The same for f32 scales (Q8_K).
-const SPECIAL_F32: [u32; 12] = [
-    0,
-    0x8000_0000,
-    1,
-    0x007F_FFFF,
-    0x7F7F_FFFF,
-    0xFF7F_FFFF,
-    0x7F80_0000,
-    0xFF80_0000,
-    0x7FC0_0000,
-    0x7F80_0001,
-    0xFFAA_AAAA,
-    0x3F80_0000,
-];
-
-/// Blocks of `t` with each scale field set to each special value (other bytes random).
-fn special_blocks(t: DataType, rng: &mut Rng) -> Vec<u8> {
-    let bytes = t.block_bytes() as usize;
-    let mut out = Vec::new();
-    let mut block = |set: &dyn Fn(&mut [u8])| {
-        let mut b = rng.bytes(bytes);
-        set(&mut b);
-        out.extend_from_slice(&b);
-    };
-    if t == DataType::IQ1_M {
-        // Its f16 scale is spread over the top nibbles of the four scale words.
-        for &h in &SPECIAL_F16 {
-            block(&|b: &mut [u8]| {
-                for k in 0..4 {
-                    let at = 48 + 2 * k + 1;
-                    b[at] = (b[at] & 0x0F) | ((((h >> (4 * k)) & 0xF) as u8) << 4);
-                }
-            });
-        }
-        return out;
-    }
-    for field in fields(t) {
-        let at = field.offset;
-        match field.kind {
-            FieldKind::F16 => {
-                for &h in &SPECIAL_F16 {
-                    block(&|b: &mut [u8]| b[at..at + 2].copy_from_slice(&h.to_le_bytes()));
-                }
-                // Every scale field special at once (NaN payloads meeting in one sum).
-                for &h in &SPECIAL_F16 {
-                    for &g in &SPECIAL_F16 {
-                        block(&|b: &mut [u8]| {
-                            for (n, f) in fields(t)
-                                .iter()
-                                .filter(|f| f.kind == FieldKind::F16)
-                                .enumerate()
-                            {
-                                let v = if n == 0 { h } else { g };
-                                b[f.offset..f.offset + 2].copy_from_slice(&v.to_le_bytes());
-                            }
-                        });
-                    }
-                }
-            }
-            FieldKind::F32 => {
-                for &s in &SPECIAL_F32 {
-                    block(&|b: &mut [u8]| b[at..at + 4].copy_from_slice(&s.to_le_bytes()));
-                }
-            }
-            FieldKind::E8M0 | FieldKind::UE4M3 => {
-                for v in 0..=255u8 {
-                    block(&|b: &mut [u8]| b[at..at + field.len].fill(v));
-                }
-            }
-            FieldKind::Bytes => {}
-        }
-    }
-    out
-}
-
 #[test]
 fn every_type_matches_ggml_on_random_and_special_blocks() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for t in DataType::ALL {
         if NO_GGML.contains(&t) {
             continue;
         }
-        let random = rng.bytes(t.block_bytes() as usize * 256);
-        check(t, "random blocks", &random);
-        let special = special_blocks(t, &mut rng);
-        check(t, "special scales", &special);
+        for (case, blocks) in cases(t) {
+            check(t, case, &blocks);
+        }
     }
+}
+
+/// ggml's outputs on the shared cases have the fingerprints `tests/data/dequant-golden.tsv`
+/// records (which `dequant.rs` checks this build reproduces on every platform). With
+/// `GGUF_UPDATE_GOLDEN=1` the file is rewritten from ggml's outputs instead.
+#[test]
+fn golden_fingerprints_are_ggml_s() {
+    let mut lines = vec![
+        "# Fingerprints (FNV-1a of the f32 bits) of ggml's outputs on tests/dequant/inputs.rs's \
+         cases; tests/dequant_ggml.rs writes them (GGUF_UPDATE_GOLDEN=1) and checks them."
+            .to_string(),
+    ];
+    for t in DataType::ALL {
+        if NO_GGML.contains(&t) {
+            continue;
+        }
+        for (case, blocks) in cases(t) {
+            lines.push(format!(
+                "{}\t{case}\t{:016x}",
+                t.name(),
+                fingerprint(&theirs(t, &blocks))
+            ));
+        }
+    }
+    let text = lines.join("\n") + "\n";
+    let path = manifest_dir().join("tests/data/dequant-golden.tsv");
+    if std::env::var_os("GGUF_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap_or_default(),
+        text,
+        "tests/data/dequant-golden.tsv is not ggml's: GGUF_UPDATE_GOLDEN=1 cargo test --test \
+         dequant_ggml rewrites it"
+    );
 }
 
 #[test]
