@@ -1,16 +1,18 @@
 //! Tensor values: every data type converted to `f32`, bit for bit as ggml's own dequantizers
 //! compute them (`dequantize_row_*`, `ggml_get_type_traits(t)->to_float`), on every platform.
 //!
-//! - [`blocks`]: each type's block layout, defined once.
-//! - One file per family of types: [`float`], [`legacy`], [`kquant`], [`iquant`], [`ternary`],
-//!   [`fp4`] (Q1_0 and Q2_0 live in `legacy`, beside Q4_0 whose shape they share).
-//! - [`dequantize`]: the dispatch over whole blocks, with checked lengths.
+//! - [`blocks`](crate::quant::blocks): each type's block layout, defined once.
+//! - One file per family of types: `float`, `legacy`, `kquant`, `iquant`, `ternary`, `fp4`
+//!   (Q1_0 and Q2_0 live in `legacy`, beside Q4_0 whose shape they share).
+//! - [`dequantize`](crate::quant::dequantize): the dispatch over whole blocks, with checked
+//!   lengths.
 //!
 //! Exactness: the kernels follow ggml's order of operations (a multiply, then an add; never a
 //! fused multiply-add, which Rust does not contract on its own) and ggml's half to single
-//! conversion. A NaN result follows x86's rules wherever it arises ([`mul`], [`add`], [`sub`]),
-//! so that a block with a NaN or infinite scale gives the same bits on Arm and s390x as ggml
-//! gives on x86-64.
+//! conversion. A block whose scales are finite runs plain arithmetic
+//! ([`Plain`](crate::quant::Plain)); a block with a NaN or infinite scale makes each NaN by x86's
+//! rules ([`X86Nan`](crate::quant::X86Nan)), so it gives the same bits on Arm and s390x as ggml
+//! gives on x86-64 (`by_scales!` picks).
 
 pub mod blocks;
 pub mod float;
