@@ -393,6 +393,11 @@ enum GGUFErrorCode
    */
   GGUF_ERROR_CODE_DATA_OVERLAP = 37,
   /**
+   * A tensor holds a NaN or an infinity where ggml's `ggml_validate_row_data` refuses one (a
+   * float value or a quantized block's scale): `gguf_validate_tensor`.
+   */
+  GGUF_ERROR_CODE_BAD_VALUE = 38,
+  /**
    * The shards of a split model do not fit together: a shard is missing, misnumbered, or
    * disagrees with the others on the shard or tensor count.
    */
@@ -556,6 +561,11 @@ typedef struct GGUFFileImpl GGUFFileImpl;
  * The opaque state behind a `GGUFWriter`.
  */
 typedef struct GGUFWriterImpl GGUFWriterImpl;
+
+/**
+ * An instruction set the kernels are written for.
+ */
+typedef struct Isa Isa;
 
 /**
  * A handle to an open GGUF file. NULL is never a valid open handle.
@@ -851,6 +861,8 @@ typedef struct GGUFShardInfo {
  * A handle to a GGUF file being built. Not for use from several threads at once.
  */
 typedef struct GGUFWriterImpl *GGUFWriter;
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -1263,6 +1275,24 @@ uint64_t gguf_dtype_block_bytes(uint32_t dtype);
  * ids above 12.
  */
 const char *gguf_value_type_name(uint32_t type);
+
+/**
+ * Checks a tensor's values as ggml's `ggml_validate_row_data` does: no NaN or infinity among
+ * the values of a float tensor (F32, F16, BF16, F64) nor in any quantized block's scales (`d`,
+ * and `m`, `dmin` or `s` where the type has them; IQ1_M's packed scale; MXFP4's exponent 0xFF).
+ * Types with no float field (the integer types, NVFP4) always pass. Reads the whole tensor
+ * (about memory speed); allocates nothing; thread-safe.
+ *
+ * Returns true if the values are valid. Returns false if a value is bad
+ * (GGUF_ERROR_CODE_BAD_VALUE: the message names the tensor, the first bad element or block
+ * with its index, the field, NaN or infinity, and the byte offset in the tensor's data; the
+ * error's offset is the position in the file), if `info` was not returned by this `file`
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or if an argument is NULL.
+ *
+ * Unlike ggml, which refuses every Q8_1 row as an unknown type, a Q8_1 tensor is checked: its
+ * `d` and `s` fields.
+ */
+bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0": a static string. Compare it with

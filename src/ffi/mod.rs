@@ -27,6 +27,7 @@ pub mod plan;
 pub mod shards;
 pub mod tensors;
 pub mod types;
+pub mod validate;
 pub mod version;
 pub mod writer;
 
@@ -42,5 +43,6 @@ pub use plan::*;
 pub use shards::*;
 pub use tensors::*;
 pub use types::*;
+pub use validate::*;
 pub use version::*;
 pub use writer::*;

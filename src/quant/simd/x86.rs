@@ -1,0 +1,530 @@
+//! x86-64 kernels: AVX2 (with F16C) and AVX-512 (F, BW, VL), each bit-identical to the scalar
+//! kernel of its type: the same integer values, converted to float exactly, then the scalar
+//! code's multiplies and adds in its order (never fused: ggml multiplies, then adds).
+//!
+//! Each kernel takes whole blocks (`blocks.len()` a multiple of the block's bytes, `dst` the
+//! matching number of floats; extra bytes or floats are left alone) and is `unsafe` only because
+//! of its `target_feature`: [`kernel`] hands out the safe wrappers of an instruction set only
+//! after detecting it.
+
+// The AVX-512 intrinsics are stable from Rust 1.89: build.rs sets `gguf_avx512` only then.
+#![allow(clippy::incompatible_msrv)]
+
+use super::{Isa, Kernel};
+use crate::types::DataType;
+use core::arch::x86_64::*;
+
+/// Whether this CPU runs the kernels of `isa`.
+pub(super) fn has(isa: Isa) -> bool {
+    match isa {
+        Isa::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c"),
+        #[cfg(gguf_avx512)]
+        Isa::Avx512 => {
+            has(Isa::Avx2)
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+        }
+        _ => false,
+    }
+}
+
+/// Little-endian `u16` at `at` (callers have checked the block's length).
+#[inline(always)]
+fn le16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+/// The f16 at `at` as f32, by F16C (which gives what ggml gives, quieting signalling NaNs).
+///
+/// # Safety
+/// The CPU has F16C.
+#[inline]
+#[target_feature(enable = "f16c")]
+unsafe fn half(b: &[u8], at: usize) -> f32 {
+    let h = le16(b, at);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))))
+}
+
+/// The K-quants' 6-bit scale and minimum number `j` (0..8) from their 12 packed bytes.
+#[inline(always)]
+fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Helpers for 8-lane (AVX2) stores of 16 values.
+mod h256 {
+    use core::arch::x86_64::*;
+    pub type V = __m256;
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn splat(x: f32) -> V {
+        _mm256_set1_ps(x)
+    }
+    /// y[0..16] = float(v as i8) * d.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn i8_mul(y: *mut f32, v: __m128i, d: V) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, _mm256_mul_ps(a, d));
+            _mm256_storeu_ps(y.add(8), _mm256_mul_ps(b, d));
+        }
+    }
+    /// y[0..16] = d * float(v as i8), the scale first (the K-quants' order).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn mul_i8(y: *mut f32, d: V, v: __m128i) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, _mm256_mul_ps(d, a));
+            _mm256_storeu_ps(y.add(8), _mm256_mul_ps(d, b));
+        }
+    }
+    /// y[0..16] = float(v as u8) * d + m.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn u8_mul_add(y: *mut f32, v: __m128i, d: V, m: V) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, _mm256_add_ps(_mm256_mul_ps(a, d), m));
+            _mm256_storeu_ps(y.add(8), _mm256_add_ps(_mm256_mul_ps(b, d), m));
+        }
+    }
+    /// y[0..16] = d * float(v as u8) - m.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn mul_u8_sub(y: *mut f32, d: V, v: __m128i, m: V) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, a), m));
+            _mm256_storeu_ps(y.add(8), _mm256_sub_ps(_mm256_mul_ps(d, b), m));
+        }
+    }
+    /// y[0..16] = the 16 f16 at x as f32.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn f16x16(y: *mut f32, x: *const u8) {
+        // SAFETY: the caller gives 32 readable bytes at x and 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, _mm256_cvtph_ps(_mm_loadu_si128(x.cast())));
+            _mm256_storeu_ps(y.add(8), _mm256_cvtph_ps(_mm_loadu_si128(x.add(16).cast())));
+        }
+    }
+    /// y[0..16] = the 16 bf16 at x as f32 (their bits shifted up).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn bf16x16(y: *mut f32, x: *const u8) {
+        // SAFETY: the caller gives 32 readable bytes at x and 16 writable floats at y.
+        unsafe {
+            let a = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(x.cast())), 16);
+            let b = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(x.add(16).cast())), 16);
+            _mm256_storeu_ps(y, _mm256_castsi256_ps(a));
+            _mm256_storeu_ps(y.add(8), _mm256_castsi256_ps(b));
+        }
+    }
+}
+
+/// Helpers for 16-lane (AVX-512) stores of 16 values.
+#[cfg(gguf_avx512)]
+mod h512 {
+    use core::arch::x86_64::*;
+    pub type V = __m512;
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn splat(x: f32) -> V {
+        _mm512_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn i8_mul(y: *mut f32, v: __m128i, d: V) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_mul_ps(a, d)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn mul_i8(y: *mut f32, d: V, v: __m128i) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_mul_ps(d, a)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn u8_mul_add(y: *mut f32, v: __m128i, d: V, m: V) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_add_ps(_mm512_mul_ps(a, d), m)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn mul_u8_sub(y: *mut f32, d: V, v: __m128i, m: V) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_sub_ps(_mm512_mul_ps(d, a), m)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn f16x16(y: *mut f32, x: *const u8) {
+        // SAFETY: the caller gives 32 readable bytes at x and 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_cvtph_ps(_mm256_loadu_si256(x.cast()))) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn bf16x16(y: *mut f32, x: *const u8) {
+        // SAFETY: the caller gives 32 readable bytes at x and 16 writable floats at y.
+        unsafe {
+            let a = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(x.cast())), 16);
+            _mm512_storeu_ps(y, _mm512_castsi512_ps(a));
+        }
+    }
+}
+
+/// The 32 bits of Q5's `qh` (little-endian at `at`) as 32 bytes, byte k = 0x10 where bit k is
+/// set: the fifth bit of element k.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn q5_high_bits(b: &[u8], at: usize) -> (__m128i, __m128i) {
+    let qh = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let v = _mm256_set1_epi32(qh as i32);
+    // Byte k takes byte k/8 of qh (the shuffle works per 128-bit lane; both lanes hold qh).
+    let pick = _mm256_setr_epi8(
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
+        3, 3,
+    );
+    let bits = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(v, pick), bits), bits);
+    let h = _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+    (_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1))
+}
+
+/// The block kernels, written once over a helper module (`h256` or `h512`) and its features.
+macro_rules! block_kernels {
+    ($name:ident, $h:ident, $feat:literal) => {
+        mod $name {
+            use super::$h::*;
+            use super::{half, le16, q5_high_bits, scale_min_k4};
+            use core::arch::x86_64::*;
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn f16(x: &[u8], y: &mut [f32]) {
+                let n = (x.len() / 2).min(y.len());
+                let mut i = 0;
+                while i + 16 <= n {
+                    // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
+                    unsafe { f16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
+                    i += 16;
+                }
+                for j in i..n {
+                    // SAFETY: the kernel's features include F16C.
+                    y[j] = unsafe { half(x, 2 * j) };
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn bf16(x: &[u8], y: &mut [f32]) {
+                let n = (x.len() / 2).min(y.len());
+                let mut i = 0;
+                while i + 16 <= n {
+                    // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
+                    unsafe { bf16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
+                    i += 16;
+                }
+                for j in i..n {
+                    y[j] = f32::from_bits(u32::from(le16(x, 2 * j)) << 16);
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q8_0(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(34).zip(y.chunks_exact_mut(32)) {
+                    let p = b.as_ptr();
+                    // SAFETY: a block is 34 bytes (2 + 32 quants) and y is 32 floats; the
+                    // kernel's features are the helpers'.
+                    unsafe {
+                        let d = splat(half(b, 0));
+                        i8_mul(y.as_mut_ptr(), _mm_loadu_si128(p.add(2).cast()), d);
+                        i8_mul(y.as_mut_ptr().add(16), _mm_loadu_si128(p.add(18).cast()), d);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q4_0(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                let eight = _mm_set1_epi8(8);
+                for (b, y) in x.chunks_exact(18).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: a block is 18 bytes (2 + 16 quants) and y is 32 floats; the kernel's
+                    // features are the helpers'.
+                    unsafe {
+                        let d = splat(half(b, 0));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(2).cast());
+                        let lo = _mm_sub_epi8(_mm_and_si128(qs, m4), eight);
+                        let hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), eight);
+                        i8_mul(y.as_mut_ptr(), lo, d);
+                        i8_mul(y.as_mut_ptr().add(16), hi, d);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q4_1(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                for (b, y) in x.chunks_exact(20).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: a block is 20 bytes (4 + 16 quants) and y is 32 floats; the kernel's
+                    // features are the helpers'.
+                    unsafe {
+                        let d = splat(half(b, 0));
+                        let m = splat(half(b, 2));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(4).cast());
+                        let lo = _mm_and_si128(qs, m4);
+                        let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
+                        u8_mul_add(y.as_mut_ptr(), lo, d, m);
+                        u8_mul_add(y.as_mut_ptr().add(16), hi, d, m);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q5_0(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                let sixteen = _mm_set1_epi8(16);
+                for (b, y) in x.chunks_exact(22).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: a block is 22 bytes (2 + 4 + 16 quants) and y is 32 floats; the kernel's
+                    // features are the helpers'.
+                    unsafe {
+                        let d = splat(half(b, 0));
+                        let (h0, h1) = q5_high_bits(b, 2);
+                        let qs = _mm_loadu_si128(b.as_ptr().add(6).cast());
+                        let lo = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(qs, m4), h0), sixteen);
+                        let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
+                        let hi = _mm_sub_epi8(_mm_or_si128(hi, h1), sixteen);
+                        i8_mul(y.as_mut_ptr(), lo, d);
+                        i8_mul(y.as_mut_ptr().add(16), hi, d);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q5_1(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                for (b, y) in x.chunks_exact(24).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: a block is 24 bytes (4 + 4 + 16 quants) and y is 32 floats; the kernel's
+                    // features are the helpers'.
+                    unsafe {
+                        let d = splat(half(b, 0));
+                        let m = splat(half(b, 2));
+                        let (h0, h1) = q5_high_bits(b, 4);
+                        let qs = _mm_loadu_si128(b.as_ptr().add(8).cast());
+                        let lo = _mm_or_si128(_mm_and_si128(qs, m4), h0);
+                        let hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h1);
+                        u8_mul_add(y.as_mut_ptr(), lo, d, m);
+                        u8_mul_add(y.as_mut_ptr().add(16), hi, d, m);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q4_k(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                for (b, y) in x.chunks_exact(144).zip(y.chunks_exact_mut(256)) {
+                    let scales = &b[4..16];
+                    // SAFETY: the kernel's features are the helpers'; the quants of group g
+                    // (32 bytes at 16 + 32g) lie in the 144-byte block, its 64 floats (at 64g)
+                    // in y's 256.
+                    unsafe {
+                        let d = half(b, 0);
+                        let min = half(b, 2);
+                        for g in 0..4 {
+                            let (sc1, m1) = scale_min_k4(2 * g, scales);
+                            let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
+                            let d1 = splat(d * f32::from(sc1));
+                            let m1 = splat(min * f32::from(m1));
+                            let d2 = splat(d * f32::from(sc2));
+                            let m2 = splat(min * f32::from(m2));
+                            let q = b.as_ptr().add(16 + 32 * g);
+                            let out = y.as_mut_ptr().add(64 * g);
+                            for k in 0..2 {
+                                let qs = _mm_loadu_si128(q.add(16 * k).cast());
+                                let lo = _mm_and_si128(qs, m4);
+                                let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
+                                mul_u8_sub(out.add(16 * k), d1, lo, m1);
+                                mul_u8_sub(out.add(32 + 16 * k), d2, hi, m2);
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q5_k(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                let sixteen = _mm_set1_epi8(16);
+                for (b, y) in x.chunks_exact(176).zip(y.chunks_exact_mut(256)) {
+                    let scales = &b[4..16];
+                    // SAFETY: the kernel's features are the helpers'; qh is the 32 bytes at
+                    // 16, the quants of group g the 32 at 48 + 32g, inside the 176-byte block;
+                    // its 64 floats (at 64g) are in y's 256.
+                    unsafe {
+                        let d = half(b, 0);
+                        let min = half(b, 2);
+                        for g in 0..4 {
+                            let (sc1, m1) = scale_min_k4(2 * g, scales);
+                            let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
+                            let d1 = splat(d * f32::from(sc1));
+                            let m1 = splat(min * f32::from(m1));
+                            let d2 = splat(d * f32::from(sc2));
+                            let m2 = splat(min * f32::from(m2));
+                            let u1 = _mm_set1_epi8((1u8 << (2 * g)) as i8);
+                            let u2 = _mm_set1_epi8((2u8 << (2 * g)) as i8);
+                            let q = b.as_ptr().add(48 + 32 * g);
+                            let out = y.as_mut_ptr().add(64 * g);
+                            for k in 0..2 {
+                                let qh = _mm_loadu_si128(b.as_ptr().add(16 + 16 * k).cast());
+                                let qs = _mm_loadu_si128(q.add(16 * k).cast());
+                                let h1 = _mm_and_si128(
+                                    _mm_cmpeq_epi8(_mm_and_si128(qh, u1), u1),
+                                    sixteen,
+                                );
+                                let h2 = _mm_and_si128(
+                                    _mm_cmpeq_epi8(_mm_and_si128(qh, u2), u2),
+                                    sixteen,
+                                );
+                                let lo = _mm_add_epi8(_mm_and_si128(qs, m4), h1);
+                                let hi = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h2);
+                                mul_u8_sub(out.add(16 * k), d1, lo, m1);
+                                mul_u8_sub(out.add(32 + 16 * k), d2, hi, m2);
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q6_k(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                let m3 = _mm_set1_epi8(0x30);
+                let k32 = _mm_set1_epi8(32);
+                for (b, y) in x.chunks_exact(210).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; for half n, ql is the 64
+                    // bytes at 64n (in 0..128), qh the 32 at 128 + 32n (in 128..192), its 128
+                    // floats at 128n in y's 256.
+                    unsafe {
+                        let d = half(b, 208);
+                        for n in 0..2 {
+                            // The scale of each group of 16: d times the signed byte, as ggml.
+                            let sc = |k: usize| splat(d * f32::from(b[192 + 8 * n + k] as i8));
+                            let ql = b.as_ptr().add(64 * n);
+                            let qh = b.as_ptr().add(128 + 32 * n);
+                            let out = y.as_mut_ptr().add(128 * n);
+                            for l in 0..2 {
+                                let a = _mm_loadu_si128(ql.add(16 * l).cast());
+                                let c = _mm_loadu_si128(ql.add(32 + 16 * l).cast());
+                                let h = _mm_loadu_si128(qh.add(16 * l).cast());
+                                let h0 = _mm_and_si128(_mm_slli_epi16(h, 4), m3);
+                                let h2 = _mm_and_si128(_mm_slli_epi16(h, 2), m3);
+                                let h4 = _mm_and_si128(h, m3);
+                                let h6 = _mm_and_si128(_mm_srli_epi16(h, 2), m3);
+                                let a4 = _mm_and_si128(_mm_srli_epi16(a, 4), m4);
+                                let c4 = _mm_and_si128(_mm_srli_epi16(c, 4), m4);
+                                let q1 = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(a, m4), h0), k32);
+                                let q2 = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(c, m4), h2), k32);
+                                let q3 = _mm_sub_epi8(_mm_or_si128(a4, h4), k32);
+                                let q4 = _mm_sub_epi8(_mm_or_si128(c4, h6), k32);
+                                mul_i8(out.add(16 * l), sc(l), q1);
+                                mul_i8(out.add(32 + 16 * l), sc(2 + l), q2);
+                                mul_i8(out.add(64 + 16 * l), sc(4 + l), q3);
+                                mul_i8(out.add(96 + 16 * l), sc(6 + l), q4);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+block_kernels!(avx2, h256, "avx2,f16c");
+#[cfg(gguf_avx512)]
+block_kernels!(avx512, h512, "avx2,f16c,avx512f,avx512bw,avx512vl");
+
+/// Wrappers named as the types they convert.
+macro_rules! table {
+    ($module:path) => {
+        |dtype: DataType| -> Option<Kernel> {
+            use $module as m;
+            use DataType::*;
+            Some(match dtype {
+                F16 => m::f16,
+                BF16 => m::bf16,
+                Q8_0 => m::q8_0,
+                Q4_0 => m::q4_0,
+                Q4_1 => m::q4_1,
+                Q5_0 => m::q5_0,
+                Q5_1 => m::q5_1,
+                Q4_K => m::q4_k,
+                Q5_K => m::q5_k,
+                Q6_K => m::q6_k,
+                _ => return None,
+            })
+        }
+    };
+}
+
+mod safe {
+    /// Wrappers of the AVX2 kernels.
+    pub mod avx2 {
+        macro_rules! wrap {
+            ($($f:ident),*) => {$(
+                pub fn $f(x: &[u8], y: &mut [f32]) {
+                    // SAFETY: only `kernel` hands this function out, after `has(Isa::Avx2)`.
+                    unsafe { super::super::avx2::$f(x, y) }
+                }
+            )*};
+        }
+        wrap!(f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k);
+    }
+    /// Wrappers of the AVX-512 kernels.
+    #[cfg(gguf_avx512)]
+    pub mod avx512 {
+        macro_rules! wrap {
+            ($($f:ident),*) => {$(
+                pub fn $f(x: &[u8], y: &mut [f32]) {
+                    // SAFETY: only `kernel` hands this function out, after `has(Isa::Avx512)`.
+                    unsafe { super::super::avx512::$f(x, y) }
+                }
+            )*};
+        }
+        wrap!(f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k);
+    }
+}
+
+/// The kernel of `isa` for `dtype`, if this CPU has `isa` and there is one.
+pub(super) fn kernel(isa: Isa, dtype: DataType) -> Option<Kernel> {
+    if !has(isa) {
+        return None;
+    }
+    match isa {
+        Isa::Avx2 => table!(safe::avx2)(dtype),
+        #[cfg(gguf_avx512)]
+        Isa::Avx512 => table!(safe::avx512)(dtype),
+        _ => None,
+    }
+}

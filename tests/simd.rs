@@ -1,0 +1,133 @@
+//! Every vector kernel (src/quant/simd) against ggml's own `to_float` and against the portable
+//! scalar kernel, bit for bit, on random blocks and on blocks whose scales are special (zero,
+//! subnormal, largest finite, infinity, quiet and signalling NaN, both signs), for each
+//! instruction set this CPU has; and the switch that forces the scalar fallback.
+
+mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
+
+use gguf::quant::simd::{self, Isa};
+use gguf::DataType;
+
+/// A small xorshift generator, so the blocks are the same on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// The byte offsets of each type's f16 scale fields in its block (ggml's block structs).
+fn scale_fields(dtype: DataType) -> &'static [usize] {
+    use DataType::*;
+    match dtype {
+        Q4_0 | Q5_0 | Q8_0 => &[0],
+        Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+        Q6_K => &[208],
+        _ => &[],
+    }
+}
+
+/// f16 bit patterns worth a test: zeros, subnormals, largest finite, infinities, NaNs.
+const SPECIAL_F16: [u16; 10] = [
+    0x0000, 0x8000, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01,
+];
+
+/// Test inputs for `dtype`: random blocks (any bit pattern, NaN scales included), then blocks
+/// with each special value in each scale field (the float types: every element special).
+fn inputs(dtype: DataType) -> Vec<Vec<u8>> {
+    let bytes = dtype.block_bytes() as usize;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(dtype.id()));
+    let blocks = 4096 / dtype.block_elems() as usize + 3; // odd tails for the element types
+    let mut out = vec![rng.bytes(blocks * bytes)];
+    match dtype {
+        DataType::F16 | DataType::BF16 => {
+            let mut v = Vec::new();
+            for h in SPECIAL_F16
+                .iter()
+                .chain(&[0x7f80, 0xff80, 0x7fc0, 0x7f81, 0x0080])
+            {
+                v.extend_from_slice(&h.to_le_bytes());
+            }
+            out.push(v);
+        }
+        _ => {
+            for &at in scale_fields(dtype) {
+                let mut v = rng.bytes(SPECIAL_F16.len() * bytes);
+                for (i, h) in SPECIAL_F16.iter().enumerate() {
+                    v[i * bytes + at..i * bytes + at + 2].copy_from_slice(&h.to_le_bytes());
+                }
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The instruction sets with vector kernels on this CPU.
+fn vector_isas() -> Vec<Isa> {
+    Isa::ALL
+        .into_iter()
+        .filter(|i| *i != Isa::Scalar && simd::available(*i))
+        .collect()
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn every_vector_kernel_matches_ggml_bit_for_bit() {
+    let g = ggml_dl::ggml(&common::ggml_dir());
+    let mut checked = 0;
+    for isa in vector_isas() {
+        for dtype in DataType::ALL {
+            let Some(kernel) = simd::kernel(isa, dtype) else {
+                continue;
+            };
+            for input in inputs(dtype) {
+                let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
+                let want = g.to_float(dtype.id(), &input, n).expect("ggml converts it");
+                let mut got = vec![0f32; n];
+                kernel(&input, &mut got);
+                let (w, o) = (bits(&want), bits(&got));
+                if let Some(i) = (0..n).find(|&i| w[i] != o[i]) {
+                    panic!(
+                        "{} {}: element {i} is {:#010x}, ggml gives {:#010x}",
+                        isa.name(),
+                        dtype.name(),
+                        o[i],
+                        w[i]
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    // On x86-64 and aarch64 there is always a vector set (AVX2 is assumed of the test machine).
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
+#[test]
+fn the_dispatch_can_be_forced_to_the_fallback() {
+    let best = simd::active();
+    assert!(simd::set_isa(Isa::Scalar));
+    assert_eq!(simd::active(), Isa::Scalar);
+    assert!(simd::best(DataType::Q4_0).is_none());
+    assert!(simd::set_isa(best));
+    assert_eq!(simd::active(), best);
+    // A set this CPU lacks is refused and changes nothing.
+    if let Some(missing) = Isa::ALL.into_iter().find(|i| !simd::available(*i)) {
+        assert!(!simd::set_isa(missing));
+        assert_eq!(simd::active(), best);
+    }
+}
