@@ -563,11 +563,6 @@ typedef struct GGUFFileImpl GGUFFileImpl;
 typedef struct GGUFWriterImpl GGUFWriterImpl;
 
 /**
- * An instruction set the kernels are written for.
- */
-typedef struct Isa Isa;
-
-/**
  * A handle to an open GGUF file. NULL is never a valid open handle.
  */
 typedef struct GGUFFileImpl *GGUFFile;
@@ -861,8 +856,6 @@ typedef struct GGUFShardInfo {
  * A handle to a GGUF file being built. Not for use from several threads at once.
  */
 typedef struct GGUFWriterImpl *GGUFWriter;
-
-
 
 #ifdef __cplusplus
 extern "C" {
@@ -1293,6 +1286,40 @@ const char *gguf_value_type_name(uint32_t type);
  * `d` and `s` fields.
  */
 bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
+
+/**
+ * Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a
+ * little-endian GGUF file at `src`, to floats at `dst`, bit for bit as ggml's own dequantizers
+ * give them (F64, the integer types and Q8_1, which ggml does not convert, by their plain
+ * definition: each value rounded to the nearest float, Q8_1 its scale times each quant).
+ * `n_elements` must be a whole number of the type's blocks (`gguf_dtype_block_size`); `src`
+ * holds `n_elements / block size * block bytes` bytes, `dst` room for `n_elements` floats, and
+ * the two must not overlap. Thread-safe; allocates nothing and reads nothing else. Returns true,
+ * or false (nothing written or only part of `dst`; `gguf_last_error` says why) when the type is
+ * unknown (GGUF_ERROR_CODE_INVALID_ARGUMENT) or was removed from the format
+ * (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks or too
+ * large for memory (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
+ * `n_elements` is not 0.
+ */
+bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
+
+/**
+ * Converts rows `[first_row, first_row + n_rows)` of a tensor to floats at `dst` (room for
+ * `n_rows * info->dims[0]` floats), as `gguf_dequantize` does, reading the data in the file's
+ * byte order: from a big-endian file, the types whose big-endian layout is defined (F32, F16,
+ * BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4) are converted and the others refused
+ * (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
+ * dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
+ * is allocated. Thread-safe (many threads may convert different rows of one handle at once).
+ * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
+ * returned by this `file` or the rows run past the tensor's end
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+ */
+bool gguf_tensor_to_float(GGUFFile file,
+                          const struct GGUFTensorInfo *info,
+                          uint64_t first_row,
+                          uint64_t n_rows,
+                          float *dst);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0": a static string. Compare it with

@@ -349,7 +349,7 @@ pub enum ErrorKind {
     },
     /// A tensor's value, or a quantized block's scale, is a NaN or an infinity (the error's offset
     /// is the bad bytes' position in the file).
-    #[error("tensor {tensor}: {what} {index}{field} is {found} ({} data, byte {byte} of the tensor's data)", .data_type.name())]
+    #[error("tensor {tensor}: {what} {index}{} is {found} ({} data, byte {byte} of the tensor's data)", field_of(.field), .data_type.name())]
     BadValue {
         /// The name, quoted.
         tensor: String,
@@ -359,7 +359,7 @@ pub enum ErrorKind {
         what: &'static str,
         /// The element or block index.
         index: u64,
-        /// The block's field, as `'s scale d` (empty for an element).
+        /// The block's field (`d`, `dmin`, ...; empty for an element).
         field: &'static str,
         /// `NaN` or `infinity`.
         found: &'static str,
@@ -587,6 +587,15 @@ impl ErrorKind {
             K::BadValue { .. } => ErrorCode::BadValue,
             K::ShardMismatch { .. } => ErrorCode::ShardMismatch,
         }
+    }
+}
+
+/// `'s d` for a block's field `d`, nothing for an element (BadValue's message).
+fn field_of(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("'s {field}")
     }
 }
 

@@ -15,6 +15,9 @@ pub mod model;
 pub mod plan;
 #[allow(unsafe_code)]
 mod platform;
+/// Tensor values as `f32`, every data type (the C API's `gguf_dequantize`).
+///
+/// cbindgen:ignore
 pub mod quant;
 pub mod read_at;
 mod reader;

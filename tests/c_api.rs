@@ -599,6 +599,11 @@ fn valgrind_digest() {
 }
 
 #[test]
+fn valgrind_values() {
+    run_valgrind("test_values");
+}
+
+#[test]
 fn c_test_open() {
     run_c_test("test_open");
 }
@@ -651,6 +656,11 @@ fn c_test_writer() {
 #[test]
 fn c_test_digest() {
     run_c_test("test_digest");
+}
+
+#[test]
+fn c_test_values() {
+    run_c_test("test_values");
 }
 
 /// Every program in c_tests/ has a test above, so none is silently skipped.

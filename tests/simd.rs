@@ -8,6 +8,7 @@ mod common;
 mod ggml_dl;
 
 use gguf::quant::simd::{self, Isa};
+use gguf::quant::{dequantize, scalar_kernel};
 use gguf::DataType;
 
 /// A small xorshift generator, so the blocks are the same on every run.
@@ -66,6 +67,20 @@ fn inputs(dtype: DataType) -> Vec<Vec<u8>> {
                 }
                 out.push(v);
             }
+            // Every pair of special values in the two scales (d and m or dmin): which NaN
+            // comes out when both are NaN depends on the order of the operations.
+            if let [a, b] = scale_fields(dtype) {
+                let n = SPECIAL_F16.len();
+                let mut v = rng.bytes(n * n * bytes);
+                for (i, ha) in SPECIAL_F16.iter().enumerate() {
+                    for (j, hb) in SPECIAL_F16.iter().enumerate() {
+                        let blk = (i * n + j) * bytes;
+                        v[blk + a..blk + a + 2].copy_from_slice(&ha.to_le_bytes());
+                        v[blk + b..blk + b + 2].copy_from_slice(&hb.to_le_bytes());
+                    }
+                }
+                out.push(v);
+            }
         }
     }
     out
@@ -114,6 +129,67 @@ fn every_vector_kernel_matches_ggml_bit_for_bit() {
     // On x86-64 and aarch64 there is always a vector set (AVX2 is assumed of the test machine).
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
+#[test]
+fn every_vector_kernel_matches_the_scalar_kernel_bit_for_bit() {
+    let mut checked = 0;
+    for isa in vector_isas() {
+        for dtype in DataType::ALL {
+            let Some(kernel) = simd::kernel(isa, dtype) else {
+                continue;
+            };
+            for input in inputs(dtype) {
+                let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
+                let mut want = vec![0f32; n];
+                scalar_kernel(dtype)(&input, &mut want);
+                let mut got = vec![0f32; n];
+                kernel(&input, &mut got);
+                let (w, o) = (bits(&want), bits(&got));
+                if let Some(i) = (0..n).find(|&i| w[i] != o[i]) {
+                    panic!(
+                        "{} {}: element {i} is {:#010x}, the scalar kernel gives {:#010x}",
+                        isa.name(),
+                        dtype.name(),
+                        o[i],
+                        w[i]
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
+/// `GGUF_SIMD=scalar` in the environment: the dispatch uses the portable kernels, and gives the
+/// same floats (run in a child process, which reads the variable when it starts converting).
+#[test]
+fn gguf_simd_scalar_forces_the_fallback() {
+    if std::env::var_os("GGUF_SIMD_TEST_CHILD").is_some() {
+        let expect = std::env::var("GGUF_SIMD").unwrap();
+        assert_eq!(simd::active().name(), expect);
+        let input = inputs(DataType::Q4_K).remove(0);
+        let n = input.len() / 144 * 256;
+        let mut out = vec![0f32; n];
+        dequantize(DataType::Q4_K, &input, &mut out).unwrap();
+        let mut want = vec![0f32; n];
+        scalar_kernel(DataType::Q4_K)(&input, &mut want);
+        assert_eq!(bits(&out), bits(&want));
+        return;
+    }
+    for isa in vector_isas().into_iter().chain([Isa::Scalar]) {
+        let out = common::run(
+            common::this_test_binary()
+                .args(["--exact", "gguf_simd_scalar_forces_the_fallback"])
+                .env("GGUF_SIMD_TEST_CHILD", "1")
+                .env("GGUF_SIMD", isa.name()),
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("1 passed"), "{text}");
     }
 }
 

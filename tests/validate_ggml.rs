@@ -141,7 +141,7 @@ fn the_c_api_names_the_tensor_and_the_first_bad_block_and_its_offsets() {
         assert_eq!(ffi::gguf_last_error_code(), ErrorCode::BadValue as u32);
         let msg = common::last_error();
         assert!(
-            msg.contains("'blk.0.ffn'") && msg.contains("block 3's scale d is infinity"),
+            msg.contains("'blk.0.ffn'") && msg.contains("block 3's d is infinity"),
             "{msg}"
         );
         assert!(msg.contains("byte 838 of the tensor's data"), "{msg}");

@@ -28,6 +28,7 @@ pub mod shards;
 pub mod tensors;
 pub mod types;
 pub mod validate;
+pub mod values;
 pub mod version;
 pub mod writer;
 
@@ -44,5 +45,6 @@ pub use shards::*;
 pub use tensors::*;
 pub use types::*;
 pub use validate::*;
+pub use values::*;
 pub use version::*;
 pub use writer::*;

@@ -12,29 +12,18 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::ByteOrder;
+use crate::quant::blocks::{self, Field, FieldKind};
 use crate::types::DataType;
-
-/// A float field of a quantized block that must be finite.
-#[derive(Clone, Copy, Debug)]
-enum Field {
-    /// An IEEE half at this byte offset, named.
-    F16(usize, &'static str),
-    /// An IEEE single at this byte offset.
-    F32(usize, &'static str),
-    /// An E8M0 exponent byte (0xFF is NaN) at this offset.
-    E8M0(usize, &'static str),
-    /// IQ1_M's half-precision scale, spread over the top nibbles of the four little-endian
-    /// `u16` words at this offset.
-    Iq1mScale(usize),
-}
 
 /// What is checked for a data type.
 enum Check {
-    /// Every element: a float of this many bytes.
+    /// Every element: a float of this kind.
     Floats(Float),
-    /// These fields of every block.
-    Blocks(&'static [Field]),
-    /// Nothing (integers; types whose scales ggml does not check).
+    /// The float fields of every block (from `blocks::fields`).
+    Blocks,
+    /// IQ1_M: the f16 scale spread over the top nibbles of the four `scales` words.
+    Iq1m,
+    /// Nothing (integers; NVFP4, whose E4M3 scales ggml does not check).
     Nothing,
 }
 
@@ -47,13 +36,8 @@ enum Float {
     F64,
 }
 
-const D: &[Field] = &[Field::F16(0, "'s scale d")];
-const D_M: &[Field] = &[Field::F16(0, "'s scale d"), Field::F16(2, "'s minimum m")];
-const D_S: &[Field] = &[Field::F16(0, "'s scale d"), Field::F16(2, "'s sum s")];
-const D_DMIN: &[Field] = &[Field::F16(0, "'s scale d"), Field::F16(2, "'s scale dmin")];
-
-/// The checks for `dtype`: the block layouts of `crate::quant::blocks` (offsets of each type's
-/// float fields), as ggml validates them.
+/// The checks for `dtype`. The quantized types' scale fields are read from the block layouts
+/// (`crate::quant::blocks`): every F16, F32 and E8M0 field; the exceptions are spelled here.
 fn check_for(dtype: DataType) -> Check {
     use DataType::*;
     match dtype {
@@ -61,23 +45,9 @@ fn check_for(dtype: DataType) -> Check {
         F16 => Check::Floats(Float::F16),
         BF16 => Check::Floats(Float::Bf16),
         F64 => Check::Floats(Float::F64),
-        Q4_0 | Q5_0 | Q8_0 | IQ2_XXS | IQ2_XS | IQ3_XXS | IQ1_S | IQ4_NL | IQ3_S | IQ2_S
-        | IQ4_XS | Q1_0 | Q2_0 => Check::Blocks(D),
-        Q4_1 | Q5_1 => Check::Blocks(D_M),
-        Q8_1 => Check::Blocks(D_S),
-        Q4_K | Q5_K => Check::Blocks(D_DMIN),
-        Q2_K => Check::Blocks(&[
-            Field::F16(80, "'s scale d"),
-            Field::F16(82, "'s scale dmin"),
-        ]),
-        Q3_K => Check::Blocks(&[Field::F16(108, "'s scale d")]),
-        Q6_K => Check::Blocks(&[Field::F16(208, "'s scale d")]),
-        Q8_K => Check::Blocks(&[Field::F32(0, "'s scale d")]),
-        TQ1_0 => Check::Blocks(&[Field::F16(52, "'s scale d")]),
-        TQ2_0 => Check::Blocks(&[Field::F16(64, "'s scale d")]),
-        IQ1_M => Check::Blocks(&[Field::Iq1mScale(48)]),
-        MXFP4 => Check::Blocks(&[Field::E8M0(0, "'s exponent e")]),
-        NVFP4 | I8 | I16 | I32 | I64 => Check::Nothing,
+        I8 | I16 | I32 | I64 | NVFP4 => Check::Nothing,
+        IQ1_M => Check::Iq1m,
+        _ => Check::Blocks,
     }
 }
 
@@ -105,7 +75,7 @@ pub struct BadValue {
     pub what: &'static str,
     /// Element or block index.
     pub index: u64,
-    /// The block's field (`'s scale d`), empty for an element.
+    /// The block's field (`d`, `dmin`, ...), empty for an element.
     pub field: &'static str,
     /// Offset of the bad bytes from the start of the data.
     pub byte: u64,
@@ -223,51 +193,63 @@ pub fn find_bad_value(dtype: DataType, data: &[u8], order: ByteOrder) -> Option<
         Check::Floats(Float::F64) => {
             scan::<8>(data, order, f64_bad, |w| w & 0x000f_ffff_ffff_ffff != 0)
         }
-        Check::Blocks(fields) => scan_blocks(dtype, fields, data, order),
+        Check::Blocks => scan_blocks(dtype, data, order),
+        Check::Iq1m => scan_iq1m(data, order),
     }
 }
 
-/// The first block of `data` with a bad field.
-fn scan_blocks(
-    dtype: DataType,
-    fields: &[Field],
-    data: &[u8],
-    order: ByteOrder,
-) -> Option<BadValue> {
+/// The first block of `data` with a bad float field.
+fn scan_blocks(dtype: DataType, data: &[u8], order: ByteOrder) -> Option<BadValue> {
     let size = usize::try_from(dtype.block_bytes()).ok()?;
+    let fields: Vec<&Field> = blocks::fields(dtype)
+        .iter()
+        .filter(|f| matches!(f.kind, FieldKind::F16 | FieldKind::F32 | FieldKind::E8M0))
+        .collect();
     for (b, block) in data.chunks_exact(size).enumerate() {
-        for &field in fields {
-            let found = match field {
-                Field::F16(at, name) => {
+        for field in &fields {
+            let at = field.offset;
+            let nan = match field.kind {
+                FieldKind::F16 => {
                     let h = word!(u16, &block[at..at + 2], order);
-                    f16_bad(h).then_some((at, name, h & 0x3ff != 0))
+                    f16_bad(h).then_some(h & 0x3ff != 0)
                 }
-                Field::F32(at, name) => {
+                FieldKind::F32 => {
                     let w = word!(u32, &block[at..at + 4], order);
-                    f32_bad(w).then_some((at, name, w & 0x7f_ffff != 0))
+                    f32_bad(w).then_some(w & 0x7f_ffff != 0)
                 }
-                Field::E8M0(at, name) => (block[at] == 0xff).then_some((at, name, true)),
-                Field::Iq1mScale(at) => {
-                    let sc = |i: usize| word!(u16, &block[at + 2 * i..at + 2 * i + 2], order);
-                    let h = (sc(0) >> 12)
-                        | ((sc(1) >> 8) & 0x00f0)
-                        | ((sc(2) >> 4) & 0x0f00)
-                        | (sc(3) & 0xf000);
-                    f16_bad(h).then_some((at, "'s scale (top nibbles of scales)", h & 0x3ff != 0))
-                }
+                _ => (block[at] == 0xff).then_some(true),
             };
-            if let Some((at, name, nan)) = found {
-                return Some(BadValue {
-                    what: "block",
-                    index: b as u64,
-                    field: name,
-                    byte: (b * size + at) as u64,
-                    nan,
-                });
+            if let Some(nan) = nan {
+                return Some(bad_block(b, size, field.name, at, nan));
             }
         }
     }
     None
+}
+
+/// The first IQ1_M block whose scale (the top nibbles of its four `scales` words) is bad.
+fn scan_iq1m(data: &[u8], order: ByteOrder) -> Option<BadValue> {
+    let size = usize::try_from(DataType::IQ1_M.block_bytes()).ok()?;
+    let at = blocks::iq1_m::SCALES;
+    for (b, block) in data.chunks_exact(size).enumerate() {
+        let sc = |i: usize| word!(u16, &block[at + 2 * i..at + 2 * i + 2], order);
+        let h =
+            (sc(0) >> 12) | ((sc(1) >> 8) & 0x00f0) | ((sc(2) >> 4) & 0x0f00) | (sc(3) & 0xf000);
+        if f16_bad(h) {
+            return Some(bad_block(b, size, "scales", at, h & 0x3ff != 0));
+        }
+    }
+    None
+}
+
+fn bad_block(b: usize, size: usize, field: &'static str, at: usize, nan: bool) -> BadValue {
+    BadValue {
+        what: "block",
+        index: b as u64,
+        field,
+        byte: (b * size + at) as u64,
+        nan,
+    }
 }
 
 /// Checks `data` (the tensor `name`'s bytes, at `data_offset` in its file): the error names the

@@ -3,6 +3,7 @@
 //! scalar code's multiplies and adds in its order (never `vfma`: ggml multiplies, then adds).
 
 use super::Kernel;
+use crate::quant::blocks::{q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
 use crate::types::DataType;
 use core::arch::aarch64::*;
 
@@ -181,12 +182,12 @@ fn splat(x: f32) -> float32x4_t {
 
 fn q8_0(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(34).zip(y.chunks_exact_mut(32)) {
-        let d = splat(half(b, 0));
+        let d = splat(half(b, q8_0::D));
         // SAFETY: NEON register operations (baseline).
         let (lo, hi) = unsafe {
             (
-                vreinterpretq_s8_u8(load16(b, 2)),
-                vreinterpretq_s8_u8(load16(b, 18)),
+                vreinterpretq_s8_u8(load16(b, q8_0::QS)),
+                vreinterpretq_s8_u8(load16(b, q8_0::QS + 16)),
             )
         };
         store16(&mut y[..16], mul(i8_to_f32(lo), d));
@@ -196,8 +197,8 @@ fn q8_0(x: &[u8], y: &mut [f32]) {
 
 fn q4_0(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(18).zip(y.chunks_exact_mut(32)) {
-        let d = splat(half(b, 0));
-        let qs = load16(b, 2);
+        let d = splat(half(b, q4_0::D));
+        let qs = load16(b, q4_0::QS);
         // SAFETY: NEON register operations (baseline).
         let (lo, hi) = unsafe {
             let m4 = vdupq_n_u8(0x0f);
@@ -214,9 +215,9 @@ fn q4_0(x: &[u8], y: &mut [f32]) {
 
 fn q4_1(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(20).zip(y.chunks_exact_mut(32)) {
-        let d = splat(half(b, 0));
-        let m = splat(half(b, 2));
-        let qs = load16(b, 4);
+        let d = splat(half(b, q4_1::D));
+        let m = splat(half(b, q4_1::M));
+        let qs = load16(b, q4_1::QS);
         // SAFETY: NEON register operations (baseline).
         let (lo, hi) = unsafe { (vandq_u8(qs, vdupq_n_u8(0x0f)), vshrq_n_u8::<4>(qs)) };
         store16(&mut y[..16], mul_add(u8_to_f32(lo), d, m));
@@ -226,12 +227,18 @@ fn q4_1(x: &[u8], y: &mut [f32]) {
 
 fn q5_0(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(22).zip(y.chunks_exact_mut(32)) {
-        let d = splat(half(b, 0));
-        let qs = load16(b, 6);
+        let d = splat(half(b, q5_0::D));
+        let qs = load16(b, q5_0::QS);
         // SAFETY: NEON register operations (baseline).
         let (lo, hi) = unsafe {
-            let lo = vorrq_u8(vandq_u8(qs, vdupq_n_u8(0x0f)), q5_bits(b[2], b[3]));
-            let hi = vorrq_u8(vshrq_n_u8::<4>(qs), q5_bits(b[4], b[5]));
+            let lo = vorrq_u8(
+                vandq_u8(qs, vdupq_n_u8(0x0f)),
+                q5_bits(b[q5_0::QH], b[q5_0::QH + 1]),
+            );
+            let hi = vorrq_u8(
+                vshrq_n_u8::<4>(qs),
+                q5_bits(b[q5_0::QH + 2], b[q5_0::QH + 3]),
+            );
             let sixteen = vdupq_n_s8(16);
             (
                 vsubq_s8(vreinterpretq_s8_u8(lo), sixteen),
@@ -245,14 +252,20 @@ fn q5_0(x: &[u8], y: &mut [f32]) {
 
 fn q5_1(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(24).zip(y.chunks_exact_mut(32)) {
-        let d = splat(half(b, 0));
-        let m = splat(half(b, 2));
-        let qs = load16(b, 8);
+        let d = splat(half(b, q5_1::D));
+        let m = splat(half(b, q5_1::M));
+        let qs = load16(b, q5_1::QS);
         // SAFETY: NEON register operations (baseline).
         let (lo, hi) = unsafe {
             (
-                vorrq_u8(vandq_u8(qs, vdupq_n_u8(0x0f)), q5_bits(b[4], b[5])),
-                vorrq_u8(vshrq_n_u8::<4>(qs), q5_bits(b[6], b[7])),
+                vorrq_u8(
+                    vandq_u8(qs, vdupq_n_u8(0x0f)),
+                    q5_bits(b[q5_1::QH], b[q5_1::QH + 1]),
+                ),
+                vorrq_u8(
+                    vshrq_n_u8::<4>(qs),
+                    q5_bits(b[q5_1::QH + 2], b[q5_1::QH + 3]),
+                ),
             )
         };
         store16(&mut y[..16], mul_add(u8_to_f32(lo), d, m));
@@ -262,16 +275,16 @@ fn q5_1(x: &[u8], y: &mut [f32]) {
 
 fn q4_k(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(144).zip(y.chunks_exact_mut(256)) {
-        let d = half(b, 0);
-        let min = half(b, 2);
-        let scales = &b[4..16];
+        let d = half(b, q4_k::D);
+        let min = half(b, q4_k::DMIN);
+        let scales = &b[q4_k::SCALES..q4_k::SCALES + 12];
         for g in 0..4 {
             let (sc1, m1) = scale_min_k4(2 * g, scales);
             let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
             let (d1, m1) = (splat(d * f32::from(sc1)), splat(min * f32::from(m1)));
             let (d2, m2) = (splat(d * f32::from(sc2)), splat(min * f32::from(m2)));
             for k in 0..2 {
-                let qs = load16(b, 16 + 32 * g + 16 * k);
+                let qs = load16(b, q4_k::QS + 32 * g + 16 * k);
                 // SAFETY: NEON register operations (baseline).
                 let (lo, hi) = unsafe { (vandq_u8(qs, vdupq_n_u8(0x0f)), vshrq_n_u8::<4>(qs)) };
                 let out = &mut y[64 * g..64 * g + 64];
@@ -284,17 +297,17 @@ fn q4_k(x: &[u8], y: &mut [f32]) {
 
 fn q5_k(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(176).zip(y.chunks_exact_mut(256)) {
-        let d = half(b, 0);
-        let min = half(b, 2);
-        let scales = &b[4..16];
+        let d = half(b, q5_k::D);
+        let min = half(b, q5_k::DMIN);
+        let scales = &b[q5_k::SCALES..q5_k::SCALES + 12];
         for g in 0..4 {
             let (sc1, m1) = scale_min_k4(2 * g, scales);
             let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
             let (d1, m1) = (splat(d * f32::from(sc1)), splat(min * f32::from(m1)));
             let (d2, m2) = (splat(d * f32::from(sc2)), splat(min * f32::from(m2)));
             for k in 0..2 {
-                let qs = load16(b, 48 + 32 * g + 16 * k);
-                let qh = load16(b, 16 + 16 * k);
+                let qs = load16(b, q5_k::QS + 32 * g + 16 * k);
+                let qh = load16(b, q5_k::QH + 16 * k);
                 // SAFETY: NEON register operations (baseline).
                 let (lo, hi) = unsafe {
                     let sixteen = vdupq_n_u8(16);
@@ -315,14 +328,14 @@ fn q5_k(x: &[u8], y: &mut [f32]) {
 
 fn q6_k(x: &[u8], y: &mut [f32]) {
     for (b, y) in x.chunks_exact(210).zip(y.chunks_exact_mut(256)) {
-        let d = half(b, 208);
+        let d = half(b, q6_k::D);
         for n in 0..2 {
-            let sc = |k: usize| splat(d * f32::from(b[192 + 8 * n + k] as i8));
+            let sc = |k: usize| splat(d * f32::from(b[q6_k::SCALES + 8 * n + k] as i8));
             let out = &mut y[128 * n..128 * n + 128];
             for l in 0..2 {
-                let a = load16(b, 64 * n + 16 * l);
-                let c = load16(b, 64 * n + 32 + 16 * l);
-                let h = load16(b, 128 + 32 * n + 16 * l);
+                let a = load16(b, q6_k::QL + 64 * n + 16 * l);
+                let c = load16(b, q6_k::QL + 64 * n + 32 + 16 * l);
+                let h = load16(b, q6_k::QH + 32 * n + 16 * l);
                 // SAFETY: NEON register operations (baseline).
                 let q = unsafe {
                     let m4 = vdupq_n_u8(0x0f);

@@ -221,6 +221,7 @@ macro_rules! block_kernels {
         mod $name {
             use super::$h::*;
             use super::{half, le16, q5_high_bits, scale_min_k4};
+            use crate::quant::blocks::{q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
             use core::arch::x86_64::*;
 
             #[target_feature(enable = $feat)]
@@ -259,9 +260,10 @@ macro_rules! block_kernels {
                     // SAFETY: a block is 34 bytes (2 + 32 quants) and y is 32 floats; the
                     // kernel's features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, 0));
-                        i8_mul(y.as_mut_ptr(), _mm_loadu_si128(p.add(2).cast()), d);
-                        i8_mul(y.as_mut_ptr().add(16), _mm_loadu_si128(p.add(18).cast()), d);
+                        let d = splat(half(b, q8_0::D));
+                        i8_mul(y.as_mut_ptr(), _mm_loadu_si128(p.add(q8_0::QS).cast()), d);
+                        let hi = _mm_loadu_si128(p.add(q8_0::QS + 16).cast());
+                        i8_mul(y.as_mut_ptr().add(16), hi, d);
                     }
                 }
             }
@@ -274,8 +276,8 @@ macro_rules! block_kernels {
                     // SAFETY: a block is 18 bytes (2 + 16 quants) and y is 32 floats; the kernel's
                     // features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, 0));
-                        let qs = _mm_loadu_si128(b.as_ptr().add(2).cast());
+                        let d = splat(half(b, q4_0::D));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(q4_0::QS).cast());
                         let lo = _mm_sub_epi8(_mm_and_si128(qs, m4), eight);
                         let hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), eight);
                         i8_mul(y.as_mut_ptr(), lo, d);
@@ -291,9 +293,9 @@ macro_rules! block_kernels {
                     // SAFETY: a block is 20 bytes (4 + 16 quants) and y is 32 floats; the kernel's
                     // features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, 0));
-                        let m = splat(half(b, 2));
-                        let qs = _mm_loadu_si128(b.as_ptr().add(4).cast());
+                        let d = splat(half(b, q4_1::D));
+                        let m = splat(half(b, q4_1::M));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(q4_1::QS).cast());
                         let lo = _mm_and_si128(qs, m4);
                         let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
                         u8_mul_add(y.as_mut_ptr(), lo, d, m);
@@ -310,9 +312,9 @@ macro_rules! block_kernels {
                     // SAFETY: a block is 22 bytes (2 + 4 + 16 quants) and y is 32 floats; the kernel's
                     // features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, 0));
-                        let (h0, h1) = q5_high_bits(b, 2);
-                        let qs = _mm_loadu_si128(b.as_ptr().add(6).cast());
+                        let d = splat(half(b, q5_0::D));
+                        let (h0, h1) = q5_high_bits(b, q5_0::QH);
+                        let qs = _mm_loadu_si128(b.as_ptr().add(q5_0::QS).cast());
                         let lo = _mm_sub_epi8(_mm_or_si128(_mm_and_si128(qs, m4), h0), sixteen);
                         let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
                         let hi = _mm_sub_epi8(_mm_or_si128(hi, h1), sixteen);
@@ -329,10 +331,10 @@ macro_rules! block_kernels {
                     // SAFETY: a block is 24 bytes (4 + 4 + 16 quants) and y is 32 floats; the kernel's
                     // features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, 0));
-                        let m = splat(half(b, 2));
-                        let (h0, h1) = q5_high_bits(b, 4);
-                        let qs = _mm_loadu_si128(b.as_ptr().add(8).cast());
+                        let d = splat(half(b, q5_1::D));
+                        let m = splat(half(b, q5_1::M));
+                        let (h0, h1) = q5_high_bits(b, q5_1::QH);
+                        let qs = _mm_loadu_si128(b.as_ptr().add(q5_1::QS).cast());
                         let lo = _mm_or_si128(_mm_and_si128(qs, m4), h0);
                         let hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h1);
                         u8_mul_add(y.as_mut_ptr(), lo, d, m);
@@ -345,13 +347,13 @@ macro_rules! block_kernels {
             pub unsafe fn q4_k(x: &[u8], y: &mut [f32]) {
                 let m4 = _mm_set1_epi8(0x0f);
                 for (b, y) in x.chunks_exact(144).zip(y.chunks_exact_mut(256)) {
-                    let scales = &b[4..16];
+                    let scales = &b[q4_k::SCALES..q4_k::SCALES + 12];
                     // SAFETY: the kernel's features are the helpers'; the quants of group g
                     // (32 bytes at 16 + 32g) lie in the 144-byte block, its 64 floats (at 64g)
                     // in y's 256.
                     unsafe {
-                        let d = half(b, 0);
-                        let min = half(b, 2);
+                        let d = half(b, q4_k::D);
+                        let min = half(b, q4_k::DMIN);
                         for g in 0..4 {
                             let (sc1, m1) = scale_min_k4(2 * g, scales);
                             let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
@@ -359,7 +361,7 @@ macro_rules! block_kernels {
                             let m1 = splat(min * f32::from(m1));
                             let d2 = splat(d * f32::from(sc2));
                             let m2 = splat(min * f32::from(m2));
-                            let q = b.as_ptr().add(16 + 32 * g);
+                            let q = b.as_ptr().add(q4_k::QS + 32 * g);
                             let out = y.as_mut_ptr().add(64 * g);
                             for k in 0..2 {
                                 let qs = _mm_loadu_si128(q.add(16 * k).cast());
@@ -378,13 +380,13 @@ macro_rules! block_kernels {
                 let m4 = _mm_set1_epi8(0x0f);
                 let sixteen = _mm_set1_epi8(16);
                 for (b, y) in x.chunks_exact(176).zip(y.chunks_exact_mut(256)) {
-                    let scales = &b[4..16];
+                    let scales = &b[q5_k::SCALES..q5_k::SCALES + 12];
                     // SAFETY: the kernel's features are the helpers'; qh is the 32 bytes at
                     // 16, the quants of group g the 32 at 48 + 32g, inside the 176-byte block;
                     // its 64 floats (at 64g) are in y's 256.
                     unsafe {
-                        let d = half(b, 0);
-                        let min = half(b, 2);
+                        let d = half(b, q5_k::D);
+                        let min = half(b, q5_k::DMIN);
                         for g in 0..4 {
                             let (sc1, m1) = scale_min_k4(2 * g, scales);
                             let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
@@ -394,10 +396,10 @@ macro_rules! block_kernels {
                             let m2 = splat(min * f32::from(m2));
                             let u1 = _mm_set1_epi8((1u8 << (2 * g)) as i8);
                             let u2 = _mm_set1_epi8((2u8 << (2 * g)) as i8);
-                            let q = b.as_ptr().add(48 + 32 * g);
+                            let q = b.as_ptr().add(q5_k::QS + 32 * g);
                             let out = y.as_mut_ptr().add(64 * g);
                             for k in 0..2 {
-                                let qh = _mm_loadu_si128(b.as_ptr().add(16 + 16 * k).cast());
+                                let qh = _mm_loadu_si128(b.as_ptr().add(q5_k::QH + 16 * k).cast());
                                 let qs = _mm_loadu_si128(q.add(16 * k).cast());
                                 let h1 = _mm_and_si128(
                                     _mm_cmpeq_epi8(_mm_and_si128(qh, u1), u1),
@@ -427,12 +429,13 @@ macro_rules! block_kernels {
                     // bytes at 64n (in 0..128), qh the 32 at 128 + 32n (in 128..192), its 128
                     // floats at 128n in y's 256.
                     unsafe {
-                        let d = half(b, 208);
+                        let d = half(b, q6_k::D);
                         for n in 0..2 {
                             // The scale of each group of 16: d times the signed byte, as ggml.
-                            let sc = |k: usize| splat(d * f32::from(b[192 + 8 * n + k] as i8));
-                            let ql = b.as_ptr().add(64 * n);
-                            let qh = b.as_ptr().add(128 + 32 * n);
+                            let sc =
+                                |k: usize| splat(d * f32::from(b[q6_k::SCALES + 8 * n + k] as i8));
+                            let ql = b.as_ptr().add(q6_k::QL + 64 * n);
+                            let qh = b.as_ptr().add(q6_k::QH + 32 * n);
                             let out = y.as_mut_ptr().add(128 * n);
                             for l in 0..2 {
                                 let a = _mm_loadu_si128(ql.add(16 * l).cast());

@@ -1,0 +1,163 @@
+//! Tensor values as floats: any data type converted bit for bit as ggml converts it
+//! (`crate::quant`), from caller memory or from a tensor of any handle.
+
+use super::boundary::{guard, null};
+use super::handle::{GGUFFile, GGUFFileImpl};
+use super::tensors::{own_index, GGUFTensorInfo};
+use crate::error::{quote, ErrorCode, Result};
+use crate::quant;
+use std::borrow::Cow;
+use std::ffi::c_void;
+
+/// Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a
+/// little-endian GGUF file at `src`, to floats at `dst`, bit for bit as ggml's own dequantizers
+/// give them (F64, the integer types and Q8_1, which ggml does not convert, by their plain
+/// definition: each value rounded to the nearest float, Q8_1 its scale times each quant).
+/// `n_elements` must be a whole number of the type's blocks (`gguf_dtype_block_size`); `src`
+/// holds `n_elements / block size * block bytes` bytes, `dst` room for `n_elements` floats, and
+/// the two must not overlap. Thread-safe; allocates nothing and reads nothing else. Returns true,
+/// or false (nothing written or only part of `dst`; `gguf_last_error` says why) when the type is
+/// unknown (GGUF_ERROR_CODE_INVALID_ARGUMENT) or was removed from the format
+/// (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks or too
+/// large for memory (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
+/// `n_elements` is not 0.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_dequantize(
+    dtype: u32,
+    src: *const c_void,
+    n_elements: u64,
+    dst: *mut f32,
+) -> bool {
+    guard(false, || {
+        let dtype = quant::data_type(dtype)?;
+        let n_blocks = quant::whole_blocks(dtype, n_elements)?;
+        if n_elements == 0 {
+            return Ok(true);
+        }
+        if src.is_null() {
+            return Err(null("src"));
+        }
+        if dst.is_null() {
+            return Err(null("dst"));
+        }
+        let bytes = n_blocks
+            .checked_mul(dtype.block_bytes())
+            .and_then(|b| usize::try_from(b).ok());
+        let (Some(bytes), Ok(n)) = (bytes, usize::try_from(n_elements)) else {
+            return Err(crate::error::Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{n_elements} elements of {} do not fit in this process's memory",
+                    dtype.name()
+                ),
+            ));
+        };
+        // SAFETY: the caller guarantees `src` holds the type's bytes for `n_elements` elements
+        // (`bytes`, computed from the type's block size) and `dst` room for `n_elements` floats,
+        // not overlapping (the header's contract); both are non-NULL.
+        let (src, dst) = unsafe {
+            (
+                std::slice::from_raw_parts(src.cast::<u8>(), bytes),
+                std::slice::from_raw_parts_mut(dst, n),
+            )
+        };
+        quant::dequantize(dtype, src, dst)?;
+        Ok(true)
+    })
+}
+
+/// Converts rows `[first_row, first_row + n_rows)` of a tensor to floats at `dst` (room for
+/// `n_rows * info->dims[0]` floats), as `gguf_dequantize` does, reading the data in the file's
+/// byte order: from a big-endian file, the types whose big-endian layout is defined (F32, F16,
+/// BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4) are converted and the others refused
+/// (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
+/// dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
+/// is allocated. Thread-safe (many threads may convert different rows of one handle at once).
+/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
+/// returned by this `file` or the rows run past the tensor's end
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_tensor_to_float(
+    file: GGUFFile,
+    info: *const GGUFTensorInfo,
+    first_row: u64,
+    n_rows: u64,
+    dst: *mut f32,
+) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let i = own_index(f, info)?;
+        if dst.is_null() {
+            return Err(null("dst"));
+        }
+        let t = f
+            .model
+            .tensor_at(i)
+            .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
+        let name = quote(t.info.name);
+        let dtype = t.info.dtype;
+        let row = t.info.dims[0];
+        let total_rows = t.info.n_elements.checked_div(row).unwrap_or(0);
+        if first_row > total_rows || n_rows > total_rows - first_row {
+            return Err(f.error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "rows {first_row} to {} are past the end of tensor {name} ({total_rows} rows \
+                     of {row} elements)",
+                    u128::from(first_row) + u128::from(n_rows)
+                ),
+            ));
+        }
+        // A valid tensor's rows are whole blocks and its size fits in 64 bits (checked when it
+        // was opened).
+        let row_bytes = dtype.row_bytes(row).unwrap_or(0);
+        let n_out = usize::try_from(n_rows * row).map_err(|_| {
+            f.error(
+                ErrorCode::InvalidArgument,
+                format!("{n_rows} rows of tensor {name} do not fit in this process's memory"),
+            )
+        })?;
+        let bytes = tensor_bytes(f, i, first_row * row_bytes, n_rows * row_bytes)?;
+        // SAFETY: `dst` is non-NULL and the caller guarantees room for `n_rows * dims[0]` floats
+        // (the header's contract).
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst, n_out) };
+        let order = f.model.shards()[t.shard].byte_order();
+        quant::dequantize_in_order(dtype, order, &bytes, dst)
+            .map_err(|e| f.about(e.with_context(format!("tensor {name}"))))?;
+        Ok(true)
+    })
+}
+
+/// `len` bytes of tensor `i`'s data from byte `start` of it: the one place tensor values are
+/// read from a handle. Mapped and memory handles lend their bytes in place; a handle without the
+/// data in memory will read them here.
+pub(crate) fn tensor_bytes(
+    f: &GGUFFileImpl,
+    i: usize,
+    start: u64,
+    len: u64,
+) -> Result<Cow<'_, [u8]>> {
+    let t = f
+        .model
+        .tensor_at(i)
+        .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
+    let data = t.info.data;
+    let range = usize::try_from(start)
+        .ok()
+        .zip(usize::try_from(len).ok())
+        .and_then(|(s, l)| Some(s..s.checked_add(l)?))
+        .filter(|r| r.end <= data.len());
+    match range {
+        Some(r) => Ok(Cow::Borrowed(&data[r])),
+        None => Err(f.error(
+            ErrorCode::InvalidArgument,
+            format!(
+                "bytes {start} to {} of tensor {} are not in its data ({} bytes)",
+                u128::from(start) + u128::from(len),
+                quote(t.info.name),
+                data.len()
+            ),
+        )),
+    }
+}
