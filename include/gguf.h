@@ -1185,6 +1185,27 @@ bool gguf_advise_data(GGUFFile file, uint32_t advice);
 bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
 
 /**
+ * `gguf_tensor_to_float` on up to `n_threads` threads (0: as many as the machine has): rows
+ * `[first_row, first_row + n_rows)` are split into consecutive ranges, one per thread, each
+ * converted in place into its part of `dst` (room for `n_rows * info->dims[0]` floats). The
+ * calling thread converts the first range; the others run on threads started for this call and
+ * joined before it returns (a thread is given at least 65536 elements, so small tensors use
+ * fewer threads, or only the calling one). The floats are those of `gguf_tensor_to_float`.
+ *
+ * Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
+ * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
+ * end, a type that cannot be converted; `first_row + n_rows` overflowing is
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT), or when a range fails to convert (it is retried on the
+ * calling thread, whose error is then the one recorded; `dst` may be partly written).
+ */
+bool gguf_tensor_to_float_parallel(GGUFFile file,
+                                   const struct GGUFTensorInfo *info,
+                                   uint64_t first_row,
+                                   uint64_t n_rows,
+                                   float *dst,
+                                   uint32_t n_threads);
+
+/**
  * Plans the upload of every tensor's data: page-aligned views of at most `max_view_size` bytes
  * (e.g. Metal's `maxBufferLength`; `UINT64_MAX` for no limit) such that every tensor lies
  * wholly inside at least one view. `page_size` is a power of two, or 0 for the system's page
