@@ -26,12 +26,16 @@ impl Rng {
 }
 
 /// The byte offsets of each type's f16 scale fields in its block (ggml's block structs).
+/// MXFP4's E8M0 exponent takes every value in a block set of its own.
 fn scale_fields(dtype: DataType) -> &'static [usize] {
     use DataType::*;
     match dtype {
-        Q4_0 | Q5_0 | Q8_0 => &[0],
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS => &[0],
         Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
+        Q2_K => &[80, 82],
+        Q3_K => &[108],
         Q6_K => &[208],
+        TQ2_0 => &[64],
         _ => &[],
     }
 }
@@ -56,6 +60,13 @@ fn inputs(dtype: DataType) -> Vec<Vec<u8>> {
                 .chain(&[0x7f80, 0xff80, 0x7fc0, 0x7f81, 0x0080])
             {
                 v.extend_from_slice(&h.to_le_bytes());
+            }
+            out.push(v);
+        }
+        DataType::MXFP4 => {
+            let mut v = rng.bytes(256 * bytes);
+            for e in 0..256 {
+                v[e * bytes] = e as u8;
             }
             out.push(v);
         }

@@ -34,7 +34,7 @@ pub fn q2_k(src: &[u8], dst: &mut [f32]) {
 /// The 16 six-bit scales of Q3_K, minus 32: low 4 bits from the first 8 bytes (low nibbles,
 /// then high nibbles), high 2 bits from the last 4.
 #[inline(always)]
-fn q3_k_scales(s: &[u8]) -> [i8; 16] {
+pub(crate) fn q3_k_scales(s: &[u8]) -> [i8; 16] {
     let mut out = [0i8; 16];
     for (j, o) in out.iter_mut().enumerate() {
         let low = if j < 8 { s[j] & 0x0F } else { s[j - 8] >> 4 };

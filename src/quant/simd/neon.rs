@@ -1,9 +1,15 @@
 //! aarch64 NEON kernels (NEON is part of the aarch64 baseline: no detection), each bit-identical
 //! to the scalar kernel of its type: integer quants widened and converted exactly, then the
 //! scalar code's multiplies and adds in its order (never `vfma`: ggml multiplies, then adds).
+//!
+//! A NaN result is where Arm and x86 differ (which operand's NaN comes out; the sign of the
+//! default NaN), and the scalar kernels follow x86: a block whose output holds a NaN is
+//! converted again by the scalar kernel ([`fix_nans`]), which costs a scan of the block's floats
+//! while they are in L1.
 
 use super::Kernel;
 use crate::quant::blocks::{q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
+use crate::quant::kquant::scale_min_k4;
 use crate::types::DataType;
 use core::arch::aarch64::*;
 
@@ -34,24 +40,27 @@ fn f16x8(x: uint16x8_t) -> (float32x4_t, float32x4_t) {
     (lo, hi)
 }
 
+/// Redoes a block with the scalar kernel of `dtype` if any of its floats `y` is a NaN.
+#[inline(always)]
+fn fix_nans(dtype: DataType, b: &[u8], y: &mut [f32]) {
+    let mut any = 0u32;
+    for v in y.chunks_exact(4) {
+        // SAFETY: 4 readable floats; NEON register operations (baseline).
+        any |= unsafe {
+            let v = vld1q_f32(v.as_ptr());
+            vmaxvq_u32(vmvnq_u32(vceqq_f32(v, v)))
+        };
+    }
+    if any != 0 {
+        crate::quant::scalar_kernel(dtype)(b, y);
+    }
+}
+
 /// The f16 at `at` as f32, by the same conversion.
 #[inline(always)]
 fn half(b: &[u8], at: usize) -> f32 {
     // SAFETY: NEON is baseline; lane 0 of a register built from a value.
     unsafe { vgetq_lane_f32::<0>(f16x8(vdupq_n_u16(le16(b, at))).0) }
-}
-
-/// The K-quants' 6-bit scale and minimum number `j` (0..8) from their 12 packed bytes.
-#[inline(always)]
-fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (q[j] & 63, q[j + 4] & 63)
-    } else {
-        (
-            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
-            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
-        )
-    }
 }
 
 /// 16 signed bytes as four vectors of floats.
@@ -192,6 +201,7 @@ fn q8_0(x: &[u8], y: &mut [f32]) {
         };
         store16(&mut y[..16], mul(i8_to_f32(lo), d));
         store16(&mut y[16..], mul(i8_to_f32(hi), d));
+        fix_nans(DataType::Q8_0, b, y);
     }
 }
 
@@ -210,6 +220,7 @@ fn q4_0(x: &[u8], y: &mut [f32]) {
         };
         store16(&mut y[..16], mul(i8_to_f32(lo), d));
         store16(&mut y[16..], mul(i8_to_f32(hi), d));
+        fix_nans(DataType::Q4_0, b, y);
     }
 }
 
@@ -222,6 +233,7 @@ fn q4_1(x: &[u8], y: &mut [f32]) {
         let (lo, hi) = unsafe { (vandq_u8(qs, vdupq_n_u8(0x0f)), vshrq_n_u8::<4>(qs)) };
         store16(&mut y[..16], mul_add(u8_to_f32(lo), d, m));
         store16(&mut y[16..], mul_add(u8_to_f32(hi), d, m));
+        fix_nans(DataType::Q4_1, b, y);
     }
 }
 
@@ -247,6 +259,7 @@ fn q5_0(x: &[u8], y: &mut [f32]) {
         };
         store16(&mut y[..16], mul(i8_to_f32(lo), d));
         store16(&mut y[16..], mul(i8_to_f32(hi), d));
+        fix_nans(DataType::Q5_0, b, y);
     }
 }
 
@@ -270,6 +283,7 @@ fn q5_1(x: &[u8], y: &mut [f32]) {
         };
         store16(&mut y[..16], mul_add(u8_to_f32(lo), d, m));
         store16(&mut y[16..], mul_add(u8_to_f32(hi), d, m));
+        fix_nans(DataType::Q5_1, b, y);
     }
 }
 
@@ -292,6 +306,7 @@ fn q4_k(x: &[u8], y: &mut [f32]) {
                 store16(&mut out[32 + 16 * k..], mul_sub(d2, u8_to_f32(hi), m2));
             }
         }
+        fix_nans(DataType::Q4_K, b, y);
     }
 }
 
@@ -323,6 +338,7 @@ fn q5_k(x: &[u8], y: &mut [f32]) {
                 store16(&mut out[32 + 16 * k..], mul_sub(d2, u8_to_f32(hi), m2));
             }
         }
+        fix_nans(DataType::Q5_K, b, y);
     }
 }
 
@@ -360,6 +376,7 @@ fn q6_k(x: &[u8], y: &mut [f32]) {
                 }
             }
         }
+        fix_nans(DataType::Q6_K, b, y);
     }
 }
 

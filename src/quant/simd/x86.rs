@@ -46,19 +46,6 @@ unsafe fn half(b: &[u8], at: usize) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))))
 }
 
-/// The K-quants' 6-bit scale and minimum number `j` (0..8) from their 12 packed bytes.
-#[inline(always)]
-fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (q[j] & 63, q[j + 4] & 63)
-    } else {
-        (
-            (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4),
-            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
-        )
-    }
-}
-
 /// Helpers for 8-lane (AVX2) stores of 16 values.
 mod h256 {
     use core::arch::x86_64::*;
@@ -220,8 +207,14 @@ macro_rules! block_kernels {
     ($name:ident, $h:ident, $feat:literal) => {
         mod $name {
             use super::$h::*;
-            use super::{half, le16, q5_high_bits, scale_min_k4};
-            use crate::quant::blocks::{q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
+            use super::{half, le16, q5_high_bits};
+            use crate::quant::blocks::{
+                iq4_nl, iq4_xs, mxfp4, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0,
+                tq2_0,
+            };
+            use crate::quant::fp4::e8m0_to_f32_half;
+            use crate::quant::kquant::{q3_k_scales, scale_min_k4};
+            use crate::quant::tables::{KVALUES_IQ4NL, KVALUES_MXFP4};
             use core::arch::x86_64::*;
 
             #[target_feature(enable = $feat)]
@@ -460,6 +453,166 @@ macro_rules! block_kernels {
                     }
                 }
             }
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq4_nl(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                for (b, y) in x.chunks_exact(18).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 quants at QS in the
+                    // 18-byte block, 16 table bytes, 32 floats of y.
+                    unsafe {
+                        let table = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast());
+                        let d = splat(half(b, iq4_nl::D));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(iq4_nl::QS).cast());
+                        let lo = _mm_shuffle_epi8(table, _mm_and_si128(qs, m4));
+                        let hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qs, 4), m4));
+                        mul_i8(y.as_mut_ptr(), d, lo);
+                        mul_i8(y.as_mut_ptr().add(16), d, hi);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq4_xs(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                for (b, y) in x.chunks_exact(136).zip(y.chunks_exact_mut(256)) {
+                    let scales_h = le16(b, iq4_xs::SCALES_H);
+                    // SAFETY: the kernel's features are the helpers'; sub-block ib's 16 quants
+                    // (at QS + 16ib, in the 136-byte block), its 32 floats at 32ib in y's 256.
+                    unsafe {
+                        let table = _mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast());
+                        let d = half(b, iq4_xs::D);
+                        for ib in 0..8 {
+                            let low = (b[iq4_xs::SCALES_L + ib / 2] >> (4 * (ib % 2))) & 0x0f;
+                            let high = ((scales_h >> (2 * ib)) & 3) as u8;
+                            let ls = i16::from(low | (high << 4)) - 32;
+                            let dl = splat(d * f32::from(ls));
+                            let qs = _mm_loadu_si128(b.as_ptr().add(iq4_xs::QS + 16 * ib).cast());
+                            let lo = _mm_shuffle_epi8(table, _mm_and_si128(qs, m4));
+                            let hi =
+                                _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qs, 4), m4));
+                            mul_i8(y.as_mut_ptr().add(32 * ib), dl, lo);
+                            mul_i8(y.as_mut_ptr().add(32 * ib + 16), dl, hi);
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn mxfp4(x: &[u8], y: &mut [f32]) {
+                let m4 = _mm_set1_epi8(0x0f);
+                for (b, y) in x.chunks_exact(17).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 quants at QS in the
+                    // 17-byte block, 16 table bytes, 32 floats of y.
+                    unsafe {
+                        let table = _mm_loadu_si128(KVALUES_MXFP4.as_ptr().cast());
+                        let d = splat(e8m0_to_f32_half(b[mxfp4::E]));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(mxfp4::QS).cast());
+                        let lo = _mm_shuffle_epi8(table, _mm_and_si128(qs, m4));
+                        let hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(qs, 4), m4));
+                        i8_mul(y.as_mut_ptr(), lo, d);
+                        i8_mul(y.as_mut_ptr().add(16), hi, d);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn tq2_0(x: &[u8], y: &mut [f32]) {
+                let m2 = _mm_set1_epi8(3);
+                let one = _mm_set1_epi8(1);
+                for (b, y) in x.chunks_exact(66).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 32 quant bytes at
+                    // QS + 32h (in the 66-byte block), floats 128h + 32l.. +32 of y's 256.
+                    unsafe {
+                        let d = splat(half(b, tq2_0::D));
+                        for h in 0..2 {
+                            for k in 0..2 {
+                                let qs = _mm_loadu_si128(
+                                    b.as_ptr().add(tq2_0::QS + 32 * h + 16 * k).cast(),
+                                );
+                                let out = y.as_mut_ptr().add(128 * h + 16 * k);
+                                let code = |v: __m128i| _mm_sub_epi8(_mm_and_si128(v, m2), one);
+                                i8_mul(out, code(qs), d);
+                                i8_mul(out.add(32), code(_mm_srli_epi16(qs, 2)), d);
+                                i8_mul(out.add(64), code(_mm_srli_epi16(qs, 4)), d);
+                                i8_mul(out.add(96), code(_mm_srli_epi16(qs, 6)), d);
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q2_k(x: &[u8], y: &mut [f32]) {
+                let m2 = _mm_set1_epi8(3);
+                for (b, y) in x.chunks_exact(84).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 quant bytes at
+                    // QS + 32h + 16p (in the 84-byte block), 16 floats at 128h + 32s + 16p.
+                    unsafe {
+                        let d = half(b, q2_k::D);
+                        let dmin = half(b, q2_k::DMIN);
+                        for h in 0..2 {
+                            for p in 0..2 {
+                                let qs = _mm_loadu_si128(
+                                    b.as_ptr().add(q2_k::QS + 32 * h + 16 * p).cast(),
+                                );
+                                for sh in 0..4 {
+                                    let sc = b[q2_k::SCALES + h * 8 + sh * 2 + p];
+                                    let dl = splat(d * f32::from(sc & 0x0f));
+                                    let ml = splat(dmin * f32::from(sc >> 4));
+                                    let q = match sh {
+                                        0 => qs,
+                                        1 => _mm_srli_epi16(qs, 2),
+                                        2 => _mm_srli_epi16(qs, 4),
+                                        _ => _mm_srli_epi16(qs, 6),
+                                    };
+                                    let out = y.as_mut_ptr().add(128 * h + 32 * sh + 16 * p);
+                                    mul_u8_sub(out, dl, _mm_and_si128(q, m2), ml);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q3_k(x: &[u8], y: &mut [f32]) {
+                let m2 = _mm_set1_epi8(3);
+                let four = _mm_set1_epi8(4);
+                for (b, y) in x.chunks_exact(110).zip(y.chunks_exact_mut(256)) {
+                    let scales = q3_k_scales(&b[q3_k::SCALES..q3_k::SCALES + 12]);
+                    // SAFETY: the kernel's features are the helpers'; 16 bytes of hmask at
+                    // HMASK + 16p and of quants at QS + 32h + 16p (in the 110-byte block), 16
+                    // floats at 128h + 32s + 16p.
+                    unsafe {
+                        let d = half(b, q3_k::D);
+                        for p in 0..2 {
+                            let hm = _mm_loadu_si128(b.as_ptr().add(q3_k::HMASK + 16 * p).cast());
+                            for h in 0..2 {
+                                let qs = _mm_loadu_si128(
+                                    b.as_ptr().add(q3_k::QS + 32 * h + 16 * p).cast(),
+                                );
+                                for sh in 0..4 {
+                                    let bit = _mm_set1_epi8((1u8 << (h * 4 + sh)) as i8);
+                                    let set = _mm_cmpeq_epi8(_mm_and_si128(hm, bit), bit);
+                                    let q = match sh {
+                                        0 => qs,
+                                        1 => _mm_srli_epi16(qs, 2),
+                                        2 => _mm_srli_epi16(qs, 4),
+                                        _ => _mm_srli_epi16(qs, 6),
+                                    };
+                                    // The low two bits, minus 4 where the hmask bit is clear.
+                                    let q = _mm_sub_epi8(
+                                        _mm_and_si128(q, m2),
+                                        _mm_andnot_si128(set, four),
+                                    );
+                                    let dl = splat(d * f32::from(scales[h * 8 + sh * 2 + p]));
+                                    mul_i8(y.as_mut_ptr().add(128 * h + 32 * sh + 16 * p), dl, q);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     };
 }
@@ -485,6 +638,12 @@ macro_rules! table {
                 Q4_K => m::q4_k,
                 Q5_K => m::q5_k,
                 Q6_K => m::q6_k,
+                Q2_K => m::q2_k,
+                Q3_K => m::q3_k,
+                IQ4_NL => m::iq4_nl,
+                IQ4_XS => m::iq4_xs,
+                MXFP4 => m::mxfp4,
+                TQ2_0 => m::tq2_0,
                 _ => return None,
             })
         }
@@ -502,7 +661,10 @@ mod safe {
                 }
             )*};
         }
-        wrap!(f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k);
+        wrap!(
+            f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
+            mxfp4, tq2_0
+        );
     }
     /// Wrappers of the AVX-512 kernels.
     #[cfg(gguf_avx512)]
@@ -515,7 +677,10 @@ mod safe {
                 }
             )*};
         }
-        wrap!(f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k);
+        wrap!(
+            f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
+            mxfp4, tq2_0
+        );
     }
 }
 
