@@ -80,6 +80,18 @@ mod h256 {
             _mm256_storeu_ps(y.add(8), _mm256_mul_ps(d, b));
         }
     }
+    /// y[0..16] = d * (float(v as i8) + delta) (IQ1_S's order).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn mul_i8_plus(y: *mut f32, d: V, v: __m128i, delta: V) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, _mm256_mul_ps(d, _mm256_add_ps(a, delta)));
+            _mm256_storeu_ps(y.add(8), _mm256_mul_ps(d, _mm256_add_ps(b, delta)));
+        }
+    }
     /// y[0..16] = float(v as u8) * d + m.
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -155,6 +167,13 @@ mod h512 {
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
+    pub unsafe fn mul_i8_plus(y: *mut f32, d: V, v: __m128i, delta: V) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_mul_ps(d, _mm512_add_ps(a, delta))) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
     pub unsafe fn u8_mul_add(y: *mut f32, v: __m128i, d: V, m: V) {
         let a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
         // SAFETY: the caller gives 16 writable floats at y.
@@ -209,12 +228,13 @@ macro_rules! block_kernels {
             use super::$h::*;
             use super::{half, le16, q5_high_bits};
             use crate::quant::blocks::{
-                iq4_nl, iq4_xs, mxfp4, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0,
-                tq2_0,
+                iq1_s, iq4_nl, iq4_xs, mxfp4, q2_0, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k,
+                q6_k, q8_0, tq1_0, tq2_0,
             };
             use crate::quant::fp4::e8m0_to_f32_half;
+            use crate::quant::iquant::IQ1S_DELTA;
             use crate::quant::kquant::{q3_k_scales, scale_min_k4};
-            use crate::quant::tables::{KVALUES_IQ4NL, KVALUES_MXFP4};
+            use crate::quant::tables::{IQ1S_GRID, KVALUES_IQ4NL, KVALUES_MXFP4};
             use core::arch::x86_64::*;
 
             #[target_feature(enable = $feat)]
@@ -613,6 +633,112 @@ macro_rules! block_kernels {
                     }
                 }
             }
+            #[target_feature(enable = $feat)]
+            pub unsafe fn q2_0(x: &[u8], y: &mut [f32]) {
+                let m2 = _mm_set1_epi8(3);
+                let one = _mm_set1_epi8(1);
+                for (b, y) in x.chunks_exact(18).zip(y.chunks_exact_mut(64)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 quant bytes at QS in
+                    // the 18-byte block, 64 floats of y.
+                    unsafe {
+                        let d = splat(half(b, q2_0::D));
+                        let qs = _mm_loadu_si128(b.as_ptr().add(q2_0::QS).cast());
+                        // Code s of byte i is element 4i + s: interleave the four shifts.
+                        let c0 = _mm_sub_epi8(_mm_and_si128(qs, m2), one);
+                        let c1 = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(qs, 2), m2), one);
+                        let c2 = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m2), one);
+                        let c3 = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(qs, 6), m2), one);
+                        let (a0, a1) = (_mm_unpacklo_epi8(c0, c1), _mm_unpackhi_epi8(c0, c1));
+                        let (b0, b1) = (_mm_unpacklo_epi8(c2, c3), _mm_unpackhi_epi8(c2, c3));
+                        let out = y.as_mut_ptr();
+                        i8_mul(out, _mm_unpacklo_epi16(a0, b0), d);
+                        i8_mul(out.add(16), _mm_unpackhi_epi16(a0, b0), d);
+                        i8_mul(out.add(32), _mm_unpacklo_epi16(a1, b1), d);
+                        i8_mul(out.add(48), _mm_unpackhi_epi16(a1, b1), d);
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn tq1_0(x: &[u8], y: &mut [f32]) {
+                const POW3: [i16; 5] = [1, 3, 9, 27, 81];
+                let ff = _mm256_set1_epi16(0xff);
+                let three = _mm256_set1_epi16(3);
+                let one = _mm_set1_epi8(1);
+                for (b, y) in x.chunks_exact(54).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16-byte loads at QS,
+                    // QS + 16 and QS + 32 (inside the 54-byte block), 16 floats per store at
+                    // offsets below 240 of y's 256; the last 16 are written by index.
+                    unsafe {
+                        let dv = half(b, tq1_0::D);
+                        let d = splat(dv);
+                        // Digit n of 16 bytes: ((byte * 3^n mod 256) * 3) >> 8, minus 1.
+                        let digits = |v: __m128i, n: usize| {
+                            let w = _mm256_cvtepu8_epi16(v);
+                            let q = _mm256_and_si256(
+                                _mm256_mullo_epi16(w, _mm256_set1_epi16(POW3[n])),
+                                ff,
+                            );
+                            let t = _mm256_srli_epi16(_mm256_mullo_epi16(q, three), 8);
+                            let t = _mm_packus_epi16(
+                                _mm256_castsi256_si128(t),
+                                _mm256_extracti128_si256(t, 1),
+                            );
+                            _mm_sub_epi8(t, one)
+                        };
+                        let out = y.as_mut_ptr();
+                        for half16 in 0..2 {
+                            let v = _mm_loadu_si128(b.as_ptr().add(tq1_0::QS + 16 * half16).cast());
+                            for n in 0..5 {
+                                i8_mul(out.add(32 * n + 16 * half16), digits(v, n), d);
+                            }
+                        }
+                        let v = _mm_loadu_si128(b.as_ptr().add(tq1_0::QS + 32).cast());
+                        for n in 0..5 {
+                            i8_mul(out.add(160 + 16 * n), digits(v, n), d);
+                        }
+                    }
+                    // The 16 digits of qh's 4 bytes, 4 each, digit-major.
+                    for n in 0..4 {
+                        for m in 0..4 {
+                            let q = b[tq1_0::QH + m].wrapping_mul([1u8, 3, 9, 27][n]);
+                            let t = ((u16::from(q) * 3) >> 8) as i8 - 1;
+                            // SAFETY: the kernel's features include F16C.
+                            y[240 + 4 * n + m] = f32::from(t) * unsafe { half(b, tq1_0::D) };
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq1_s(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(50).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; grid rows are 8 bytes of
+                    // IQ1S_GRID (indices below 2048 by construction); 16 floats per store at
+                    // 32ib + 16k of y's 256.
+                    unsafe {
+                        let d = half(b, iq1_s::D);
+                        for ib in 0..8 {
+                            let qh = le16(b, iq1_s::QH + 2 * ib);
+                            let dl = splat(d * f32::from(2 * ((qh >> 12) & 7) + 1));
+                            let delta = splat(if qh & 0x8000 != 0 {
+                                -IQ1S_DELTA
+                            } else {
+                                IQ1S_DELTA
+                            });
+                            for k in 0..2 {
+                                let row = |l: usize| {
+                                    let index = usize::from(b[iq1_s::QS + 4 * ib + l])
+                                        | (usize::from((qh >> (3 * l)) & 7) << 8);
+                                    i64::from_le_bytes(IQ1S_GRID[index].map(|g| g as u8))
+                                };
+                                let v = _mm_set_epi64x(row(2 * k + 1), row(2 * k));
+                                mul_i8_plus(y.as_mut_ptr().add(32 * ib + 16 * k), dl, v, delta);
+                            }
+                        }
+                    }
+                }
+            }
         }
     };
 }
@@ -644,6 +770,9 @@ macro_rules! table {
                 IQ4_XS => m::iq4_xs,
                 MXFP4 => m::mxfp4,
                 TQ2_0 => m::tq2_0,
+                TQ1_0 => m::tq1_0,
+                Q2_0 => m::q2_0,
+                IQ1_S => m::iq1_s,
                 _ => return None,
             })
         }
@@ -663,7 +792,7 @@ mod safe {
         }
         wrap!(
             f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0
+            mxfp4, tq2_0, q2_0, tq1_0, iq1_s
         );
     }
     /// Wrappers of the AVX-512 kernels.
@@ -679,7 +808,7 @@ mod safe {
         }
         wrap!(
             f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0
+            mxfp4, tq2_0, q2_0, tq1_0, iq1_s
         );
     }
 }
