@@ -2099,6 +2099,7 @@ fn help_documents_every_option() {
         "--verify",
         "--hash",
         "--check MANIFEST",
+        "--tensor NAME --values [N]",
         "--version",
         "-h, --help",
     ] {
@@ -2115,5 +2116,104 @@ fn help_documents_every_option() {
         if opt != "--" {
             assert!(help.contains(opt), "{opt} accepted but undocumented");
         }
+    }
+}
+
+// --- --tensor NAME --values [N] ---------------------------------------------------------------
+
+/// `--tensor NAME --values [N]`: the first N values as floats, one a line (exact decimals, NaN
+/// by its bits), across rows, for quantized and plain types; and its refusals.
+#[test]
+fn values_prints_a_tensor_s_first_values() {
+    let dir = work_dir("values");
+    let floats: Vec<f32> = vec![0.1, -0.0, 1e-45, f32::from_bits(0x7FC0_0123), 3.0, -2.5];
+    let mut q8 = vec![0x00, 0x38]; // d = 0.5
+    q8.extend((0..32).map(|i| (i as i8 - 10) as u8));
+    let mut w = Writer::new();
+    w.add_tensor(
+        "plain",
+        &[3, 2],
+        DataType::F32,
+        floats.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    )
+    .unwrap()
+    .add_tensor("q8", &[32], DataType::Q8_0, q8)
+    .unwrap();
+    let path = dir.join("values.gguf");
+    w.write_file(&path).unwrap();
+    let lines = |args: &[&str]| -> Vec<String> {
+        let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        all.push(path.as_os_str());
+        let out = expect(&all, 0);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    // Across both rows of the F32 tensor; the default (16) stops at its 6 elements.
+    let all = ["0.1", "-0", "1e-45", "nan:0x7fc00123", "3", "-2.5"];
+    assert_eq!(lines(&["--tensor", "plain", "--values"]), all);
+    assert_eq!(lines(&["--tensor", "plain", "--values", "4"]), all[..4]);
+    assert_eq!(lines(&["--values=0", "--tensor=plain"]), all);
+    let q8: Vec<String> = (0..32)
+        .map(|i| format!("{}", (i - 10) as f32 * 0.5))
+        .collect();
+    assert_eq!(lines(&["--tensor", "q8", "--values", "0"]), q8);
+    assert_eq!(lines(&["--tensor", "q8", "--values", "20"]), q8[..20]);
+
+    // No such tensor; a big-endian I8 tensor (no big-endian layout defined).
+    let out = expect(
+        &[
+            OsStr::new("--tensor"),
+            OsStr::new("nope"),
+            OsStr::new("--values"),
+            path.as_os_str(),
+        ],
+        1,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no tensor 'nope'"),
+        "{}",
+        show(&out)
+    );
+    let mut big = Writer::new();
+    big.set_byte_order(ByteOrder::Big);
+    big.add_tensor("bytes", &[4], DataType::I8, vec![1, 2, 3, 4])
+        .unwrap();
+    let big_path = dir.join("big.gguf");
+    big.write_file(&big_path).unwrap();
+    let out = expect(
+        &[
+            OsStr::new("--tensor"),
+            OsStr::new("bytes"),
+            OsStr::new("--values"),
+            big_path.as_os_str(),
+        ],
+        1,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("I8 values cannot be read from a big-endian file"),
+        "{}",
+        show(&out)
+    );
+
+    // Bad usage.
+    for args in [
+        &["--values"][..],
+        &["--tensor", "plain"],
+        &["--tensor", "plain", "--values", "--json"],
+        &["--tensor", "plain", "--values", "--tensors"],
+        &["--tensor"],
+        &["--tensor", "plain", "--values=x"],
+    ] {
+        let out = expect(args, 2);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with("usage: "),
+            "{}",
+            show(&out)
+        );
     }
 }

@@ -18,6 +18,11 @@
  *                    and control bytes of NAME escaped as \\ and \xNN); OK or FAILED per shard
  *                    and overall, exit status 1 if not OK. A progress bar goes to stderr when
  *                    stderr is a terminal.
+ *   --tensor NAME --values [N]
+ *                    the first N values (default 16; 0 for all) of tensor NAME as floats, one a
+ *                    line, converted bit for bit as ggml converts them (shortest exact decimal,
+ *                    NaN as nan:0x<bits>); exit status 1 if the file has no such tensor or its
+ *                    type cannot be converted.
  *
  * With no FILE it inspects the sample model bundled with the library (testdata/sample.gguf).
  * Any shard of a split model (name-00001-of-00003.gguf) opens the whole model.
@@ -1383,6 +1388,49 @@ static int check_file(const char *manifest_path, const char *path, const char *a
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* --tensor NAME --values [N]: the first n values of a tensor (all when n is 0), one a line, read
+ * a row at a time so a large tensor needs one row of floats. */
+static int print_values(GGUFFile f, const char *path, const char *name, uint64_t n,
+                        const char *argv0) {
+  const GGUFTensorInfo *t = gguf_get_tensor(f, name);
+  if (!t) {
+    fprintf(stderr, "%s: ", argv0);
+    put_escaped_c(stderr, path);
+    fprintf(stderr, ": no tensor '");
+    put_escaped(stderr, name, strlen(name), '\'');
+    fprintf(stderr, "'\n");
+    return 1;
+  }
+  if (n == 0 || n > t->n_elements) n = t->n_elements;
+  uint64_t row = t->dims[0];
+  if (n == 0) return 0;
+  float *buf = row <= SIZE_MAX / sizeof(float) ? malloc((size_t)row * sizeof(float)) : NULL;
+  if (!buf) {
+    fprintf(stderr, "%s: out of memory for a row of %" PRIu64 " floats\n", argv0, row);
+    return 1;
+  }
+  char text[64];
+  for (uint64_t r = 0, printed = 0; printed < n; r++) {
+    if (!gguf_tensor_to_float(f, t, r, 1, buf)) {
+      fprintf(stderr, "%s\n", gguf_last_error());
+      free(buf);
+      return 1;
+    }
+    for (uint64_t i = 0; i < row && printed < n; i++, printed++) {
+      if (isnan(buf[i])) {
+        uint32_t bits;
+        memcpy(&bits, &buf[i], sizeof bits);
+        printf("nan:0x%08" PRIx32 "\n", bits);
+      } else {
+        format_float(text, sizeof text, buf[i], 1);
+        printf("%s\n", text);
+      }
+    }
+  }
+  free(buf);
+  return 0;
+}
+
 static void usage(FILE *out, const char *argv0) {
   fprintf(out,
           "usage: %s [--json] [--tensors] [FILE.gguf]\n"
@@ -1390,6 +1438,7 @@ static void usage(FILE *out, const char *argv0) {
           "       %s --verify [FILE.gguf]\n"
           "       %s --hash FILE.gguf\n"
           "       %s --check MANIFEST FILE.gguf\n"
+          "       %s --tensor NAME --values [N] [FILE.gguf]\n"
           "       %s --version | --help\n"
           "Prints a GGUF file's header, metadata (long arrays summarized) and tensor table.\n"
           "  With no FILE (where FILE is optional), inspects %s\n"
@@ -1427,6 +1476,10 @@ static void usage(FILE *out, const char *argv0) {
           "                  missing from the file or (when the manifest lists tensors) from\n"
           "                  the manifest, then OK or FAILED; exit status 1 on any of these,\n"
           "                  2 if a manifest line is malformed (its line number is given)\n"
+          "  --tensor NAME --values [N]\n"
+          "                  the first N values (default 16, 0 for all) of tensor NAME as\n"
+          "                  floats, one a line, bit for bit as ggml converts them (exit status 1\n"
+          "                  if there is no such tensor or its type cannot be converted)\n"
           "  --version       the version of libgguf in use\n"
           "  -h, --help      this help\n"
           "--hash and --check read the file through its mapping: a file truncated by another\n"
@@ -1436,7 +1489,7 @@ static void usage(FILE *out, const char *argv0) {
           "  Strings that are valid UTF-8 are JSON strings, others {\"hex\": \"<bytes in hex>\"}.\n"
           "exit status: 0 OK, 1 cannot open, key missing, verification or check failed,\n"
           "  2 bad usage or a malformed manifest\n",
-          argv0, argv0, argv0, argv0, argv0, argv0, GGUF_INSPECT_DEFAULT_SAMPLE);
+          argv0, argv0, argv0, argv0, argv0, argv0, argv0, GGUF_INSPECT_DEFAULT_SAMPLE);
 }
 
 static int bad_usage(const char *argv0, const char *why, const char *arg) {
@@ -1451,8 +1504,9 @@ static int bad_usage(const char *argv0, const char *why, const char *arg) {
 }
 
 int main(int argc, char **argv) {
-  int json = 0, tensors = 0, verify_mode = 0, hash = 0, options_done = 0;
-  const char *key = NULL, *path = NULL, *manifest = NULL;
+  int json = 0, tensors = 0, verify_mode = 0, hash = 0, options_done = 0, values = 0;
+  const char *key = NULL, *path = NULL, *manifest = NULL, *tensor = NULL;
+  uint64_t n_values = 16;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!options_done && a[0] == '-' && a[1]) {
@@ -1467,6 +1521,26 @@ int main(int argc, char **argv) {
       else if (!strcmp(a, "--tensors")) tensors = 1;
       else if (!strcmp(a, "--verify")) verify_mode = 1;
       else if (!strcmp(a, "--hash")) hash = 1;
+      else if (!strcmp(a, "--values") || !strncmp(a, "--values=", 9)) {
+        /* N is optional: the next argument when it is all digits, or after '='. */
+        const char *count = a[8] == '=' ? a + 9
+                            : i + 1 < argc && argv[i + 1][0] && strspn(argv[i + 1], "0123456789") ==
+                                                                    strlen(argv[i + 1])
+                                ? argv[++i]
+                                : NULL;
+        if (count) {
+          char *end;
+          errno = 0;
+          unsigned long long v = strtoull(count, &end, 10);
+          if (!*count || *end || errno || count[0] == '-')
+            return bad_usage(argv[0], "--values takes a count of values", count);
+          n_values = v;
+        }
+        values = 1;
+      } else if (!strcmp(a, "--tensor")) {
+        if (++i == argc) return bad_usage(argv[0], "--tensor needs a NAME", NULL);
+        tensor = argv[i];
+      } else if (!strncmp(a, "--tensor=", 9)) tensor = a + 9;
       else if (!strcmp(a, "--metadata") || !strcmp(a, "--check")) {
         if (++i == argc)
           return bad_usage(argv[0], a[2] == 'm' ? "--metadata needs a KEY" : "--check needs a MANIFEST",
@@ -1482,11 +1556,14 @@ int main(int argc, char **argv) {
       path = a;
     }
   }
-  if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) > 1 ||
-      (json && (verify_mode || hash || manifest)))
+  if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) + values > 1 ||
+      (json && (verify_mode || hash || manifest || values)))
     return bad_usage(argv[0],
-                     "--tensors, --metadata, --verify, --hash and --check exclude each other; "
-                     "--json goes with none of the last three",
+                     "--tensors, --metadata, --verify, --hash, --check and --values exclude each "
+                     "other; --json goes with none of the last four",
+                     NULL);
+  if (values != (tensor != NULL))
+    return bad_usage(argv[0], values ? "--values needs --tensor NAME" : "--tensor goes with --values",
                      NULL);
   /* These take an argument before FILE: a forgotten one would silently turn FILE into it. */
   if (!path && key) {
@@ -1511,7 +1588,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   int status = 0;
-  if (key) {
+  if (values) {
+    status = print_values(f, path, tensor, n_values, argv[0]);
+  } else if (key) {
     const GGUFMetadataKV *kv = gguf_get_metadata(f, key);
     if (!kv) {
       fprintf(stderr, "%s: ", argv[0]);

@@ -666,6 +666,31 @@ class Tensor:
             return out
         return np.frombuffer(self.data, dtype=dt).reshape(shape)
 
+    def to_numpy_float(self, first_row: int = 0, n_rows: int | None = None):
+        """The tensor's values as a new float32 numpy array, converted from any data type bit
+        for bit as ggml converts it (``gguf_tensor_to_float``), in numpy's order: the GGUF
+        shape reversed (``ne[n-1], ..., ne[0]``), as :meth:`numpy` gives it.
+
+        With ``first_row`` or ``n_rows``, only rows ``[first_row, first_row + n_rows)`` (a row
+        is ``ne[0]`` elements; ``n_rows`` defaults to the rest), as a 2-D array
+        ``(n_rows, ne[0])``. Raises :class:`GGUFError` for a type that cannot be converted (a
+        big-endian file's types other than F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4 and
+        NVFP4) or rows past the end."""
+        np = _numpy()
+        row = self.shape[0] if self.shape else 1
+        total = self.n_elements // row if row else 0
+        first_row = _convert.u64(first_row, "first_row")
+        whole = first_row == 0 and n_rows is None
+        if n_rows is None:
+            n_rows = max(total - first_row, 0)
+        n_rows = _convert.u64(n_rows, "n_rows")
+        shape = self.shape[::-1] if whole else (n_rows, row)
+        out = np.empty(shape, dtype=np.float32)
+        h = self._file._handle()
+        if not h.lib.gguf_tensor_to_float(h.ptr, self._addr, first_row, n_rows, out.ctypes.data):
+            raise h.lib.error()
+        return out
+
     def advise(self, advice: int) -> None:
         """Paging advice for the tensor's pages (``madvise``): a :class:`Paging` value."""
         advice = _convert.u32(advice, "paging advice")
@@ -914,6 +939,31 @@ class GGUFFile:
                 Placement(None if x.view == NO_VIEW else x.view, x.offset) for x in raw
             ]
         return UploadPlan(p.page_size, p.max_view_size, views, placements, p.n_oversized)
+
+    def to_numpy_float(self, first_row: int = 0, n_rows: int | None = None):
+        """The tensor's values as a new float32 numpy array, converted from any data type bit
+        for bit as ggml converts it (``gguf_tensor_to_float``), in numpy's order: the GGUF
+        shape reversed (``ne[n-1], ..., ne[0]``), as :meth:`numpy` gives it.
+
+        With ``first_row`` or ``n_rows``, only rows ``[first_row, first_row + n_rows)`` (a row
+        is ``ne[0]`` elements; ``n_rows`` defaults to the rest), as a 2-D array
+        ``(n_rows, ne[0])``. Raises :class:`GGUFError` for a type that cannot be converted (a
+        big-endian file's types other than F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4 and
+        NVFP4) or rows past the end."""
+        np = _numpy()
+        row = self.shape[0] if self.shape else 1
+        total = self.n_elements // row if row else 0
+        first_row = _convert.u64(first_row, "first_row")
+        whole = first_row == 0 and n_rows is None
+        if n_rows is None:
+            n_rows = max(total - first_row, 0)
+        n_rows = _convert.u64(n_rows, "n_rows")
+        shape = self.shape[::-1] if whole else (n_rows, row)
+        out = np.empty(shape, dtype=np.float32)
+        h = self._file._handle()
+        if not h.lib.gguf_tensor_to_float(h.ptr, self._addr, first_row, n_rows, out.ctypes.data):
+            raise h.lib.error()
+        return out
 
     def advise(self, advice: int) -> None:
         """Paging advice for the whole data section of every shard (``gguf_advise_data``)."""

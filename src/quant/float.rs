@@ -57,10 +57,14 @@ pub fn f64_le(src: &[u8], dst: &mut [f32]) {
             // As x86 narrows a NaN (Rust leaves the payload unspecified): sign, quiet bit and
             // the payload's top 22 bits, so every platform gives the same bits.
             let bits = v.to_bits();
-            let sign = ((bits >> 32) as u32) & 0x8000_0000;
-            f32::from_bits(sign | 0x7FC0_0000 | (((bits >> 29) as u32) & 0x003F_FFFF))
+            let sign = if v.is_sign_negative() { 0x8000_0000 } else { 0 };
+            let payload = u32::try_from((bits >> 29) & 0x003F_FFFF).unwrap_or_default();
+            f32::from_bits(sign | 0x7FC0_0000 | payload)
         } else {
-            v as f32
+            // Rounding to the nearest f32 is the definition.
+            #[allow(clippy::cast_possible_truncation)]
+            let narrowed = v as f32;
+            narrowed
         };
     }
 }

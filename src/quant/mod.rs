@@ -173,8 +173,7 @@ fn big_endian(dtype: DataType, src: &[u8], dst: &mut [f32]) -> Result<()> {
         MXFP4 | NVFP4 => kernel(dtype)(src, dst),
         Q4_0 | Q8_0 | Q4_K | Q6_K => {
             // The f16 fields are stored swapped: swap them in a copy of each block.
-            let bytes = dtype.block_bytes() as usize;
-            let elems = dtype.block_elems() as usize;
+            let (bytes, elems) = block_geometry(dtype);
             let swaps = blocks::fields(dtype)
                 .iter()
                 .filter(|f| f.kind == blocks::FieldKind::F16);
@@ -205,9 +204,16 @@ fn big_endian(dtype: DataType, src: &[u8], dst: &mut [f32]) -> Result<()> {
     Ok(())
 }
 
+/// Bytes and elements per block of `dtype`, as `usize` (at most 292 and 256).
+pub fn block_geometry(dtype: DataType) -> (usize, usize) {
+    (
+        crate::size::in_memory(dtype.block_bytes()),
+        crate::size::in_memory(dtype.block_elems()),
+    )
+}
+
 fn check_lengths(dtype: DataType, src: usize, dst: usize) -> Result<()> {
-    let bytes = dtype.block_bytes() as usize;
-    let elems = dtype.block_elems() as usize;
+    let (bytes, elems) = block_geometry(dtype);
     if src % bytes != 0 {
         return Err(Error::msg(
             ErrorCode::InvalidArgument,
@@ -377,7 +383,7 @@ mod tests {
     fn big_endian_swaps_scales() {
         // One Q8_0 block with d = 2.0 (0x4000), stored swapped.
         let mut le = vec![0x00, 0x40];
-        le.extend((0..32).map(|i| i as u8));
+        le.extend(0..32u8);
         let mut be = le.clone();
         be.swap(0, 1);
         let (mut a, mut b) = ([0f32; 32], [0f32; 32]);
