@@ -30,7 +30,8 @@ impl Rng {
 fn scale_fields(dtype: DataType) -> &'static [usize] {
     use DataType::*;
     match dtype {
-        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | Q2_0 | IQ1_S => &[0],
+        Q4_0 | Q5_0 | Q8_0 | IQ4_NL | IQ4_XS | Q2_0 | IQ1_S | IQ2_XXS | IQ2_XS | IQ2_S
+        | IQ3_XXS | IQ3_S => &[0],
         TQ1_0 => &[52],
         Q4_1 | Q5_1 | Q4_K | Q5_K => &[0, 2],
         Q2_K => &[80, 82],

@@ -92,6 +92,27 @@ mod h256 {
             _mm256_storeu_ps(y.add(8), _mm256_mul_ps(d, _mm256_add_ps(b, delta)));
         }
     }
+    /// y[0..16] = d0 * float(v as u8) for lanes 0..8 and d1 * ... for 8..16, negated where bit
+    /// k of `signs` is set (the IQ2 and IQ3 grids' order: scale times magnitude, then the sign).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn mul_u8_signed(y: *mut f32, d0: f32, d1: f32, v: __m128i, signs: u16) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+        let bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        let sign = _mm256_set1_epi32(i32::MIN);
+        let flip = |s: u16| {
+            let m = _mm256_and_si256(_mm256_set1_epi32(i32::from(s)), bits);
+            _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpeq_epi32(m, bits), sign))
+        };
+        let a = _mm256_xor_ps(_mm256_mul_ps(_mm256_set1_ps(d0), a), flip(signs & 0xff));
+        let b = _mm256_xor_ps(_mm256_mul_ps(_mm256_set1_ps(d1), b), flip(signs >> 8));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(y, a);
+            _mm256_storeu_ps(y.add(8), b);
+        }
+    }
     /// y[0..16] = float(v as u8) * d + m.
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -174,6 +195,18 @@ mod h512 {
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
+    pub unsafe fn mul_u8_signed(y: *mut f32, d0: f32, d1: f32, v: __m128i, signs: u16) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+        let d = _mm512_castps256_ps512(_mm256_set1_ps(d0));
+        let hi = _mm256_castps_pd(_mm256_set1_ps(d1));
+        let d = _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(d), hi));
+        let p = _mm512_castps_si512(_mm512_mul_ps(d, a));
+        let p = _mm512_mask_xor_epi32(p, signs, p, _mm512_set1_epi32(i32::MIN));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_castsi512_ps(p)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
     pub unsafe fn u8_mul_add(y: *mut f32, v: __m128i, d: V, m: V) {
         let a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
         // SAFETY: the caller gives 16 writable floats at y.
@@ -228,13 +261,16 @@ macro_rules! block_kernels {
             use super::$h::*;
             use super::{half, le16, q5_high_bits};
             use crate::quant::blocks::{
-                iq1_s, iq4_nl, iq4_xs, mxfp4, q2_0, q2_k, q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k,
-                q6_k, q8_0, tq1_0, tq2_0,
+                iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, mxfp4, q2_0, q2_k,
+                q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0, tq1_0, tq2_0,
             };
             use crate::quant::fp4::e8m0_to_f32_half;
             use crate::quant::iquant::IQ1S_DELTA;
             use crate::quant::kquant::{q3_k_scales, scale_min_k4};
-            use crate::quant::tables::{IQ1S_GRID, KVALUES_IQ4NL, KVALUES_MXFP4};
+            use crate::quant::tables::{
+                IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
+                KSIGNS_IQ2XS, KVALUES_IQ4NL, KVALUES_MXFP4,
+            };
             use core::arch::x86_64::*;
 
             #[target_feature(enable = $feat)]
@@ -739,6 +775,182 @@ macro_rules! block_kernels {
                     }
                 }
             }
+            /// Two grid rows of 8 magnitudes as one vector.
+            #[inline(always)]
+            fn rows8(a: &[u8; 8], b: &[u8; 8]) -> __m128i {
+                let lo = i64::from_le_bytes(*a);
+                let hi = i64::from_le_bytes(*b);
+                // SAFETY: register-only (SSE2, part of x86-64).
+                unsafe { _mm_set_epi64x(hi, lo) }
+            }
+            /// Four grid rows of 4 magnitudes as one vector.
+            #[inline(always)]
+            fn rows4(r: [&[u8; 4]; 4]) -> __m128i {
+                let w = r.map(|r| i32::from_le_bytes(*r));
+                // SAFETY: register-only (SSE2, part of x86-64).
+                unsafe { _mm_setr_epi32(w[0], w[1], w[2], w[3]) }
+            }
+            #[inline(always)]
+            fn u32_at(b: &[u8], at: usize) -> u32 {
+                u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq2_xxs(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(66).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 floats per store at
+                    // 32ib + 16p of y's 256; grid indices are bytes (the grid has 256 rows).
+                    unsafe {
+                        let d = half(b, iq2_xxs::D);
+                        for ib in 0..8 {
+                            let g = &b[iq2_xxs::QS + 8 * ib..iq2_xxs::QS + 8 * ib + 8];
+                            let aux = u32_at(g, 4);
+                            let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
+                            for p in 0..2 {
+                                let (l0, l1) = (2 * p, 2 * p + 1);
+                                let s0 = KSIGNS_IQ2XS[((aux >> (7 * l0)) & 127) as usize];
+                                let s1 = KSIGNS_IQ2XS[((aux >> (7 * l1)) & 127) as usize];
+                                let v = rows8(
+                                    &IQ2XXS_GRID[usize::from(g[l0])],
+                                    &IQ2XXS_GRID[usize::from(g[l1])],
+                                );
+                                let signs = u16::from(s0) | (u16::from(s1) << 8);
+                                mul_u8_signed(
+                                    y.as_mut_ptr().add(32 * ib + 16 * p),
+                                    db,
+                                    db,
+                                    v,
+                                    signs,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq2_xs(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(74).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 floats per store at
+                    // 32ib + 16p of y's 256; grid indices are 9 bits (512 rows).
+                    unsafe {
+                        let d = half(b, iq2_xs::D);
+                        for ib in 0..8 {
+                            let s = b[iq2_xs::SCALES + ib];
+                            let db = [
+                                d * (0.5 + f32::from(s & 0x0f)) * 0.25,
+                                d * (0.5 + f32::from(s >> 4)) * 0.25,
+                            ];
+                            for p in 0..2 {
+                                let q0 = le16(b, iq2_xs::QS + 2 * (4 * ib + 2 * p));
+                                let q1 = le16(b, iq2_xs::QS + 2 * (4 * ib + 2 * p + 1));
+                                let v = rows8(
+                                    &IQ2XS_GRID[usize::from(q0 & 511)],
+                                    &IQ2XS_GRID[usize::from(q1 & 511)],
+                                );
+                                let signs = u16::from(KSIGNS_IQ2XS[usize::from(q0 >> 9)])
+                                    | (u16::from(KSIGNS_IQ2XS[usize::from(q1 >> 9)]) << 8);
+                                let out = y.as_mut_ptr().add(32 * ib + 16 * p);
+                                mul_u8_signed(out, db[p], db[p], v, signs);
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq2_s(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(82).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 floats per store at
+                    // 32ib + 16p of y's 256; grid indices are 10 bits (1024 rows).
+                    unsafe {
+                        let d = half(b, iq2_s::D);
+                        for ib in 0..8 {
+                            let s = b[iq2_s::SCALES + ib];
+                            let db = [
+                                d * (0.5 + f32::from(s & 0x0f)) * 0.25,
+                                d * (0.5 + f32::from(s >> 4)) * 0.25,
+                            ];
+                            let qh = usize::from(b[iq2_s::QH + ib]);
+                            let index = |l: usize| {
+                                usize::from(b[iq2_s::QS + 4 * ib + l])
+                                    | ((qh << (8 - 2 * l)) & 0x300)
+                            };
+                            for p in 0..2 {
+                                let (l0, l1) = (2 * p, 2 * p + 1);
+                                let v = rows8(&IQ2S_GRID[index(l0)], &IQ2S_GRID[index(l1)]);
+                                let signs = u16::from(b[iq2_s::SIGNS + 4 * ib + l0])
+                                    | (u16::from(b[iq2_s::SIGNS + 4 * ib + l1]) << 8);
+                                let out = y.as_mut_ptr().add(32 * ib + 16 * p);
+                                mul_u8_signed(out, db[p], db[p], v, signs);
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq3_xxs(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(98).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 floats per store at
+                    // 32ib + 16p of y's 256; grid indices are bytes (256 rows).
+                    unsafe {
+                        let d = half(b, iq3_xxs::D);
+                        for ib in 0..8 {
+                            let aux = u32_at(b, iq3_xxs::SCALES_AND_SIGNS + 4 * ib);
+                            let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+                            let at = iq3_xxs::QS + 8 * ib;
+                            for p in 0..2 {
+                                let g = |k: usize| &IQ3XXS_GRID[usize::from(b[at + 4 * p + k])];
+                                let v = rows4([g(0), g(1), g(2), g(3)]);
+                                let s = |l: usize| KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                                let signs = u16::from(s(2 * p)) | (u16::from(s(2 * p + 1)) << 8);
+                                mul_u8_signed(
+                                    y.as_mut_ptr().add(32 * ib + 16 * p),
+                                    db,
+                                    db,
+                                    v,
+                                    signs,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq3_s(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(110).zip(y.chunks_exact_mut(256)) {
+                    // SAFETY: the kernel's features are the helpers'; 16 floats per store at
+                    // 32ib + 16p of y's 256; grid indices are 9 bits (512 rows).
+                    unsafe {
+                        let d = half(b, iq3_s::D);
+                        for ib in 0..8 {
+                            let s = b[iq3_s::SCALES + ib / 2] >> (4 * (ib % 2));
+                            let db = d * f32::from(1 + 2 * (s & 0x0f));
+                            let qh = usize::from(b[iq3_s::QH + ib]);
+                            let at = iq3_s::QS + 8 * ib;
+                            let g = |l: usize, k: usize| {
+                                let shift = 8 - 2 * l - k;
+                                &IQ3S_GRID[usize::from(b[at + 2 * l + k]) | ((qh << shift) & 256)]
+                            };
+                            for p in 0..2 {
+                                let (l0, l1) = (2 * p, 2 * p + 1);
+                                let v = rows4([g(l0, 0), g(l0, 1), g(l1, 0), g(l1, 1)]);
+                                let signs = u16::from(b[iq3_s::SIGNS + 4 * ib + l0])
+                                    | (u16::from(b[iq3_s::SIGNS + 4 * ib + l1]) << 8);
+                                mul_u8_signed(
+                                    y.as_mut_ptr().add(32 * ib + 16 * p),
+                                    db,
+                                    db,
+                                    v,
+                                    signs,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
         }
     };
 }
@@ -773,6 +985,11 @@ macro_rules! table {
                 TQ1_0 => m::tq1_0,
                 Q2_0 => m::q2_0,
                 IQ1_S => m::iq1_s,
+                IQ2_XXS => m::iq2_xxs,
+                IQ2_XS => m::iq2_xs,
+                IQ2_S => m::iq2_s,
+                IQ3_XXS => m::iq3_xxs,
+                IQ3_S => m::iq3_s,
                 _ => return None,
             })
         }
@@ -792,7 +1009,7 @@ mod safe {
         }
         wrap!(
             f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0, q2_0, tq1_0, iq1_s
+            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s
         );
     }
     /// Wrappers of the AVX-512 kernels.
@@ -808,7 +1025,7 @@ mod safe {
         }
         wrap!(
             f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0, q2_0, tq1_0, iq1_s
+            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s
         );
     }
 }
