@@ -1,7 +1,7 @@
 /*
  * dequant_bench.c: tensor values, side by side with ggml (README: Tensor values).
  *
- *   dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t MAX_THREADS] [-o CSV] GGML_DIR TMP_DIR
+ *   dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k] GGML_DIR TMP_DIR
  *
  * 1. One thread, every data type: GB/s of float output (4 bytes per element written per second)
  *    of libgguf's gguf_dequantize, of ggml's to_float (ggml_get_type_traits, libggml-base.so
@@ -16,7 +16,7 @@
  *    over as many threads.
  * 3. Validation of that file's every tensor: gguf_validate_tensor against ggml_validate_row_data
  *    on the same bytes, and against read(2) of the whole file into a small buffer (what
- *    `cat > /dev/null` does), all warm.
+ *    `cat > /dev/null` does), all warm. -k keeps the file (TMP_DIR/dequant-bench.gguf).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -216,7 +216,8 @@ static char *write_model(const char *dir, uint64_t n) {
     return path;
 }
 
-static void threads_and_validation(int rounds, uint64_t n, int max_threads, const char *dir) {
+static void threads_and_validation(int rounds, uint64_t n, int max_threads, const char *dir,
+                                   bool keep) {
     const char *path = write_model(dir, n);
     GGUFFile f = gguf_open(path);
     if (!f) die(path);
@@ -286,7 +287,8 @@ static void threads_and_validation(int rounds, uint64_t n, int max_threads, cons
     printf("read() of the file      %9.2f %9.2f   (GB/s of the file)\n", fgb / minimum(m, rounds),
            fgb / median(m, rounds));
     gguf_close(f);
-    unlink(path);
+    if (keep) printf("(kept %s)\n", path);
+    else unlink(path);
     free(out), free(src), free(a), free(m), free(g), free(buf);
 }
 
@@ -294,16 +296,18 @@ int main(int argc, char **argv) {
     int rounds = 31, max_threads = (int)sysconf(_SC_NPROCESSORS_ONLN), opt;
     uint64_t n = 1 << 20, mib = 256;
     const char *csv_path = NULL;
-    while ((opt = getopt(argc, argv, "r:n:m:t:o:")) != -1) {
+    bool keep = false;
+    while ((opt = getopt(argc, argv, "r:n:m:t:o:k")) != -1) {
         switch (opt) {
         case 'r': rounds = atoi(optarg); break;
         case 'n': n = strtoull(optarg, NULL, 10); break;
         case 'm': mib = strtoull(optarg, NULL, 10); break;
         case 't': max_threads = atoi(optarg); break;
         case 'o': csv_path = optarg; break;
+        case 'k': keep = true; break;
         default:
             fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t THREADS] "
-                            "[-o CSV] GGML_DIR TMP_DIR\n");
+                            "[-o CSV] [-k] GGML_DIR TMP_DIR\n");
             return 2;
         }
     }
@@ -329,6 +333,6 @@ int main(int argc, char **argv) {
     single_thread(rounds, n, csv);
     if (csv) fclose(csv);
     threads_and_validation(rounds < 11 ? rounds : 11, mib * 1048576 / 4 / 4096 * 4096, max_threads,
-                           argv[optind + 1]);
+                           argv[optind + 1], keep);
     return 0;
 }

@@ -4,6 +4,10 @@
 //! instruction set this CPU has; and the switch that forces the scalar fallback.
 
 mod common;
+// ggml's prebuilt library is an x86-64 Linux one: the comparison with ggml runs there; the
+// comparison with the scalar kernels (themselves checked against ggml's recorded outputs on
+// every platform, tests/dequant.rs) runs everywhere.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[path = "ggml/dl.rs"]
 mod ggml_dl;
 
@@ -111,6 +115,7 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[test]
 fn every_vector_kernel_matches_ggml_bit_for_bit() {
     let g = ggml_dl::ggml(&common::ggml_dir());
@@ -139,10 +144,7 @@ fn every_vector_kernel_matches_ggml_bit_for_bit() {
             }
         }
     }
-    // On x86-64 and aarch64 there is always a vector set (AVX2 is assumed of the test machine).
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert!(checked > 0, "no vector kernel was tested");
-    }
+    assert!(checked > 0, "no vector kernel was tested (AVX2 is assumed of the test machine)");
 }
 
 #[test]
