@@ -205,8 +205,61 @@ fn scan_blocks(dtype: DataType, data: &[u8], order: ByteOrder) -> Option<BadValu
         .iter()
         .filter(|f| matches!(f.kind, FieldKind::F16 | FieldKind::F32 | FieldKind::E8M0))
         .collect();
+    // Where each field's exponent bits lie: (byte, mask), and for F32 the next byte's top bit.
+    let hi = |at: usize, len: usize| match order {
+        ByteOrder::Little => at + len - 1,
+        ByteOrder::Big => at,
+    };
+    let probes: Vec<(usize, u8, Option<usize>)> = fields
+        .iter()
+        .map(|f| match f.kind {
+            FieldKind::F16 => (hi(f.offset, 2), 0x7c, None),
+            FieldKind::F32 => {
+                let top = hi(f.offset, 4);
+                let next = match order {
+                    ByteOrder::Little => top - 1,
+                    ByteOrder::Big => top + 1,
+                };
+                (top, 0x7f, Some(next))
+            }
+            _ => (f.offset, 0xff, None),
+        })
+        .collect();
+    // Blocks scanned at once by the branch-free pass; a chunk it flags is looked at closely.
+    const BLOCKS: usize = 1024;
+    for (c, chunk) in data.chunks(BLOCKS * size).enumerate() {
+        let flagged = probes.iter().any(|&(at, mask, next)| {
+            chunk.chunks_exact(size).fold(false, |acc, b| {
+                let top = b[at] & mask == mask;
+                acc | match next {
+                    Some(n) => top & (b[n] & 0x80 != 0),
+                    None => top,
+                }
+            })
+        });
+        if flagged {
+            if let Some(bad) = first_bad_block(&fields, size, chunk, order) {
+                let skip = c * BLOCKS;
+                return Some(BadValue {
+                    index: bad.index + skip as u64,
+                    byte: bad.byte + (skip * size) as u64,
+                    ..bad
+                });
+            }
+        }
+    }
+    None
+}
+
+/// The first block of `data` (whole blocks of `size` bytes) with a NaN or infinite field.
+fn first_bad_block(
+    fields: &[&Field],
+    size: usize,
+    data: &[u8],
+    order: ByteOrder,
+) -> Option<BadValue> {
     for (b, block) in data.chunks_exact(size).enumerate() {
-        for field in &fields {
+        for field in fields {
             let at = field.offset;
             let nan = match field.kind {
                 FieldKind::F16 => {
@@ -290,6 +343,23 @@ mod tests {
         data[2 * CHUNK + 5] = 0x80;
         let bad = find_bad_value(DataType::F16, &data, ByteOrder::Big).unwrap();
         assert!(bad.nan);
+    }
+
+    #[test]
+    fn finds_a_bad_scale_past_the_first_chunk_of_blocks_in_either_byte_order() {
+        let mut data = vec![0u8; 18 * 3000];
+        data[18 * 2500 + 1] = 0x7c; // Q4_0 block 2500: d = +inf (little-endian)
+        let bad = find_bad_value(DataType::Q4_0, &data, ByteOrder::Little).unwrap();
+        assert_eq!((bad.index, bad.byte, bad.nan), (2500, 18 * 2500, false));
+        assert_eq!(find_bad_value(DataType::Q4_0, &data, ByteOrder::Big), None);
+        let mut data = vec![0u8; 292 * 1500];
+        data[292 * 1100..292 * 1100 + 4].copy_from_slice(&[0x7f, 0x80, 0, 1]); // Q8_K d, BE NaN
+        let bad = find_bad_value(DataType::Q8_K, &data, ByteOrder::Big).unwrap();
+        assert_eq!((bad.index, bad.field, bad.nan), (1100, "d", true));
+        assert_eq!(
+            find_bad_value(DataType::Q8_K, &data, ByteOrder::Little),
+            None
+        );
     }
 
     #[test]
