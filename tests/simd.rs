@@ -69,6 +69,17 @@ fn inputs(dtype: DataType) -> Vec<Vec<u8>> {
             }
             out.push(v);
         }
+        DataType::IQ1_M => {
+            // The f16 scale is the top nibbles of the four scale words (bytes 49, 51, 53, 55).
+            let mut v = rng.bytes(SPECIAL_F16.len() * bytes);
+            for (i, h) in SPECIAL_F16.iter().enumerate() {
+                for k in 0..4 {
+                    let at = i * bytes + 48 + 2 * k + 1;
+                    v[at] = (v[at] & 0x0f) | ((((h >> (4 * k)) & 0xf) as u8) << 4);
+                }
+            }
+            out.push(v);
+        }
         DataType::MXFP4 => {
             let mut v = rng.bytes(256 * bytes);
             for e in 0..256 {
@@ -144,7 +155,10 @@ fn every_vector_kernel_matches_ggml_bit_for_bit() {
             }
         }
     }
-    assert!(checked > 0, "no vector kernel was tested (AVX2 is assumed of the test machine)");
+    assert!(
+        checked > 0,
+        "no vector kernel was tested (AVX2 is assumed of the test machine)"
+    );
 }
 
 #[test]

@@ -42,7 +42,17 @@ fn le16(b: &[u8], at: usize) -> u16 {
 #[inline]
 #[target_feature(enable = "f16c")]
 unsafe fn half(b: &[u8], at: usize) -> f32 {
-    let h = le16(b, at);
+    // SAFETY: the caller's.
+    unsafe { half_bits(le16(b, at)) }
+}
+
+/// The f16 with bits `h` as f32 (F16C).
+///
+/// # Safety
+/// The CPU has F16C.
+#[inline]
+#[target_feature(enable = "f16c")]
+unsafe fn half_bits(h: u16) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))))
 }
 
@@ -111,6 +121,25 @@ mod h256 {
         unsafe {
             _mm256_storeu_ps(y, a);
             _mm256_storeu_ps(y.add(8), b);
+        }
+    }
+    /// y[0..16] = d * (float(v as i8) + delta0) for lanes 0..8, with delta1 for 8..16 (IQ1_M).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn mul_i8_plus2(y: *mut f32, d: f32, v: __m128i, delta0: f32, delta1: f32) {
+        let a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+        let b = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+        let d = _mm256_set1_ps(d);
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe {
+            _mm256_storeu_ps(
+                y,
+                _mm256_mul_ps(d, _mm256_add_ps(a, _mm256_set1_ps(delta0))),
+            );
+            _mm256_storeu_ps(
+                y.add(8),
+                _mm256_mul_ps(d, _mm256_add_ps(b, _mm256_set1_ps(delta1))),
+            );
         }
     }
     /// y[0..16] = float(v as u8) * d + m.
@@ -207,6 +236,16 @@ mod h512 {
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
+    pub unsafe fn mul_i8_plus2(y: *mut f32, d: f32, v: __m128i, delta0: f32, delta1: f32) {
+        let a = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+        let lo = _mm512_castps256_ps512(_mm256_set1_ps(delta0));
+        let hi = _mm256_castps_pd(_mm256_set1_ps(delta1));
+        let delta = _mm512_castpd_ps(_mm512_insertf64x4::<1>(_mm512_castps_pd(lo), hi));
+        // SAFETY: the caller gives 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_set1_ps(d), _mm512_add_ps(a, delta))) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
     pub unsafe fn u8_mul_add(y: *mut f32, v: __m128i, d: V, m: V) {
         let a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
         // SAFETY: the caller gives 16 writable floats at y.
@@ -259,10 +298,10 @@ macro_rules! block_kernels {
     ($name:ident, $h:ident, $feat:literal) => {
         mod $name {
             use super::$h::*;
-            use super::{half, le16, q5_high_bits};
+            use super::{half, half_bits, le16, q5_high_bits};
             use crate::quant::blocks::{
-                iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, mxfp4, q2_0, q2_k,
-                q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0, tq1_0, tq2_0,
+                iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, mxfp4, q2_0,
+                q2_k, q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0, tq1_0, tq2_0,
             };
             use crate::quant::fp4::e8m0_to_f32_half;
             use crate::quant::iquant::IQ1S_DELTA;
@@ -951,6 +990,48 @@ macro_rules! block_kernels {
                     }
                 }
             }
+            #[target_feature(enable = $feat)]
+            pub unsafe fn iq1_m(x: &[u8], y: &mut [f32]) {
+                for (b, y) in x.chunks_exact(56).zip(y.chunks_exact_mut(256)) {
+                    let sc = [0, 1, 2, 3].map(|k| le16(b, iq1_m::SCALES + 2 * k));
+                    let bits = (sc[0] >> 12)
+                        | ((sc[1] >> 8) & 0x00f0)
+                        | ((sc[2] >> 4) & 0x0f00)
+                        | (sc[3] & 0xf000);
+                    // SAFETY: the kernel's features are the helpers'; grid indices are 11 bits
+                    // (IQ1S_GRID has 2048 rows); 16 floats per store at 32ib + 16p of y's 256.
+                    unsafe {
+                        let d = half_bits(bits);
+                        for ib in 0..8 {
+                            let word = sc[ib / 2] >> (6 * (ib % 2));
+                            let dl = [
+                                d * f32::from(2 * (word & 7) + 1),
+                                d * f32::from(2 * ((word >> 3) & 7) + 1),
+                            ];
+                            let qs = iq1_m::QS + 4 * ib;
+                            for p in 0..2 {
+                                let h = b[iq1_m::QH + 2 * ib + p];
+                                let delta = |bit: u8| {
+                                    if h & bit != 0 {
+                                        -IQ1S_DELTA
+                                    } else {
+                                        IQ1S_DELTA
+                                    }
+                                };
+                                let row0 = &IQ1S_GRID
+                                    [usize::from(b[qs + 2 * p]) | ((usize::from(h) << 8) & 0x700)];
+                                let row1 = &IQ1S_GRID[usize::from(b[qs + 2 * p + 1])
+                                    | ((usize::from(h) << 4) & 0x700)];
+                                let lo = i64::from_le_bytes(row0.map(|g| g as u8));
+                                let hi = i64::from_le_bytes(row1.map(|g| g as u8));
+                                let v = _mm_set_epi64x(hi, lo);
+                                let out = y.as_mut_ptr().add(32 * ib + 16 * p);
+                                mul_i8_plus2(out, dl[p], v, delta(0x08), delta(0x80));
+                            }
+                        }
+                    }
+                }
+            }
         }
     };
 }
@@ -985,6 +1066,7 @@ macro_rules! table {
                 TQ1_0 => m::tq1_0,
                 Q2_0 => m::q2_0,
                 IQ1_S => m::iq1_s,
+                IQ1_M => m::iq1_m,
                 IQ2_XXS => m::iq2_xxs,
                 IQ2_XS => m::iq2_xs,
                 IQ2_S => m::iq2_s,
@@ -1009,7 +1091,7 @@ mod safe {
         }
         wrap!(
             f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s
+            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
     /// Wrappers of the AVX-512 kernels.
@@ -1025,7 +1107,7 @@ mod safe {
         }
         wrap!(
             f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s
+            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
 }
