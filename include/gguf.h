@@ -1315,7 +1315,8 @@ bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
  * definition: each value rounded to the nearest float, Q8_1 its scale times each quant).
  * `n_elements` must be a whole number of the type's blocks (`gguf_dtype_block_size`); `src`
  * holds `n_elements / block size * block bytes` bytes, `dst` room for `n_elements` floats, and
- * the two must not overlap. Thread-safe; allocates nothing and reads nothing else. Returns true,
+ * the two must not overlap. Thread-safe; allocates nothing (a failure only records its message)
+ * and reads nothing else. Returns true,
  * or false (nothing written or only part of `dst`; `gguf_last_error` says why) when the type is
  * unknown (GGUF_ERROR_CODE_INVALID_ARGUMENT) or was removed from the format
  * (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks or too

@@ -63,7 +63,7 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
         // Raw pointers are not `Send`: each thread gets the addresses and rebuilds them.
         let (file_addr, info_addr, dst_addr) = (file as usize, info as usize, dst as usize);
         let ranges = starts.len() - 1;
-        let convert = move |k: usize| -> bool {
+        let convert = move |starts: &[u64], k: usize| -> bool {
             let (s, e) = (starts[k], starts[k + 1]);
             // `s * row` floats precede range k in `dst`; it fits in usize (the whole output is
             // addressable memory, as gguf_tensor_to_float checked).
@@ -81,32 +81,31 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
                 )
             }
         };
-        let convert = &convert;
-        let failed: Vec<usize> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (1..ranges)
-                .map(|k| {
-                    let spawned =
-                        std::thread::Builder::new().spawn_scoped(scope, move || convert(k));
-                    (k, spawned)
-                })
-                .collect();
-            let mut failed = Vec::new();
-            if !convert(0) {
-                failed.push(0);
+        // Plain threads joined below rather than `std::thread::scope`, which would give the
+        // calling (C) thread a Rust thread handle that is never freed.
+        let starts = std::sync::Arc::new(starts);
+        let workers: Vec<_> = (1..ranges)
+            .map(|k| {
+                let starts = std::sync::Arc::clone(&starts);
+                let spawned = std::thread::Builder::new().spawn(move || convert(&starts, k));
+                (k, spawned)
+            })
+            .collect();
+        let mut failed = Vec::new();
+        if !convert(&starts, 0) {
+            failed.push(0);
+        }
+        // Every thread started is joined before this returns: none outlives the call.
+        for (k, worker) in workers {
+            let ok = match worker {
+                Ok(handle) => handle.join().unwrap_or(false),
+                Err(_) => false,
+            };
+            if !ok {
+                failed.push(k);
             }
-            for (k, worker) in workers {
-                // A thread that could not start, or whose range failed, is redone below.
-                let ok = match worker {
-                    Ok(handle) => handle.join().unwrap_or(false),
-                    Err(_) => false,
-                };
-                if !ok {
-                    failed.push(k);
-                }
-            }
-            failed
-        });
+        }
         // Redone here so that the error, if it recurs, is recorded for the caller's thread.
-        Ok(failed.into_iter().all(convert))
+        Ok(failed.into_iter().all(|k| convert(&starts, k)))
     })
 }
