@@ -1,8 +1,9 @@
 //! The 4-bit float types: MXFP4 (32 E2M1 values and an E8M0 exponent) and NVFP4 (64 E2M1 values,
 //! a UE4M3 scale per 16). The E2M1 table holds doubled values; each scale carries the half.
+//! Every scale either type can encode is finite, so no value is NaN: plain operations are exact.
 
 use super::blocks::{mxfp4, nvfp4};
-use super::mul;
+use super::fixed;
 use super::tables::KVALUES_MXFP4;
 
 /// Half of 2^(e - 127), as ggml reads an E8M0 byte: e = 0 and 1 give subnormals, 255 gives
@@ -37,10 +38,12 @@ pub fn ue4m3_to_f32_half(x: u8) -> f32 {
 /// MXFP4: `value[nibble] * scale`; low nibbles are the first 16 elements.
 pub fn mxfp4(src: &[u8], dst: &mut [f32]) {
     for (b, y) in src.chunks_exact(17).zip(dst.chunks_exact_mut(32)) {
+        let (b, y) = fixed::<17, 32>(b, y);
         let d = e8m0_to_f32_half(b[mxfp4::E]);
-        for (j, &q) in b[mxfp4::QS..mxfp4::QS + 16].iter().enumerate() {
-            y[j] = mul(f32::from(KVALUES_MXFP4[usize::from(q & 0x0F)]), d);
-            y[j + 16] = mul(f32::from(KVALUES_MXFP4[usize::from(q >> 4)]), d);
+        for j in 0..16 {
+            let q = b[mxfp4::QS + j];
+            y[j] = f32::from(KVALUES_MXFP4[usize::from(q & 0x0F)]) * d;
+            y[j + 16] = f32::from(KVALUES_MXFP4[usize::from(q >> 4)]) * d;
         }
     }
 }
@@ -49,12 +52,13 @@ pub fn mxfp4(src: &[u8], dst: &mut [f32]) {
 /// are its first 8 elements).
 pub fn nvfp4(src: &[u8], dst: &mut [f32]) {
     for (b, y) in src.chunks_exact(36).zip(dst.chunks_exact_mut(64)) {
+        let (b, y) = fixed::<36, 64>(b, y);
         for (s, y) in y.chunks_exact_mut(16).enumerate() {
             let d = ue4m3_to_f32_half(b[nvfp4::D + s]);
             let qs = &b[nvfp4::QS + 8 * s..nvfp4::QS + 8 * s + 8];
             for (j, &q) in qs.iter().enumerate() {
-                y[j] = mul(f32::from(KVALUES_MXFP4[usize::from(q & 0x0F)]), d);
-                y[j + 8] = mul(f32::from(KVALUES_MXFP4[usize::from(q >> 4)]), d);
+                y[j] = f32::from(KVALUES_MXFP4[usize::from(q & 0x0F)]) * d;
+                y[j + 8] = f32::from(KVALUES_MXFP4[usize::from(q >> 4)]) * d;
             }
         }
     }

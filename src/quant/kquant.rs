@@ -3,38 +3,40 @@
 //! value is computed as ggml does: `(d * scale) * quant - (dmin * min)`, left to right.
 
 use super::blocks::{f16_at, q2_k, q3_k, q4_k, q5_k, q6_k, q8_k, u32_at};
-use super::{mul, sub};
+use super::{by_scales, fixed, Arith};
 
 /// Q2_K: 16 sub-blocks of 16; scale in the low nibble, min in the high nibble of `scales`.
 pub fn q2_k(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(84).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, q2_k::D);
-        let dmin = f16_at(b, q2_k::DMIN);
-        let scales = &b[q2_k::SCALES..q2_k::SCALES + 16];
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, dmin: f32, b: &[u8; 84], y: &mut [f32; 256]) {
         // Two halves of 128 elements, each reading 32 bytes of quants four times (2 bits each).
         for half in 0..2 {
-            let qs = &b[q2_k::QS + 32 * half..q2_k::QS + 32 * half + 32];
+            let qs: &[u8; 32] = b[q2_k::QS + 32 * half..][..32].try_into().expect("32");
             for shift in 0..4 {
                 for part in 0..2 {
-                    let sub_block = half * 8 + shift * 2 + part;
-                    let sc = scales[sub_block];
-                    let dl = mul(d, f32::from(sc & 0x0F));
-                    let ml = mul(dmin, f32::from(sc >> 4));
+                    let sc = b[q2_k::SCALES + half * 8 + shift * 2 + part];
+                    let dl = A::mul(d, f32::from(sc & 0x0F));
+                    let ml = A::mul(dmin, f32::from(sc >> 4));
                     let out = &mut y[half * 128 + shift * 32 + part * 16..][..16];
-                    for (l, y) in out.iter_mut().enumerate() {
-                        let q = (qs[part * 16 + l] >> (2 * shift)) & 3;
-                        *y = sub(mul(dl, f32::from(q)), ml);
+                    for (y, &q) in out.iter_mut().zip(&qs[part * 16..part * 16 + 16]) {
+                        let q = (q >> (2 * shift)) & 3;
+                        *y = A::sub(A::mul(dl, f32::from(q)), ml);
                     }
                 }
             }
         }
+    }
+    for (b, y) in src.chunks_exact(84).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let (d, dmin) = (f16_at(b, q2_k::D), f16_at(b, q2_k::DMIN));
+        by_scales!([d, dmin], block(d, dmin, b, y));
     }
 }
 
 /// The 16 six-bit scales of Q3_K, minus 32: low 4 bits from the first 8 bytes (low nibbles,
 /// then high nibbles), high 2 bits from the last 4.
 #[inline(always)]
-pub(crate) fn q3_k_scales(s: &[u8]) -> [i8; 16] {
+pub fn q3_k_scales(s: &[u8]) -> [i8; 16] {
     let mut out = [0i8; 16];
     for (j, o) in out.iter_mut().enumerate() {
         let low = if j < 8 { s[j] & 0x0F } else { s[j - 8] >> 4 };
@@ -46,27 +48,31 @@ pub(crate) fn q3_k_scales(s: &[u8]) -> [i8; 16] {
 
 /// Q3_K: 16 sub-blocks of 16; 2 low bits in `qs`, the third in `hmask` (set means no -4).
 pub fn q3_k(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(110).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, q3_k::D);
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, b: &[u8; 110], y: &mut [f32; 256]) {
         let scales = q3_k_scales(&b[q3_k::SCALES..q3_k::SCALES + 12]);
-        let hmask = &b[q3_k::HMASK..q3_k::HMASK + 32];
+        let hmask: &[u8; 32] = b[q3_k::HMASK..][..32].try_into().expect("32");
         for half in 0..2 {
-            let qs = &b[q3_k::QS + 32 * half..q3_k::QS + 32 * half + 32];
+            let qs: &[u8; 32] = b[q3_k::QS + 32 * half..][..32].try_into().expect("32");
             for shift in 0..4 {
                 let bit = 1u8 << (half * 4 + shift);
                 for part in 0..2 {
-                    let sub_block = half * 8 + shift * 2 + part;
-                    let dl = mul(d, f32::from(scales[sub_block]));
+                    let dl = A::mul(d, f32::from(scales[half * 8 + shift * 2 + part]));
                     let out = &mut y[half * 128 + shift * 32 + part * 16..][..16];
                     for (l, y) in out.iter_mut().enumerate() {
                         let i = part * 16 + l;
                         let low = ((qs[i] >> (2 * shift)) & 3) as i8;
                         let q = low - if hmask[i] & bit != 0 { 0 } else { 4 };
-                        *y = mul(dl, f32::from(q));
+                        *y = A::mul(dl, f32::from(q));
                     }
                 }
             }
         }
+    }
+    for (b, y) in src.chunks_exact(110).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let d = f16_at(b, q3_k::D);
+        by_scales!([d], block(d, b, y));
     }
 }
 
@@ -85,59 +91,73 @@ pub fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
 
 /// Q4_K: 8 sub-blocks of 32; each 64 elements read 32 bytes, low nibbles then high nibbles.
 pub fn q4_k(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(144).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, q4_k::D);
-        let dmin = f16_at(b, q4_k::DMIN);
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, dmin: f32, b: &[u8; 144], y: &mut [f32; 256]) {
         let scales = &b[q4_k::SCALES..q4_k::SCALES + 12];
         for pair in 0..4 {
-            let qs = &b[q4_k::QS + 32 * pair..q4_k::QS + 32 * pair + 32];
+            let qs: &[u8; 32] = b[q4_k::QS + 32 * pair..][..32].try_into().expect("32");
             for nib in 0..2 {
                 let (sc, m) = scale_min_k4(2 * pair + nib, scales);
-                let dl = mul(d, f32::from(sc));
-                let ml = mul(dmin, f32::from(m));
+                let dl = A::mul(d, f32::from(sc));
+                let ml = A::mul(dmin, f32::from(m));
                 let out = &mut y[pair * 64 + nib * 32..][..32];
                 for (y, &q) in out.iter_mut().zip(qs) {
                     let q = (q >> (4 * nib)) & 0x0F;
-                    *y = sub(mul(dl, f32::from(q)), ml);
+                    *y = A::sub(A::mul(dl, f32::from(q)), ml);
                 }
             }
         }
+    }
+    for (b, y) in src.chunks_exact(144).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let (d, dmin) = (f16_at(b, q4_k::D), f16_at(b, q4_k::DMIN));
+        by_scales!([d, dmin], block(d, dmin, b, y));
     }
 }
 
 /// Q5_K: Q4_K with a fifth bit per element in `qh` (bit 2 * pair + nibble half).
 pub fn q5_k(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(176).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, q5_k::D);
-        let dmin = f16_at(b, q5_k::DMIN);
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, dmin: f32, b: &[u8; 176], y: &mut [f32; 256]) {
         let scales = &b[q5_k::SCALES..q5_k::SCALES + 12];
-        let qh = &b[q5_k::QH..q5_k::QH + 32];
+        let qh: &[u8; 32] = b[q5_k::QH..][..32].try_into().expect("32");
         for pair in 0..4 {
-            let qs = &b[q5_k::QS + 32 * pair..q5_k::QS + 32 * pair + 32];
+            let qs: &[u8; 32] = b[q5_k::QS + 32 * pair..][..32].try_into().expect("32");
             for nib in 0..2 {
                 let (sc, m) = scale_min_k4(2 * pair + nib, scales);
-                let dl = mul(d, f32::from(sc));
-                let ml = mul(dmin, f32::from(m));
+                let dl = A::mul(d, f32::from(sc));
+                let ml = A::mul(dmin, f32::from(m));
                 let bit = 1u8 << (2 * pair + nib);
                 let out = &mut y[pair * 64 + nib * 32..][..32];
                 for (l, y) in out.iter_mut().enumerate() {
                     let low = (qs[l] >> (4 * nib)) & 0x0F;
                     let q = low + if qh[l] & bit != 0 { 16 } else { 0 };
-                    *y = sub(mul(dl, f32::from(q)), ml);
+                    *y = A::sub(A::mul(dl, f32::from(q)), ml);
                 }
             }
         }
+    }
+    for (b, y) in src.chunks_exact(176).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let (d, dmin) = (f16_at(b, q5_k::D), f16_at(b, q5_k::DMIN));
+        by_scales!([d, dmin], block(d, dmin, b, y));
     }
 }
 
 /// Q6_K: 16 sub-blocks of 16 with signed 8-bit scales; low 4 bits in `ql`, high 2 in `qh`.
 pub fn q6_k(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(210).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, q6_k::D);
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, b: &[u8; 210], y: &mut [f32; 256]) {
+        // The 16 sub-block scales applied to d (ggml computes d * scale for each value: the
+        // same product).
+        let mut dl = [0f32; 16];
+        for (k, dl) in dl.iter_mut().enumerate() {
+            *dl = A::mul(d, f32::from(b[q6_k::SCALES + k] as i8));
+        }
         for half in 0..2 {
-            let ql = &b[q6_k::QL + 64 * half..q6_k::QL + 64 * half + 64];
-            let qh = &b[q6_k::QH + 32 * half..q6_k::QH + 32 * half + 32];
-            let sc = &b[q6_k::SCALES + 8 * half..q6_k::SCALES + 8 * half + 8];
+            let ql: &[u8; 64] = b[q6_k::QL + 64 * half..][..64].try_into().expect("64");
+            let qh: &[u8; 32] = b[q6_k::QH + 32 * half..][..32].try_into().expect("32");
+            let dl = &dl[8 * half..8 * half + 8];
             let y = &mut y[128 * half..128 * half + 128];
             for l in 0..32 {
                 let is = l / 16;
@@ -146,22 +166,32 @@ pub fn q6_k(src: &[u8], dst: &mut [f32]) {
                 let q2 = ((ql[l + 32] & 0x0F) | (((h >> 2) & 3) << 4)) as i8 - 32;
                 let q3 = ((ql[l] >> 4) | (((h >> 4) & 3) << 4)) as i8 - 32;
                 let q4 = ((ql[l + 32] >> 4) | (((h >> 6) & 3) << 4)) as i8 - 32;
-                let s = |k: usize| f32::from(sc[is + k] as i8);
-                y[l] = mul(mul(d, s(0)), f32::from(q1));
-                y[l + 32] = mul(mul(d, s(2)), f32::from(q2));
-                y[l + 64] = mul(mul(d, s(4)), f32::from(q3));
-                y[l + 96] = mul(mul(d, s(6)), f32::from(q4));
+                y[l] = A::mul(dl[is], f32::from(q1));
+                y[l + 32] = A::mul(dl[is + 2], f32::from(q2));
+                y[l + 64] = A::mul(dl[is + 4], f32::from(q3));
+                y[l + 96] = A::mul(dl[is + 6], f32::from(q4));
             }
         }
+    }
+    for (b, y) in src.chunks_exact(210).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let d = f16_at(b, q6_k::D);
+        by_scales!([d], block(d, b, y));
     }
 }
 
 /// Q8_K: `d * quant` with an f32 scale.
 pub fn q8_k(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(292).zip(dst.chunks_exact_mut(256)) {
-        let d = f32::from_bits(u32_at(b, q8_k::D));
-        for (y, &q) in y.iter_mut().zip(&b[q8_k::QS..q8_k::QS + 256]) {
-            *y = mul(d, f32::from(q as i8));
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, b: &[u8; 292], y: &mut [f32; 256]) {
+        let qs: &[u8; 256] = b[q8_k::QS..][..256].try_into().expect("256");
+        for (y, &q) in y.iter_mut().zip(qs) {
+            *y = A::mul(d, f32::from(q as i8));
         }
+    }
+    for (b, y) in src.chunks_exact(292).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let d = f32::from_bits(u32_at(b, q8_k::D));
+        by_scales!([d], block(d, b, y));
     }
 }

@@ -1,18 +1,20 @@
 //! Tensor values: every data type converted to `f32`, bit for bit as ggml's own dequantizers
 //! compute them (`dequantize_row_*`, `ggml_get_type_traits(t)->to_float`), on every platform.
 //!
-//! - [`blocks`]: each type's block layout, defined once.
-//! - One file per family of types: [`float`], [`legacy`], [`kquant`], [`iquant`], [`ternary`],
-//!   [`fp4`] (Q1_0 and Q2_0 live in `legacy`, beside Q4_0 whose shape they share).
-//! - [`dequantize`]: the dispatch over whole blocks, with checked lengths.
-//! - [`simd`]: the vector kernels (AVX2, AVX-512, NEON) the dispatch prefers, chosen at run time.
-//! - [`validate`]: the NaN and infinity checks of ggml's `ggml_validate_row_data`.
+//! - [`blocks`](crate::quant::blocks): each type's block layout, defined once.
+//! - One file per family of types: `float`, `legacy`, `kquant`, `iquant`, `ternary`, `fp4`
+//!   (Q1_0 and Q2_0 live in `legacy`, beside Q4_0 whose shape they share).
+//! - [`dequantize`](crate::quant::dequantize): the dispatch over whole blocks, with checked
+//!   lengths.
+//! - `simd`: the vector kernels (AVX2, AVX-512, NEON) the dispatch prefers, chosen at run time.
+//! - `validate`: the NaN and infinity checks of ggml's `ggml_validate_row_data`.
 //!
 //! Exactness: the kernels follow ggml's order of operations (a multiply, then an add; never a
 //! fused multiply-add, which Rust does not contract on its own) and ggml's half to single
-//! conversion. A NaN result follows x86's rules wherever it arises ([`mul`], [`add`], [`sub`]),
-//! so that a block with a NaN or infinite scale gives the same bits on Arm and s390x as ggml
-//! gives on x86-64.
+//! conversion. A block whose scales are finite runs plain arithmetic
+//! ([`Plain`](crate::quant::Plain)); a block with a NaN or infinite scale makes each NaN by x86's
+//! rules ([`X86Nan`](crate::quant::X86Nan)), so it gives the same bits on Arm and s390x as ggml
+//! gives on x86-64 (`by_scales!` picks).
 
 pub mod blocks;
 pub mod float;
@@ -235,6 +237,82 @@ fn check_lengths(dtype: DataType, src: usize, dst: usize) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The arithmetic a kernel runs a block with. A block whose scales are all finite cannot make a
+/// NaN: finite operands give a NaN only through an infinity, and where a product can overflow
+/// (Q8_K's f32 scale, MXFP4's 2^127) nothing is added to it, while the f16-scaled sums stay far
+/// below the f32 range. So it runs with the plain operations, which the compiler vectorises; a
+/// block with a NaN or infinite scale runs with [`mul`], [`add`] and [`sub`], which make each
+/// NaN as x86 does. Both give ggml's bits on every platform.
+pub trait Arith {
+    /// `a * b`.
+    fn mul(a: f32, b: f32) -> f32;
+    /// `a + b`.
+    fn add(a: f32, b: f32) -> f32;
+    /// `a - b`.
+    fn sub(a: f32, b: f32) -> f32;
+}
+
+/// IEEE operations as the CPU does them: for blocks whose scales are finite.
+pub struct Plain;
+
+impl Arith for Plain {
+    #[inline(always)]
+    fn mul(a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    fn sub(a: f32, b: f32) -> f32 {
+        a - b
+    }
+}
+
+/// IEEE operations with x86's NaN results: for blocks with a non-finite scale.
+pub struct X86Nan;
+
+impl Arith for X86Nan {
+    #[inline(always)]
+    fn mul(a: f32, b: f32) -> f32 {
+        mul(a, b)
+    }
+    #[inline(always)]
+    fn add(a: f32, b: f32) -> f32 {
+        add(a, b)
+    }
+    #[inline(always)]
+    fn sub(a: f32, b: f32) -> f32 {
+        sub(a, b)
+    }
+}
+
+/// Runs `$block::<Plain>($args)` when every scale in `$scales` is finite, else
+/// `$block::<X86Nan>($args)`.
+macro_rules! by_scales {
+    ([$($scale:expr),+], $block:ident($($arg:expr),*)) => {
+        if $($scale.is_finite())&&+ {
+            $block::<$crate::quant::Plain>($($arg),*)
+        } else {
+            $block::<$crate::quant::X86Nan>($($arg),*)
+        }
+    };
+}
+pub(crate) use by_scales;
+
+/// Block `b` (exactly one block) and its output `y` as arrays, so the compiler sees their sizes.
+#[inline(always)]
+pub(crate) fn fixed<'a, const B: usize, const E: usize>(
+    b: &'a [u8],
+    y: &'a mut [f32],
+) -> (&'a [u8; B], &'a mut [f32; E]) {
+    (
+        b.try_into().expect("whole blocks"),
+        y.try_into().expect("whole blocks"),
+    )
 }
 
 /// x86's NaN for an invalid operation (0 times infinity, infinity minus infinity): negative.

@@ -2,7 +2,7 @@
 //! `(q - 1) * d`.
 
 use super::blocks::{f16_at, tq1_0, tq2_0};
-use super::mul;
+use super::{by_scales, fixed, Arith};
 
 /// Digit `n` (0 = most significant) of a byte holding base-3 digits as a fixed-point fraction:
 /// multiplying by 3^n drops the first n digits, and the top of `x * 3` is the next one.
@@ -15,37 +15,49 @@ fn trit(byte: u8, n: usize) -> u8 {
 
 /// TQ1_0: 5 digits per byte of `qs` (32 then 16 bytes, digit-major), 4 per byte of `qh`.
 pub fn tq1_0(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(54).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, tq1_0::D);
-        let mut out = y.iter_mut();
-        let mut emit = |bytes: &[u8], digits: usize| {
-            for n in 0..digits {
-                for &q in bytes {
-                    if let Some(y) = out.next() {
-                        *y = mul(f32::from(trit(q, n) as i8 - 1), d);
-                    }
-                }
+    /// Digits `0..digits` of each of `bytes` (digit-major) into `y`, from `at`; returns the end.
+    #[inline(always)]
+    fn emit<A: Arith>(d: f32, bytes: &[u8], digits: usize, y: &mut [f32; 256], at: usize) -> usize {
+        let mut at = at;
+        for n in 0..digits {
+            for (y, &q) in y[at..at + bytes.len()].iter_mut().zip(bytes) {
+                *y = A::mul(f32::from(trit(q, n) as i8 - 1), d);
             }
-        };
-        emit(&b[tq1_0::QS..tq1_0::QS + 32], 5);
-        emit(&b[tq1_0::QS + 32..tq1_0::QS + 48], 5);
-        emit(&b[tq1_0::QH..tq1_0::QH + 4], 4);
+            at += bytes.len();
+        }
+        at
+    }
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, b: &[u8; 54], y: &mut [f32; 256]) {
+        let at = emit::<A>(d, &b[tq1_0::QS..tq1_0::QS + 32], 5, y, 0);
+        let at = emit::<A>(d, &b[tq1_0::QS + 32..tq1_0::QS + 48], 5, y, at);
+        emit::<A>(d, &b[tq1_0::QH..tq1_0::QH + 4], 4, y, at);
+    }
+    for (b, y) in src.chunks_exact(54).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let d = f16_at(b, tq1_0::D);
+        by_scales!([d], block(d, b, y));
     }
 }
 
 /// TQ2_0: 2-bit codes, four per byte, 32-byte groups read four times.
 pub fn tq2_0(src: &[u8], dst: &mut [f32]) {
-    for (b, y) in src.chunks_exact(66).zip(dst.chunks_exact_mut(256)) {
-        let d = f16_at(b, tq2_0::D);
+    #[inline(always)]
+    fn block<A: Arith>(d: f32, b: &[u8; 66], y: &mut [f32; 256]) {
         for half in 0..2 {
-            let qs = &b[tq2_0::QS + 32 * half..tq2_0::QS + 32 * half + 32];
+            let qs: &[u8; 32] = b[tq2_0::QS + 32 * half..][..32].try_into().expect("32");
             for l in 0..4 {
                 let out = &mut y[128 * half + 32 * l..][..32];
                 for (y, &q) in out.iter_mut().zip(qs) {
                     let code = (q >> (2 * l)) & 3;
-                    *y = mul(f32::from(code as i8 - 1), d);
+                    *y = A::mul(f32::from(code as i8 - 1), d);
                 }
             }
         }
+    }
+    for (b, y) in src.chunks_exact(66).zip(dst.chunks_exact_mut(256)) {
+        let (b, y) = fixed(b, y);
+        let d = f16_at(b, tq2_0::D);
+        by_scales!([d], block(d, b, y));
     }
 }
