@@ -1190,7 +1190,8 @@ bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
  * converted in place into its part of `dst` (room for `n_rows * info->dims[0]` floats). The
  * calling thread converts the first range; the others run on threads started for this call and
  * joined before it returns (a thread is given at least 65536 elements, so small tensors use
- * fewer threads, or only the calling one). The floats are those of `gguf_tensor_to_float`.
+ * fewer threads, or only the calling one; at most 1024 threads). The floats are those of
+ * `gguf_tensor_to_float`.
  *
  * Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
  * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the

@@ -8,13 +8,16 @@ use crate::error::{Error, ErrorCode};
 
 /// Fewest elements a thread is given: below this, starting a thread costs more than it saves.
 const MIN_ELEMENTS_PER_THREAD: u64 = 1 << 16;
+/// Most threads one call starts, whatever it is allowed: a bound on the resources a call takes.
+const MAX_THREADS: u64 = 1024;
 
 /// `gguf_tensor_to_float` on up to `n_threads` threads (0: as many as the machine has): rows
 /// `[first_row, first_row + n_rows)` are split into consecutive ranges, one per thread, each
 /// converted in place into its part of `dst` (room for `n_rows * info->dims[0]` floats). The
 /// calling thread converts the first range; the others run on threads started for this call and
 /// joined before it returns (a thread is given at least 65536 elements, so small tensors use
-/// fewer threads, or only the calling one). The floats are those of `gguf_tensor_to_float`.
+/// fewer threads, or only the calling one; at most 1024 threads). The floats are those of
+/// `gguf_tensor_to_float`.
 ///
 /// Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
 /// range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
@@ -52,7 +55,7 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
             n => u64::from(n),
         };
         let by_size = n_rows.saturating_mul(row).div_ceil(MIN_ELEMENTS_PER_THREAD);
-        let threads = wanted.min(by_size).min(n_rows).max(1);
+        let threads = wanted.min(by_size).min(n_rows).min(MAX_THREADS).max(1);
         // Range k: rows [first_row + starts[k], first_row + starts[k + 1]).
         let starts: Vec<u64> = (0..=threads)
             .map(|k| {
