@@ -55,7 +55,7 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
             n => u64::from(n),
         };
         let by_size = n_rows.saturating_mul(row).div_ceil(MIN_ELEMENTS_PER_THREAD);
-        let threads = wanted.min(by_size).min(n_rows).min(MAX_THREADS).max(1);
+        let threads = wanted.min(by_size).min(n_rows).clamp(1, MAX_THREADS);
         // Range k: rows [first_row + starts[k], first_row + starts[k + 1]).
         let starts: Vec<u64> = (0..=threads)
             .map(|k| {
