@@ -4,10 +4,27 @@
 //! as a dependency, does not compile cbindgen.
 
 fn main() {
+    avx512_cfg();
     #[cfg(feature = "header")]
     header::generate();
     #[cfg(not(feature = "header"))]
     println!("cargo:rerun-if-changed=build.rs");
+}
+
+/// `cfg(gguf_avx512)` when the compiler has the AVX-512 intrinsics (stable since Rust 1.89; the
+/// crate builds from 1.82, with the AVX2 kernels only): src/quant/simd/x86.rs.
+fn avx512_cfg() {
+    println!("cargo:rustc-check-cfg=cfg(gguf_avx512)");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let minor = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.split('.').nth(1).and_then(|m| m.parse::<u32>().ok()));
+    if minor.is_some_and(|m| m >= 89) {
+        println!("cargo:rustc-cfg=gguf_avx512");
+    }
 }
 
 #[cfg(feature = "header")]

@@ -393,6 +393,11 @@ enum GGUFErrorCode
    */
   GGUF_ERROR_CODE_DATA_OVERLAP = 37,
   /**
+   * A tensor holds a NaN or an infinity where ggml's `ggml_validate_row_data` refuses one (a
+   * float value or a quantized block's scale): `gguf_validate_tensor`.
+   */
+  GGUF_ERROR_CODE_BAD_VALUE = 38,
+  /**
    * The shards of a split model do not fit together: a shard is missing, misnumbered, or
    * disagrees with the others on the shard or tensor count.
    */
@@ -1180,6 +1185,28 @@ bool gguf_advise_data(GGUFFile file, uint32_t advice);
 bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
 
 /**
+ * `gguf_tensor_to_float` on up to `n_threads` threads (0: as many as the machine has): rows
+ * `[first_row, first_row + n_rows)` are split into consecutive ranges, one per thread, each
+ * converted in place into its part of `dst` (room for `n_rows * info->dims[0]` floats). The
+ * calling thread converts the first range; the others run on threads started for this call and
+ * joined before it returns (a thread is given at least 65536 elements, so small tensors use
+ * fewer threads, or only the calling one; at most 1024 threads). The floats are those of
+ * `gguf_tensor_to_float`.
+ *
+ * Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
+ * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
+ * end, a type that cannot be converted; `first_row + n_rows` overflowing is
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT), or when a range fails to convert (it is retried on the
+ * calling thread, whose error is then the one recorded; `dst` may be partly written).
+ */
+bool gguf_tensor_to_float_parallel(GGUFFile file,
+                                   const struct GGUFTensorInfo *info,
+                                   uint64_t first_row,
+                                   uint64_t n_rows,
+                                   float *dst,
+                                   uint32_t n_threads);
+
+/**
  * Plans the upload of every tensor's data: page-aligned views of at most `max_view_size` bytes
  * (e.g. Metal's `maxBufferLength`; `UINT64_MAX` for no limit) such that every tensor lies
  * wholly inside at least one view. `page_size` is a power of two, or 0 for the system's page
@@ -1263,6 +1290,24 @@ uint64_t gguf_dtype_block_bytes(uint32_t dtype);
  * ids above 12.
  */
 const char *gguf_value_type_name(uint32_t type);
+
+/**
+ * Checks a tensor's values as ggml's `ggml_validate_row_data` does: no NaN or infinity among
+ * the values of a float tensor (F32, F16, BF16, F64) nor in any quantized block's scales (`d`,
+ * and `m`, `dmin` or `s` where the type has them; IQ1_M's packed scale; MXFP4's exponent 0xFF).
+ * Types with no float field (the integer types, NVFP4) always pass. Reads the whole tensor
+ * (about memory speed); allocates nothing; thread-safe.
+ *
+ * Returns true if the values are valid. Returns false if a value is bad
+ * (GGUF_ERROR_CODE_BAD_VALUE: the message names the tensor, the first bad element or block
+ * with its index, the field, NaN or infinity, and the byte offset in the tensor's data; the
+ * error's offset is the position in the file), if `info` was not returned by this `file`
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or if an argument is NULL.
+ *
+ * Unlike ggml, which refuses every Q8_1 row as an unknown type, a Q8_1 tensor is checked: its
+ * `d` and `s` fields.
+ */
+bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
 
 /**
  * Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a

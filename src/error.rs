@@ -75,6 +75,9 @@ pub enum ErrorCode {
     DataOutOfBounds = 36,
     /// Two tensors' data ranges overlap.
     DataOverlap = 37,
+    /// A tensor holds a NaN or an infinity where ggml's `ggml_validate_row_data` refuses one (a
+    /// float value or a quantized block's scale): `gguf_validate_tensor`.
+    BadValue = 38,
 
     /// The shards of a split model do not fit together: a shard is missing, misnumbered, or
     /// disagrees with the others on the shard or tensor count.
@@ -116,6 +119,7 @@ impl ErrorCode {
             MisalignedOffset => "misaligned tensor offset",
             DataOutOfBounds => "tensor data out of bounds",
             DataOverlap => "tensor data overlap",
+            BadValue => "NaN or infinity in tensor data",
             ShardMismatch => "shard mismatch",
         }
     }
@@ -343,6 +347,25 @@ pub enum ErrorKind {
         /// Whether the writer refused it (rather than a file holding it).
         refused: bool,
     },
+    /// A tensor's value, or a quantized block's scale, is a NaN or an infinity (the error's offset
+    /// is the bad bytes' position in the file).
+    #[error("tensor {tensor}: {what} {index}{} is {found} ({} data, byte {byte} of the tensor's data)", field_of(.field), .data_type.name())]
+    BadValue {
+        /// The name, quoted.
+        tensor: String,
+        /// The data type.
+        data_type: DataType,
+        /// `element` (float tensors) or `block` (quantized ones).
+        what: &'static str,
+        /// The element or block index.
+        index: u64,
+        /// The block's field (`d`, `dmin`, ...; empty for an element).
+        field: &'static str,
+        /// `NaN` or `infinity`.
+        found: &'static str,
+        /// Offset of the bad bytes from the start of the tensor's data.
+        byte: u64,
+    },
     /// A tensor's first dimension is not a multiple of its type's block size.
     #[error("tensor {tensor}: first dimension {first} is not a multiple of {}'s block size {}", .data_type.name(), .data_type.block_elems())]
     BadBlockMultiple {
@@ -561,8 +584,18 @@ impl ErrorKind {
             K::MisalignedOffset { .. } => ErrorCode::MisalignedOffset,
             K::DataOutOfBounds { .. } => ErrorCode::DataOutOfBounds,
             K::DataOverlap { .. } => ErrorCode::DataOverlap,
+            K::BadValue { .. } => ErrorCode::BadValue,
             K::ShardMismatch { .. } => ErrorCode::ShardMismatch,
         }
+    }
+}
+
+/// `'s d` for a block's field `d`, nothing for an element (BadValue's message).
+fn field_of(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("'s {field}")
     }
 }
 

@@ -604,6 +604,11 @@ fn valgrind_values() {
 }
 
 #[test]
+fn valgrind_validate() {
+    run_valgrind("test_validate");
+}
+
+#[test]
 fn c_test_open() {
     run_c_test("test_open");
 }
@@ -661,6 +666,11 @@ fn c_test_digest() {
 #[test]
 fn c_test_values() {
     run_c_test("test_values");
+}
+
+#[test]
+fn c_test_validate() {
+    run_c_test("test_validate");
 }
 
 /// Every program in c_tests/ has a test above, so none is silently skipped.

@@ -304,7 +304,8 @@ fn work_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// Deterministic filler bytes.
+/// Deterministic filler bytes. Bit 6 of every byte is clear, so that no float value or scale is
+/// NaN or infinite (every exponent that is all ones needs it): `--verify` checks values.
 fn filler(seed: u64, n: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..n)
@@ -312,7 +313,7 @@ fn filler(seed: u64, n: usize) -> Vec<u8> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            (x >> 24) as u8
+            (x >> 24) as u8 & 0xbf
         })
         .collect()
 }
@@ -1157,8 +1158,9 @@ fn verify_ok(path: &Path, shards: &[PathBuf]) -> Vec<String> {
     );
     assert_eq!(
         lines[1],
-        "* Checks the format's rules, every entry and tensor record, and that every byte of \
-         tensor data can be read; not whether the data changed (use --hash, --check)"
+        "* Checks the format's rules, every entry and tensor record, that every byte of tensor \
+         data can be read and that no value or scale is NaN or infinite (as ggml checks); not \
+         whether the data changed (use --hash, --check)"
     );
     assert_eq!(lines[2..], want[..], "{text}");
     lines
@@ -1183,7 +1185,14 @@ fn verify_fails(path: &Path, why: &str) {
 
 #[test]
 fn verify_passes_good_files_and_prints_no_digest() {
-    verify_ok(&sample(), &[sample()]);
+    // The bundled sample's data is random: ggml, and --verify, refuse its NaN scales (the
+    // files below have finite values, from `filler`).
+    let out = expect(&[OsStr::new("--verify"), sample().as_os_str()], 1);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("bad values: "),
+        "{}",
+        show(&out)
+    );
     let dir = work_dir("verify-good");
     for (name, p) in [
         ("v3-be", plan(3, ByteOrder::Big, Some(64), true, true)),
@@ -1249,6 +1258,64 @@ fn verify_fails_on_truncated_data_and_corrupt_headers() {
         verify_fails(&path, why);
     }
     verify_fails(&dir.join("missing.gguf"), "a missing file");
+}
+
+/// `--verify` checks values too: a NaN or an infinity in a float tensor or a quantized block's
+/// scale fails the tensor, the shard and the file, naming the tensor, the block or element and
+/// the byte offset.
+#[test]
+fn verify_fails_on_nan_and_infinite_values() {
+    let dir = work_dir("verify-values");
+    let cases: [(&str, DataType, usize, &[u8], &str); 3] = [
+        (
+            "nan-scale",
+            DataType::Q4_K,
+            144 * 2 + 2,
+            &[0x00, 0x7e],
+            "block 2's dmin is NaN",
+        ),
+        (
+            "inf-value",
+            DataType::F32,
+            4 * 5,
+            &[0, 0, 0x80, 0xff],
+            "element 5 is infinity",
+        ),
+        (
+            "bf16-nan",
+            DataType::BF16,
+            2 * 7,
+            &[0xc1, 0x7f],
+            "element 7 is NaN",
+        ),
+    ];
+    for (name, dtype, at, plant, said) in cases {
+        let mut w = Writer::new();
+        w.add_tensor("ok", &[32], DataType::F32, filler(1, 128))
+            .unwrap();
+        let size = dtype.tensor_bytes(&[256 * 4]).unwrap() as usize;
+        let mut data = filler(2, size);
+        data[at..at + plant.len()].copy_from_slice(plant);
+        w.add_tensor("blk.0.bad", &[256 * 4], dtype, data).unwrap();
+        let path = dir.join(format!("{name}.gguf"));
+        w.write_file(&path).unwrap();
+        let out = expect(&[OsStr::new("--verify"), path.as_os_str()], 1);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("FAILED  tensor blk.0.bad: bad values: "))
+            .unwrap_or_else(|| panic!("{name}: no failure line\n{}", show(&out)));
+        assert!(
+            line.contains(said) && line.contains(&format!("byte {at} ")),
+            "{line}"
+        );
+        assert!(!stdout.contains("FAILED  tensor ok"), "{}", show(&out));
+        assert!(stdout.contains("* Shard 1/1: FAILED"), "{}", show(&out));
+        assert_eq!(
+            stdout.lines().last(),
+            Some(format!("* {}: FAILED", path.display()).as_str())
+        );
+    }
 }
 
 /// A split model written with `Writer::into_shards`: any shard opens the whole model, `--json`
@@ -1391,7 +1458,8 @@ fn verify_draws_a_progress_bar_only_on_a_terminal() {
         }
         seen
     });
-    let sample = sample();
+    let sample = work_dir("verify-tty").join("good.gguf");
+    write(&sample, &plan(3, ByteOrder::Little, None, true, true));
     let out = Command::new(inspector())
         .arg("--verify")
         .arg(&sample)

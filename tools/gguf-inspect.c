@@ -11,7 +11,9 @@
  *   --metadata KEY   only the value of KEY, arrays in full (with --json: its JSON entry); exit
  *                    status 1 if the file has no such key
  *   --verify         opens the file (every rule of the format is checked), checks every entry
- *                    and tensor the library hands out, then reads every tensor's data and prints
+ *                    and tensor the library hands out, then reads every tensor's data, checks
+ *                    its values (gguf_validate_tensor: no NaN or infinity where ggml refuses
+ *                    one), and prints
  *                    "DIGEST  NAME" (FNV-1a 64 of the bytes as stored, 16 hex digits; backslashes
  *                    and control bytes of NAME escaped as \\ and \xNN); OK or FAILED per shard
  *                    and overall, exit status 1 if not OK. A progress bar goes to stderr when
@@ -775,6 +777,12 @@ static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_ind
   if (!read_all(data, t->size_bytes, pg))
     return problem(pg, "tensor", t->name, t->name_len,
                    "reading its data failed (SIGBUS: file truncated or I/O error)");
+  /* Its values, as ggml checks them before running a model (after the read above, so the bytes
+   * are known to be there). */
+  if (!gguf_validate_tensor(f, t)) {
+    snprintf(detail, sizeof detail, "bad values: %s", gguf_last_error());
+    return problem(pg, "tensor", t->name, t->name_len, detail);
+  }
   return 1;
 }
 
@@ -794,8 +802,9 @@ static int verify(const char *path) {
   put_escaped_c(stdout, path);
   printf(": %" PRIu32 " shard(s), %" PRIu64 " tensor(s), %" PRIu64 " bytes of tensor data\n",
          n_shards, n_tensors, total);
-  printf("* Checks the format's rules, every entry and tensor record, and that every byte of "
-         "tensor data can be read; not whether the data changed (use --hash, --check)\n");
+  printf("* Checks the format's rules, every entry and tensor record, that every byte of tensor "
+         "data can be read and that no value or scale is NaN or infinite (as ggml checks); not "
+         "whether the data changed (use --hash, --check)\n");
 
   Progress pg = {0, 0, total, 0, -1};
   pg.enabled = isatty(STDERR_FILENO);
@@ -1445,8 +1454,10 @@ static void usage(FILE *out, const char *argv0) {
           "  --metadata KEY  only the value of KEY, arrays in full (exit status 1 if missing)\n"
           "  --verify        checks the format: every rule on opening (every shard), every\n"
           "                  metadata entry and tensor record the library hands out (lookups,\n"
-          "                  arrays decodable, shapes, sizes, offsets inside the file), and reads\n"
-          "                  every byte of tensor data (a truncated file or an I/O error fails);\n"
+          "                  arrays decodable, shapes, sizes, offsets inside the file), reads\n"
+          "                  every byte of tensor data (a truncated file or an I/O error fails)\n"
+          "                  and checks its values (a NaN or infinity where ggml refuses one,\n"
+          "                  in a float tensor or a quantized block's scale, fails);\n"
           "                  OK or FAILED per shard and overall, exit status 1 if not OK; a\n"
           "                  progress bar when stderr is a terminal. It cannot tell whether data\n"
           "                  changed: that takes a digest to compare with (--hash, --check)\n"

@@ -687,6 +687,16 @@ class Tensor:
             raise h.lib.error()
         return out
 
+    def validate(self) -> None:
+        """Checks the tensor's values as ggml's ``ggml_validate_row_data`` does
+        (``gguf_validate_tensor``): raises :class:`GGUFError` (code ``BAD_VALUE``) naming the
+        first NaN or infinity in a float tensor or in a quantized block's scale (element or
+        block index, field, byte offset in the tensor's data; the error's ``offset`` is its
+        position in the file). Reads the whole tensor at about memory speed; returns None."""
+        h = self._file._handle()
+        if not h.lib.gguf_validate_tensor(h.ptr, self._addr):
+            raise h.lib.error()
+
     def advise(self, advice: int) -> None:
         """Paging advice for the tensor's pages (``madvise``): a :class:`Paging` value."""
         advice = _convert.u32(advice, "paging advice")

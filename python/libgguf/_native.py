@@ -160,6 +160,7 @@ class ErrorCode(_NamedIntEnum):
     MISALIGNED_OFFSET = 35
     DATA_OUT_OF_BOUNDS = 36
     DATA_OVERLAP = 37
+    BAD_VALUE = 38
     SHARD_MISMATCH = 40
 
 
@@ -445,6 +446,7 @@ _PROTOTYPES = {
     "gguf_tensor_data": (c_void_p, [_FILE, c_void_p]),
     "gguf_tensor_to_float": (c_bool, [_FILE, c_void_p, c_uint64, c_uint64, c_void_p]),
     "gguf_dequantize": (c_bool, [c_uint32, c_void_p, c_uint64, c_void_p]),
+    "gguf_validate_tensor": (c_bool, [_FILE, c_void_p]),
     "gguf_dtype_name": (c_char_p, [c_uint32]),
     "gguf_dtype_block_size": (c_uint64, [c_uint32]),
     "gguf_dtype_block_bytes": (c_uint64, [c_uint32]),

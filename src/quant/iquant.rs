@@ -154,7 +154,7 @@ pub fn iq3_s(src: &[u8], dst: &mut [f32]) {
 }
 
 /// IQ1_S and IQ1_M: the offset added to each grid value.
-const IQ1S_DELTA: f32 = 0.125;
+pub(crate) const IQ1S_DELTA: f32 = 0.125;
 
 /// IQ1_S: 11-bit indices into a grid of {-1, 0, 1}, plus or minus a delta, times an odd scale.
 pub fn iq1_s(src: &[u8], dst: &mut [f32]) {

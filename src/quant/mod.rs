@@ -6,6 +6,8 @@
 //!   (Q1_0 and Q2_0 live in `legacy`, beside Q4_0 whose shape they share).
 //! - [`dequantize`](crate::quant::dequantize): the dispatch over whole blocks, with checked
 //!   lengths.
+//! - `simd`: the vector kernels (AVX2, AVX-512, NEON) the dispatch prefers, chosen at run time.
+//! - `validate`: the NaN and infinity checks of ggml's `ggml_validate_row_data`.
 //!
 //! Exactness: the kernels follow ggml's order of operations (a multiply, then an add; never a
 //! fused multiply-add, which Rust does not contract on its own) and ggml's half to single
@@ -20,9 +22,11 @@ pub mod fp4;
 pub mod iquant;
 pub mod kquant;
 pub mod legacy;
+pub mod simd;
 #[rustfmt::skip]
 pub mod tables;
 pub mod ternary;
+pub mod validate;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::format::ByteOrder;
@@ -77,7 +81,7 @@ pub fn scalar_kernel(dtype: DataType) -> Kernel {
 /// The kernel used for `dtype`: the fastest this CPU runs (vector kernels replace scalar ones
 /// per type here), else the scalar one.
 pub fn kernel(dtype: DataType) -> Kernel {
-    scalar_kernel(dtype)
+    simd::best(dtype).unwrap_or_else(|| scalar_kernel(dtype))
 }
 
 /// The name of a data type id that was removed from the format (ggml keeps the ids reserved).

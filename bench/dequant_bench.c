@@ -1,0 +1,338 @@
+/*
+ * dequant_bench.c: tensor values, side by side with ggml (README: Tensor values).
+ *
+ *   dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k] GGML_DIR TMP_DIR
+ *
+ * 1. One thread, every data type: GB/s of float output (4 bytes per element written per second)
+ *    of libgguf's gguf_dequantize, of ggml's to_float (ggml_get_type_traits, libggml-base.so
+ *    loaded from GGML_DIR) and of memcpy of the same output size; ELEMENTS per call (default
+ *    2^20: 4 MiB of floats, which with the input fits in this machine's L3 but not its L2),
+ *    random valid blocks, ROUNDS rounds (default 31) with the three interleaved, minimum and
+ *    median time. The outputs of libgguf and ggml are compared bit for bit once (the run fails
+ *    if they differ).
+ * 2. Threads: whole tensors of F16, BF16, Q8_0, Q4_0 and Q4_K (MiB of float output each,
+ *    default 256: far beyond the caches) converted by gguf_tensor_to_float_parallel on 1, 2, 4, ...
+ *    MAX_THREADS threads (default: the online CPUs), against memcpy of the output size split
+ *    over as many threads.
+ * 3. Validation of that file's every tensor: gguf_validate_tensor against ggml_validate_row_data
+ *    on the same bytes, and against read(2) of the whole file into a small buffer (what
+ *    `cat > /dev/null` does), all warm. -k keeps the file (TMP_DIR/dequant-bench.gguf).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gguf.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef void (*to_float_t)(const void *, float *, int64_t);
+struct ggml_type_traits {
+    const char *type_name;
+    int64_t blck_size;
+    int64_t blck_size_interleave;
+    size_t type_size;
+    bool is_quantized;
+    to_float_t to_float;
+};
+static const struct ggml_type_traits *(*ggml_traits)(int);
+static bool (*ggml_validate)(int, const void *, size_t);
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+static double minimum(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rng(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static void die(const char *what) {
+    fprintf(stderr, "dequant_bench: %s: %s\n", what, gguf_last_error());
+    exit(1);
+}
+
+/* Random blocks that ggml_validate_row_data accepts (every scale finite), scales kept in a
+ * range that yields normal floats: F32 values are random normal floats, MXFP4's exponent byte is
+ * drawn near 127. Q8_1, which ggml refuses as a type, is drawn without the check. */
+static void random_blocks(int type, const struct ggml_type_traits *t, uint8_t *p, size_t n_blocks) {
+    size_t bs = t->type_size;
+    /* ggml reports each refused block on stderr: silenced while drawing. */
+    fflush(stderr);
+    int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && devnull >= 0) dup2(devnull, 2);
+    for (size_t b = 0; b < n_blocks; b++) {
+        uint8_t *blk = p + b * bs;
+        for (int tries = 0; tries < 1000; tries++) {
+            for (size_t i = 0; i < bs; i++) blk[i] = (uint8_t)(rng() >> 24);
+            if (type == 0) { /* F32: sign, exponent 100..154, mantissa */
+                uint32_t v = (uint32_t)(rng() >> 9) & 0x807fffffu;
+                v |= (uint32_t)(100 + rng() % 55) << 23;
+                memcpy(blk, &v, 4);
+            }
+            if (type == 39) blk[0] = (uint8_t)(117 + rng() % 20); /* MXFP4's E8M0 exponent */
+            if (type == 9 || ggml_validate(type, blk, bs)) break;
+        }
+    }
+    if (saved >= 0) dup2(saved, 2), close(saved);
+    if (devnull >= 0) close(devnull);
+}
+
+static const char *const NAMES[] = {
+    [0] = "F32", [1] = "F16", [2] = "Q4_0", [3] = "Q4_1", [6] = "Q5_0", [7] = "Q5_1",
+    [8] = "Q8_0", [9] = "Q8_1", [10] = "Q2_K", [11] = "Q3_K", [12] = "Q4_K", [13] = "Q5_K",
+    [14] = "Q6_K", [15] = "Q8_K", [16] = "IQ2_XXS", [17] = "IQ2_XS", [18] = "IQ3_XXS",
+    [19] = "IQ1_S", [20] = "IQ4_NL", [21] = "IQ3_S", [22] = "IQ2_S", [23] = "IQ4_XS",
+    [24] = "I8", [25] = "I16", [26] = "I32", [27] = "I64", [28] = "F64", [29] = "IQ1_M",
+    [30] = "BF16", [34] = "TQ1_0", [35] = "TQ2_0", [39] = "MXFP4", [40] = "NVFP4",
+    [41] = "Q1_0", [42] = "Q2_0",
+};
+#define N_IDS ((int)(sizeof NAMES / sizeof NAMES[0]))
+
+static void single_thread(int rounds, uint64_t n, FILE *csv) {
+    float *out = malloc(n * 4), *ref = malloc(n * 4), *src_f = malloc(n * 4);
+    if (!out || !ref || !src_f) die("out of memory");
+    memset(out, 0, n * 4), memset(ref, 0, n * 4), memset(src_f, 0, n * 4);
+    double *a = malloc(rounds * sizeof *a), *g = malloc(rounds * sizeof *g),
+           *m = malloc(rounds * sizeof *m);
+    printf("== one thread: %llu elements per call (%.1f MiB of floats), %d rounds; GB/s of float "
+           "output, min time (best) and median\n",
+           (unsigned long long)n, n * 4 / 1048576.0, rounds);
+    printf("%-8s %9s %9s %9s %9s %8s %8s %9s %9s\n", "type", "libgguf", "(median)", "ggml",
+           "(median)", "ratio", "(median)", "memcpy", "(median)");
+    if (csv) fprintf(csv, "type,libgguf_best,libgguf_median,ggml_best,ggml_median,memcpy_best,memcpy_median\n");
+    for (int id = 0; id < N_IDS; id++) {
+        if (!NAMES[id]) continue;
+        const struct ggml_type_traits *t = ggml_traits(id);
+        uint64_t n_blocks = n / t->blck_size;
+        uint8_t *src = malloc(n_blocks * t->type_size);
+        if (!src) die("out of memory");
+        random_blocks(id, t, src, n_blocks);
+        uint64_t elems = n_blocks * t->blck_size;
+        bool has_ggml = t->to_float != NULL;
+        if (!gguf_dequantize(id, src, elems, out)) die(NAMES[id]);
+        if (has_ggml) {
+            t->to_float(src, ref, (int64_t)elems);
+            if (memcmp(out, ref, elems * 4) != 0) {
+                fprintf(stderr, "dequant_bench: %s: libgguf and ggml differ\n", NAMES[id]);
+                exit(1);
+            }
+        }
+        for (int r = 0; r < rounds; r++) {
+            double t0 = now();
+            gguf_dequantize(id, src, elems, out);
+            double t1 = now();
+            if (has_ggml) t->to_float(src, ref, (int64_t)elems);
+            double t2 = now();
+            memcpy(out, src_f, elems * 4);
+            double t3 = now();
+            a[r] = t1 - t0, g[r] = t2 - t1, m[r] = t3 - t2;
+        }
+        double amin = minimum(a, rounds), gmin = minimum(g, rounds), mmin = minimum(m, rounds);
+        double amed = median(a, rounds), gmed = median(g, rounds), mmed = median(m, rounds);
+        double sgb = elems * 4 / 1e9;
+        if (has_ggml)
+            printf("%-8s %9.2f %9.2f %9.2f %9.2f %7.2fx %7.2fx %9.2f %9.2f\n", NAMES[id],
+                   sgb / amin, sgb / amed, sgb / gmin, sgb / gmed, gmin / amin, gmed / amed,
+                   sgb / mmin, sgb / mmed);
+        else
+            printf("%-8s %9.2f %9.2f %9s %9s %8s %8s %9.2f %9.2f\n", NAMES[id], sgb / amin,
+                   sgb / amed, "-", "-", "-", "-", sgb / mmin, sgb / mmed);
+        if (csv)
+            fprintf(csv, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", NAMES[id], sgb / amin, sgb / amed,
+                    has_ggml ? sgb / gmin : 0, has_ggml ? sgb / gmed : 0, sgb / mmin, sgb / mmed);
+        free(src);
+    }
+    free(out), free(ref), free(src_f), free(a), free(g), free(m);
+}
+
+struct copy_job {
+    char *dst;
+    const char *src;
+    size_t n;
+};
+static void *copy_part(void *p) {
+    struct copy_job *j = p;
+    memcpy(j->dst, j->src, j->n);
+    return NULL;
+}
+/* memcpy of n bytes split over `threads` threads (the calling one included). */
+static void parallel_memcpy(char *dst, const char *src, size_t n, int threads) {
+    pthread_t tid[256];
+    struct copy_job jobs[256];
+    for (int k = 0; k < threads; k++) {
+        size_t s = n * k / threads, e = n * (k + 1) / threads;
+        jobs[k] = (struct copy_job){dst + s, src + s, e - s};
+        if (k > 0) pthread_create(&tid[k], NULL, copy_part, &jobs[k]);
+    }
+    copy_part(&jobs[0]);
+    for (int k = 1; k < threads; k++) pthread_join(tid[k], NULL);
+}
+
+static const int THREAD_TYPES[] = {1, 30, 8, 2, 12};
+
+static char *write_model(const char *dir, uint64_t n) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/dequant-bench.gguf", dir);
+    GGUFWriter w = gguf_writer_new();
+    if (!w) die("writer");
+    uint8_t *bufs[5];
+    for (int i = 0; i < 5; i++) {
+        int id = THREAD_TYPES[i];
+        const struct ggml_type_traits *t = ggml_traits(id);
+        uint64_t rows = n / 4096, n_blocks = n / t->blck_size;
+        bufs[i] = malloc(n_blocks * t->type_size);
+        if (!bufs[i]) die("out of memory");
+        random_blocks(id, t, bufs[i], n_blocks);
+        uint64_t dims[2] = {4096, rows};
+        if (!gguf_writer_add_tensor(w, NAMES[id], 2, dims, id, bufs[i], n_blocks * t->type_size))
+            die("add tensor");
+    }
+    gguf_writer_set_sync(w, false);
+    if (!gguf_writer_write_file(w, path)) die("write");
+    gguf_writer_free(w);
+    for (int i = 0; i < 5; i++) free(bufs[i]);
+    return path;
+}
+
+static void threads_and_validation(int rounds, uint64_t n, int max_threads, const char *dir,
+                                   bool keep) {
+    const char *path = write_model(dir, n);
+    GGUFFile f = gguf_open(path);
+    if (!f) die(path);
+    float *out = malloc(n * 4);
+    char *src = malloc(n * 4);
+    if (!out || !src) die("out of memory");
+    memset(out, 0, n * 4), memset(src, 1, n * 4);
+    double *a = malloc(rounds * sizeof *a), *m = malloc(rounds * sizeof *m);
+    double gb = n * 4 / 1e9;
+    printf("\n== threads: whole tensors of %llu elements (%.0f MiB of floats), %d rounds; GB/s of "
+           "float output, best and median; memcpy of the output size on as many threads\n",
+           (unsigned long long)n, n * 4 / 1048576.0, rounds);
+    printf("%-6s %7s %9s %9s %9s %9s %8s\n", "type", "threads", "libgguf", "(median)", "memcpy",
+           "(median)", "of memcpy");
+    for (int i = 0; i < 5; i++) {
+        const GGUFTensorInfo *info = gguf_get_tensor(f, NAMES[THREAD_TYPES[i]]);
+        if (!info) die("tensor");
+        uint64_t rows = info->n_elements / info->dims[0];
+        for (int th = 1; th <= max_threads; th = th < max_threads && th * 2 > max_threads ? max_threads : th * 2) {
+            for (int r = 0; r < rounds; r++) {
+                double t0 = now();
+                if (!gguf_tensor_to_float_parallel(f, info, 0, rows, out, (uint32_t)th)) die("convert");
+                double t1 = now();
+                parallel_memcpy((char *)out, src, n * 4, th);
+                double t2 = now();
+                a[r] = t1 - t0, m[r] = t2 - t1;
+            }
+            double amin = minimum(a, rounds), mmin = minimum(m, rounds);
+            printf("%-6s %7d %9.2f %9.2f %9.2f %9.2f %7.0f%%\n", NAMES[THREAD_TYPES[i]], th,
+                   gb / amin, gb / median(a, rounds), gb / mmin, gb / median(m, rounds),
+                   100 * mmin / amin);
+            if (th == max_threads) break;
+        }
+    }
+
+    /* Validation of every tensor, against ggml and against reading the file. */
+    uint64_t count = gguf_tensor_count(f), bytes = 0;
+    for (uint64_t i = 0; i < count; i++) bytes += gguf_get_tensor_by_index(f, i)->size_bytes;
+    double *g = malloc(rounds * sizeof *g);
+    char *buf = malloc(1 << 17);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || !buf || !g) die("open for read");
+    off_t file_size = lseek(fd, 0, SEEK_END);
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (uint64_t i = 0; i < count; i++)
+            if (!gguf_validate_tensor(f, gguf_get_tensor_by_index(f, i))) die("validate");
+        double t1 = now();
+        for (uint64_t i = 0; i < count; i++) {
+            const GGUFTensorInfo *t = gguf_get_tensor_by_index(f, i);
+            if (!ggml_validate(t->dtype, gguf_tensor_data(f, t), t->size_bytes)) die("ggml validate");
+        }
+        double t2 = now();
+        lseek(fd, 0, SEEK_SET);
+        while (read(fd, buf, 1 << 17) > 0) {
+        }
+        double t3 = now();
+        a[r] = t1 - t0, g[r] = t2 - t1, m[r] = t3 - t2;
+    }
+    close(fd);
+    printf("\n== validation: every tensor of a %.0f MiB file (%.0f MiB of tensor data), warm, %d "
+           "rounds; GB/s of tensor data, best and median\n",
+           file_size / 1048576.0, bytes / 1048576.0, rounds);
+    double tgb = bytes / 1e9, fgb = file_size / 1e9;
+    printf("gguf_validate_tensor    %9.2f %9.2f\n", tgb / minimum(a, rounds), tgb / median(a, rounds));
+    printf("ggml_validate_row_data  %9.2f %9.2f\n", tgb / minimum(g, rounds), tgb / median(g, rounds));
+    printf("read() of the file      %9.2f %9.2f   (GB/s of the file)\n", fgb / minimum(m, rounds),
+           fgb / median(m, rounds));
+    gguf_close(f);
+    if (keep) printf("(kept %s)\n", path);
+    else unlink(path);
+    free(out), free(src), free(a), free(m), free(g), free(buf);
+}
+
+int main(int argc, char **argv) {
+    int rounds = 31, max_threads = (int)sysconf(_SC_NPROCESSORS_ONLN), opt;
+    uint64_t n = 1 << 20, mib = 256;
+    const char *csv_path = NULL;
+    bool keep = false;
+    while ((opt = getopt(argc, argv, "r:n:m:t:o:k")) != -1) {
+        switch (opt) {
+        case 'r': rounds = atoi(optarg); break;
+        case 'n': n = strtoull(optarg, NULL, 10); break;
+        case 'm': mib = strtoull(optarg, NULL, 10); break;
+        case 't': max_threads = atoi(optarg); break;
+        case 'o': csv_path = optarg; break;
+        case 'k': keep = true; break;
+        default:
+            fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t THREADS] "
+                            "[-o CSV] [-k] GGML_DIR TMP_DIR\n");
+            return 2;
+        }
+    }
+    if (argc - optind != 2 || rounds < 1 || max_threads < 1 || max_threads > 256 || n % 4096) {
+        fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS (a multiple of 4096)] [-m MiB] "
+                        "[-t THREADS (1-256)] [-o CSV] GGML_DIR TMP_DIR\n");
+        return 2;
+    }
+    char lib[4096];
+    snprintf(lib, sizeof lib, "%s/libggml-base.so", argv[optind]);
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "dequant_bench: %s\n", dlerror());
+        return 1;
+    }
+    *(void **)&ggml_traits = dlsym(h, "ggml_get_type_traits");
+    *(void **)&ggml_validate = dlsym(h, "ggml_validate_row_data");
+    if (!ggml_traits || !ggml_validate) {
+        fprintf(stderr, "dequant_bench: %s lacks ggml_get_type_traits or ggml_validate_row_data\n", lib);
+        return 1;
+    }
+    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+    single_thread(rounds, n, csv);
+    if (csv) fclose(csv);
+    threads_and_validation(rounds < 11 ? rounds : 11, mib * 1048576 / 4 / 4096 * 4096, max_threads,
+                           argv[optind + 1], keep);
+    return 0;
+}

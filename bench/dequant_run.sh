@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The tensor-values benchmark (bench/dequant_bench.c): every type converted on one thread by
+# libgguf, by ggml's own dequantizers and by memcpy; whole tensors on many threads; validation
+# against ggml's and against reading the file; then, on the same file (warm), the time of
+# `cat FILE > /dev/null` and of `gguf-inspect --verify FILE` (which validates every tensor).
+#
+#   bench/dequant_run.sh [dequant_bench options]    e.g. -r 51 -n 1048576 -m 256 -t 16
+#
+# Builds the release library and the inspector, fetches ggml (make ggml) if needed, builds
+# dequant_bench and runs it with target/tmp/dequant-bench for its model (removed at the end).
+# Environment: CARGO, CC, MAKE, BENCH_DIR. GGUF_SIMD=scalar (or avx2) measures the portable (or
+# AVX2) kernels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CARGO=${CARGO:-cargo}
+CC=${CC:-cc}
+MAKE=${MAKE:-make}
+dir=${BENCH_DIR:-target/tmp/dequant-bench}
+$MAKE --quiet inspect
+[ -f target/ggml/libggml-base.so ] || $MAKE ggml
+mkdir -p target/bench "$dir"
+$CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/dequant_bench.c -Ltarget/release -lgguf \
+  -ldl -lpthread -Wl,-rpath,"$PWD/target/release" -o target/bench/dequant_bench
+target/bench/dequant_bench -k "$@" target/ggml "$dir"
+model=$dir/dequant-bench.gguf
+trap 'rm -f "$model"' EXIT
+best() { # best of 5 wall times of "$@", in seconds
+  local b=999 t0 t1
+  for _ in 1 2 3 4 5; do
+    t0=$(date +%s%N)
+    "$@" >/dev/null 2>&1 || true
+    t1=$(date +%s%N)
+    b=$(awk -v a="$b" -v c="$(( t1 - t0 ))" 'BEGIN { c /= 1e9; printf "%.4f", (c < a) ? c : a }')
+  done
+  echo "$b"
+}
+size=$(stat -c %s "$model")
+echo
+echo "== the same file, warm, best of 5 wall times (s): cat vs gguf-inspect --verify"
+printf 'cat FILE > /dev/null        %6s s  (%d bytes)\n' "$(best cat "$model")" "$size"
+printf 'gguf-inspect --verify FILE  %6s s\n' "$(best target/release/gguf-inspect --verify "$model")"

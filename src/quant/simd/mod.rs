@@ -1,0 +1,127 @@
+//! Vectorised dequantization kernels, chosen at run time by CPU detection: AVX-512 or AVX2 on
+//! x86-64 (`x86.rs`), NEON on aarch64 (`neon.rs`, NEON being part of the aarch64 baseline); the
+//! portable scalar kernels everywhere else and for the types without a vector kernel. Each
+//! vector kernel gives the scalar kernel's output bit for bit (tests/simd.rs).
+//!
+//! `GGUF_SIMD` in the environment (read once) caps the choice: `scalar` forces the portable
+//! kernels, `avx2` keeps x86-64 from AVX-512. [`set_isa`] does the same from code (the tests).
+
+#![allow(unsafe_code)]
+
+use crate::types::DataType;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+/// A kernel: whole blocks in (file layout, little-endian), their floats out.
+pub type Kernel = fn(&[u8], &mut [f32]);
+
+/// An instruction set the kernels are written for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Isa {
+    /// The portable scalar kernels.
+    Scalar = 1,
+    /// x86-64 AVX2 with F16C.
+    Avx2 = 2,
+    /// x86-64 AVX-512 (F, BW, VL), with AVX2 and F16C.
+    Avx512 = 3,
+    /// aarch64 NEON.
+    Neon = 4,
+}
+
+impl Isa {
+    /// Every instruction set, best last.
+    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon];
+
+    /// The lower-case name (`GGUF_SIMD`'s values).
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
+        }
+    }
+
+    fn from_u8(v: u8) -> Option<Isa> {
+        Isa::ALL.into_iter().find(|i| *i as u8 == v)
+    }
+}
+
+/// Whether this CPU runs `isa`'s kernels.
+pub fn available(isa: Isa) -> bool {
+    match isa {
+        Isa::Scalar => true,
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512 => x86::has(isa),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+/// The best instruction set this CPU has.
+fn detect() -> Isa {
+    let best = [Isa::Avx512, Isa::Avx2, Isa::Neon]
+        .into_iter()
+        .find(|i| available(*i))
+        .unwrap_or(Isa::Scalar);
+    let cap = std::env::var("GGUF_SIMD").ok();
+    match cap
+        .as_deref()
+        .and_then(|c| Isa::ALL.into_iter().find(|i| i.name() == c))
+    {
+        Some(cap) if (cap as u8) < (best as u8) && available(cap) => cap,
+        Some(Isa::Scalar) => Isa::Scalar,
+        _ => best,
+    }
+}
+
+/// The instruction set in use: 0 until first asked.
+static ACTIVE: AtomicU8 = AtomicU8::new(0);
+
+/// The instruction set the dispatch uses now.
+pub fn active() -> Isa {
+    match Isa::from_u8(ACTIVE.load(Ordering::Relaxed)) {
+        Some(isa) => isa,
+        None => {
+            let isa = detect();
+            ACTIVE.store(isa as u8, Ordering::Relaxed);
+            isa
+        }
+    }
+}
+
+/// Makes the dispatch use `isa` from now on (for every thread); `false`, changing nothing, if
+/// this CPU lacks it.
+pub fn set_isa(isa: Isa) -> bool {
+    if !available(isa) {
+        return false;
+    }
+    ACTIVE.store(isa as u8, Ordering::Relaxed);
+    true
+}
+
+/// The vector kernel of `isa` for `dtype`: `None` for the scalar set, for a set this CPU lacks,
+/// or for a type with no vector kernel there.
+pub fn kernel(isa: Isa, dtype: DataType) -> Option<Kernel> {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512 => x86::kernel(isa, dtype),
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => neon::kernel(dtype),
+        _ => {
+            let _ = dtype;
+            None
+        }
+    }
+}
+
+/// The vector kernel the dispatch uses for `dtype`, if any.
+pub fn best(dtype: DataType) -> Option<Kernel> {
+    kernel(active(), dtype)
+}
