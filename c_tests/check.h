@@ -36,6 +36,10 @@ static inline void fail_at(const char *file, int line, const char *what) {
         if (!(cond)) fail_at(__FILE__, __LINE__, #cond);                                       \
     } while (0)
 
+/* 1e300 as a double, for comparing with a double read from a file. On x87 (i686) a bare 1e300
+ * in an expression has long double precision (FLT_EVAL_METHOD 2) and equals no double. */
+static const double F64_1E300 = 1e300;
+
 /* Expected offsets: exactly N >= 0, OFFSET_NONE (-1: no particular byte) or OFFSET_ANY (>= 0). */
 #define OFFSET_NONE ((int64_t)-1)
 #define OFFSET_ANY ((int64_t)-2)

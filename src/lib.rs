@@ -13,9 +13,9 @@ pub mod format;
 mod index;
 pub mod model;
 pub mod plan;
-pub mod read_at;
 #[allow(unsafe_code)]
 mod platform;
+pub mod read_at;
 mod reader;
 mod size;
 #[allow(unsafe_code)]
