@@ -87,12 +87,25 @@ static inline void check_error_at(const char *file, int line, uint32_t code, con
         CHECK_ERROR((code), (needle));                                                         \
     } while (0)
 
+#ifdef _WIN32
+#define GGUF_TESTS_WINDOWS 1
+#else
+#define GGUF_TESTS_WINDOWS 0
+#endif
+
+/* The file name in `path`: what follows its last separator (either slash on Windows). */
+static inline const char *base_name(const char *path) {
+    const char *base = path;
+    for (const char *c = path; *c; c++) {
+        if (*c == '/' || (*c == '\\' && GGUF_TESTS_WINDOWS)) base = c + 1;
+    }
+    return base;
+}
+
 /* The argument whose file name is `name`; exits 2 when there is none. */
 static inline const char *fixture(const char *name) {
     for (int i = 1; i < g_argc; i++) {
-        const char *base = strrchr(g_argv[i], '/');
-        base = base ? base + 1 : g_argv[i];
-        if (strcmp(base, name) == 0) return g_argv[i];
+        if (strcmp(base_name(g_argv[i]), name) == 0) return g_argv[i];
     }
     fprintf(stderr, "fixture %s is not among the arguments\n", name);
     exit(2);
