@@ -144,11 +144,11 @@ fn profile_dir_and_flags() -> (PathBuf, Vec<String>) {
         other => flags.extend(["--profile".to_string(), other.to_string()]),
     }
     let target_dir = dir.parent().expect("target dir");
-    // `--target <triple>` puts artifacts in <target>/<triple>/<profile>, and cargo marks only
-    // <target> with CACHEDIR.TAG (a build that mistook <target>/<triple> for a target directory
-    // would tag it too, and put the host's libgguf where the target's belongs).
+    // `--target <triple>` puts artifacts in <target>/<triple>/<profile>, and cargo marks
+    // <target> with CACHEDIR.TAG: a build that mistook <target>/<triple> for the target directory
+    // would put the host's libgguf where the target's belongs.
     let outer = target_dir.parent().expect("target dir");
-    if outer.join("CACHEDIR.TAG").exists() || !target_dir.join("CACHEDIR.TAG").exists() {
+    if outer.join("CACHEDIR.TAG").exists() {
         let triple = target_dir.file_name().and_then(|n| n.to_str()).unwrap();
         flags.extend(["--target".to_string(), triple.to_string()]);
         flags.extend(["--target-dir".to_string(), outer.display().to_string()]);
