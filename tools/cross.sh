@@ -134,7 +134,7 @@ c_inspect_matches_host() {
   local t=$1 cc=$2 runner=$3
   local d="$CARGO_TARGET_DIR/$t/debug"
   if [ ! -s "$host_dump" ]; then
-    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR; cargo build -q --lib) || return 1
+    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD; cargo build -q --lib) || return 1
     cc -std=c99 -O1 -Iinclude -o "$cross_dir/gguf-inspect-host" tools/gguf-inspect.c \
       target/debug/libgguf.a -lpthread -ldl -lm || return 1
     "$cross_dir/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
@@ -174,6 +174,8 @@ for t in "${triples[@]}"; do
     wasm32-*) build_std=std,panic_abort ;;
     *) build_std=std,panic_unwind ;;
   esac
+  # The same for the cargo a test runs itself (tests/common: lib_dir builds the C libraries).
+  export CARGO_UNSTABLE_BUILD_STD="${build_std/,/ }"
   case "$t" in
     x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
       what=tested

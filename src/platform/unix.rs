@@ -115,6 +115,12 @@ pub fn populate(_map: &Mmap) -> Result<()> {
     Ok(())
 }
 
+/// Renaming over a file open or mapped elsewhere succeeds here: nothing to add to the OS's
+/// reason for a failure.
+pub fn replace_advice(_e: &std::io::Error) -> Option<&'static str> {
+    None
+}
+
 /// This process's id (for temporary file names).
 pub fn process_id() -> u32 {
     std::process::id()

@@ -38,6 +38,16 @@ pub fn map_limits() -> String {
         .to_string()
 }
 
+/// Why renaming a new file over an existing one failed, when Windows' reason needs saying:
+/// ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION or ERROR_USER_MAPPED_FILE, given when another
+/// handle holds the file open or mapped (a Unix rename would succeed) or when it is read-only.
+pub fn replace_advice(e: &std::io::Error) -> Option<&'static str> {
+    matches!(e.raw_os_error(), Some(5 | 32 | 1224)).then_some(
+        "the file is open or mapped by another handle (Windows cannot replace a mapped file: \
+         close every handle on it, gguf_close or drop, and write again), or it is read-only",
+    )
+}
+
 fn system_info() -> SYSTEM_INFO {
     let mut info = SYSTEM_INFO::default();
     // SAFETY: GetSystemInfo fills the struct it is given and cannot fail.
