@@ -29,14 +29,18 @@ export CARGO_TERM_COLOR=never
 #   inspect                  builds tools/gguf-inspect.c with the host cc
 #   header                   runs cbindgen (a host build) and the host cc/c++ on the header
 #   install                  runs install/install.sh, cmake and pkg-config on the host
-#   python, conformance      run the reference Python package (PyPI gguf in .venv)
+#   python                   runs the reference Python package (PyPI gguf in .venv)
+#   conformance's libgguf -> reference direction (files_written_by_libgguf_...): the same; the
+#                            reference -> libgguf direction runs here, over a corpus the host
+#                            generates once (GGUF_CONFORMANCE_CORPUS), the same for every target
 #   ggml_crosscheck          loads ggml's prebuilt x86-64 library
 #   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
 #   concurrency under TSan   `make tsan` (host nightly toolchain)
-HOST_ONLY_TESTS="c_writer readme inspect header install python conformance ggml_crosscheck"
+HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
-  --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_)
-CROSS_TESTS="boundary c_api concurrency fuzz_regressions paging parser_errors paths plans
+  --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
+  --skip files_written_by_libgguf_read_identically_in_the_reference)
+CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
 # C programs that use POSIX facilities: not built for Windows. test_errors: a FIFO, /dev and /proc
 # files, alarm(); test_plan_pinned: getrlimit(RLIMIT_MEMLOCK), aligned_alloc (msvcrt has none);
@@ -164,6 +168,25 @@ build_windows_c_tests() {
       -lws2_32 -luserenv -lntdll -lbcrypt -ladvapi32 -lkernel32 || return 1
   done
 }
+
+# The reference's conformance corpus (tests/conformance.rs), generated on the host by the pinned
+# reference package: every tested target reads these files and compares with these sidecars.
+for t in "${triples[@]}"; do
+  case "$t" in
+    x86_64-win7-* | i686-* | s390x-* | aarch64-unknown-linux-gnu)
+      python=${GGUF_PYTHON:-$root/.venv/bin/python}
+      corpus="$cross_dir/conformance-corpus"
+      rm -rf "$corpus"
+      echo "== host: the reference's conformance corpus ($python)"
+      "$python" tests/conformance/generate.py generate "$corpus" 40 1 || {
+        echo "tools/cross.sh: cannot generate the conformance corpus: run make venv" >&2
+        exit 1
+      }
+      export GGUF_CONFORMANCE_CORPUS="$corpus"
+      break
+      ;;
+  esac
+done
 
 summary=()
 failed=0
