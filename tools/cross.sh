@@ -4,8 +4,9 @@
 # none: all of them. Prints one summary line per target, with the time it took, and exits non-zero
 # if any failed.
 #
-#   tested (Rust unit and integration tests, run under the target's runner; the C test programs
-#   of c_tests/, built with the target's C compiler against the library built for it):
+#   tested (clippy -D warnings; Rust unit and integration tests, run under the target's runner;
+#   the C test programs of c_tests/, built with the target's C compiler against the library
+#   built for it):
 #     windows  x86_64-win7-windows-gnu    MinGW linker, Wine
 #     i686     i686-unknown-linux-gnu     gcc -m32, runs natively
 #     s390x    s390x-unknown-linux-gnu    cross gcc, qemu-s390x-static (big-endian)
@@ -89,6 +90,7 @@ want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed' 
 want rustc-web
 want rust-web-src
 want cargo-web
+want rust-web-clippy
 for t in "${triples[@]}"; do
   case "$t" in
     x86_64-win7-windows-gnu) want gcc-mingw-w64-x86-64; want binutils-mingw-w64-x86-64; want wine64 ;;
@@ -235,6 +237,17 @@ for t in "${triples[@]}"; do
       # Tests that run a scenario in a child process start it through the same runner.
       runner_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUNNER"
       export GGUF_TEST_RUNNER="${!runner_var:-}"
+      # Clippy as on the host (make test), for the code this target compiles: Debian's clippy,
+      # which matches Debian's rustc and this target's standard library. On Windows, clippy 1.96
+      # takes the `const { }` initializers of tests' thread_local! for missing ones (std expands
+      # the macro differently there): that lint alone is off.
+      clippy_allow=()
+      [ "$t" = x86_64-win7-windows-gnu ] && clippy_allow=(-A clippy::missing_const_for_thread_local)
+      echo "== $t: cargo clippy -D warnings"
+      if ! PATH=/usr/bin:$PATH "$CARGO" clippy -q -Zbuild-std="$build_std" --target "$t" \
+        "${args[@]}" -- -D warnings "${clippy_allow[@]}"; then
+        ok=FAILED
+      fi
       if ! "$CARGO" test --no-fail-fast -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${skips[@]}"; then
         ok=FAILED
       fi

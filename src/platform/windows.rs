@@ -74,14 +74,14 @@ pub fn page_size() -> u64 {
 
 /// Faults `len` bytes from `start` in ahead of use (`PrefetchVirtualMemory`).
 fn prefetch(map: &Mmap, start: usize, len: usize) -> std::io::Result<()> {
-    let mut entry = WIN32_MEMORY_RANGE_ENTRY {
+    let entry = WIN32_MEMORY_RANGE_ENTRY {
         // The caller keeps `start + len` within the map.
         VirtualAddress: map[start..].as_ptr() as *mut _,
         NumberOfBytes: len,
     };
-    // SAFETY: the entry describes bytes of a live mapping; the call only reads it (the
-    // pointer is mutable in the API's signature only) and asks the system to page them in.
-    let ok = unsafe { PrefetchVirtualMemory(GetCurrentProcess(), 1, &mut entry, 0) };
+    // SAFETY: the entry describes bytes of a live mapping; the call only reads it and asks the
+    // system to page them in.
+    let ok = unsafe { PrefetchVirtualMemory(GetCurrentProcess(), 1, &entry, 0) };
     if ok == 0 {
         return Err(std::io::Error::last_os_error());
     }
