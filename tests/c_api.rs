@@ -12,6 +12,11 @@
 //! 4. Each C program compiled without sanitizers and run under valgrind memcheck, which must
 //!    report no error and no leaked byte (definitely, indirectly or possibly lost) after
 //!    `gguf_close`. One `#[test]` per program.
+//!
+//! For another target (`tools/cross.sh`) the programs are built with its C compiler
+//! (`$GGUF_TEST_CC`) without sanitizers, which the cross compilers and emulators lack, and run
+//! with its runner (`$GGUF_TEST_RUNNER`); for Windows the script builds them ahead
+//! (`$GGUF_TEST_C_PROGRAMS`). The valgrind tests stay on the host.
 
 mod common;
 
