@@ -43,11 +43,10 @@ HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip files_written_by_libgguf_read_identically_in_the_reference)
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
-# C programs that use POSIX facilities: not built for Windows. test_plan_pinned:
-# getrlimit(RLIMIT_MEMLOCK), aligned_alloc (msvcrt has none); test_writer: mkdtemp,
+# C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ). (test_errors leaves its FIFO, /dev and /proc cases
-# out there itself.)
-WINDOWS_C_SKIPS="test_plan_pinned test_writer"
+# out there itself; test_plan_pinned uses _aligned_malloc and Windows' advice and lock rules.)
+WINDOWS_C_SKIPS="test_writer"
 # Test files about Unix facilities (FIFOs, /dev and /proc files, setrlimit, permission bits,
 # SIGXFSZ): not built for Windows. Their platform-neutral cases (atomic replacement, non-ASCII
 # names) are in paths and writer_copy, which are.
