@@ -44,7 +44,8 @@ HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
-# setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ). (test_errors leaves its FIFO, /dev and /proc cases
+# setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
+# it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases
 # out there itself; test_plan_pinned uses _aligned_malloc and Windows' advice and lock rules.)
 WINDOWS_C_SKIPS="test_writer"
 # Test files about Unix facilities (FIFOs, /dev and /proc files, setrlimit, permission bits,
