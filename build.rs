@@ -41,8 +41,10 @@ mod header {
             cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
         // The version macros come from Cargo.toml, the one place the version is written.
         let version = |part: &str| std::env::var(format!("CARGO_PKG_VERSION_{part}")).unwrap();
+        // Appended to cbindgen.toml's own text (the export macro).
+        let api = config.after_includes.take().unwrap_or_default();
         config.after_includes = Some(format!(
-            "\n/* The version of this header; gguf_library_version() gives the linked library's. */\n\
+            "{api}\n\n/* The version of this header; gguf_library_version() gives the linked library's. */\n\
              #define LIBGGUF_VERSION_MAJOR {}\n#define LIBGGUF_VERSION_MINOR {}\n\
              #define LIBGGUF_VERSION_PATCH {}\n#define LIBGGUF_VERSION \"{}\"",
             version("MAJOR"),

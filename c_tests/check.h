@@ -36,6 +36,10 @@ static inline void fail_at(const char *file, int line, const char *what) {
         if (!(cond)) fail_at(__FILE__, __LINE__, #cond);                                       \
     } while (0)
 
+/* 1e300 as a double, for comparing with a double read from a file. On x87 (i686) a bare 1e300
+ * in an expression has long double precision (FLT_EVAL_METHOD 2) and equals no double. */
+static const double F64_1E300 = 1e300;
+
 /* Expected offsets: exactly N >= 0, OFFSET_NONE (-1: no particular byte) or OFFSET_ANY (>= 0). */
 #define OFFSET_NONE ((int64_t)-1)
 #define OFFSET_ANY ((int64_t)-2)
@@ -83,12 +87,25 @@ static inline void check_error_at(const char *file, int line, uint32_t code, con
         CHECK_ERROR((code), (needle));                                                         \
     } while (0)
 
+#ifdef _WIN32
+#define GGUF_TESTS_WINDOWS 1
+#else
+#define GGUF_TESTS_WINDOWS 0
+#endif
+
+/* The file name in `path`: what follows its last separator (either slash on Windows). */
+static inline const char *base_name(const char *path) {
+    const char *base = path;
+    for (const char *c = path; *c; c++) {
+        if (*c == '/' || (*c == '\\' && GGUF_TESTS_WINDOWS)) base = c + 1;
+    }
+    return base;
+}
+
 /* The argument whose file name is `name`; exits 2 when there is none. */
 static inline const char *fixture(const char *name) {
     for (int i = 1; i < g_argc; i++) {
-        const char *base = strrchr(g_argv[i], '/');
-        base = base ? base + 1 : g_argv[i];
-        if (strcmp(base, name) == 0) return g_argv[i];
+        if (strcmp(base_name(g_argv[i]), name) == 0) return g_argv[i];
     }
     fprintf(stderr, "fixture %s is not among the arguments\n", name);
     exit(2);

@@ -121,7 +121,7 @@ static void check_typed_values(GGUFFile f) {
     const int64_t *i64 = get_ok(f, "arr.i64", GGUF_VALUE_TYPE_INT64, 3, 8);
     CHECK(i64[0] == INT64_MIN && i64[1] == INT64_MAX && i64[2] == -1);
     const double *f64 = get_ok(f, "arr.f64", GGUF_VALUE_TYPE_FLOAT64, 3, 8);
-    CHECK(f64[0] == 1.5 && f64[1] == -0.125 && f64[2] == 1e300);
+    CHECK(f64[0] == 1.5 && f64[1] == -0.125 && f64[2] == F64_1E300);
     const bool *b = get_ok(f, "arr.bool", GGUF_VALUE_TYPE_BOOL, 3, 1);
     CHECK(b[0] == true && b[1] == false && b[2] == true);
 

@@ -274,7 +274,7 @@ static void check_arrays(GGUFFile f) {
     CHECK((int64_t)take(&c, 8) == -1);
     kv = array(f, "arr.f64", GGUF_VALUE_TYPE_FLOAT64, 3, 24);
     c = array_cursor(f, kv);
-    CHECK(take_f64(&c) == 1.5 && take_f64(&c) == -0.125 && take_f64(&c) == 1e300);
+    CHECK(take_f64(&c) == 1.5 && take_f64(&c) == -0.125 && take_f64(&c) == F64_1E300);
     kv = array(f, "arr.bool", GGUF_VALUE_TYPE_BOOL, 3, 3);
     CHECK(memcmp(kv->array_data, "\x01\x00\x01", 3) == 0);
 

@@ -19,7 +19,8 @@
  * (a privileged process may lock past it); unknown flags fail with INVALID_ARGUMENT.
  *
  * Besides the C library, it uses aligned_alloc (C11: _ISOC11_SOURCE under -std=c99) and POSIX
- * getrlimit for the locked-memory limit.
+ * getrlimit for the locked-memory limit; on Windows _aligned_malloc, and it expects UNSUPPORTED
+ * for advice other than WILL_NEED and a LOCK bounded by the working set.
  *
  * Usage: test_plan_pinned FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
@@ -33,7 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <malloc.h> /* _aligned_malloc: msvcrt has no aligned_alloc */
+#else
 #include <sys/resource.h>
+#endif
 
 #include "check.h"
 
@@ -92,10 +97,22 @@ static void check_digests(GGUFFile f) {
 /* A "device" allocation: 256-byte-aligned, as cudaMalloc returns. */
 static unsigned char *device_alloc(uint64_t size) {
     uint64_t rounded = (size + DEVICE_ALIGN - 1) / DEVICE_ALIGN * DEVICE_ALIGN;
+#ifdef _WIN32
+    unsigned char *p = _aligned_malloc(rounded ? rounded : DEVICE_ALIGN, DEVICE_ALIGN);
+#else
     unsigned char *p = aligned_alloc(DEVICE_ALIGN, rounded ? rounded : DEVICE_ALIGN);
+#endif
     CHECK(p != NULL);
     CHECK((uintptr_t)p % DEVICE_ALIGN == 0);
     return p;
+}
+
+static void device_free(unsigned char *p) {
+#ifdef _WIN32
+    _aligned_free(p);
+#else
+    free(p);
+#endif
 }
 
 /* Registers each view (cudaHostRegister), copies each tensor out of its view
@@ -131,7 +148,7 @@ static uint64_t upload(GGUFFile f, const GGUFUploadPlan *p) {
         const uint64_t direct = fnv1a64(gguf_tensor_data(f, info), info->size_bytes);
         CHECK(copied == direct);
         CHECK(copied == g_expected[k].digest);
-        free(dst);
+        device_free(dst);
     }
     return through_views;
 }
@@ -173,6 +190,16 @@ static void test_paging(void) {
     /* Every advice on every tensor, on all of them at once, and on the whole data section. */
     for (size_t a = 0; a < N_ADVICE; a++) {
         gguf_clear_error();
+        if (GGUF_TESTS_WINDOWS && ALL_ADVICE[a] != GGUF_PAGING_WILL_NEED) {
+            /* Windows has a counterpart of WILL_NEED only (the header says so). */
+            FAILS(!gguf_advise_tensor(f, infos[0], ALL_ADVICE[a]), GGUF_ERROR_CODE_UNSUPPORTED,
+                  "no Windows counterpart");
+            FAILS(!gguf_advise_tensors(f, infos, PLAN_TENSORS, ALL_ADVICE[a]),
+                  GGUF_ERROR_CODE_UNSUPPORTED, "no Windows counterpart");
+            FAILS(!gguf_advise_data(f, ALL_ADVICE[a]), GGUF_ERROR_CODE_UNSUPPORTED,
+                  "no Windows counterpart");
+            continue;
+        }
         for (uint64_t k = 0; k < PLAN_TENSORS; k++) CHECK(gguf_advise_tensor(f, infos[k], ALL_ADVICE[a]));
         CHECK(gguf_advise_tensors(f, infos, PLAN_TENSORS, ALL_ADVICE[a]));
         CHECK(gguf_advise_tensors(f, infos + 7, 3, ALL_ADVICE[a]));
@@ -255,6 +282,11 @@ static void test_paging(void) {
                   GGUF_ERROR_CODE_UNSUPPORTED, "DONTNEED");
             FAILS(!gguf_advise_data(r, GGUF_PAGING_DONT_NEED), GGUF_ERROR_CODE_UNSUPPORTED,
                   "DONTNEED");
+        } else if (GGUF_TESTS_WINDOWS && ALL_ADVICE[a] != GGUF_PAGING_WILL_NEED) {
+            FAILS(!gguf_advise_tensor(r, infos[1], ALL_ADVICE[a]), GGUF_ERROR_CODE_UNSUPPORTED,
+                  "no Windows counterpart");
+            FAILS(!gguf_advise_data(r, ALL_ADVICE[a]), GGUF_ERROR_CODE_UNSUPPORTED,
+                  "no Windows counterpart");
         } else {
             CHECK(gguf_advise_tensor(r, infos[1], ALL_ADVICE[a]));
             CHECK(gguf_advise_tensors(r, infos, PLAN_TENSORS, ALL_ADVICE[a]));
@@ -269,6 +301,15 @@ static void test_paging(void) {
  * locked-memory limit; past it, it may fail only with IO naming the limit (a process with
  * CAP_IPC_LOCK locks past it). Returns the handle or NULL. */
 static GGUFFile open_locked(const char *path, uint32_t extra) {
+#ifdef _WIN32
+    /* VirtualLock is bounded by the process's working set, not by a ulimit: it succeeds, or
+     * fails with IO saying so. */
+    gguf_clear_error();
+    GGUFFile w = gguf_open_ex(path, GGUF_OPEN_FLAG_LOCK | extra);
+    fprintf(stderr, "LOCK of %s: %s\n", path, w ? "locked" : gguf_last_error());
+    if (w == NULL) CHECK_ERROR(GGUF_ERROR_CODE_IO, "working set");
+    return w;
+#else
     struct rlimit lim;
     CHECK(getrlimit(RLIMIT_MEMLOCK, &lim) == 0);
     size_t len;
@@ -285,6 +326,7 @@ static GGUFFile open_locked(const char *path, uint32_t extra) {
         CHECK_ERROR(GGUF_ERROR_CODE_IO, "ulimit -l");
     }
     return f;
+#endif
 }
 
 static void test_open_flags(void) {

@@ -160,7 +160,7 @@ static void *worker(void *arg) {
     CHECK(seen->token_len[3] == 3 && memcmp(seen->token[3], "a\0b", 3) == 0);
     CHECK(((const int32_t *)seen->typed[5])[3] == INT32_MIN);
     CHECK(((const uint64_t *)seen->typed[6])[1] == UINT64_MAX);
-    CHECK(((const double *)seen->typed[9])[2] == 1e300);
+    CHECK(((const double *)seen->typed[9])[2] == F64_1E300);
 
     /* Handles of its own, opened and closed while the others work. */
     for (int i = 0; i < 3; i++) {

@@ -18,6 +18,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/*
+ * GGUF_API marks each function of the library. On Windows a program using gguf.dll (through its
+ * import library, libgguf.dll.a or gguf.dll.lib) sees it as __declspec(dllimport); define
+ * GGUF_STATIC before including this header when linking the static library (libgguf.a) instead,
+ * and GGUF_BUILD_DLL in code built into a DLL that exports these functions itself. Elsewhere it
+ * is empty. Define GGUF_API yourself to override all of this.
+ */
+#ifndef GGUF_API
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(GGUF_STATIC)
+#define GGUF_API
+#elif defined(GGUF_BUILD_DLL)
+#define GGUF_API __declspec(dllexport)
+#else
+#define GGUF_API __declspec(dllimport)
+#endif
+#else
+#define GGUF_API
+#endif
+#endif
 
 /* The version of this header; gguf_library_version() gives the linked library's. */
 #define LIBGGUF_VERSION_MAJOR 0
@@ -872,7 +892,7 @@ extern "C" {
  * NULL on success, even for an empty array. The array is read-only despite its `const char **`
  * type (kept for compatibility with akunu's API).
  */
-const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * String `index` of the string array under `key`, zero-copy: a pointer into the file's mapping
@@ -882,6 +902,7 @@ const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or an argument is NULL. An empty string yields a non-NULL
  * pointer and length 0.
  */
+GGUF_API
 const char *gguf_get_array_string(GGUFFile file,
                                   const char *key,
                                   uint64_t index,
@@ -894,70 +915,70 @@ const char *gguf_get_array_string(GGUFFile file,
  * (GGUF_ERROR_CODE_NOT_FOUND), is not an array of FLOAT32 (GGUF_ERROR_CODE_WRONG_TYPE), or an
  * argument is NULL. Never NULL on success, even for an empty array.
  */
-const float *gguf_get_float_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const float *gguf_get_float_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of FLOAT64.
  */
-const double *gguf_get_float64_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const double *gguf_get_float64_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT8.
  */
-const uint8_t *gguf_get_uint8_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint8_t *gguf_get_uint8_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT8.
  */
-const int8_t *gguf_get_int8_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int8_t *gguf_get_int8_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT16.
  */
-const uint16_t *gguf_get_uint16_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint16_t *gguf_get_uint16_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT16.
  */
-const int16_t *gguf_get_int16_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int16_t *gguf_get_int16_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT32.
  */
-const uint32_t *gguf_get_uint32_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint32_t *gguf_get_uint32_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT32 (e.g. `tokenizer.ggml.token_type`).
  */
-const int32_t *gguf_get_int32_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int32_t *gguf_get_int32_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT64.
  */
-const uint64_t *gguf_get_uint64_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint64_t *gguf_get_uint64_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT64.
  */
-const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of BOOL (each 0 or 1: other bytes are refused at open).
  */
-const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * The size in bytes of `algorithm`'s digests (a `GGUFDigestAlgorithm`): 20 for SHA1, 32 for
  * SHA256, 8 for XXH64 and XXH3, 16 for UUID; 0 for an unknown algorithm
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-size_t gguf_digest_size(uint32_t algorithm_id);
+GGUF_API size_t gguf_digest_size(uint32_t algorithm_id);
 
 /**
  * The name manifests give `algorithm`: "sha1", "sha256", "xxh64", "xxh3" or "uuid" (a static
  * string); NULL for an unknown algorithm (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-const char *gguf_digest_name(uint32_t algorithm_id);
+GGUF_API const char *gguf_digest_name(uint32_t algorithm_id);
 
 /**
  * Writes the `algorithm` digest (a `GGUFDigestAlgorithm`) of the `size` bytes at `data` to
@@ -966,6 +987,7 @@ const char *gguf_digest_name(uint32_t algorithm_id);
  * nothing, for an unknown algorithm or a short `out_len` (GGUF_ERROR_CODE_INVALID_ARGUMENT) or
  * a NULL pointer.
  */
+GGUF_API
 bool gguf_digest(uint32_t algorithm_id,
                  const void *data,
                  size_t size,
@@ -982,6 +1004,7 @@ bool gguf_digest(uint32_t algorithm_id,
  * was not returned by this `file` or the algorithm is unknown or `out_len` short
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a pointer is NULL.
  */
+GGUF_API
 bool gguf_tensor_digest(GGUFFile file,
                         const struct GGUFTensorInfo *info,
                         uint32_t algorithm_id,
@@ -993,18 +1016,18 @@ bool gguf_tensor_digest(GGUFFile file,
  * `gguf_digester_update` and read with `gguf_digester_finish`; the caller owns it and frees it
  * with `gguf_digester_free`. NULL for an unknown algorithm (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-GGUFDigester gguf_digester_new(uint32_t algorithm_id);
+GGUF_API GGUFDigester gguf_digester_new(uint32_t algorithm_id);
 
 /**
  * Frees a digester from `gguf_digester_new`; NULL is ignored.
  */
-void gguf_digester_free(GGUFDigester digester);
+GGUF_API void gguf_digester_free(GGUFDigester digester);
 
 /**
  * Feeds the `size` bytes at `data` (which may be NULL when `size` is 0) to the digester.
  * Returns false if a pointer is NULL.
  */
-bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
+GGUF_API bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
 
 /**
  * Writes the digest of everything fed since the digester was made or last finished to `out`
@@ -1012,7 +1035,7 @@ bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
  * afresh. Returns false, writing nothing and keeping what was fed, if `out_len` is short
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or a pointer is NULL.
  */
-bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
+GGUF_API bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
 
 /**
  * The code of the last error recorded on the calling thread (a `GGUFErrorCode`), or
@@ -1020,7 +1043,7 @@ bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
  * `gguf_clear_error` was called. Successful calls leave the record unchanged, so check it only
  * after a call reports failure.
  */
-uint32_t gguf_last_error_code(void);
+GGUF_API uint32_t gguf_last_error_code(void);
 
 /**
  * The message of the last error recorded on the calling thread: `gguf: FILE: offset N: what was
@@ -1032,30 +1055,30 @@ uint32_t gguf_last_error_code(void);
  * characters and bytes that are not UTF-8 as `\xNN`, a backslash as `\\`), so a file cannot
  * put terminal escape sequences or a forged line into it.
  */
-const char *gguf_last_error(void);
+GGUF_API const char *gguf_last_error(void);
 
 /**
  * The byte offset in the file that the last error on the calling thread concerns, or -1 when
  * it concerns no particular byte (an argument, a missing key) or no error is recorded.
  */
-int64_t gguf_last_error_offset(void);
+GGUF_API int64_t gguf_last_error_offset(void);
 
 /**
  * Clears the calling thread's error record.
  */
-void gguf_clear_error(void);
+GGUF_API void gguf_clear_error(void);
 
 /**
  * Number of metadata entries; 0 if `file` is NULL (recording the error).
  */
-uint64_t gguf_metadata_count(GGUFFile file);
+GGUF_API uint64_t gguf_metadata_count(GGUFFile file);
 
 /**
  * The entry with this key (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
  * or an argument is NULL. The same entry always returns the same pointer, owned by the handle
  * and valid until `gguf_close`.
  */
-const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
+GGUF_API const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
 
 /**
  * The entry whose key is the `key_len` bytes at `key` (which may hold NUL bytes, as GGUF keys
@@ -1063,14 +1086,17 @@ const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
  * (GGUF_ERROR_CODE_NOT_FOUND) or an argument is NULL. `gguf_get_metadata` finds only keys
  * without NUL bytes; this finds every key. Same ownership as `gguf_get_metadata`.
  */
-const struct GGUFMetadataKV *gguf_get_metadata_n(GGUFFile file, const char *key, size_t key_len);
+GGUF_API
+const struct GGUFMetadataKV *gguf_get_metadata_n(GGUFFile file,
+                                                 const char *key,
+                                                 size_t key_len);
 
 /**
  * The `index`-th entry in file order, or NULL if `index >= gguf_metadata_count(file)`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
-const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
+GGUF_API const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
 
 /**
  * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
@@ -1093,7 +1119,7 @@ const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t 
  * atomically (write a new file and rename it over the old one, as the writer does): an open
  * handle keeps the old file alive.
  */
-GGUFFile gguf_open(const char *path);
+GGUF_API GGUFFile gguf_open(const char *path);
 
 /**
  * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
@@ -1106,7 +1132,7 @@ GGUFFile gguf_open(const char *path);
  * want of memory mappings or address space fails with GGUF_ERROR_CODE_IO naming
  * `vm.max_map_count` (with the mappings in use) and `ulimit -v`.
  */
-GGUFFile gguf_open_ex(const char *path, uint32_t flags);
+GGUF_API GGUFFile gguf_open_ex(const char *path, uint32_t flags);
 
 /**
  * Opens a GGUF file held in memory, with the same checks as `gguf_open`. Nothing is copied: the
@@ -1114,41 +1140,41 @@ GGUFFile gguf_open_ex(const char *path, uint32_t flags);
  * data pointers point into them. Returns NULL on failure, recording why (errors name the file
  * `<memory>`).
  */
-GGUFFile gguf_open_memory(const void *data, size_t len);
+GGUF_API GGUFFile gguf_open_memory(const void *data, size_t len);
 
 /**
  * Closes a handle: unmaps the file and frees everything the handle handed out. NULL is a no-op.
  * Closing a handle twice, or using it or any pointer it returned afterwards, is undefined.
  */
-void gguf_close(GGUFFile file);
+GGUF_API void gguf_close(GGUFFile file);
 
 /**
  * The format version of the file (1, 2 or 3); 0 if `file` is NULL.
  */
-uint32_t gguf_version(GGUFFile file);
+GGUF_API uint32_t gguf_version(GGUFFile file);
 
 /**
  * The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
  */
-uint64_t gguf_alignment(GGUFFile file);
+GGUF_API uint64_t gguf_alignment(GGUFFile file);
 
 /**
  * The absolute file offset where the data section starts (tensor offsets are relative to it);
  * 0 if `file` is NULL. For a file without tensor data it may equal or exceed the file size.
  */
-uint64_t gguf_data_offset(GGUFFile file);
+GGUF_API uint64_t gguf_data_offset(GGUFFile file);
 
 /**
  * The size of the file in bytes; 0 if `file` is NULL.
  */
-uint64_t gguf_file_size(GGUFFile file);
+GGUF_API uint64_t gguf_file_size(GGUFFile file);
 
 /**
  * The byte order of the file's numbers (a `GGUFByteOrder`): big-endian files are detected by
  * their byte-swapped version field. Metadata values are returned in host order; tensor data and
  * `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
  */
-uint32_t gguf_byte_order(GGUFFile file);
+GGUF_API uint32_t gguf_byte_order(GGUFFile file);
 
 /**
  * Advises the kernel how the tensor's data will be used (`madvise` on its pages, widened to
@@ -1159,12 +1185,13 @@ uint32_t gguf_byte_order(GGUFFile file);
  * Windows WILLNEED is `PrefetchVirtualMemory` and the other advice reports
  * GGUF_ERROR_CODE_UNSUPPORTED; on wasm32 all advice does.
  */
-bool gguf_advise_tensor(GGUFFile file, const struct GGUFTensorInfo *info, uint32_t advice);
+GGUF_API bool gguf_advise_tensor(GGUFFile file, const struct GGUFTensorInfo *info, uint32_t advice);
 
 /**
  * `gguf_advise_tensor` for `count` tensors at once (`infos` holds `count` pointers returned by
  * this `file`). Every pointer is checked before any advice is given.
  */
+GGUF_API
 bool gguf_advise_tensors(GGUFFile file,
                          const struct GGUFTensorInfo *const *infos,
                          size_t count,
@@ -1173,7 +1200,7 @@ bool gguf_advise_tensors(GGUFFile file,
 /**
  * `gguf_advise_tensor` for the whole data section of every shard.
  */
-bool gguf_advise_data(GGUFFile file, uint32_t advice);
+GGUF_API bool gguf_advise_data(GGUFFile file, uint32_t advice);
 
 /**
  * Whether the `len` bytes at `ptr` lie wholly inside the memory of one of the handle's shards
@@ -1182,7 +1209,7 @@ bool gguf_advise_data(GGUFFile file, uint32_t advice);
  * GGUF_ERROR_CODE_NULL_ARGUMENT) and for ranges outside (recording
  * GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
+GGUF_API bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
 
 /**
  * `gguf_tensor_to_float` on up to `n_threads` threads (0: as many as the machine has): rows
@@ -1210,13 +1237,16 @@ bool gguf_tensor_to_float_parallel(GGUFFile file,
  * Plans the upload of every tensor's data: page-aligned views of at most `max_view_size` bytes
  * (e.g. Metal's `maxBufferLength`; `UINT64_MAX` for no limit) such that every tensor lies
  * wholly inside at least one view. `page_size` is a power of two, or 0 for the system's page
- * size. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
+ * size (4 KiB on Windows x64, 16 KiB on Apple silicon). On Windows, pass 65536 for views that
+ * are mapped again on their own (`MapViewOfFile` at `file_offset`): a view of a file mapping
+ * must start on the allocation granularity, 64 KiB, not merely on a page. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
  * `cudaHostRegister`) or read from the file at its `file_offset`; each tensor's placement
  * gives its view and its offset there. A tensor too large for any view is reported
  * (`GGUF_NO_VIEW`, counted in `n_oversized`), never split. Owned by the handle, valid until
  * `gguf_close`; each call makes a new plan. NULL if `file` is NULL, or `page_size` is not a
  * power of two, or `max_view_size` is smaller than a page (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
+GGUF_API
 const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
                                               uint64_t max_view_size,
                                               uint64_t page_size);
@@ -1227,19 +1257,19 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
  * `file` is NULL. The model's metadata is the first shard's; `gguf_version`, `gguf_alignment`,
  * `gguf_data_offset` and `gguf_file_size` describe the first shard too.
  */
-uint32_t gguf_shard_count(GGUFFile file);
+GGUF_API uint32_t gguf_shard_count(GGUFFile file);
 
 /**
  * Shard `index` (0-based) of the model, or NULL if `index >= gguf_shard_count(file)`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
-const struct GGUFShardInfo *gguf_get_shard(GGUFFile file, uint32_t index);
+GGUF_API const struct GGUFShardInfo *gguf_get_shard(GGUFFile file, uint32_t index);
 
 /**
  * Number of tensors in the file; 0 if `file` is NULL (recording the error).
  */
-uint64_t gguf_tensor_count(GGUFFile file);
+GGUF_API uint64_t gguf_tensor_count(GGUFFile file);
 
 /**
  * The tensor named `name` (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
@@ -1248,14 +1278,14 @@ uint64_t gguf_tensor_count(GGUFFile file);
  * needs one (this, `gguf_get_tensor_by_index`, ...), not by `gguf_open`: that first call costs
  * about 30 ns a tensor, the later ones a lookup.
  */
-const struct GGUFTensorInfo *gguf_get_tensor(GGUFFile file, const char *name);
+GGUF_API const struct GGUFTensorInfo *gguf_get_tensor(GGUFFile file, const char *name);
 
 /**
  * The `index`-th tensor in file order, or NULL if `index >= gguf_tensor_count(file)`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
-const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t index);
+GGUF_API const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t index);
 
 /**
  * Pointer to the tensor's data inside the file's mapping (zero-copy): data section start +
@@ -1266,30 +1296,30 @@ const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t in
  * while it is mapped, touching a page past the new end raises SIGBUS (see `gguf_open`; a handle
  * opened with GGUF_OPEN_FLAG_READ holds a private copy instead).
  */
-const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo *info);
+GGUF_API const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo *info);
 
 /**
  * ggml's name of the tensor data type `dtype` (e.g. "Q4_K"), a static string; NULL for ids
  * that are unknown or were removed from ggml.
  */
-const char *gguf_dtype_name(uint32_t dtype);
+GGUF_API const char *gguf_dtype_name(uint32_t dtype);
 
 /**
  * Number of elements in one block of `dtype` (1 for F32, 32 for Q4_0, 256 for the K-quants);
  * 0 for unknown ids.
  */
-uint64_t gguf_dtype_block_size(uint32_t dtype);
+GGUF_API uint64_t gguf_dtype_block_size(uint32_t dtype);
 
 /**
  * Number of bytes one block of `dtype` takes (4 for F32, 18 for Q4_0); 0 for unknown ids.
  */
-uint64_t gguf_dtype_block_bytes(uint32_t dtype);
+GGUF_API uint64_t gguf_dtype_block_bytes(uint32_t dtype);
 
 /**
  * The specification's name of the value type `type` (e.g. "UINT32"), a static string; NULL for
  * ids above 12.
  */
-const char *gguf_value_type_name(uint32_t type);
+GGUF_API const char *gguf_value_type_name(uint32_t type);
 
 /**
  * Checks a tensor's values as ggml's `ggml_validate_row_data` does: no NaN or infinity among
@@ -1348,13 +1378,13 @@ bool gguf_tensor_to_float(GGUFFile file,
  * The version of the library actually linked, e.g. "0.1.0": a static string. Compare it with
  * `LIBGGUF_VERSION` (the header compiled against) to detect a mismatched install.
  */
-const char *gguf_library_version(void);
+GGUF_API const char *gguf_library_version(void);
 
 /**
  * A new, empty writer: format version 3, little-endian, alignment 32. Free it with
  * `gguf_writer_free`. NULL only if memory runs out.
  */
-GGUFWriter gguf_writer_new(void);
+GGUF_API GGUFWriter gguf_writer_new(void);
 
 /**
  * A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
@@ -1364,91 +1394,91 @@ GGUFWriter gguf_writer_new(void);
  * open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
  * `src` keeps reading the old contents until closed). NULL if `src` is NULL.
  */
-GGUFWriter gguf_writer_from_file(GGUFFile src);
+GGUF_API GGUFWriter gguf_writer_from_file(GGUFFile src);
 
 /**
  * Frees a writer. A file it was streaming and had not finished is abandoned: its temporary
  * file is removed and the destination is left as it was. NULL is a no-op.
  */
-void gguf_writer_free(GGUFWriter w);
+GGUF_API void gguf_writer_free(GGUFWriter w);
 
 /**
  * Sets the format version (2 or 3; 1 for 32-bit counts and lengths). Default 3.
  */
-bool gguf_writer_set_version(GGUFWriter w, uint32_t version);
+GGUF_API bool gguf_writer_set_version(GGUFWriter w, uint32_t version);
 
 /**
  * Sets the byte order of every number written (a `GGUFByteOrder`). Tensor data is written as
  * given. Default little-endian.
  */
-bool gguf_writer_set_byte_order(GGUFWriter w, uint32_t order);
+GGUF_API bool gguf_writer_set_byte_order(GGUFWriter w, uint32_t order);
 
 /**
  * Sets the alignment of tensor data (a power of two up to 2^24), stored as `general.alignment`.
  */
-bool gguf_writer_set_alignment(GGUFWriter w, uint32_t alignment);
+GGUF_API bool gguf_writer_set_alignment(GGUFWriter w, uint32_t alignment);
 
 /**
  * Sets `key` to a UINT8 (replacing its value if the key is set). False, recording why, if an
  * argument is NULL, the key is empty, or the header is already written; likewise below.
  */
-bool gguf_writer_set_uint8(GGUFWriter w, const char *key, uint8_t value);
+GGUF_API bool gguf_writer_set_uint8(GGUFWriter w, const char *key, uint8_t value);
 
 /**
  * Sets `key` to an INT8.
  */
-bool gguf_writer_set_int8(GGUFWriter w, const char *key, int8_t value);
+GGUF_API bool gguf_writer_set_int8(GGUFWriter w, const char *key, int8_t value);
 
 /**
  * Sets `key` to a UINT16.
  */
-bool gguf_writer_set_uint16(GGUFWriter w, const char *key, uint16_t value);
+GGUF_API bool gguf_writer_set_uint16(GGUFWriter w, const char *key, uint16_t value);
 
 /**
  * Sets `key` to an INT16.
  */
-bool gguf_writer_set_int16(GGUFWriter w, const char *key, int16_t value);
+GGUF_API bool gguf_writer_set_int16(GGUFWriter w, const char *key, int16_t value);
 
 /**
  * Sets `key` to a UINT32.
  */
-bool gguf_writer_set_uint32(GGUFWriter w, const char *key, uint32_t value);
+GGUF_API bool gguf_writer_set_uint32(GGUFWriter w, const char *key, uint32_t value);
 
 /**
  * Sets `key` to an INT32.
  */
-bool gguf_writer_set_int32(GGUFWriter w, const char *key, int32_t value);
+GGUF_API bool gguf_writer_set_int32(GGUFWriter w, const char *key, int32_t value);
 
 /**
  * Sets `key` to a FLOAT32.
  */
-bool gguf_writer_set_float32(GGUFWriter w, const char *key, float value);
+GGUF_API bool gguf_writer_set_float32(GGUFWriter w, const char *key, float value);
 
 /**
  * Sets `key` to a BOOL.
  */
-bool gguf_writer_set_bool(GGUFWriter w, const char *key, bool value);
+GGUF_API bool gguf_writer_set_bool(GGUFWriter w, const char *key, bool value);
 
 /**
  * Sets `key` to a UINT64.
  */
-bool gguf_writer_set_uint64(GGUFWriter w, const char *key, uint64_t value);
+GGUF_API bool gguf_writer_set_uint64(GGUFWriter w, const char *key, uint64_t value);
 
 /**
  * Sets `key` to an INT64.
  */
-bool gguf_writer_set_int64(GGUFWriter w, const char *key, int64_t value);
+GGUF_API bool gguf_writer_set_int64(GGUFWriter w, const char *key, int64_t value);
 
 /**
  * Sets `key` to a FLOAT64.
  */
-bool gguf_writer_set_float64(GGUFWriter w, const char *key, double value);
+GGUF_API bool gguf_writer_set_float64(GGUFWriter w, const char *key, double value);
 
 /**
  * Sets `key` to a STRING of the `len` bytes at `str` (any bytes, NUL included; `str` may be
  * NULL when `len` is 0). The bytes are copied.
  */
-bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size_t len);
+GGUF_API bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size_t len);
 
 /**
  * Sets `key` to an ARRAY of `count` elements of the fixed-size type `elem_type` (a
@@ -1456,6 +1486,7 @@ bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size
  * (`uint8_t`, ..., `double`; `bool` bytes must be 0 or 1). `data` may be NULL when `count` is
  * 0. The elements are copied.
  */
+GGUF_API
 bool gguf_writer_set_array(GGUFWriter w,
                            const char *key,
                            uint32_t elem_type,
@@ -1466,6 +1497,7 @@ bool gguf_writer_set_array(GGUFWriter w,
  * Sets `key` to an ARRAY of `count` STRINGs: `strs[i]` holds `lens[i]` bytes, or, when `lens`
  * is NULL, is NUL-terminated. The strings are copied.
  */
+GGUF_API
 bool gguf_writer_set_string_array(GGUFWriter w,
                                   const char *key,
                                   const char *const *strs,
@@ -1481,6 +1513,7 @@ bool gguf_writer_set_string_array(GGUFWriter w,
  * order. This is how a `GGUFMetadataKV`'s `array_data`/`array_bytes` from a little-endian file
  * are copied.
  */
+GGUF_API
 bool gguf_writer_set_array_encoded(GGUFWriter w,
                                    const char *key,
                                    uint32_t elem_type,
@@ -1491,7 +1524,7 @@ bool gguf_writer_set_array_encoded(GGUFWriter w,
 /**
  * Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
  */
-bool gguf_writer_remove_key(GGUFWriter w, const char *key);
+GGUF_API bool gguf_writer_remove_key(GGUFWriter w, const char *key);
 
 /**
  * Adds a tensor: `name` (NUL-terminated, unique), `n_dims` (0 to 4) dimensions at `dims`
@@ -1502,6 +1535,7 @@ bool gguf_writer_remove_key(GGUFWriter w, const char *key);
  * refuses (duplicate name, more than 4 dimensions, a first dimension that is not a whole
  * number of blocks, a size that overflows or differs), recording why.
  */
+GGUF_API
 bool gguf_writer_add_tensor(GGUFWriter w,
                             const char *name,
                             uint32_t n_dims,
@@ -1517,7 +1551,7 @@ bool gguf_writer_add_tensor(GGUFWriter w,
  * `gguf_writer_finish`, which renames the file over `path`. Until then `path` is untouched, and
  * it stays so if anything fails. `path` is taken byte for byte (no change of encoding).
  */
-bool gguf_writer_begin_file(GGUFWriter w, const char *path);
+GGUF_API bool gguf_writer_begin_file(GGUFWriter w, const char *path);
 
 /**
  * Writes the data of the next tensor (in the order tensors were added): exactly its size in
@@ -1528,7 +1562,7 @@ bool gguf_writer_begin_file(GGUFWriter w, const char *path);
  * `gguf_writer_write_tensor_data` and `gguf_writer_finish` fail with the same error, until
  * `gguf_writer_begin_file` starts another file.
  */
-bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size);
+GGUF_API bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size);
 
 /**
  * Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
@@ -1537,7 +1571,7 @@ bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size
  * the directory. The writer is then editable again and can begin another file. False,
  * recording why, on failure; a failure to write sticks (see `gguf_writer_write_tensor_data`).
  */
-bool gguf_writer_finish(GGUFWriter w);
+GGUF_API bool gguf_writer_finish(GGUFWriter w);
 
 /**
  * Writes the whole file to `path`: the header, then every tensor's data from the pointer
@@ -1550,7 +1584,7 @@ bool gguf_writer_finish(GGUFWriter w);
  * the writer's source handle was opened from (an in-place edit): the handle keeps reading the
  * old contents until closed. `path` is taken byte for byte (no change of encoding).
  */
-bool gguf_writer_write_file(GGUFWriter w, const char *path);
+GGUF_API bool gguf_writer_write_file(GGUFWriter w, const char *path);
 
 /**
  * Whether files written from now on are flushed to stable storage (fsync of the file before
@@ -1559,7 +1593,7 @@ bool gguf_writer_write_file(GGUFWriter w, const char *path);
  * replace is still atomic for other processes, but a crash of the machine may leave an empty
  * or partial file. False, recording why, if `w` is NULL or a file is being streamed.
  */
-bool gguf_writer_set_sync(GGUFWriter w, bool sync);
+GGUF_API bool gguf_writer_set_sync(GGUFWriter w, bool sync);
 
 #ifdef __cplusplus
 }  // extern "C"

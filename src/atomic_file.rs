@@ -164,7 +164,17 @@ impl AtomicFile {
         if self.sync {
             self.file.sync_all().map_err(|e| self.error(e))?;
         }
-        std::fs::rename(&self.temp, &self.dest).map_err(|e| self.error(e))?;
+        std::fs::rename(&self.temp, &self.dest).map_err(
+            |e| match crate::platform::replace_advice(&e) {
+                Some(why) => Error::new(crate::error::ErrorKind::Io {
+                    context: "cannot replace it".to_string(),
+                    source: std::sync::Arc::new(e),
+                    advice: format!(": {why}"),
+                })
+                .in_file(self.shown.clone()),
+                None => self.error(e),
+            },
+        )?;
         self.done = true;
         if self.sync {
             // The file is in place; the rename itself is made durable here.

@@ -887,9 +887,27 @@ pub fn quote(name: &[u8]) -> String {
 
 /// A path for a message: its exact bytes, escaped as [`escape`] does (a path may hold any byte
 /// but NUL on Unix; a lossy conversion would show two different names the same).
+///
+/// On Windows the separator `\` is shown as it is, as Windows shows paths (no file name holds
+/// one), not doubled as a backslash in a name is elsewhere.
 pub fn path_text(path: &Path) -> String {
     // The platform's own encoding of the path: any bytes on Unix, WTF-8 on Windows.
-    escape(path.as_os_str().as_encoded_bytes())
+    escape_path(path.as_os_str().as_encoded_bytes(), cfg!(windows))
+}
+
+/// [`path_text`] of a path's bytes, `\` being a separator when `backslash_separates`.
+fn escape_path(bytes: &[u8], backslash_separates: bool) -> String {
+    if !backslash_separates {
+        return escape(bytes);
+    }
+    let mut out = String::with_capacity(bytes.len());
+    for (i, part) in bytes.split(|&b| b == b'\\').enumerate() {
+        if i > 0 {
+            out.push('\\');
+        }
+        escape_into(&mut out, part);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -953,6 +971,23 @@ mod tests {
         assert_eq!(path_text(path), "/m/caf\\xe9/\\x1b.gguf");
         let e = Error::msg(ErrorCode::Io, "x").in_path(path);
         assert_eq!(e.to_string(), "gguf: /m/caf\\xe9/\\x1b.gguf: x");
+    }
+
+    #[test]
+    fn windows_paths_keep_their_separators() {
+        // A backslash separates on Windows (shown once); elsewhere it is a name's byte (doubled).
+        let bytes = "C:\\m\\caf\u{e9}\\\u{202e}.gguf".as_bytes();
+        assert_eq!(
+            escape_path(bytes, true),
+            "C:\\m\\caf\u{e9}\\\\xe2\\x80\\xae.gguf"
+        );
+        assert_eq!(
+            escape_path(b"C:\\a\\b", false),
+            "C:\\\\a\\\\b",
+            "a Unix name holding backslashes"
+        );
+        #[cfg(windows)]
+        assert_eq!(path_text(Path::new("C:\\m\\x.gguf")), "C:\\m\\x.gguf");
     }
 
     #[test]

@@ -12,10 +12,18 @@
 //! 4. Each C program compiled without sanitizers and run under valgrind memcheck, which must
 //!    report no error and no leaked byte (definitely, indirectly or possibly lost) after
 //!    `gguf_close`. One `#[test]` per program.
+//!
+//! For another target (`tools/cross.sh`) the programs are built with its C compiler
+//! (`$GGUF_TEST_CC`) without sanitizers, which the cross compilers and emulators lack, and run
+//! with its runner (`$GGUF_TEST_RUNNER`); for Windows the script builds them ahead
+//! (`$GGUF_TEST_C_PROGRAMS`). The valgrind tests stay on the host.
 
 mod common;
 
-use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, show};
+use common::{
+    bin_dir, cross_testing, lib_dir, link_aside, manifest_dir, prebuilt_c_programs, show,
+    target_cc, target_command,
+};
 use gguf::{ByteOrder, DataType, MetadataValue, ValueType, Writer};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -428,13 +436,17 @@ fn fixtures() -> &'static [PathBuf] {
             .into_iter()
             .map(|(name, bytes)| (name.to_string(), bytes))
             .chain(engine_fixtures());
+        let mut paths = vec![dir.join("a_directory.gguf")];
         // A FIFO nobody writes to: opening it must not block (test_errors.c).
-        let fifo = dir.join("a_fifo.gguf");
-        let _ = std::fs::remove_file(&fifo);
-        let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0, "mkfifo");
-        let mut paths = vec![dir.join("a_directory.gguf"), fifo];
+        #[cfg(unix)]
+        {
+            let fifo = dir.join("a_fifo.gguf");
+            let _ = std::fs::remove_file(&fifo);
+            let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+            paths.push(fifo);
+        }
         for (name, bytes) in files {
             let path = dir.join(&name);
             // Written aside then renamed, so that a concurrent test run never reads half a file.
@@ -464,13 +476,26 @@ enum Link {
     Plain,
 }
 
+/// The program built for `link`: compiled here with the target's C compiler ([`target_cc`]), or,
+/// on Windows, the one `tools/cross.sh` built ahead (`PROGRAM-shared.exe` through the DLL's
+/// import library, `PROGRAM-static.exe` against `libgguf.a`). The sanitizers are the host's
+/// (cross compilers and emulators lack them): other targets build without.
 fn compile(program: &str, link: Link) -> PathBuf {
+    if let Some(dir) = prebuilt_c_programs() {
+        let exe = dir.join(format!("{program}-{link:?}.exe").to_lowercase());
+        assert!(
+            exe.is_file(),
+            "{} was not built ahead (tools/cross.sh builds c_tests/ for Windows)",
+            exe.display()
+        );
+        return exe;
+    }
     let root = manifest_dir();
     let lib = lib_dir();
     let exe = bin_dir("c_api").join(format!("{program}-{link:?}").to_lowercase());
-    let mut cmd = Command::new(cc());
+    let mut cmd = target_cc();
     cmd.args(CFLAGS);
-    if !matches!(link, Link::Plain) {
+    if !matches!(link, Link::Plain) && !cross_testing() {
         cmd.args(SANITIZE);
     }
     // -Ic_tests for check.h, the helpers every program includes (a quoted include finds it next
@@ -496,7 +521,7 @@ fn run_c_test(program: &str) {
     let fixtures = fixtures();
     for link in [Link::Shared, Link::Static] {
         let exe = compile(program, link);
-        let output = Command::new(&exe)
+        let output = target_command(&exe)
             .args(fixtures)
             .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
             .env("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")

@@ -15,6 +15,11 @@
 //! The interpreter is `$GGUF_PYTHON`, else `<repo>/.venv/bin/python`; without one the tests fail
 //! (run `make venv`). `GGUF_CONFORMANCE_SEED` adds a second corpus with that seed and
 //! `GGUF_CONFORMANCE_COUNT` changes the number of files per corpus (default 40).
+//!
+//! On other targets (`tools/cross.sh`) the reference cannot run: the host generates the default
+//! corpus once, `$GGUF_CONFORMANCE_CORPUS` names it, and every target (big-endian s390x, i686,
+//! Windows, aarch64) must read each file as the reference's sidecar says. The libgguf ->
+//! reference direction stays on the host.
 
 mod common;
 
@@ -346,24 +351,28 @@ unsafe fn c_value(
             Some(format!("value.{what} disagrees with the narrow member"))
         }
     };
+    // Small integers are read from the widened members, which the header says hold them on
+    // every host; the narrow members hold them too on little-endian hosts only (on a big-endian
+    // one they alias the widened value's high bytes), and are checked there.
+    let le = cfg!(target_endian = "little");
     // SAFETY (every union read below): the member documented for `type`.
     let (json, issue) = unsafe {
         match ty {
             ValueType::Uint8 => (
-                json!({"type": name, "value": v.u8}),
-                widened(v.u32 == u32::from(v.u8), "u32"),
+                json!({"type": name, "value": v.u32}),
+                widened(!le || v.u32 == u32::from(v.u8), "u32"),
             ),
             ValueType::Int8 => (
-                json!({"type": name, "value": v.i8}),
-                widened(v.i32 == i32::from(v.i8), "i32"),
+                json!({"type": name, "value": v.i32}),
+                widened(!le || v.i32 == i32::from(v.i8), "i32"),
             ),
             ValueType::Uint16 => (
-                json!({"type": name, "value": v.u16}),
-                widened(v.u32 == u32::from(v.u16), "u32"),
+                json!({"type": name, "value": v.u32}),
+                widened(!le || v.u32 == u32::from(v.u16), "u32"),
             ),
             ValueType::Int16 => (
-                json!({"type": name, "value": v.i16}),
-                widened(v.i32 == i32::from(v.i16), "i32"),
+                json!({"type": name, "value": v.i32}),
+                widened(!le || v.i32 == i32::from(v.i16), "i32"),
             ),
             ValueType::Uint32 => (json!({"type": name, "value": v.u32}), None),
             ValueType::Int32 => (json!({"type": name, "value": v.i32}), None),
@@ -791,7 +800,15 @@ fn check_coverage(sidecars: &[Json], tables: &Json) {
     );
 }
 
-fn check_corpus(seed: u64, count: usize) {
+/// The corpus of `seed`, `count` files: generated here by the reference, or, for the default
+/// seed and count, the one `$GGUF_CONFORMANCE_CORPUS` names (`tools/cross.sh` generates it once
+/// on the host, where the reference runs, and every target reads those same files and sidecars).
+fn corpus_dir(seed: u64, count: usize) -> PathBuf {
+    if let Some(dir) = std::env::var_os("GGUF_CONFORMANCE_CORPUS").filter(|d| !d.is_empty()) {
+        if seed == SEED && count == COUNT {
+            return PathBuf::from(dir);
+        }
+    }
     let dir = work_dir(&format!("reference-seed-{seed}"));
     let count_arg = count.to_string();
     let seed_arg = seed.to_string();
@@ -801,6 +818,11 @@ fn check_corpus(seed: u64, count: usize) {
         count_arg.as_ref(),
         seed_arg.as_ref(),
     ]);
+    dir
+}
+
+fn check_corpus(seed: u64, count: usize) {
+    let dir = corpus_dir(seed, count);
     let tables = read_json(&dir.join("reference-types.json"));
     let mut mismatches = check_type_tables(&tables);
     let mut sidecars = Vec::new();

@@ -95,3 +95,38 @@ fn lent_memory_takes_no_advice_on_any_platform() {
         gguf_close(h);
     }
 }
+
+/// DONT_NEED on a locked mapping: Linux refuses to drop locked pages (madvise's EINVAL); the
+/// message says which advice failed and that the pages are locked, not a bare "Invalid
+/// argument". (Windows has no DONT_NEED at all: UNSUPPORTED, as above.)
+#[test]
+fn dont_need_on_locked_pages_says_they_are_locked() {
+    let (path, _) = model("paging-locked.gguf");
+    let c_path = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: the handle is used only here, with pointers it returned, and closed.
+    unsafe {
+        let h = gguf_open_ex(c_path.as_ptr(), OpenFlag::Lock as u32);
+        assert!(!h.is_null(), "lock: {}", last_error());
+        let ok = gguf_advise_data(h, Paging::DontNeed as u32);
+        let (code, text) = (gguf_last_error_code(), last_error());
+        if cfg!(any(target_os = "linux", target_os = "android")) {
+            assert!(!ok, "DONT_NEED on locked pages was accepted");
+            assert_eq!(code, ErrorCode::Io as u32, "{text}");
+            assert!(
+                text.contains("DONT_NEED") && text.contains("locked"),
+                "the message names the advice and the cause: {text}"
+            );
+        } else if cfg!(windows) {
+            assert!(!ok);
+            assert_eq!(code, ErrorCode::Unsupported as u32, "{text}");
+        }
+        // The handle still works, and other advice still applies.
+        assert_eq!(
+            gguf_advise_data(h, Paging::WillNeed as u32),
+            supported(Paging::WillNeed),
+            "{}",
+            last_error()
+        );
+        gguf_close(h);
+    }
+}

@@ -65,3 +65,58 @@ fn a_non_ascii_file_name_is_written_and_opened_through_the_c_api() {
     let f = GgufFile::open(&path).unwrap();
     assert_eq!(f.get("test.answer").and_then(|v| v.as_u64()), Some(43));
 }
+
+/// Replacing a file that a handle still maps. On Unix the rename succeeds and the handle keeps
+/// reading the old bytes. Windows cannot replace (or delete) a file while a mapping of it is
+/// open: the writer says so, naming the cause, and the file stays whole as it was, with no
+/// temporary file left beside it.
+#[test]
+fn replacing_a_file_that_a_handle_maps() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("paths-replace-mapped");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mapped.gguf");
+    let mut old = Writer::new();
+    old.add_metadata("test.answer", MetadataValue::U32(1))
+        .unwrap();
+    old.write_file(&path).unwrap();
+    let old_bytes = std::fs::read(&path).unwrap();
+    let mapped = GgufFile::open(&path).unwrap();
+
+    let mut new = Writer::new();
+    new.add_metadata("test.answer", MetadataValue::U32(2))
+        .unwrap();
+    new.add_metadata("test.more", MetadataValue::string("x".repeat(5000)))
+        .unwrap();
+    let result = new.write_file(&path);
+    if cfg!(windows) {
+        let e = result.expect_err("Windows cannot replace a mapped file");
+        let text = e.to_string();
+        assert_eq!(e.code(), gguf::ErrorCode::Io, "{text}");
+        assert!(
+            text.contains("mapped.gguf")
+                && text.contains("open or mapped by another handle")
+                && text.contains("close"),
+            "the message names the file and the cause: {text}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            old_bytes,
+            "the file was changed"
+        );
+        drop(mapped);
+        // Once the handle is closed, the same replacement succeeds.
+        new.write_file(&path).unwrap();
+    } else {
+        result.unwrap();
+        assert_eq!(mapped.get("test.answer").and_then(|v| v.as_u64()), Some(1));
+        drop(mapped);
+    }
+    let f = GgufFile::open(&path).unwrap();
+    assert_eq!(f.get("test.answer").and_then(|v| v.as_u64()), Some(2));
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["mapped.gguf"], "a temporary file was left behind");
+}

@@ -9,11 +9,14 @@ use std::ffi::CString;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
+// Used by the 64-bit tests only (a 32-bit process maps neither file).
+#[cfg(target_pointer_width = "64")]
 const GIB: u64 = 1 << 30;
 
 /// Dimensions of a 512 GiB F32 tensor (2^37 elements).
 const DIMS_512_GIB: [u64; 2] = [1 << 27, 1 << 10];
 /// Dimensions of a 3 GiB F32 tensor.
+#[cfg(target_pointer_width = "64")]
 const DIMS_3_GIB: [u64; 2] = [3 << 18, 1 << 10];
 
 /// Writes the sparse file: a vocabulary, two huge F32 tensors of `huge` dimensions, then small

@@ -4,7 +4,9 @@
 # none: all of them. Prints one summary line per target, with the time it took, and exits non-zero
 # if any failed.
 #
-#   tested (Rust unit and integration tests, run under the target's runner):
+#   tested (clippy -D warnings; Rust unit and integration tests, run under the target's runner;
+#   the C test programs of c_tests/, built with the target's C compiler against the library
+#   built for it):
 #     windows  x86_64-win7-windows-gnu    MinGW linker, Wine
 #     i686     i686-unknown-linux-gnu     gcc -m32, runs natively
 #     s390x    s390x-unknown-linux-gnu    cross gcc, qemu-s390x-static (big-endian)
@@ -22,19 +24,30 @@ root=$PWD
 export CARGO_TERM_COLOR=never
 
 # Tests that drive tools only the host has are run by `make test` on the host, never here:
-#   c_api, c_writer, readme  build C programs with the host cc against the host library
+#   c_api's valgrind_*       valgrind (host only); the c_test_* run here, without the host's
+#                            ASan/UBSan (no sanitizer runtime for the cross compilers and qemu)
+#   c_writer, readme         the reference Python reader and ggml's x86-64 parser; the host cc
 #   inspect                  builds tools/gguf-inspect.c with the host cc
 #   header                   runs cbindgen (a host build) and the host cc/c++ on the header
 #   install                  runs install/install.sh, cmake and pkg-config on the host
-#   python, conformance      run the reference Python package (PyPI gguf in .venv)
+#   python                   runs the reference Python package (PyPI gguf in .venv)
+#   conformance's libgguf -> reference direction (files_written_by_libgguf_...): the same; the
+#                            reference -> libgguf direction runs here, over a corpus the host
+#                            generates once (GGUF_CONFORMANCE_CORPUS), the same for every target
 #   ggml_crosscheck          loads ggml's prebuilt x86-64 library
 #   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
 #   concurrency under TSan   `make tsan` (host nightly toolchain)
-HOST_ONLY_TESTS="c_api c_writer readme inspect header install python conformance ggml_crosscheck"
+HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
-  --skip the_reference_reads_our_split_keys_as_it_writes_them)
-CROSS_TESTS="boundary concurrency fuzz_regressions paging parser_errors paths plans resource_bounds
-  roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
+  --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
+  --skip files_written_by_libgguf_read_identically_in_the_reference)
+CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
+  resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
+# C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
+# setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
+# it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases
+# out there itself; test_plan_pinned uses _aligned_malloc and Windows' advice and lock rules.)
+WINDOWS_C_SKIPS="test_writer"
 # Test files about Unix facilities (FIFOs, /dev and /proc files, setrlimit, permission bits,
 # SIGXFSZ): not built for Windows. Their platform-neutral cases (atomic replacement, non-ASCII
 # names) are in paths and writer_copy, which are.
@@ -78,6 +91,7 @@ want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed' 
 want rustc-web
 want rust-web-src
 want cargo-web
+want rust-web-clippy
 for t in "${triples[@]}"; do
   case "$t" in
     x86_64-win7-windows-gnu) want gcc-mingw-w64-x86-64; want binutils-mingw-w64-x86-64; want wine64 ;;
@@ -125,22 +139,57 @@ export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
 host_dump="$cross_dir/sample-dump-host.txt"
 c_inspect_matches_host() {
   local t=$1 cc=$2 runner=$3
-  local d="$CARGO_TARGET_DIR/$t/debug" extra=()
+  local d="$CARGO_TARGET_DIR/$t/debug"
   if [ ! -s "$host_dump" ]; then
-    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR; cargo build -q --lib) || return 1
+    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD; cargo build -q --lib) || return 1
     cc -std=c99 -O1 -Iinclude -o "$cross_dir/gguf-inspect-host" tools/gguf-inspect.c \
       target/debug/libgguf.a -lpthread -ldl -lm || return 1
     "$cross_dir/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
   fi
-  "$CARGO" build -q -Zbuild-std=std,panic_unwind --target "$t" --lib || return 1
-  # gcc -m32 without gcc-multilib (which conflicts with the cross compilers) lacks the asm/
-  # headers' directory; x86's asm headers serve both widths.
-  [ "$t" = i686-unknown-linux-gnu ] && extra=(-m32 -idirafter /usr/include/x86_64-linux-gnu)
-  $cc "${extra[@]}" -std=c99 -O1 -Iinclude -o "$d/gguf-inspect" tools/gguf-inspect.c \
+  $cc -std=c99 -O1 -Iinclude -o "$d/gguf-inspect" tools/gguf-inspect.c \
     "$d/libgguf.a" -lpthread -ldl -lm || return 1
   $runner "$d/gguf-inspect" testdata/sample.gguf >"$d/sample-dump.txt" || return 1
   diff "$host_dump" "$d/sample-dump.txt"
 }
+
+# The C test programs for Windows, built here: a test binary under Wine can start the Linux
+# compiler but never learns its exit status. Each program is linked twice, as tests/c_api.rs
+# links them elsewhere: PROGRAM-shared.exe through gguf.dll's import library (the DLL copied
+# beside it) and PROGRAM-static.exe against libgguf.a; winpthread is linked statically.
+build_windows_c_tests() {
+  local t=$1 d="$CARGO_TARGET_DIR/$1/debug" src name
+  local out="$d/c_tests"
+  mkdir -p "$out"
+  cp "$d/gguf.dll" "$out/"
+  for src in c_tests/test_*.c; do
+    name=$(basename "$src" .c)
+    [[ " $WINDOWS_C_SKIPS " == *" $name "* ]] && continue
+    x86_64-w64-mingw32-gcc -std=c99 -Wall -Wextra -Werror -g -pthread -Iinclude -Ic_tests \
+      -o "$out/$name-shared.exe" "$src" "$d/libgguf.dll.a" -static || return 1
+    x86_64-w64-mingw32-gcc -std=c99 -Wall -Wextra -Werror -g -pthread -Iinclude -Ic_tests \
+      -DGGUF_STATIC -o "$out/$name-static.exe" "$src" "$d/libgguf.a" -static \
+      -lws2_32 -luserenv -lntdll -lbcrypt -ladvapi32 -lkernel32 || return 1
+  done
+}
+
+# The reference's conformance corpus (tests/conformance.rs), generated on the host by the pinned
+# reference package: every tested target reads these files and compares with these sidecars.
+for t in "${triples[@]}"; do
+  case "$t" in
+    x86_64-win7-* | i686-* | s390x-* | aarch64-unknown-linux-gnu)
+      python=${GGUF_PYTHON:-$root/.venv/bin/python}
+      corpus="$cross_dir/conformance-corpus"
+      rm -rf "$corpus"
+      echo "== host: the reference's conformance corpus ($python)"
+      "$python" tests/conformance/generate.py generate "$corpus" 40 1 || {
+        echo "tools/cross.sh: cannot generate the conformance corpus: run make venv" >&2
+        exit 1
+      }
+      export GGUF_CONFORMANCE_CORPUS="$corpus"
+      break
+      ;;
+  esac
+done
 
 summary=()
 failed=0
@@ -151,9 +200,12 @@ for t in "${triples[@]}"; do
     wasm32-*) build_std=std,panic_abort ;;
     *) build_std=std,panic_unwind ;;
   esac
+  # The same for the cargo a test runs itself (tests/common: lib_dir builds the C libraries).
+  export CARGO_UNSTABLE_BUILD_STD="${build_std/,/ }"
   case "$t" in
     x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
       what=tested
+      ok=ok
       echo "== $t: cargo test (host-only test files, run by make test: $HOST_ONLY_TESTS)"
       args=(--lib)
       skips=("${HOST_ONLY_SKIPS[@]}")
@@ -165,24 +217,42 @@ for t in "${triples[@]}"; do
         args+=(--test "$f")
       done
       case "$t" in s390x-* | aarch64-*) skips+=("${QEMU_SKIPS[@]}") ;; esac
+      # The C programs' compiler (tests/common: target_cc); the library they link is built first.
+      case "$t" in
+        i686-*) cc="gcc -m32 -idirafter /usr/include/x86_64-linux-gnu" ;;
+        s390x-*) cc=s390x-linux-gnu-gcc ;;
+        aarch64-*) cc=aarch64-linux-gnu-gcc ;;
+        x86_64-win7-*) cc=x86_64-w64-mingw32-gcc ;;
+      esac
+      export GGUF_TEST_CC="$cc"
+      unset GGUF_TEST_C_PROGRAMS
+      "$CARGO" build -q -Zbuild-std="$build_std" --target "$t" --lib || ok=FAILED
+      if [ "$t" = x86_64-win7-windows-gnu ]; then
+        for p in $WINDOWS_C_SKIPS; do skips+=(--skip "c_test_${p#test_}"); done
+        build_windows_c_tests "$t" || ok=FAILED
+        export GGUF_TEST_C_PROGRAMS="$CARGO_TARGET_DIR/$t/debug/c_tests"
+      fi
       echo "== $t: tests skipped here (reasons at the top of tools/cross.sh):" \
         "$(printf '%s\n' "${skips[@]}" | grep -v '^--skip$' | tr '\n' ' ')"
       if [ "$t" = x86_64-win7-windows-gnu ]; then mkdir -p "$WINEPREFIX"; fi
       # Tests that run a scenario in a child process start it through the same runner.
       runner_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUNNER"
       export GGUF_TEST_RUNNER="${!runner_var:-}"
-      if "$CARGO" test --no-fail-fast -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${skips[@]}"; then
-        ok=ok
-      else
+      # Clippy as on the host (make test), for the code this target compiles: Debian's clippy,
+      # which matches Debian's rustc and this target's standard library. On Windows, clippy 1.96
+      # takes the `const { }` initializers of tests' thread_local! for missing ones (std expands
+      # the macro differently there): that lint alone is off.
+      clippy_allow=()
+      [ "$t" = x86_64-win7-windows-gnu ] && clippy_allow=(-A clippy::missing_const_for_thread_local)
+      echo "== $t: cargo clippy -D warnings"
+      if ! PATH=/usr/bin:$PATH "$CARGO" clippy -q -Zbuild-std="$build_std" --target "$t" \
+        "${args[@]}" -- -D warnings "${clippy_allow[@]}"; then
         ok=FAILED
       fi
-      case "$t" in
-        i686-*) cc=gcc ;;
-        s390x-*) cc=s390x-linux-gnu-gcc ;;
-        aarch64-*) cc=aarch64-linux-gnu-gcc ;;
-        *) cc= ;;
-      esac
-      if [ -n "$cc" ]; then
+      if ! "$CARGO" test --no-fail-fast -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${skips[@]}"; then
+        ok=FAILED
+      fi
+      if [ "$t" != x86_64-win7-windows-gnu ]; then
         echo "== $t: the C inspector's dump of testdata/sample.gguf against the host's"
         c_inspect_matches_host "$t" "$cc" "${GGUF_TEST_RUNNER:-}" || ok=FAILED
       fi

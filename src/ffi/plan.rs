@@ -154,7 +154,9 @@ fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords>
 /// Plans the upload of every tensor's data: page-aligned views of at most `max_view_size` bytes
 /// (e.g. Metal's `maxBufferLength`; `UINT64_MAX` for no limit) such that every tensor lies
 /// wholly inside at least one view. `page_size` is a power of two, or 0 for the system's page
-/// size. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
+/// size (4 KiB on Windows x64, 16 KiB on Apple silicon). On Windows, pass 65536 for views that
+/// are mapped again on their own (`MapViewOfFile` at `file_offset`): a view of a file mapping
+/// must start on the allocation granularity, 64 KiB, not merely on a page. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
 /// `cudaHostRegister`) or read from the file at its `file_offset`; each tensor's placement
 /// gives its view and its offset there. A tensor too large for any view is reported
 /// (`GGUF_NO_VIEW`, counted in `n_oversized`), never split. Owned by the handle, valid until

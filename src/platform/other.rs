@@ -34,6 +34,11 @@ pub fn map_limits() -> String {
     "the address space is exhausted".to_string()
 }
 
+/// No file is ever replaced here (there is no file system): nothing to add.
+pub fn replace_advice(_e: &std::io::Error) -> Option<&'static str> {
+    None
+}
+
 /// There are no processes (std's `process::id` panics here); temporary files are not made
 /// anyway, as there is no file system.
 pub fn process_id() -> u32 {

@@ -1,6 +1,6 @@
 //! Unix (Linux, macOS, iOS, Android): `libc` and memmap2's advice and lock.
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::source::{io_error, Paging};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 use std::fs::File;
@@ -115,6 +115,12 @@ pub fn populate(_map: &Mmap) -> Result<()> {
     Ok(())
 }
 
+/// Renaming over a file open or mapped elsewhere succeeds here: nothing to add to the OS's
+/// reason for a failure.
+pub fn replace_advice(_e: &std::io::Error) -> Option<&'static str> {
+    None
+}
+
 /// This process's id (for temporary file names).
 pub fn process_id() -> u32 {
     std::process::id()
@@ -145,5 +151,21 @@ pub fn advise(map: &Mmap, advice: Paging, start: usize, len: usize) -> Result<()
             map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, len)
         },
     };
-    result.map_err(|e| io_error("madvise failed", e))
+    result.map_err(|e| match (advice, e.raw_os_error()) {
+        // Linux never drops locked pages: MADV_DONTNEED over them is EINVAL, which alone would
+        // not tell the caller that the handle (or the whole process) locked them.
+        (Paging::DontNeed, Some(libc::EINVAL))
+            if cfg!(any(target_os = "linux", target_os = "android")) =>
+        {
+            Error::new(ErrorKind::Io {
+                context: "paging advice DONT_NEED (madvise MADV_DONTNEED) failed".to_string(),
+                source: std::sync::Arc::new(e),
+                advice: ": the pages are locked in memory (the file was opened with \
+                         GGUF_OPEN_FLAG_LOCK, or the process called mlockall), and locked pages \
+                         cannot be dropped"
+                    .to_string(),
+            })
+        }
+        _ => io_error("madvise failed", e),
+    })
 }

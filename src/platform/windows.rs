@@ -38,6 +38,16 @@ pub fn map_limits() -> String {
         .to_string()
 }
 
+/// Why renaming a new file over an existing one failed, when Windows' reason needs saying:
+/// ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION or ERROR_USER_MAPPED_FILE, given when another
+/// handle holds the file open or mapped (a Unix rename would succeed) or when it is read-only.
+pub fn replace_advice(e: &std::io::Error) -> Option<&'static str> {
+    matches!(e.raw_os_error(), Some(5 | 32 | 1224)).then_some(
+        "the file is open or mapped by another handle (Windows cannot replace a mapped file: \
+         close every handle on it, gguf_close or drop, and write again), or it is read-only",
+    )
+}
+
 fn system_info() -> SYSTEM_INFO {
     let mut info = SYSTEM_INFO::default();
     // SAFETY: GetSystemInfo fills the struct it is given and cannot fail.
@@ -64,14 +74,14 @@ pub fn page_size() -> u64 {
 
 /// Faults `len` bytes from `start` in ahead of use (`PrefetchVirtualMemory`).
 fn prefetch(map: &Mmap, start: usize, len: usize) -> std::io::Result<()> {
-    let mut entry = WIN32_MEMORY_RANGE_ENTRY {
+    let entry = WIN32_MEMORY_RANGE_ENTRY {
         // The caller keeps `start + len` within the map.
         VirtualAddress: map[start..].as_ptr() as *mut _,
         NumberOfBytes: len,
     };
-    // SAFETY: the entry describes bytes of a live mapping; the call only reads it (the
-    // pointer is mutable in the API's signature only) and asks the system to page them in.
-    let ok = unsafe { PrefetchVirtualMemory(GetCurrentProcess(), 1, &mut entry, 0) };
+    // SAFETY: the entry describes bytes of a live mapping; the call only reads it and asks the
+    // system to page them in.
+    let ok = unsafe { PrefetchVirtualMemory(GetCurrentProcess(), 1, &entry, 0) };
     if ok == 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -45,6 +45,64 @@ pub fn cc() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
 }
 
+/// A command from the words of environment variable `var` (a program and its arguments), when
+/// it is set and not blank.
+fn command_from_env(var: &str) -> Option<Command> {
+    let words = std::env::var(var).ok()?;
+    let mut words = words.split_whitespace();
+    let mut cmd = Command::new(words.next()?);
+    cmd.args(words);
+    Some(cmd)
+}
+
+/// True when the tests run for another target than the host's (`tools/cross.sh` sets
+/// `GGUF_TEST_CC`): C programs are then built with that target's compiler and run with its
+/// runner, and the host's sanitizers and valgrind do not apply.
+pub fn cross_testing() -> bool {
+    std::env::var("GGUF_TEST_CC").is_ok_and(|v| !v.trim().is_empty())
+}
+
+/// The C compiler for programs that run on the target under test: `$GGUF_TEST_CC` (the
+/// target's compiler and its flags, e.g. `gcc -m32 ...` or `s390x-linux-gnu-gcc`, set by
+/// `tools/cross.sh`), else [`cc`].
+pub fn target_cc() -> Command {
+    command_from_env("GGUF_TEST_CC").unwrap_or_else(|| Command::new(cc()))
+}
+
+/// A command running `exe`, a program built for the target under test: through the target's
+/// runner (`$GGUF_TEST_RUNNER`, e.g. `qemu-s390x-static -L ...`) when set. Under Wine the test
+/// binary is itself a Windows program and starts another one directly.
+pub fn target_command(exe: &Path) -> Command {
+    match command_from_env("GGUF_TEST_RUNNER").filter(|_| !cfg!(windows)) {
+        Some(mut cmd) => {
+            cmd.arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    }
+}
+
+/// The directory of C programs built ahead for the target under test, when the test binary
+/// cannot build them itself: `$GGUF_TEST_C_PROGRAMS` (set by `tools/cross.sh` for Windows, where
+/// a test binary under Wine can start a Linux compiler but never learns its exit status).
+pub fn prebuilt_c_programs() -> Option<PathBuf> {
+    std::env::var_os("GGUF_TEST_C_PROGRAMS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The libraries [`lib_dir`] holds for C programs: shared (with, on Windows, its import
+/// library) and static.
+pub const fn c_libraries() -> &'static [&'static str] {
+    if cfg!(windows) {
+        &["gguf.dll", "libgguf.dll.a", "libgguf.a"]
+    } else if cfg!(target_os = "macos") {
+        &["libgguf.dylib", "libgguf.a"]
+    } else {
+        &["libgguf.so", "libgguf.a"]
+    }
+}
+
 /// A process's exit status, stdout and stderr, for an assertion message.
 pub fn show(output: &Output) -> String {
     format!(
@@ -86,12 +144,14 @@ fn profile_dir_and_flags() -> (PathBuf, Vec<String>) {
         other => flags.extend(["--profile".to_string(), other.to_string()]),
     }
     let target_dir = dir.parent().expect("target dir");
-    if !target_dir.join("CACHEDIR.TAG").exists() {
-        // `--target <triple>` puts artifacts in <target>/<triple>/<profile>.
+    // `--target <triple>` puts artifacts in <target>/<triple>/<profile>, and cargo marks
+    // <target> with CACHEDIR.TAG: a build that mistook <target>/<triple> for the target directory
+    // would put the host's libgguf where the target's belongs.
+    let outer = target_dir.parent().expect("target dir");
+    if outer.join("CACHEDIR.TAG").exists() {
         let triple = target_dir.file_name().and_then(|n| n.to_str()).unwrap();
         flags.extend(["--target".to_string(), triple.to_string()]);
-        let target_dir = target_dir.parent().expect("target dir");
-        flags.extend(["--target-dir".to_string(), target_dir.display().to_string()]);
+        flags.extend(["--target-dir".to_string(), outer.display().to_string()]);
     } else {
         flags.extend(["--target-dir".to_string(), target_dir.display().to_string()]);
     }
@@ -107,7 +167,7 @@ pub fn lib_dir() -> &'static Path {
         let (dir, flags) = profile_dir_and_flags();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         run(Command::new(cargo).args(&flags).current_dir(manifest_dir()));
-        for lib in ["libgguf.so", "libgguf.a"] {
+        for lib in c_libraries() {
             assert!(dir.join(lib).is_file(), "{} was not built", lib);
         }
         dir
