@@ -37,12 +37,17 @@ export CARGO_TERM_COLOR=never
 #   ggml_crosscheck          loads ggml's prebuilt x86-64 library
 #   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
 #   concurrency under TSan   `make tsan` (host nightly toolchain)
-HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck"
+#   dequant_ggml, validate_ggml  ggml's x86-64 library (dequant and simd check the same answers
+#                            everywhere: ggml's recorded outputs, and the scalar kernels)
+#   dequant_tables           runs the table generator on the reference Python package
+HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
+  validate_ggml dequant_tables"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
-  resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
+  resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader
+  dequant simd simd_threads"
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
 # it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases
@@ -192,6 +197,15 @@ for t in "${triples[@]}"; do
 done
 
 summary=()
+# Every test file is in one of the two lists: a new one is never silently left out here.
+for f in tests/*.rs; do
+  f=$(basename "$f" .rs)
+  if [[ " $(echo $HOST_ONLY_TESTS $CROSS_TESTS) " != *" $f "* ]]; then
+    echo "cross.sh: tests/$f.rs is in neither CROSS_TESTS nor HOST_ONLY_TESTS" >&2
+    exit 2
+  fi
+done
+
 failed=0
 for t in "${triples[@]}"; do
   export CARGO_TARGET_DIR="$cross_dir/$t"
