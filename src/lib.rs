@@ -11,11 +11,12 @@ pub mod error;
 pub mod file;
 pub mod format;
 mod index;
+pub mod load;
 pub mod model;
 pub mod plan;
-pub mod read_at;
 #[allow(unsafe_code)]
 mod platform;
+pub mod read_at;
 mod reader;
 mod size;
 #[allow(unsafe_code)]
