@@ -11,7 +11,7 @@ use crate::read_at::{lying, read_exact_at, FileAt, ReadAt};
 use crate::source::Source;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
 /// reached in five doublings).
@@ -454,53 +454,82 @@ fn run_units(
         }
         return Ok(());
     }
+    let units_len = units.len();
     let slots: Vec<Mutex<Option<Unit<'_>>>> =
         units.into_iter().map(|u| Mutex::new(Some(u))).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<Result<u64>>();
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (slots, next, stop) = (&slots, &next, &stop);
-            scope.spawn(move || {
-                let mut bounce = Bounce { buf: Vec::new() };
-                while !stop.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = slots.get(i) else { break };
-                    let unit = slot.lock().map(|mut u| u.take()).unwrap_or(None);
-                    let Some(mut unit) = unit else { continue };
-                    let reader = &readers[unit.shard];
-                    let r = read_unit(&mut unit, reader, &mut bounce);
-                    let failed = r.is_err();
-                    if tx.send(r).is_err() || failed {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // The calling thread reports progress as reads complete.
-        let mut outcome = Ok(());
-        for r in rx {
-            match r {
-                Ok(n) => {
-                    done += n;
-                    if outcome.is_ok() && !progress(done, total) {
-                        outcome = Err(cancelled());
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-                Err(e) => {
-                    if outcome.is_ok() {
-                        outcome = Err(e);
-                    }
-                    stop.store(true, Ordering::Relaxed);
-                }
+    // What the threads report: units read, bytes read, the first failure. (A mutex and a
+    // condition variable rather than a channel: a channel's blocking receive registers the
+    // calling thread with Rust's runtime, which a C caller's leak checker reports.)
+    let reports = Mutex::new(Reports::default());
+    let changed = Condvar::new();
+    let report = |r: Result<u64>| {
+        let mut g = reports.lock().unwrap_or_else(|p| p.into_inner());
+        match r {
+            Ok(n) => {
+                g.units += 1;
+                g.bytes += n;
+            }
+            Err(e) => {
+                g.error.get_or_insert(e);
             }
         }
+        changed.notify_one();
+    };
+    let work = || {
+        let mut bounce = Bounce { buf: Vec::new() };
+        while !stop.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else { break };
+            let unit = slot.lock().map(|mut u| u.take()).unwrap_or(None);
+            let Some(mut unit) = unit else { continue };
+            let reader = &readers[unit.shard];
+            // A panic (a bug) is reported rather than leaving the calling thread waiting.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_unit(&mut unit, reader, &mut bounce)
+            }))
+            .unwrap_or_else(|_| Err(Error::msg(ErrorCode::Internal, "a read thread panicked")));
+            let failed = r.is_err();
+            report(r);
+            if failed {
+                break;
+            }
+        }
+    };
+    // The calling thread reports progress as reads complete, until all are done or one fails.
+    platform::with_workers(threads, &work, || {
+        let mut seen = 0;
+        let outcome = loop {
+            let (units, bytes) = {
+                let mut g = reports.lock().unwrap_or_else(|p| p.into_inner());
+                while g.units == seen && g.error.is_none() {
+                    g = changed.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                if let Some(e) = g.error.take() {
+                    break Err(e);
+                }
+                (g.units, g.bytes)
+            };
+            seen = units;
+            if !progress(bytes, total) {
+                break Err(cancelled());
+            }
+            if seen == units_len {
+                break Ok(());
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
         outcome
     })
+}
+
+/// What [`run_units`]'s threads have done.
+#[derive(Default)]
+struct Reports {
+    units: usize,
+    bytes: u64,
+    error: Option<Error>,
 }
 
 /// The digest of tensor `index`'s data, read from memory, or by positioned reads of 8 MiB for a

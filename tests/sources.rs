@@ -8,7 +8,9 @@ use common::raw::{file, kv, le_u64, tensor_info, with_data};
 use gguf::ffi::*;
 use gguf::load::{self, LoadOptions};
 use gguf::read_at::{FileAt, ReadAt};
-use gguf::{ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, Model, OpenOptions, ValueType, Writer};
+use gguf::{
+    ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, Model, OpenOptions, ValueType, Writer,
+};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -84,12 +86,17 @@ fn rich_file(version: u32, order: ByteOrder, tokens: usize) -> Vec<u8> {
         "nested",
         MetadataValue::Array(
             ValueType::Array,
-            vec![MetadataValue::Array(ValueType::Int8, vec![MetadataValue::I8(-1)])],
+            vec![MetadataValue::Array(
+                ValueType::Int8,
+                vec![MetadataValue::I8(-1)],
+            )],
         ),
     )
     .unwrap();
-    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68]).unwrap();
-    w.add_tensor("b", &[5], DataType::F32, (0..20).collect()).unwrap();
+    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68])
+        .unwrap();
+    w.add_tensor("b", &[5], DataType::F32, (0..20).collect())
+        .unwrap();
     w.to_bytes().unwrap()
 }
 
@@ -128,18 +135,34 @@ fn corpus() -> Vec<Vec<u8>> {
         file(0, 2, &[kv("a", 0, &[1]), kv("a", 0, &[2])].concat()),
         file(0, 1, &kv("a", 13, &[0; 8])),
         file(0, 1, &kv("a", 7, &[2])),
-        file(0, 1, &kv("a", 9, &[&4u32.to_le_bytes()[..], &le_u64(1 << 62)].concat())),
+        file(
+            0,
+            1,
+            &kv(
+                "a",
+                9,
+                &[&4u32.to_le_bytes()[..], &le_u64(1 << 62)].concat(),
+            ),
+        ),
         with_data(file(1, 0, &tensor_info("t", &[4], 0, 0)), 8),
         with_data(file(1, 0, &tensor_info("t", &[4], 0, 3)), 64),
         with_data(file(1, 0, &tensor_info("t", &[4, 1, 1, 1, 1], 0, 0)), 64),
         with_data(file(1, 0, &tensor_info("t", &[4], 99, 0)), 64),
         with_data(file(1, 0, &tensor_info("t", &[3], 8, 0)), 64),
         with_data(
-            file(2, 0, &[tensor_info("t", &[4], 0, 0), tensor_info("t", &[4], 0, 32)].concat()),
+            file(
+                2,
+                0,
+                &[tensor_info("t", &[4], 0, 0), tensor_info("t", &[4], 0, 32)].concat(),
+            ),
             64,
         ),
         with_data(
-            file(2, 0, &[tensor_info("t", &[8], 0, 0), tensor_info("u", &[4], 0, 0)].concat()),
+            file(
+                2,
+                0,
+                &[tensor_info("t", &[8], 0, 0), tensor_info("u", &[4], 0, 0)].concat(),
+            ),
             64,
         ),
     ];
@@ -215,10 +238,19 @@ fn a_big_header_is_read_in_logarithmically_many_reads_and_not_much_past_its_end(
     let read = source.read_bytes.load(Ordering::Relaxed);
     let reads = source.reads.load(Ordering::Relaxed);
     // 256 KiB doubled until past the header: at most the header plus the last chunk.
-    assert!(read >= header_end, "read {read} of a {header_end}-byte header");
-    assert!(read <= 2 * header_end, "read {read} bytes for a {header_end}-byte header");
+    assert!(
+        read >= header_end,
+        "read {read} of a {header_end}-byte header"
+    );
+    assert!(
+        read <= 2 * header_end,
+        "read {read} bytes for a {header_end}-byte header"
+    );
     let doublings = (header_end / load::FIRST_CHUNK).ilog2() as u64 + 2;
-    assert!(reads <= doublings, "{reads} reads, expected at most {doublings}");
+    assert!(
+        reads <= doublings,
+        "{reads} reads, expected at most {doublings}"
+    );
 }
 
 #[test]
@@ -234,13 +266,21 @@ fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
     let msg = e.to_string();
     assert!(msg.contains("<test source>"), "{msg}");
     assert!(msg.contains("ended at offset 100"), "{msg}");
-    assert!(msg.contains(&format!("declared {} bytes", bytes.len())), "{msg}");
+    assert!(
+        msg.contains(&format!("declared {} bytes", bytes.len())),
+        "{msg}"
+    );
     // Fails outright.
     let mut failing = Mem::new(bytes.clone());
     failing.fail_at = Some(header_end / 2);
-    let e = load::parse_source_from(Arc::new(failing), 64).err().unwrap();
+    let e = load::parse_source_from(Arc::new(failing), 64)
+        .err()
+        .unwrap();
     assert_eq!(e.code(), ErrorCode::Io);
-    assert!(e.to_string().contains("the test source fails at offset"), "{e}");
+    assert!(
+        e.to_string().contains("the test source fails at offset"),
+        "{e}"
+    );
     // Fails past the header: the header parses, reading the data fails clearly.
     let mut no_data = Mem::new(bytes.clone());
     no_data.fail_at = Some(header_end);
@@ -248,7 +288,11 @@ fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
     let mut dst = vec![0u8; 68];
     let e = load::read_tensor(&model, 0, 0, &mut dst).err().unwrap();
     assert_eq!(e.code(), ErrorCode::Io);
-    assert!(e.to_string().contains(&format!("fails at offset {header_end}")), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("fails at offset {header_end}")),
+        "{e}"
+    );
 }
 
 /// A file of `n` F32 tensors of `elems` elements each (tensor k holds k+1), with a vocabulary.
@@ -276,7 +320,11 @@ fn read_all(model: &Model<gguf::source::Source>, options: LoadOptions) -> Vec<Ve
     let mut out: Vec<Vec<u8>> = (0..model.tensor_count())
         .map(|i| vec![0xAA; model.tensor_at(i).unwrap().info.size as usize])
         .collect();
-    let requests = out.iter_mut().enumerate().map(|(i, b)| (i, &mut b[..])).collect();
+    let requests = out
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| (i, &mut b[..]))
+        .collect();
     let mut last = 0;
     load::read_tensors(model, requests, options, &mut |done, total| {
         assert!(done >= last && done <= total);
@@ -292,7 +340,10 @@ fn read_tensors_fills_every_buffer_from_every_kind_of_source() {
     // Small tensors (merged reads) and ones over 8 MiB (split reads).
     let (small, small_data) = model_file(40, 1000);
     let (big, big_data) = model_file(3, 3 << 20);
-    for (name, bytes, data) in [("small.gguf", small, small_data), ("big.gguf", big, big_data)] {
+    for (name, bytes, data) in [
+        ("small.gguf", small, small_data),
+        ("big.gguf", big, big_data),
+    ] {
         let path = tmp(name);
         std::fs::write(&path, &bytes).unwrap();
         let mapped = Model::open(&path, OpenOptions::default()).unwrap();
@@ -331,13 +382,22 @@ fn a_progress_callback_can_cancel_the_load() {
     let (bytes, _) = model_file(4, 3 << 20);
     let model = Model::open_source("mem", Arc::new(Mem::new(bytes))).unwrap();
     let mut out: Vec<Vec<u8>> = (0..4).map(|_| vec![0; 12 << 20]).collect();
-    let requests = out.iter_mut().enumerate().map(|(i, b)| (i, &mut b[..])).collect();
+    let requests = out
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| (i, &mut b[..]))
+        .collect();
     let mut calls = 0;
-    let e = load::read_tensors(&model, requests, LoadOptions::default(), &mut |done, total| {
-        calls += 1;
-        assert_eq!(total, 4 * (12 << 20));
-        done == 0
-    })
+    let e = load::read_tensors(
+        &model,
+        requests,
+        LoadOptions::default(),
+        &mut |done, total| {
+            calls += 1;
+            assert_eq!(total, 4 * (12 << 20));
+            done == 0
+        },
+    )
     .err()
     .unwrap();
     assert_eq!(e.code(), ErrorCode::Cancelled);
@@ -351,8 +411,13 @@ fn a_split_model_opens_through_readers_with_its_keys_checked() {
     let mut w = Writer::new();
     w.copy_metadata_from(&whole).unwrap();
     for t in whole.tensors() {
-        w.add_tensor(t.name, &t.dims[..t.n_dims as usize], t.dtype, t.data.to_vec())
-            .unwrap();
+        w.add_tensor(
+            t.name,
+            &t.dims[..t.n_dims as usize],
+            t.dtype,
+            t.data.to_vec(),
+        )
+        .unwrap();
     }
     let shards: Vec<Vec<u8>> = w
         .into_shards(2)
@@ -379,7 +444,11 @@ fn a_split_model_opens_through_readers_with_its_keys_checked() {
     assert!(e.message().contains("expected split.no 1, found 2"), "{e}");
     let e = Model::open_sources(sources(&[0, 1])).err().unwrap();
     assert_eq!(e.code(), ErrorCode::ShardMismatch);
-    assert!(e.message().contains("split.count is 3, but 2 shards were given"), "{e}");
+    assert!(
+        e.message()
+            .contains("split.count is 3, but 2 shards were given"),
+        "{e}"
+    );
 }
 
 /// `embedded` inside a file, after `before` bytes of something else and followed by junk.
@@ -411,10 +480,14 @@ fn a_file_inside_another_opens_from_a_descriptor_the_caller_then_closes() {
                 for k in 0..5u64 {
                     let info = gguf_get_tensor_by_index(h, k);
                     let whole = GgufFile::from_bytes(&bytes[..]).unwrap();
-                    assert_eq!((*info).file_offset, whole.tensor_at(k as usize).unwrap().file_offset);
+                    assert_eq!(
+                        (*info).file_offset,
+                        whole.tensor_at(k as usize).unwrap().file_offset
+                    );
                     let p = gguf_tensor_data(h, info);
                     if flags == 0 {
-                        let got = std::slice::from_raw_parts(p.cast::<u8>(), (*info).size_bytes as usize);
+                        let got =
+                            std::slice::from_raw_parts(p.cast::<u8>(), (*info).size_bytes as usize);
                         assert_eq!(got, &data[k as usize][..]);
                     } else {
                         assert!(p.is_null());
@@ -422,7 +495,13 @@ fn a_file_inside_another_opens_from_a_descriptor_the_caller_then_closes() {
                         assert!(common::last_error().contains("gguf_read_tensor"));
                     }
                     let mut dst = vec![0u8; (*info).size_bytes as usize];
-                    assert!(gguf_read_tensor(h, info, 0, dst.as_mut_ptr().cast(), dst.len() as u64));
+                    assert!(gguf_read_tensor(
+                        h,
+                        info,
+                        0,
+                        dst.as_mut_ptr().cast(),
+                        dst.len() as u64
+                    ));
                     assert_eq!(dst, data[k as usize]);
                 }
                 gguf_close(h);
@@ -472,13 +551,33 @@ fn a_path_opened_without_mapping_reads_by_position() {
         let h = gguf_open_ex(c.as_ptr(), OpenFlag::NoMap as u32);
         assert!(!h.is_null(), "{}", common::last_error());
         assert!(!gguf_is_mapped(h));
-        let infos: Vec<*const GGUFTensorInfo> = (0..3).map(|k| gguf_get_tensor_by_index(h, k)).collect();
+        let infos: Vec<*const GGUFTensorInfo> =
+            (0..3).map(|k| gguf_get_tensor_by_index(h, k)).collect();
         let mut out: Vec<Vec<u8>> = (0..3).map(|_| vec![0u8; 200]).collect();
-        let dsts: Vec<*mut std::ffi::c_void> = out.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
-        assert!(gguf_read_tensors(h, infos.as_ptr(), dsts.as_ptr(), 3, 0, 0, None, std::ptr::null_mut()));
+        let dsts: Vec<*mut std::ffi::c_void> =
+            out.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        assert!(gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            3,
+            0,
+            0,
+            None,
+            std::ptr::null_mut()
+        ));
         assert_eq!(out, data);
         // Unknown read flags.
-        assert!(!gguf_read_tensors(h, infos.as_ptr(), dsts.as_ptr(), 3, 0, 2, None, std::ptr::null_mut()));
+        assert!(!gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            3,
+            0,
+            2,
+            None,
+            std::ptr::null_mut()
+        ));
         assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
         gguf_close(h);
         let h = gguf_open(c.as_ptr());
