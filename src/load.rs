@@ -366,11 +366,11 @@ fn read_unit(unit: &mut Unit<'_>, reader: &Reader<'_>, bounce: &mut Bounce) -> R
             } else {
                 1
             };
-            // One piece exactly covering the read, its buffer aligned: read straight into it.
+            // One piece whose buffer lies like the file modulo the alignment: its whole blocks
+            // are read straight into it, only a partial first and last block through `bounce`.
             if let [p] = &mut unit.pieces[..] {
-                let aligned = (p.dst.as_ptr() as usize) % align == 0;
-                if aligned && p.at == unit.start && p.at + p.dst.len() as u64 == unit.end {
-                    read_block(source, *base, direct.as_ref(), p.at, p.dst)?;
+                let direct = direct.as_ref();
+                if read_in_place(p, source, *base, direct, align, bounce)? {
                     return Ok(bytes);
                 }
             }
@@ -392,6 +392,58 @@ fn read_unit(unit: &mut Unit<'_>, reader: &Reader<'_>, bounce: &mut Bounce) -> R
         }
     }
     Ok(bytes)
+}
+
+/// Reads `p` in place when its buffer has the same remainder modulo `align` as its position in
+/// the file and it spans at least one whole block: the whole blocks straight into the buffer,
+/// the partial blocks at either end through `bounce`. Returns whether it did.
+fn read_in_place(
+    p: &mut Piece<'_>,
+    source: &Arc<dyn ReadAt>,
+    base: u64,
+    direct: Option<&File>,
+    align: usize,
+    bounce: &mut Bounce,
+) -> Result<bool> {
+    let a = align as u64;
+    let len = p.dst.len() as u64;
+    let (start, end) = (p.at.div_ceil(a) * a, (p.at + len) / a * a);
+    if (p.dst.as_ptr() as u64) % a != p.at % a || end <= start {
+        return Ok(false);
+    }
+    // Within `len`, so within usize.
+    let head = usize::try_from(start - p.at).expect("within the buffer");
+    let body = usize::try_from(end - start).expect("within the buffer");
+    let got = read_block(source, base, direct, start, &mut p.dst[head..head + body])?;
+    if got < body {
+        return Err(lying(
+            &**source,
+            (start + got as u64).saturating_sub(base),
+            "ended early".into(),
+        ));
+    }
+    let mut partial = |from: u64, dst: &mut [u8]| -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let block = from / a * a;
+        let buf = bounce.slice(align, align)?;
+        let got = read_block(source, base, direct, block, buf)?;
+        let skip = usize::try_from(from - block).expect("within a block");
+        if got < skip + dst.len() {
+            return Err(lying(
+                &**source,
+                from.saturating_sub(base),
+                "ended early".into(),
+            ));
+        }
+        dst.copy_from_slice(&buf[skip..skip + dst.len()]);
+        Ok(())
+    };
+    let (head_dst, rest) = p.dst.split_at_mut(head);
+    partial(p.at, head_dst)?;
+    partial(end, &mut rest[body..])?;
+    Ok(true)
 }
 
 /// Reads at absolute position `at` into `dst`; returns how many bytes were read (fewer only

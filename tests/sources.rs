@@ -335,6 +335,35 @@ fn read_all(model: &Model<gguf::source::Source>, options: LoadOptions) -> Vec<Ve
     out
 }
 
+/// Every tensor read into one buffer laid out as the file (each tensor's address has its file
+/// offset's remainder modulo 4096), so that direct reads land in place.
+fn read_laid_out(model: &Model<gguf::source::Source>, options: LoadOptions) -> Vec<Vec<u8>> {
+    let infos: Vec<_> = (0..model.tensor_count())
+        .map(|i| model.tensor_at(i).unwrap().info)
+        .collect();
+    let end = infos.iter().map(|t| t.file_offset + t.size).max().unwrap() as usize;
+    let mut buf = vec![0xAAu8; end + 4096];
+    let skip = buf.as_ptr().align_offset(4096);
+    let mut rest = &mut buf[skip..];
+    let mut requests = Vec::new();
+    let mut at = 0usize;
+    let mut order: Vec<usize> = (0..infos.len()).collect();
+    order.sort_by_key(|&i| infos[i].file_offset);
+    for i in order {
+        let t = &infos[i];
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(t.file_offset as usize - at);
+        let (dst, tail) = tail.split_at_mut(t.size as usize);
+        requests.push((i, dst));
+        rest = tail;
+        at = (t.file_offset + t.size) as usize;
+    }
+    load::read_tensors(model, requests, options, &mut |_, _| true).unwrap();
+    infos
+        .iter()
+        .map(|t| buf[skip + t.file_offset as usize..][..t.size as usize].to_vec())
+        .collect()
+}
+
 #[test]
 fn read_tensors_fills_every_buffer_from_every_kind_of_source() {
     // Small tensors (merged reads) and ones over 8 MiB (split reads).
@@ -365,6 +394,11 @@ fn read_tensors_fills_every_buffer_from_every_kind_of_source() {
                 for direct in [false, true] {
                     let got = read_all(model, LoadOptions { threads, direct });
                     assert!(got == data, "{name}: {threads} threads, direct {direct}");
+                    let got = read_laid_out(model, LoadOptions { threads, direct });
+                    assert!(
+                        got == data,
+                        "{name}: laid out, {threads} threads, direct {direct}"
+                    );
                 }
             }
             // One tensor, in part.
@@ -584,4 +618,79 @@ fn a_path_opened_without_mapping_reads_by_position() {
         assert!(gguf_is_mapped(h));
         gguf_close(h);
     }
+}
+
+/// A sparse file of more than 4 GiB: a tensor of 5 GiB whose last bytes are written.
+fn sparse_model() -> (PathBuf, u64, Vec<u8>) {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("sparse"))
+        .unwrap();
+    w.add_tensor("small", &[8], DataType::F32, vec![3; 32])
+        .unwrap();
+    w.add_tensor_info("huge", &[5 << 30], DataType::I8).unwrap();
+    let header = w.header_bytes().unwrap();
+    let offsets = w.tensor_offsets().unwrap();
+    let path = tmp("sparse-5gib.gguf");
+    let mut f = std::fs::File::create(&path).unwrap();
+    use std::io::{Seek, SeekFrom, Write};
+    f.write_all(&header).unwrap();
+    f.seek(SeekFrom::Start(header.len() as u64 + offsets[0]))
+        .unwrap();
+    f.write_all(&[3; 32]).unwrap();
+    let end = header.len() as u64 + offsets[1] + (5u64 << 30);
+    let tail: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    f.seek(SeekFrom::Start(end - tail.len() as u64)).unwrap();
+    f.write_all(&tail).unwrap();
+    (path, end, tail)
+}
+
+/// On a 32-bit target the file is larger than the address space: it opens without mapping
+/// (gguf_is_mapped says so), and its data is read by position, past 4 GiB. On a 64-bit one it
+/// is mapped; the flag gives the 32-bit behaviour there too.
+#[test]
+fn a_file_larger_than_the_address_space_opens_without_mapping() {
+    let (path, end, tail) = sparse_model();
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let automatic = usize::BITS < 64;
+    for flags in [0, OpenFlag::NoMap as u32] {
+        unsafe {
+            let h = gguf_open_ex(c.as_ptr(), flags);
+            assert!(!h.is_null(), "{}", common::last_error());
+            let unmapped = automatic || flags != 0;
+            assert_eq!(gguf_is_mapped(h), !unmapped);
+            assert_eq!(gguf_file_size(h), end);
+            let huge = gguf_get_tensor(h, c"huge".as_ptr());
+            assert_eq!((*huge).size_bytes, 5 << 30);
+            assert!((*huge).file_offset + (*huge).size_bytes > 1 << 32);
+            let mut got = vec![0u8; tail.len()];
+            let at = (*huge).size_bytes - tail.len() as u64;
+            assert!(gguf_read_tensor(
+                h,
+                huge,
+                at,
+                got.as_mut_ptr().cast(),
+                got.len() as u64
+            ));
+            assert_eq!(got, tail);
+            let small = gguf_get_tensor(h, c"small".as_ptr());
+            let mut four = [0u8; 32];
+            let dsts = [four.as_mut_ptr().cast::<std::ffi::c_void>()];
+            assert!(gguf_read_tensors(
+                h,
+                &small,
+                dsts.as_ptr(),
+                1,
+                0,
+                1,
+                None,
+                std::ptr::null_mut()
+            ));
+            assert_eq!(four, [3; 32]);
+            if unmapped {
+                assert!(gguf_tensor_data(h, huge).is_null());
+            }
+            gguf_close(h);
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
 }
