@@ -299,6 +299,21 @@ static void every_kind_of_handle_reads_alike(void) {
                 if (flags == 0 && a->size_bytes > 0)
                     CHECK(memcmp(gguf_tensor_data(f, a), gguf_tensor_data(ref, e), a->size_bytes) == 0);
             }
+            const GGUFUploadPlan *plan = gguf_plan_upload(f, UINT64_MAX, 0);
+            if (flags == 0) {
+                /* Views over the embedded file's bytes hold every tensor where its data is. */
+                CHECK(plan != NULL && gguf_get_shard(f, 0)->base != NULL);
+                for (uint64_t k = 0; k < gguf_tensor_count(f); k++) {
+                    const GGUFPlacement *p = &plan->placements[k];
+                    if (p->view == GGUF_NO_VIEW) continue;
+                    const unsigned char *at = (const unsigned char *)plan->views[p->view].data + p->offset;
+                    CHECK(at == gguf_tensor_data(f, gguf_get_tensor_by_index(f, k)));
+                }
+            } else {
+                CHECK(plan == NULL);
+                CHECK_ERROR(GGUF_ERROR_CODE_UNSUPPORTED, "gguf_read_tensors");
+                CHECK(gguf_get_shard(f, 0)->base == NULL);
+            }
             reads_match(f, ref);
             gguf_close(f);
         }

@@ -891,7 +891,7 @@ typedef struct GGUFShardInfo {
   uint64_t first_tensor;
   /**
    * Start of the shard's bytes in memory (its mapping): tensor data of this shard lies at
-   * `base + info->file_offset`.
+   * `base + info->file_offset`. NULL when the data is not in memory (`gguf_is_mapped` false).
    */
   const uint8_t *base;
 } GGUFShardInfo;
