@@ -457,6 +457,9 @@ fn read_block(
     dst: &mut [u8],
 ) -> Result<usize> {
     let Some(file) = direct else {
+        if let Some(f) = source.file() {
+            platform::will_need(f.file(), at, dst.len() as u64);
+        }
         read_exact_at(&**source, at - base, dst)?;
         return Ok(dst.len());
     };
