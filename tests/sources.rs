@@ -694,3 +694,23 @@ fn a_file_larger_than_the_address_space_opens_without_mapping() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Adjacent tensors are read together: 40 small tensors in one read, big ones in 8 MiB reads.
+#[test]
+fn adjacent_tensors_are_read_together() {
+    let (small, data) = model_file(40, 1000);
+    let source = Arc::new(Mem::new(small));
+    let model = Model::open_source("mem", source.clone()).unwrap();
+    let before = source.reads.load(Ordering::Relaxed);
+    assert_eq!(read_all(&model, LoadOptions::default()), data);
+    assert_eq!(source.reads.load(Ordering::Relaxed) - before, 1);
+
+    let (big, data) = model_file(2, 5 << 20); // 2 tensors of 20 MiB
+    let source = Arc::new(Mem::new(big));
+    let model = Model::open_source("mem", source.clone()).unwrap();
+    let before = source.reads.load(Ordering::Relaxed);
+    assert_eq!(read_all(&model, LoadOptions::default()), data);
+    let reads = source.reads.load(Ordering::Relaxed) - before;
+    // 40 MiB in reads of at most 8 MiB, each cut at an 8 MiB boundary of the file.
+    assert!((5..=7).contains(&reads), "{reads} reads");
+}
