@@ -53,7 +53,8 @@ pub struct TensorInfo<'a> {
     pub file_offset: u64,
     /// Size of the data in bytes.
     pub size: u64,
-    /// The data, exactly `size` bytes, as stored (file byte order).
+    /// The data, exactly `size` bytes, as stored (file byte order); empty when only the header
+    /// is in memory ([`GgufFile::from_prefix`]: read the data with `crate::load::read_tensor`).
     pub data: &'a [u8],
 }
 
