@@ -714,3 +714,23 @@ fn adjacent_tensors_are_read_together() {
     // 40 MiB in reads of at most 8 MiB, each cut at an 8 MiB boundary of the file.
     assert!((5..=7).contains(&reads), "{reads} reads");
 }
+
+/// Digests of tensor data read by position equal those of the mapped data (`gguf-inspect
+/// --hash` over a reader or a URL).
+#[test]
+fn tensor_digests_read_by_position_match_the_mapped_ones() {
+    let (bytes, _) = model_file(3, 3 << 20); // 12 MiB tensors: digested in several reads
+    let path = tmp("digest.gguf");
+    std::fs::write(&path, &bytes).unwrap();
+    let by_path = Model::open(&path, OpenOptions::default()).unwrap();
+    let by_reader = Model::open_source("mem", Arc::new(Mem::new(bytes))).unwrap();
+    for alg in [gguf::DigestAlgorithm::Sha256, gguf::DigestAlgorithm::Xxh3] {
+        for i in 0..3 {
+            let a = load::digest_tensor(&by_path, i, alg).unwrap();
+            let b = load::digest_tensor(&by_reader, i, alg).unwrap();
+            let data = by_path.tensor_at(i).unwrap().info.data;
+            assert_eq!(a.as_bytes(), gguf::digest::digest(alg, data).as_bytes());
+            assert_eq!(a.as_bytes(), b.as_bytes());
+        }
+    }
+}
