@@ -29,6 +29,8 @@ pub enum ErrorCode {
     Internal = 7,
     /// The operation does not apply to this handle (e.g. paging advice for lent memory).
     Unsupported = 8,
+    /// The caller's progress callback asked to stop (`gguf_read_tensors`).
+    Cancelled = 9,
 
     /// The file ends in the middle of a field.
     Truncated = 10,
@@ -98,6 +100,7 @@ impl ErrorCode {
             OutOfMemory => "out of memory",
             Internal => "internal error",
             Unsupported => "unsupported",
+            Cancelled => "cancelled",
             Truncated => "truncated file",
             BadMagic => "bad magic",
             UnsupportedVersion => "unsupported version",
@@ -195,6 +198,12 @@ pub enum ErrorKind {
     #[error("{message}")]
     Unsupported {
         /// Why.
+        message: String,
+    },
+    /// The caller asked to stop.
+    #[error("{message}")]
+    Cancelled {
+        /// What was stopped, and how far it had got.
         message: String,
     },
 
@@ -563,6 +572,7 @@ impl ErrorKind {
             K::OutOfMemory { .. } => ErrorCode::OutOfMemory,
             K::Internal { .. } => ErrorCode::Internal,
             K::Unsupported { .. } => ErrorCode::Unsupported,
+            K::Cancelled { .. } => ErrorCode::Cancelled,
             K::Truncated { .. } => ErrorCode::Truncated,
             K::BadMagic { .. } => ErrorCode::BadMagic,
             K::UnsupportedVersion { .. } => ErrorCode::UnsupportedVersion,
@@ -663,6 +673,7 @@ impl Error {
             ErrorCode::WrongType => ErrorKind::WrongType { message },
             ErrorCode::OutOfMemory => ErrorKind::OutOfMemory { message },
             ErrorCode::Unsupported => ErrorKind::Unsupported { message },
+            ErrorCode::Cancelled => ErrorKind::Cancelled { message },
             ErrorCode::InvalidArgument => ErrorKind::InvalidArgument { message },
             ErrorCode::Io => ErrorKind::FileUnusable { message },
             _ => ErrorKind::Internal { message },

@@ -11,6 +11,7 @@ pub mod error;
 pub mod file;
 pub mod format;
 mod index;
+pub mod load;
 pub mod model;
 pub mod plan;
 #[allow(unsafe_code)]
