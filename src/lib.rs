@@ -10,12 +10,14 @@ pub mod digest;
 pub mod error;
 pub mod file;
 pub mod format;
+#[cfg(all(feature = "net", not(target_family = "wasm")))]
+pub mod http;
 mod index;
 pub mod model;
 pub mod plan;
-pub mod read_at;
 #[allow(unsafe_code)]
 mod platform;
+pub mod read_at;
 mod reader;
 mod size;
 #[allow(unsafe_code)]
