@@ -128,13 +128,13 @@ impl HttpSource {
     /// Sends `GET` for bytes `start..start + count`, following redirects; returns the final
     /// response, whatever its status.
     fn get(&self, start: u64, count: u64) -> Result<ureq::http::Response<ureq::Body>> {
-        let range = format!("bytes={start}-{}", start + count - 1);
+        let range = format!("bytes {start}-{}", start + count - 1);
         let mut url = self.url.clone();
         let mut uri = parse_url(&url)?;
         let origin = uri.clone();
         let mut visited: Vec<String> = Vec::new();
         loop {
-            let mut request = self.agent.get(&url).header(header::RANGE, &range);
+            let mut request = self.agent.get(&url).header(header::RANGE, range.replace(' ', "="));
             if let Some(token) = &self.options.bearer_token {
                 if token_may_go(&origin, &uri) {
                     request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));

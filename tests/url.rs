@@ -1,0 +1,370 @@
+//! Models read over HTTP(S) by range requests (`src/http.rs`, `gguf_open_url`), against servers
+//! this test starts on the loopback: nginx from Debian's packages (ranges, TLS with a certificate
+//! authority the test makes, redirects, a path that wants a bearer token) and a small server that
+//! misbehaves in each way a server can (`url/servers.rs`). No request leaves the machine.
+//!
+//! Host only: it drives nginx and openssl (tools/cross.sh lists it with the host-only tests).
+
+mod common;
+#[path = "url/servers.rs"]
+mod servers;
+
+use gguf::http::{HttpOptions, HttpSource};
+use gguf::read_at::ReadAt;
+use gguf::{DataType, ErrorCode, MetadataValue, ValueType, Writer};
+use servers::{fresh_dir, BadServer, Misbehaviour, Nginx, Tls, TOKEN};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Set in a child process: runs the HTTPS scenario with SSL_CERT_FILE naming the test's CA.
+const HTTPS_CHILD: &str = "GGUF_URL_HTTPS_CHILD";
+
+/// Byte `j` of tensor `k`.
+fn pattern(k: usize, j: usize) -> u8 {
+    (k * 31 + j * 7 + 3) as u8
+}
+
+/// A model with a 262144-token vocabulary (a header of about 4.6 MB) and three tensors of
+/// 4 MiB, 1 KiB and 4 MiB.
+fn vocab_model() -> Writer {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    let tokens = (0..262_144)
+        .map(|i| MetadataValue::string(format!("tok{i}")))
+        .collect();
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        MetadataValue::Array(ValueType::String, tokens),
+    )
+    .unwrap();
+    for (k, n) in [(0usize, 1u64 << 20), (1, 256), (2, 1 << 20)] {
+        let data = (0..n as usize * 4).map(|j| pattern(k, j)).collect();
+        w.add_tensor(format!("t{k}"), &[n], DataType::F32, data)
+            .unwrap();
+    }
+    w
+}
+
+/// A small model: two tensors.
+fn small_model() -> Writer {
+    let mut w = Writer::new();
+    w.add_metadata("general.name", MetadataValue::string("small"))
+        .unwrap();
+    for k in 0..2 {
+        let data = (0..4096).map(|j| pattern(k, j)).collect();
+        w.add_tensor(format!("s{k}"), &[1024], DataType::F32, data)
+            .unwrap();
+    }
+    w
+}
+
+/// The files nginx serves, written once per directory: `vocab.gguf`, `small.gguf`.
+fn serve_models(root: &Path) {
+    std::fs::create_dir_all(root).unwrap();
+    vocab_model().write_file(root.join("vocab.gguf")).unwrap();
+    small_model().write_file(root.join("small.gguf")).unwrap();
+}
+
+/// nginx over fresh copies of the models, with its own CA, for test `name`.
+fn nginx(name: &str) -> (Nginx, Tls, std::path::PathBuf) {
+    let dir = fresh_dir(name);
+    let root = dir.join("root");
+    serve_models(&root);
+    let tls = servers::make_tls(&dir);
+    (Nginx::start(&dir, &root, &tls), tls, root)
+}
+
+fn options(timeout_ms: u64) -> HttpOptions {
+    HttpOptions {
+        timeout: Duration::from_millis(timeout_ms),
+        ..HttpOptions::default()
+    }
+}
+
+fn read_all(source: &dyn ReadAt, offset: u64, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    let n = source.read_at(offset, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+// ---------------------------------------------------------------------------------------------
+// The source itself, against nginx.
+
+#[test]
+fn ranges_read_from_nginx_are_the_files_bytes() {
+    let (nginx, _tls, root) = nginx("ranges");
+    let bytes = std::fs::read(root.join("vocab.gguf")).unwrap();
+    let source = HttpSource::open(&nginx.url("m/vocab.gguf"), &options(10_000)).unwrap();
+    assert_eq!(source.len(), bytes.len() as u64);
+    let len = bytes.len();
+    // Inside the first response's bytes, across its end, far past it, and at the file's end.
+    for (offset, count) in [
+        (0, 100),
+        (60_000, 10_000),
+        (1 << 20, 3 << 20),
+        (len - 10, 10),
+        (len - 10, 100),
+    ] {
+        let got = read_all(&source, offset as u64, count);
+        let end = (offset + count).min(len);
+        assert!(got == bytes[offset..end], "bytes {offset}+{count} differ");
+    }
+    assert!(read_all(&source, len as u64, 10).is_empty());
+    assert!(read_all(&source, len as u64 + 5, 10).is_empty());
+    // Every request was a range request answered with 206.
+    let log = nginx.log();
+    assert!(log.len() >= 4, "{log:?}");
+    for line in &log {
+        assert_eq!(line.status, 206, "{line:?}");
+        assert!(line.range.starts_with("bytes="), "{line:?}");
+    }
+}
+
+#[test]
+fn redirects_are_followed() {
+    let (nginx, _tls, root) = nginx("redirects");
+    let bytes = std::fs::read(root.join("small.gguf")).unwrap();
+    let source = HttpSource::open(&nginx.url("moved/small.gguf"), &options(10_000)).unwrap();
+    assert_eq!(source.len(), bytes.len() as u64);
+    assert_eq!(read_all(&source, 0, bytes.len()), bytes);
+    let log = nginx.log();
+    assert_eq!(log[0].uri, "/moved/small.gguf");
+    assert_eq!(log[0].status, 302);
+    assert_eq!(log[1].uri, "/m/small.gguf");
+    assert_eq!(log[1].status, 206);
+}
+
+#[test]
+fn a_bearer_token_opens_a_gated_file_and_stays_on_its_host() {
+    let (nginx, _tls, root) = nginx("token");
+    let bytes = std::fs::read(root.join("small.gguf")).unwrap();
+    let url = nginx.url("gated/small.gguf");
+
+    let e = HttpSource::open(&url, &options(10_000)).unwrap_err();
+    let text = e.to_string();
+    assert_eq!(e.code(), ErrorCode::Io);
+    assert!(text.contains("HTTP 401 Unauthorized"), "{text}");
+    assert!(text.contains(&url) && text.contains("bytes 0-65535"), "{text}");
+
+    let with_token = HttpOptions {
+        bearer_token: Some(TOKEN.to_string()),
+        ..options(10_000)
+    };
+    let source = HttpSource::open(&url, &with_token).unwrap();
+    assert_eq!(read_all(&source, 0, bytes.len()), bytes);
+    assert!(nginx
+        .log()
+        .iter()
+        .any(|l| l.status == 206 && l.auth == format!("Bearer {TOKEN}")));
+
+    // A redirect to another host (localhost, not 127.0.0.1) does not carry the token there.
+    nginx.clear_log();
+    let e = HttpSource::open(&nginx.url("other-host/small.gguf"), &with_token).unwrap_err();
+    assert!(e.to_string().contains("HTTP 401"), "{e}");
+    let log = nginx.log();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log[0].auth, format!("Bearer {TOKEN}"));
+    assert_eq!(log[1].auth, "-", "the token went to another host: {log:?}");
+}
+
+#[test]
+fn https_is_refused_without_the_servers_ca() {
+    let (nginx, _tls, _root) = nginx("https-untrusted");
+    if std::env::var_os("SSL_CERT_FILE").is_some() {
+        // This process's own environment names a CA file: the child below runs without it.
+        let out = common::this_test_binary()
+            .args(["https_is_refused_without_the_servers_ca", "--exact"])
+            .env_remove("SSL_CERT_FILE")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::show(&out));
+        return;
+    }
+    let url = nginx.https_url("m/small.gguf");
+    let e = HttpSource::open(&url, &options(10_000)).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains(&url), "{text}");
+    assert!(text.to_lowercase().contains("certificate"), "{text}");
+}
+
+#[test]
+fn https_with_the_tests_own_certificate_authority() {
+    if std::env::var_os(HTTPS_CHILD).is_none() {
+        // SSL_CERT_FILE is read by the library; set it from the start of a child process rather
+        // than change this process's environment under its other threads.
+        let (nginx, tls, _root) = nginx("https");
+        let out = common::this_test_binary()
+            .args([
+                "https_with_the_tests_own_certificate_authority",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(HTTPS_CHILD, nginx.https.to_string())
+            .env("SSL_CERT_FILE", &tls.ca)
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("https: read over TLS"),
+            "{}",
+            common::show(&out)
+        );
+        let log = nginx.log();
+        assert!(!log.is_empty() && log.iter().all(|l| l.status == 206), "{log:?}");
+        return;
+    }
+    let port = std::env::var(HTTPS_CHILD).unwrap();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("url/https/root");
+    let bytes = std::fs::read(root.join("vocab.gguf")).unwrap();
+    let url = format!("https://127.0.0.1:{port}/m/vocab.gguf");
+    let source = HttpSource::open(&url, &options(10_000)).unwrap();
+    assert_eq!(source.len(), bytes.len() as u64);
+    assert!(read_all(&source, 1 << 20, 1 << 20) == bytes[1 << 20..2 << 20]);
+    // The certificate names localhost too.
+    let url = format!("https://localhost:{port}/m/small.gguf");
+    let source = HttpSource::open(&url, &options(10_000)).unwrap();
+    assert_eq!(read_all(&source, 0, 8)[..4], *b"GGUF");
+    println!("https: read over TLS");
+}
+
+#[test]
+fn a_cert_file_without_certificates_is_named() {
+    if std::env::var_os(HTTPS_CHILD).is_none() {
+        let dir = fresh_dir("empty-cert-file");
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "").unwrap();
+        let out = common::this_test_binary()
+            .args(["a_cert_file_without_certificates_is_named", "--exact"])
+            .env(HTTPS_CHILD, "1")
+            .env("SSL_CERT_FILE", &empty)
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::show(&out));
+        return;
+    }
+    let e = HttpSource::open("https://127.0.0.1:9/m.gguf", &options(1000)).unwrap_err();
+    assert!(e.to_string().contains("SSL_CERT_FILE="), "{e}");
+    assert!(e.to_string().contains("no trusted root"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Misbehaving servers: each gives a clear error naming the URL and the byte range, promptly.
+
+fn bad(how: Misbehaviour) -> BadServer {
+    BadServer::start(how, small_model().to_bytes().unwrap())
+}
+
+/// Opens `path` on `server` with a 500 ms timeout; returns the error's text, checking it names
+/// the URL and came within 10 s.
+fn open_fails(server: &BadServer, path: &str) -> String {
+    let url = server.url(path);
+    let start = Instant::now();
+    let e = HttpSource::open(&url, &options(500)).unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(10), "{e}");
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+    let text = e.to_string();
+    assert!(text.contains(&url), "{text}");
+    text
+}
+
+#[test]
+fn a_server_ignoring_ranges_is_refused_without_downloading() {
+    let server = bad(Misbehaviour::IgnoresRanges);
+    let text = open_fails(&server, "m.gguf");
+    assert!(text.contains("ignored the range request"), "{text}");
+    assert!(text.contains("HTTP 200"), "{text}");
+    assert!(text.contains("1073741824 bytes"), "{text}");
+    // The connection was closed at once: the server could push no more than what the sockets'
+    // buffers hold, nowhere near the gigabyte it offered.
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = server.sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(sent < 64 << 20, "{sent} bytes were sent");
+}
+
+#[test]
+fn a_404_names_the_url_and_range() {
+    let text = open_fails(&bad(Misbehaviour::NotFound), "missing.gguf");
+    assert!(text.contains("HTTP 404 Not Found for bytes 0-65535"), "{text}");
+}
+
+#[test]
+fn a_redirect_loop_is_named() {
+    let text = open_fails(&bad(Misbehaviour::RedirectLoop), "a");
+    assert!(text.contains("redirect loop"), "{text}");
+    assert!(text.contains("/a -> ") && text.contains("/b -> "), "{text}");
+}
+
+#[test]
+fn too_many_redirects_are_named() {
+    let (nginx, _tls, _root) = nginx("redirect-limit");
+    let o = HttpOptions {
+        max_redirects: 0,
+        ..options(10_000)
+    };
+    let e = HttpSource::open(&nginx.url("moved/small.gguf"), &o).unwrap_err();
+    assert!(e.to_string().contains("more than 0 redirects"), "{e}");
+}
+
+#[test]
+fn a_connection_cut_mid_header_is_named() {
+    let text = open_fails(&bad(Misbehaviour::CutsMidHeader), "m.gguf");
+    assert!(text.contains("bytes 0-"), "{text}");
+    assert!(
+        text.contains("connection ended") || text.contains("failed after"),
+        "{text}"
+    );
+}
+
+#[test]
+fn more_bytes_than_asked_are_refused() {
+    for how in [
+        Misbehaviour::MoreThanAskedLength,
+        Misbehaviour::MoreThanAskedRange,
+        Misbehaviour::MoreThanAskedUnframed,
+    ] {
+        // The small model is shorter than the first request: ask from further in.
+        let file = vocab_model().header_bytes().unwrap();
+        let server = BadServer::start(how, file);
+        let url = server.url("m.gguf");
+        let e = HttpSource::open(&url, &options(2000)).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(&url), "{how:?}: {text}");
+        assert!(text.contains("bytes 0-65535"), "{how:?}: {text}");
+        assert!(
+            text.contains("more bytes than") || text.contains("announced"),
+            "{how:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_silent_server_times_out() {
+    for how in [Misbehaviour::Silent, Misbehaviour::StallsInBody] {
+        let server = bad(how);
+        let start = Instant::now();
+        let text = open_fails(&server, "m.gguf");
+        assert!(start.elapsed() >= Duration::from_millis(400), "{text}");
+        assert!(
+            text.contains("timed out: no data from the server for 500 ms"),
+            "{how:?}: {text}"
+        );
+        assert!(text.contains("bytes 0-"), "{how:?}: {text}");
+    }
+}
+
+#[test]
+fn nothing_listening_is_named() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/m.gguf");
+    let e = HttpSource::open(&url, &options(2000)).unwrap_err();
+    assert!(e.to_string().contains(&url), "{e}");
+    assert!(e.to_string().contains("bytes 0-65535"), "{e}");
+}
