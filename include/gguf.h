@@ -31,6 +31,12 @@
 #define MAX_DIGEST_SIZE 32
 
 /**
+ * The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
+ * reached in five doublings).
+ */
+#define FIRST_CHUNK (256 * 1024)
+
+/**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
  */
 #define GGUF_NO_VIEW 18446744073709551615ull
@@ -308,6 +314,10 @@ enum GGUFErrorCode
    */
   GGUF_ERROR_CODE_UNSUPPORTED = 8,
   /**
+   * The caller's progress callback asked to stop (`gguf_read_tensors`).
+   */
+  GGUF_ERROR_CODE_CANCELLED = 9,
+  /**
    * The file ends in the middle of a field.
    */
   GGUF_ERROR_CODE_TRUNCATED = 10,
@@ -457,6 +467,12 @@ enum GGUFOpenFlag
    * Open only this file even if it is one shard of a split model.
    */
   GGUF_OPEN_FLAG_SINGLE_SHARD = 8,
+  /**
+   * Do not map the file: read its header by positioned reads and its tensor data only through
+   * `gguf_read_tensor` and `gguf_read_tensors` (`gguf_tensor_data` returns NULL). For files
+   * larger than the address space; `gguf_is_mapped` tells which a handle is.
+   */
+  GGUF_OPEN_FLAG_NO_MAP = 16,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -539,6 +555,28 @@ enum GGUFDigestAlgorithm
 typedef enum GGUFDigestAlgorithm GGUFDigestAlgorithm;
 #else
 typedef uint32_t GGUFDigestAlgorithm;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Flags for `gguf_read_tensors`, combined with `|`.
+ */
+enum GGUFReadFlag
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Bypass the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS and iOS;
+   * buffered reads elsewhere and for sources that are not files).
+   */
+  GGUF_READ_FLAG_DIRECT = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum GGUFReadFlag GGUFReadFlag;
+#else
+typedef uint32_t GGUFReadFlag;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -805,6 +843,17 @@ typedef struct GGUFUploadPlan {
    */
   uint64_t n_oversized;
 } GGUFUploadPlan;
+
+/**
+ * Fills `dst` with up to `size` bytes at `offset` of the caller's source; returns the count
+ * read (less only at the source's end) or -1 on error.
+ */
+typedef int64_t (*GGUFReadFn)(void *user, uint64_t offset, void *dst, uint64_t size);
+
+/**
+ * Told the bytes done and the total as `gguf_read_tensors` progresses; returns false to stop.
+ */
+typedef bool (*GGUFProgressFn)(void *user, uint64_t done_bytes, uint64_t total_bytes);
 
 /**
  * One file of a model: the only one for an unsplit model, or one shard of a split model.
@@ -1195,6 +1244,85 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
                                               uint64_t page_size);
 
 /**
+ * Opens a GGUF file stored inside another file: `length` bytes from `offset` of the open file
+ * descriptor `fd` (0 = to the end of the file), such as an Android APK asset, a llamafile or a
+ * tar member. The descriptor is duplicated: the caller may close `fd` after the call. The
+ * bytes are mapped (from the page boundary at or before `offset`), so tensor pointers and plan
+ * views work as for `gguf_open`; file offsets reported (`file_offset`, `gguf_data_offset`,
+ * `gguf_file_size`, error offsets) are relative to the embedded file. With
+ * GGUF_OPEN_FLAG_NO_MAP nothing is mapped: the header is read by positioned reads and tensor
+ * data only through `gguf_read_tensor(s)` (`gguf_tensor_data` then returns NULL). A file too
+ * large for the address space is opened that way without the flag (`gguf_is_mapped` says
+ * false). A split model's shards are not looked for: the file is opened alone. On Windows `fd`
+ * is a C runtime descriptor (`_open`, `_fileno`). Returns NULL on failure, recording why
+ * (errors name `file descriptor FD at offset OFFSET`); an offset or length past the file's end
+ * is GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`.
+ */
+GGUFFile gguf_open_fd(int32_t fd, uint64_t offset, uint64_t length, uint32_t flags);
+
+/**
+ * Parses a file through `read` without mapping it; `size` is the source's total size. Only the
+ * header is read, in growing chunks (256 KiB, then doubling), never much past its end; every
+ * rule of the format is checked as for a mapped file, against `size`. Tensor data stays in the
+ * source: `gguf_tensor_data` returns NULL (with a clear error) and `gguf_read_tensor` and
+ * `gguf_read_tensors` read it. `read` is called under a lock (never from two threads at once),
+ * and only from threads that call the library with this handle (`gguf_read_tensors` reads on
+ * the calling thread); `read` and `user` must stay valid until `gguf_close`. A callback that
+ * returns -1, more than asked, or less before the end of `size` fails the call with an error
+ * naming `<reader>` and the offset. `flags` may be 0, GGUF_OPEN_FLAG_NO_MAP or
+ * GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone either way). Returns NULL
+ * on failure, recording why.
+ */
+GGUFFile gguf_open_reader(GGUFReadFn read, void *user, uint64_t size, uint32_t flags);
+
+/**
+ * Whether the handle's tensor data is in memory (mapped, read into memory, or lent), so that
+ * `gguf_tensor_data` returns pointers; false for handles over positioned reads
+ * (`gguf_open_reader`, GGUF_OPEN_FLAG_NO_MAP, a file too large to map), whose data only
+ * `gguf_read_tensor(s)` reads. False if `file` is NULL (recording the error).
+ */
+bool gguf_is_mapped(GGUFFile file);
+
+/**
+ * Copies `size` bytes of a tensor's data, starting `offset` bytes into the tensor, to `dst`
+ * (which the caller owns). Works for every kind of handle: mapped or in memory (a copy), file
+ * descriptor, reader or URL (a positioned read), split. Returns false, recording why, if an
+ * argument is NULL, `info` was not returned by this `file`, `offset + size` passes the tensor's
+ * end (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the read fails (`dst` may then be partly
+ * written). Safe to call from several threads at once (a reader's callback is serialised).
+ */
+bool gguf_read_tensor(GGUFFile file,
+                      const struct GGUFTensorInfo *info,
+                      uint64_t offset,
+                      void *dst,
+                      uint64_t size);
+
+/**
+ * Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
+ * `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap). Reads run in
+ * parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
+ * a reader's callback is read on the calling thread alone. Adjacent tensors are read together
+ * (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
+ * are read bypassing the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS and
+ * iOS; buffered on Windows and for readers): a buffer whose address has the same remainder
+ * modulo 4096 as its tensor's absolute file offset is read into directly in 4096-byte blocks,
+ * anything else (unaligned heads, tails and buffers) through the library's aligned buffer and
+ * copied. `progress` (may be NULL) is called on the calling thread with the bytes done and the
+ * total, first with 0; returning false stops the load, which fails with
+ * GGUF_ERROR_CODE_CANCELLED. Returns false, recording why, on a NULL argument, an info not of
+ * this `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers
+ * may then be partly written.
+ */
+bool gguf_read_tensors(GGUFFile file,
+                       const struct GGUFTensorInfo *const *infos,
+                       void *const *dsts,
+                       uint64_t n,
+                       uint32_t n_threads,
+                       uint32_t flags,
+                       GGUFProgressFn progress,
+                       void *user);
+
+/**
  * Number of shards the handle holds: 1 for an unsplit file (or one opened with
  * `GGUF_OPEN_FLAG_SINGLE_SHARD`), N for a split model opened from any of its N shards; 0 if
  * `file` is NULL. The model's metadata is the first shard's; `gguf_version`, `gguf_alignment`,
@@ -1234,7 +1362,9 @@ const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t in
  * Pointer to the tensor's data inside the file's mapping (zero-copy): data section start +
  * `info->offset`, `info->size_bytes` bytes, as stored in the file (file byte order, aligned to
  * `gguf_alignment` relative to the file start). NULL if `info` was not returned by this `file`
- * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or an argument is NULL. Valid until `gguf_close`; read-only.
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT), an argument is NULL, or the handle reads by position and
+ * holds no data in memory (`gguf_is_mapped` false: GGUF_ERROR_CODE_UNSUPPORTED; use
+ * `gguf_read_tensor`). Valid until `gguf_close`; read-only.
  * The bytes are read from the file when first touched: if another process truncates the file
  * while it is mapped, touching a page past the new end raises SIGBUS (see `gguf_open`; a handle
  * opened with GGUF_OPEN_FLAG_READ holds a private copy instead).

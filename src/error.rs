@@ -29,6 +29,8 @@ pub enum ErrorCode {
     Internal = 7,
     /// The operation does not apply to this handle (e.g. paging advice for lent memory).
     Unsupported = 8,
+    /// The caller's progress callback asked to stop (`gguf_read_tensors`).
+    Cancelled = 9,
 
     /// The file ends in the middle of a field.
     Truncated = 10,
@@ -95,6 +97,7 @@ impl ErrorCode {
             OutOfMemory => "out of memory",
             Internal => "internal error",
             Unsupported => "unsupported",
+            Cancelled => "cancelled",
             Truncated => "truncated file",
             BadMagic => "bad magic",
             UnsupportedVersion => "unsupported version",
@@ -191,6 +194,12 @@ pub enum ErrorKind {
     #[error("{message}")]
     Unsupported {
         /// Why.
+        message: String,
+    },
+    /// The caller asked to stop.
+    #[error("{message}")]
+    Cancelled {
+        /// What was stopped, and how far it had got.
         message: String,
     },
 
@@ -540,6 +549,7 @@ impl ErrorKind {
             K::OutOfMemory { .. } => ErrorCode::OutOfMemory,
             K::Internal { .. } => ErrorCode::Internal,
             K::Unsupported { .. } => ErrorCode::Unsupported,
+            K::Cancelled { .. } => ErrorCode::Cancelled,
             K::Truncated { .. } => ErrorCode::Truncated,
             K::BadMagic { .. } => ErrorCode::BadMagic,
             K::UnsupportedVersion { .. } => ErrorCode::UnsupportedVersion,
@@ -630,6 +640,7 @@ impl Error {
             ErrorCode::WrongType => ErrorKind::WrongType { message },
             ErrorCode::OutOfMemory => ErrorKind::OutOfMemory { message },
             ErrorCode::Unsupported => ErrorKind::Unsupported { message },
+            ErrorCode::Cancelled => ErrorKind::Cancelled { message },
             ErrorCode::InvalidArgument => ErrorKind::InvalidArgument { message },
             ErrorCode::Io => ErrorKind::FileUnusable { message },
             _ => ErrorKind::Internal { message },

@@ -72,6 +72,9 @@ struct Parsed {
     layout: Layout,
     alignment: u64,
     data_offset: u64,
+    /// The file's size: the length of its bytes, or the size declared for the source of which
+    /// they are the header ([`GgufFile::from_prefix`]).
+    size: u64,
     kvs: Vec<KvRecord>,
     /// Where each tensor info lies (its name's length field).
     tensors: Vec<usize>,
@@ -104,8 +107,30 @@ impl MappedFile {
 impl<S: AsRef<[u8]>> GgufFile<S> {
     /// Parses `source`, checking every rule of the format.
     pub fn from_bytes(source: S) -> Result<GgufFile<S>> {
-        let parsed = parse(source.as_ref())?;
+        let size = source.as_ref().len() as u64;
+        let parsed = parse(source.as_ref(), size)?;
         Ok(GgufFile { source, parsed })
+    }
+
+    /// Parses `source`, the first bytes of a file of `size` bytes whose tensor data is read
+    /// elsewhere (a file descriptor, a callback, a server). Every rule is checked as for the
+    /// whole file, against `size`. When the header runs past `source`, the error is
+    /// [`ErrorCode::Truncated`](crate::ErrorCode) and [`needs_more`] says to read more: parse a
+    /// longer prefix (the one parser, run again; see `crate::load::parse_source`).
+    pub fn from_prefix(source: S, size: u64) -> Result<GgufFile<S>> {
+        let size = size.max(source.as_ref().len() as u64);
+        let parsed = parse(source.as_ref(), size)?;
+        Ok(GgufFile { source, parsed })
+    }
+
+    /// [`GgufFile::from_prefix`], handing `source` back on failure (to be extended and parsed
+    /// again).
+    pub(crate) fn try_prefix(source: S, size: u64) -> std::result::Result<GgufFile<S>, (S, Error)> {
+        let size = size.max(source.as_ref().len() as u64);
+        match parse(source.as_ref(), size) {
+            Ok(parsed) => Ok(GgufFile { source, parsed }),
+            Err(e) => Err((source, e)),
+        }
     }
 
     /// The bytes of the whole file.
@@ -141,7 +166,12 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     /// Size of the file in bytes.
     pub fn file_size(&self) -> u64 {
-        self.bytes().len() as u64
+        self.parsed.size
+    }
+
+    /// Whether the tensor data is in [`GgufFile::bytes`] (a whole file), not only the header.
+    pub fn has_data(&self) -> bool {
+        self.bytes().len() as u64 == self.parsed.size
     }
 
     /// Number of metadata entries.
@@ -199,9 +229,12 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
         let t = self.tensor_record(index)?;
         let file_offset = self.parsed.data_offset + t.offset;
         // In bounds, so within `usize`: checked when the file was parsed.
-        let start = usize::try_from(file_offset).ok()?;
-        let end = start.checked_add(usize::try_from(t.size).ok()?)?;
-        let data = self.bytes().get(start..end)?;
+        // Empty when only the header is at hand (`from_prefix`).
+        let data = usize::try_from(file_offset)
+            .ok()
+            .zip(usize::try_from(t.size).ok())
+            .and_then(|(start, len)| self.bytes().get(start..start.checked_add(len)?))
+            .unwrap_or_default();
         Some(TensorInfo {
             name: t.name.of(self.bytes()),
             n_dims: t.n_dims,
@@ -257,9 +290,9 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 pub(crate) use crate::error::quote;
 
 /// Reads the magic and version; returns the version and byte order.
-fn read_preamble(bytes: &[u8]) -> Result<(u32, ByteOrder)> {
+fn read_preamble(bytes: &[u8], size: u64) -> Result<(u32, ByteOrder)> {
     let probe = Layout::new(3, ByteOrder::Little);
-    let mut r = ByteReader::new(bytes, 0, probe);
+    let mut r = ByteReader::sized(bytes, 0, probe, size);
     let magic = r.take(4, "the magic")?;
     if magic != format::MAGIC {
         return Err(Error::at_with(0, || ErrorKind::BadMagic {
@@ -332,11 +365,18 @@ fn header(e: Error) -> Error {
     }
 }
 
-fn parse(bytes: &[u8]) -> Result<Parsed> {
-    let (version, order) = read_preamble(bytes).map_err(header)?;
+/// Whether `e`, from parsing the first `have` bytes of a file of `size` bytes, only says that
+/// the header goes on past them: parse a longer prefix.
+pub(crate) fn needs_more(e: &Error, have: u64, size: u64) -> bool {
+    have < size && e.code() == crate::error::ErrorCode::Truncated
+}
+
+/// Parses `bytes`, the whole file or (when `size` is larger) its first bytes.
+fn parse(bytes: &[u8], size: u64) -> Result<Parsed> {
+    let (version, order) = read_preamble(bytes, size).map_err(header)?;
     let layout = Layout::new(version, order);
     let len = layout.len_size() as u64;
-    let mut r = ByteReader::new(bytes, 8, layout);
+    let mut r = ByteReader::sized(bytes, 8, layout, size);
 
     // Smallest encodings: a tensor info with an empty name and no dimensions; a key of one byte
     // with a one-byte value.
@@ -365,7 +405,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         return Err(reading(e, format_args!("the tensor infos")));
     }
     let tensors_at = r.pos();
-    let infos = read_tensor_infos(bytes, tensors_at, tensor_count, layout, alignment)?;
+    let infos = read_tensor_infos(bytes, size, tensors_at, tensor_count, layout, alignment)?;
     let TensorInfos {
         tensors,
         end,
@@ -386,9 +426,9 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
     // finds the first offender.
     let all_inside = data_offset
         .checked_add(max_end)
-        .is_some_and(|end| end <= bytes.len() as u64);
+        .is_some_and(|end| end <= size);
     if !(all_inside && in_order) {
-        check_tensor_ranges(bytes, &tensors, layout, alignment, data_offset)?;
+        check_tensor_ranges(bytes, size, &tensors, layout, alignment, data_offset)?;
     }
 
     Ok(Parsed {
@@ -396,6 +436,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed> {
         layout,
         alignment,
         data_offset,
+        size,
         kvs,
         tensors,
         tensor_name_bytes,
@@ -520,6 +561,7 @@ struct TensorInfos {
 /// order), then a name given twice; ranges are checked by the caller.
 fn read_tensor_infos(
     bytes: &[u8],
+    size: u64,
     at: usize,
     count: usize,
     layout: Layout,
@@ -528,6 +570,7 @@ fn read_tensor_infos(
     let fast = layout.wide && layout.order == ByteOrder::Little;
     let mut walk = Walk {
         bytes,
+        size,
         layout,
         alignment,
         tensors: Vec::with_capacity(count),
@@ -578,6 +621,8 @@ fn read_tensor_infos(
 /// The state of the walk over the tensor infos.
 struct Walk<'a> {
     bytes: &'a [u8],
+    /// The file's size (`bytes` may be its first bytes only).
+    size: u64,
     layout: Layout,
     alignment: u64,
     tensors: Vec<usize>,
@@ -618,7 +663,8 @@ impl Walk<'_> {
     /// [`Walk::accept`] of the info at `at`, read by the general reader (any layout).
     #[inline(never)]
     fn accept_general(&mut self, at: usize) -> Result<usize> {
-        let raw = decode_tensor_info(&mut ByteReader::new(self.bytes, at, self.layout))?;
+        let mut r = ByteReader::sized(self.bytes, at, self.layout, self.size);
+        let raw = decode_tensor_info(&mut r)?;
         self.accept(&raw)
     }
 }
@@ -827,6 +873,7 @@ fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignmen
 /// Tensors may be listed in any order and have gaps between them (the spec allows both).
 fn check_tensor_ranges(
     bytes: &[u8],
+    file_size: u64,
     positions: &[usize],
     layout: Layout,
     alignment: u64,
@@ -836,7 +883,6 @@ fn check_tensor_ranges(
         .iter()
         .map(|&at| read_tensor_info(bytes, at, layout, alignment).map(|(t, _)| t))
         .collect::<Result<Vec<TensorRecord>>>()?;
-    let file_size = bytes.len() as u64;
     for t in &tensors {
         let end = data_offset
             .checked_add(t.offset)
@@ -899,7 +945,7 @@ mod tests {
     use crate::error::ErrorCode;
 
     fn refused(bytes: &[u8]) -> (ErrorCode, Option<u64>, String) {
-        let e = parse(bytes).err().expect("refused");
+        let e = parse(bytes, bytes.len() as u64).err().expect("refused");
         (e.code(), e.offset(), e.message().to_string())
     }
 

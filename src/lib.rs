@@ -13,6 +13,7 @@ pub mod format;
 #[cfg(all(feature = "net", not(target_family = "wasm")))]
 pub mod http;
 mod index;
+pub mod load;
 pub mod model;
 pub mod plan;
 #[allow(unsafe_code)]

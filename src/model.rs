@@ -5,10 +5,12 @@
 use crate::error::{path_text, Error, ErrorKind, FirstSeen, Result};
 use crate::file::{quote, GgufFile, TensorInfo};
 use crate::index::NameIndex;
-use crate::source::{open_source, OpenOptions, Source};
+use crate::read_at::ReadAt;
+use crate::source::{open_file, OpenOptions, Source};
 use crate::value::Value;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Key holding a shard's 0-based number.
 pub const SPLIT_NO: &str = "split.no";
@@ -107,43 +109,49 @@ fn shard_path(given_path: &Path, given: u16, no: u16, count: u16) -> Result<Path
     Ok(PathBuf::from(path))
 }
 
+/// An error about the split keys of the shard named `file`.
+fn mismatch(file: &Path, key: &'static str, message: String) -> Error {
+    let key = Some(key);
+    Error::new(ErrorKind::ShardMismatch { key, message }).in_path(file)
+}
+
+fn check(ok: bool, file: &Path, key: &'static str, message: String) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(mismatch(file, key, message))
+    }
+}
+
+/// The shard count `given` (a file named `path`) declares, checked to be at most
+/// [`MAX_SHARDS`]; 1 when it declares none.
+fn shard_count(given: &GgufFile<Source>, path: &Path) -> Result<u16> {
+    let count = split_key(given, SPLIT_COUNT).unwrap_or(1).max(1);
+    check(
+        count <= MAX_SHARDS.into(),
+        path,
+        SPLIT_COUNT,
+        format!(
+            "{SPLIT_COUNT} is {count}, more than the {MAX_SHARDS} shards a split model can \
+             have"
+        ),
+    )?;
+    Ok(u16::try_from(count).expect("1 <= count <= MAX_SHARDS, checked above"))
+}
+
 impl Model<Source> {
     /// Opens the file at `path`; if it is a shard of a split model (and `options.single_shard`
     /// is not set), opens every shard and presents them as one model.
     pub fn open(path: &Path, options: OpenOptions) -> Result<Model<Source>> {
-        let open = |p: &Path| {
-            open_source(p, options)
-                .and_then(GgufFile::from_bytes)
-                .map_err(|e| e.in_path(p))
-        };
+        let open = |p: &Path| open_file(p, options).map_err(|e| e.in_path(p));
         let given = open(path)?;
-        let count = split_key(&given, SPLIT_COUNT).unwrap_or(1);
-        if options.single_shard || count <= 1 {
+        if options.single_shard || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1 {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
-        let mismatch = |file: &Path, key: &'static str, message: String| {
-            let key = Some(key);
-            Error::new(ErrorKind::ShardMismatch { key, message }).in_path(file)
-        };
-        let check = |ok: bool, file: &Path, key: &'static str, message: String| {
-            if ok {
-                Ok(())
-            } else {
-                Err(mismatch(file, key, message))
-            }
-        };
-        check(
-            count <= MAX_SHARDS.into(),
-            path,
-            SPLIT_COUNT,
-            format!(
-                "{SPLIT_COUNT} is {count}, more than the {MAX_SHARDS} shards a split model can \
-                 have"
-            ),
-        )?;
+        let count = shard_count(&given, path)?;
         let given_no = match split_key(&given, SPLIT_NO) {
-            // Within 0..count, so within u16 (count is at most MAX_SHARDS, checked above).
-            Ok(no) if (0..count).contains(&no) => {
+            // Within 0..count, so within u16.
+            Ok(no) if (0..count.into()).contains(&no) => {
                 u16::try_from(no).expect("0 <= no < count <= MAX_SHARDS")
             }
             Ok(no) => {
@@ -160,9 +168,7 @@ impl Model<Source> {
                 return Err(mismatch(path, SPLIT_NO, why));
             }
         };
-        let count = u16::try_from(count).expect("1 < count <= MAX_SHARDS, checked above");
         let mut shards = Vec::with_capacity(count.into());
-        let mut paths = Vec::with_capacity(count.into());
         let mut given = Some(given);
         for no in 0..count {
             let shard_path = shard_path(path, given_no, no, count)?;
@@ -170,6 +176,57 @@ impl Model<Source> {
                 Some(file) => file,
                 None => open(&shard_path)?,
             };
+            shards.push((file, shard_path));
+        }
+        Model::from_shards(shards, count)
+    }
+
+    /// Opens a model from one source read by position (a file descriptor, a read callback, a
+    /// server), named `name` in messages. Its siblings cannot be found from a source, so a
+    /// shard of a split model is opened alone (open every shard with [`Model::open_sources`]).
+    pub fn open_source(name: &str, source: Arc<dyn ReadAt>) -> Result<Model<Source>> {
+        let file = crate::load::parse_source(source)?;
+        Ok(Model::of_one(file, PathBuf::from(name)))
+    }
+
+    /// Opens a split model from its shards' sources, in order (shard 1 first), each with its
+    /// name for messages, checking the split keys as [`Model::open`] does: each shard's
+    /// `split.no` is its position, every `split.count` is the number of sources, and
+    /// `split.tensors.count` is the number of tensors in all of them. One source that is not a
+    /// split model is an ordinary model.
+    pub fn open_sources(sources: Vec<(String, Arc<dyn ReadAt>)>) -> Result<Model<Source>> {
+        let given = sources.len();
+        let mut shards = Vec::with_capacity(given);
+        for (name, source) in sources {
+            let file = crate::load::parse_source(source)?;
+            shards.push((file, PathBuf::from(name)));
+        }
+        let Some((first, first_path)) = shards.first() else {
+            return Err(Error::msg(
+                crate::ErrorCode::InvalidArgument,
+                "a model needs at least one source",
+            ));
+        };
+        let count = shard_count(first, first_path)?;
+        if count <= 1 && given == 1 {
+            let (file, path) = shards.pop().expect("one");
+            return Ok(Model::of_one(file, path));
+        }
+        check(
+            usize::from(count) == given,
+            first_path,
+            SPLIT_COUNT,
+            format!("{SPLIT_COUNT} is {count}, but {given} shards were given"),
+        )?;
+        Model::from_shards(shards, count)
+    }
+
+    /// A split model of `count` shards, in order, each with its path: checks each shard's
+    /// number and count, that tensor names are unique, and the total tensor count.
+    fn from_shards(shards: Vec<(GgufFile<Source>, PathBuf)>, count: u16) -> Result<Model<Source>> {
+        let mut files = Vec::with_capacity(shards.len());
+        let mut paths = Vec::with_capacity(shards.len());
+        for (no, (file, shard_path)) in (0u16..).zip(shards) {
             let this_no = split_key(&file, SPLIT_NO);
             check(
                 this_no == Ok(no.into()),
@@ -188,10 +245,10 @@ impl Model<Source> {
                     &this_count,
                 ),
             )?;
-            shards.push(file);
+            files.push(file);
             paths.push(shard_path);
         }
-        let model = Model::assemble(shards, paths)?;
+        let model = Model::assemble(files, paths)?;
         let total = model.tensor_count() as i128;
         for (file, path) in model.shards.iter().zip(&model.paths) {
             let claimed = split_key(file, SPLIT_TENSORS_COUNT);

@@ -3,7 +3,9 @@
 //! such a source parses the header bytes read from it (the same parser as for mapped files), and
 //! tensor data is copied out of it on request (`gguf_read_tensor`, `gguf_read_tensors`).
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+use crate::platform;
+use std::fs::File;
 
 /// Bytes read by position from a source of known length.
 ///
@@ -30,5 +32,125 @@ pub trait ReadAt: Send + Sync {
     /// a callback that must be called from the caller's thread: no).
     fn parallel(&self) -> bool {
         false
+    }
+
+    /// The open file behind the source, when it is one (for direct I/O and mapping).
+    fn file(&self) -> Option<&FileAt> {
+        None
+    }
+}
+
+/// Fills `dst` from `offset` of `source`, which must hold those bytes: a source that returns
+/// fewer before the end it declared (or more than asked) gives an error naming it and the
+/// offset.
+pub fn read_exact_at(source: &dyn ReadAt, offset: u64, dst: &mut [u8]) -> Result<()> {
+    let mut done = 0usize;
+    while done < dst.len() {
+        let at = offset + done as u64;
+        let n = source.read_at(at, &mut dst[done..])?;
+        if n > dst.len() - done {
+            return Err(lying(
+                source,
+                at,
+                format!("returned {n} bytes when asked for {}", dst.len() - done),
+            ));
+        }
+        if n == 0 {
+            return Err(lying(
+                source,
+                at,
+                format!(
+                    "ended at offset {at}, but it declared {} bytes (needed {} more)",
+                    source.len(),
+                    dst.len() - done
+                ),
+            ));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// The error for a source that broke its contract at `offset`.
+#[cold]
+pub(crate) fn lying(source: &dyn ReadAt, offset: u64, what: String) -> Error {
+    Error::at(
+        offset,
+        ErrorKind::FileUnusable {
+            message: format!("the source {} {what}", source.describe()),
+        },
+    )
+}
+
+/// `len` bytes from `offset` of an open file: a whole file, or one stored inside another (a
+/// tar member, an Android asset, a llamafile). Positioned reads (`pread`, `ReadFile` with an
+/// offset) from any number of threads at once.
+pub struct FileAt {
+    file: File,
+    offset: u64,
+    len: u64,
+    name: String,
+}
+
+impl FileAt {
+    /// `len` bytes from `offset` of `file`, described as `name` in messages.
+    pub fn new(file: File, offset: u64, len: u64, name: String) -> FileAt {
+        FileAt {
+            file,
+            offset,
+            len,
+            name,
+        }
+    }
+
+    /// The open file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where the source starts in the file.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Reads `dst.len()` bytes at `offset` of the source from `file` (the same file opened
+    /// another way, such as for direct I/O).
+    pub(crate) fn read_with(&self, file: &File, offset: u64, dst: &mut [u8]) -> Result<usize> {
+        let want = (self.len.saturating_sub(offset)).min(dst.len() as u64);
+        // At most `dst.len()`, so within usize.
+        let want = usize::try_from(want).unwrap_or(dst.len());
+        let mut done = 0;
+        while done < want {
+            let at = self.offset + offset + done as u64;
+            let n = platform::read_at(file, &mut dst[done..want], at)
+                .map_err(|e| Error::io(format!("cannot read {} at offset {at}", self.name), e))?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+}
+
+impl ReadAt for FileAt {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<usize> {
+        self.read_with(&self.file, offset, dst)
+    }
+
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+
+    fn file(&self) -> Option<&FileAt> {
+        Some(self)
     }
 }

@@ -25,15 +25,26 @@ pub(crate) struct ByteReader<'a> {
     data: &'a [u8],
     pos: usize,
     layout: Layout,
+    /// The size of the whole source, of which `data` is a prefix (its length for a whole file):
+    /// checks against the file's size use it, and a read past `data` but inside it fails as
+    /// truncated, which a caller parsing a prefix takes as "read more" (see `GgufFile::from_prefix`).
+    end: u64,
 }
 
 impl<'a> ByteReader<'a> {
     /// A reader at `pos` (clamped to the end) of `data`.
     pub fn new(data: &'a [u8], pos: usize, layout: Layout) -> ByteReader<'a> {
+        ByteReader::sized(data, pos, layout, data.len() as u64)
+    }
+
+    /// A reader at `pos` of `data`, the first bytes of a source of `end` bytes (at least
+    /// `data.len()`).
+    pub fn sized(data: &'a [u8], pos: usize, layout: Layout, end: u64) -> ByteReader<'a> {
         ByteReader {
             data,
             pos: pos.min(data.len()),
             layout,
+            end: end.max(data.len() as u64),
         }
     }
 
@@ -52,6 +63,12 @@ impl<'a> ByteReader<'a> {
     pub fn remaining(&self) -> usize {
         // `pos <= data.len()` always holds: `new` clamps it and every advance is checked.
         self.data.len() - self.pos
+    }
+
+    /// Bytes left in the whole source (more than [`ByteReader::remaining`] when `data` is a
+    /// prefix).
+    pub fn left(&self) -> u64 {
+        self.end - self.pos as u64
     }
 
     /// Takes `n` bytes, or fails naming `what` was being read.
@@ -73,7 +90,7 @@ impl<'a> ByteReader<'a> {
             ErrorKind::Truncated {
                 reading: what.to_string(),
                 needed: n as u64,
-                remaining: self.remaining() as u64,
+                remaining: self.left(),
                 empty_file: false,
             },
         )
@@ -135,7 +152,7 @@ impl<'a> ByteReader<'a> {
             .ok()
             .filter(|&len| len <= self.remaining())
         else {
-            return Err(self.string_too_long(len_at, len64, what));
+            return Err(self.string_past_prefix(len_at, len64, what));
         };
         let span = Span {
             start: self.pos,
@@ -145,15 +162,29 @@ impl<'a> ByteReader<'a> {
         Ok(span)
     }
 
+    /// The error for a string of `len` bytes that does not fit in the bytes at hand (the
+    /// reader is just past its length field): too long for the source, or, when only a prefix
+    /// is at hand, truncated (read more).
     #[cold]
     #[inline(never)]
-    fn string_too_long(&self, len_at: usize, len: u64, what: &str) -> Error {
+    fn string_past_prefix(&self, len_at: usize, len: u64, what: &str) -> Error {
+        if len <= self.left() {
+            return Error::at(
+                self.pos as u64,
+                ErrorKind::Truncated {
+                    reading: what.to_string(),
+                    needed: len,
+                    remaining: self.left(),
+                    empty_file: false,
+                },
+            );
+        }
         Error::at(
             len_at as u64,
             ErrorKind::StringTooLong {
                 reading: what.to_string(),
                 len,
-                remaining: self.remaining() as u64,
+                remaining: self.left(),
             },
         )
     }
@@ -164,14 +195,14 @@ impl<'a> ByteReader<'a> {
     pub fn fits(&self, count: u64, min_size: u64) -> bool {
         count
             .checked_mul(min_size)
-            .is_some_and(|need| need <= self.remaining() as u64)
+            .is_some_and(|need| need <= self.left())
     }
 
     /// Why items of `min_size` bytes each that do not fit ([`ByteReader::fits`]) cannot be.
     pub fn shortfall(&self, min_size: u64) -> Shortfall {
         Shortfall::Bytes {
             min_size,
-            remaining: self.remaining() as u64,
+            remaining: self.left(),
         }
     }
 
@@ -199,7 +230,7 @@ impl<'a> ByteReader<'a> {
                 .filter(|&len| len <= data.len() - start)
             else {
                 self.pos = start;
-                return Err(self.string_too_long(pos, len64, what));
+                return Err(self.string_past_prefix(pos, len64, what));
             };
             pos = start + len;
         }

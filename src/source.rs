@@ -9,6 +9,10 @@ use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
+
+use crate::file::GgufFile;
+use crate::read_at::ReadAt;
 
 /// How to bring a file into memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,6 +26,9 @@ pub struct OpenOptions {
     pub read: bool,
     /// Open only the named file of a split model, not its sibling shards.
     pub single_shard: bool,
+    /// Do not map the file: read its header by positioned reads, and its tensor data only when
+    /// asked (`gguf_read_tensor`, `gguf_read_tensors`). For files larger than the address space.
+    pub no_map: bool,
 }
 
 /// Paging advice for a range of mapped bytes (`madvise`).
@@ -148,13 +155,30 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
 pub fn map_file(path: &Path) -> Result<Mmap> {
     match open_source(path, OpenOptions::default())? {
         Source::Mapped(map, _) | Source::Copied(map) => Ok(map),
-        Source::Lent(_) => unreachable!("open_source maps or reads, never lends"),
+        _ => unreachable!("open_source maps or reads, never lends"),
     }
 }
 
 /// Brings the file at `path` into memory as `options` say.
 pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
-    let (mut file, size) = open_regular(path)?;
+    let (file, size) = open_regular(path)?;
+    source_of(file, size, options)
+}
+
+/// Opens and parses the file at `path` as `options` say: mapped (or read into memory), or, with
+/// `options.no_map` or when the file is larger than the address space, by positioned reads
+/// (its header read and parsed, its data left in the file). Errors do not name the path.
+pub fn open_file(path: &Path, options: OpenOptions) -> Result<GgufFile<Source>> {
+    let (file, size) = open_regular(path)?;
+    if options.no_map || (usize::try_from(size).is_err() && !options.read) {
+        platform::clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
+        let at = crate::read_at::FileAt::new(file, 0, size, crate::error::path_text(path));
+        return crate::load::parse_prefixes(Arc::new(at));
+    }
+    GgufFile::from_bytes(source_of(file, size, options)?)
+}
+
+fn source_of(mut file: File, size: u64, options: OpenOptions) -> Result<Source> {
     let source = if options.read {
         let len = usize::try_from(size)
             .map_err(|_| Error::msg(ErrorCode::OutOfMemory, "the file is larger than memory"))?;
@@ -183,7 +207,7 @@ pub fn open_source(path: &Path, options: OpenOptions) -> Result<Source> {
         // that is the documented contract of every mmap-based model loader, ggml's included
         // (`OpenOptions::read` avoids it).
         let map = unsafe { map_options.map(&file) }
-            .map_err(|e| map_error("cannot map the file", size, e))?;
+            .map_err(|e| no_map_advice(map_error("cannot map the file", size, e)))?;
         if options.populate {
             platform::populate(&map)?;
         }
@@ -203,10 +227,47 @@ fn too_large_to_map(size: u64) -> Error {
     Error::msg(
         ErrorCode::OutOfMemory,
         format!(
-            "the file is {size} bytes, more than a {}-bit address space can map",
+            "the file is {size} bytes, more than a {}-bit address space can map: open it with \
+             GGUF_OPEN_FLAG_NO_MAP (header by positioned reads, tensor data with \
+             gguf_read_tensor and gguf_read_tensors)",
             usize::BITS
         ),
     )
+}
+
+/// `e`, a failed map, recommending to open without mapping when the address space ran out.
+fn no_map_advice(e: Error) -> Error {
+    match e.kind() {
+        ErrorKind::Io { .. } if e.message().contains("could not be mapped") => e.with_context(
+            "open it with GGUF_OPEN_FLAG_NO_MAP to read the header by positioned reads and tensor \
+             data with gguf_read_tensor(s)",
+        ),
+        _ => e,
+    }
+}
+
+/// Maps `len` bytes from `offset` of `file` (a file stored inside another): the map starts at
+/// the page boundary at or before `offset` (the system requires it) and the bytes are sliced
+/// from there.
+pub fn map_range(file: &File, offset: u64, len: u64, source: Arc<dyn ReadAt>) -> Result<Source> {
+    let page = page_size();
+    let start = offset / page * page;
+    let skip = usize::try_from(offset - start).expect("less than a page");
+    let total = len + (offset - start);
+    let (Ok(len), Ok(map_len)) = (usize::try_from(len), usize::try_from(total)) else {
+        return Err(too_large_to_map(total));
+    };
+    // SAFETY: as in `source_of`: a private read-only map read through bounds-checked slices; a
+    // file truncated by another process while mapped raises SIGBUS, the documented contract of
+    // mapping.
+    let map = unsafe { MmapOptions::new().offset(start).len(map_len).map(file) }
+        .map_err(|e| no_map_advice(map_error("cannot map the file", total, e)))?;
+    Ok(Source::Embedded {
+        map,
+        skip,
+        len,
+        source,
+    })
 }
 
 /// The system's page size.
@@ -223,15 +284,59 @@ pub enum Source {
     Copied(Mmap),
     /// Memory lent by the caller, who keeps it alive and unchanged while the handle lives.
     Lent(&'static [u8]),
+    /// A file embedded in a bigger one (`gguf_open_fd` at an offset), mapped: the map starts
+    /// `skip` bytes before the file (maps start on a page boundary) and holds `len` bytes after
+    /// them; `source` reads the same bytes by position.
+    Embedded {
+        /// The mapping, from the page boundary at or before the file's start.
+        map: Mmap,
+        /// Bytes of the map before the file's start.
+        skip: usize,
+        /// The file's length.
+        len: usize,
+        /// The same bytes, read by position.
+        source: Arc<dyn ReadAt>,
+    },
+    /// A file read by position and not mapped (a file descriptor, a read callback, a server):
+    /// its header's bytes, read by `crate::load::read_header`, and the source its tensor data
+    /// is read from when asked.
+    Positioned {
+        /// The first bytes of the file: at least its whole header.
+        header: Box<[u8]>,
+        /// The whole file.
+        source: Arc<dyn ReadAt>,
+    },
 }
 
 impl Source {
+    /// The source that reads the file by position, for handles not opened from a path or
+    /// memory.
+    pub fn positioned(&self) -> Option<&Arc<dyn ReadAt>> {
+        match self {
+            Source::Embedded { source, .. } | Source::Positioned { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Whether the file's bytes are all in memory (mapped, copied or lent), so that tensor data
+    /// has an address.
+    pub fn in_memory(&self) -> bool {
+        !matches!(self, Source::Positioned { .. })
+    }
+
     /// Advises the kernel about `range` (byte offsets, widened to whole pages). Only mapped
     /// bytes take advice; lent memory is the caller's to manage.
     pub fn advise(&self, range: Range<usize>, advice: Paging) -> Result<()> {
         let map =
             match self {
                 Source::Mapped(map, _) => map,
+                Source::Embedded { .. } | Source::Positioned { .. } => {
+                    return Err(Error::msg(
+                        ErrorCode::Unsupported,
+                        "paging advice applies to files this library mapped whole, not to files \
+                     opened by position (gguf_open_fd, gguf_open_reader)",
+                    ))
+                }
                 // Dropped anonymous pages would come back as zeros.
                 Source::Copied(_) if advice == Paging::DontNeed => {
                     return Err(Error::msg(
@@ -260,6 +365,8 @@ impl AsRef<[u8]> for Source {
         match self {
             Source::Mapped(map, _) | Source::Copied(map) => map,
             Source::Lent(bytes) => bytes,
+            Source::Embedded { map, skip, len, .. } => &map[*skip..*skip + *len],
+            Source::Positioned { header, .. } => header,
         }
     }
 }

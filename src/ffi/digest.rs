@@ -145,12 +145,9 @@ pub unsafe extern "C" fn gguf_tensor_digest(
         let i = own_index(f, info)?;
         let a = algorithm(algorithm_id)?;
         check_room(a, out, out_len)?;
-        let data = f
-            .model
-            .tensor_at(i)
-            .map(|t| t.info.data)
-            .unwrap_or_default();
-        let d = crate::digest::digest(a, data);
+        // Read by position for a handle whose data is not in memory.
+        let d =
+            crate::load::digest_tensor(&f.model, i, a).map_err(|e| e.in_file(f.name.clone()))?;
         // SAFETY: checked above; `out` is valid for `out_len` bytes (the header's contract).
         Ok(unsafe { write_digest(&d, out) })
     })

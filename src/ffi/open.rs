@@ -27,13 +27,18 @@ pub enum OpenFlag {
     Read = 4,
     /// Open only this file even if it is one shard of a split model.
     SingleShard = 8,
+    /// Do not map the file: read its header by positioned reads and its tensor data only through
+    /// `gguf_read_tensor` and `gguf_read_tensors` (`gguf_tensor_data` returns NULL). For files
+    /// larger than the address space; `gguf_is_mapped` tells which a handle is.
+    NoMap = 16,
 }
 
-fn open_options(flags: u32) -> Result<OpenOptions> {
+pub(crate) fn open_options(flags: u32) -> Result<OpenOptions> {
     let known = OpenFlag::Populate as u32
         | OpenFlag::Lock as u32
         | OpenFlag::Read as u32
-        | OpenFlag::SingleShard as u32;
+        | OpenFlag::SingleShard as u32
+        | OpenFlag::NoMap as u32;
     if flags & !known != 0 {
         return Err(crate::error::Error::msg(
             crate::error::ErrorCode::InvalidArgument,
@@ -46,6 +51,7 @@ fn open_options(flags: u32) -> Result<OpenOptions> {
         lock: has(OpenFlag::Lock),
         read: has(OpenFlag::Read),
         single_shard: has(OpenFlag::SingleShard),
+        no_map: has(OpenFlag::NoMap),
     })
 }
 

@@ -79,7 +79,7 @@ pub(crate) struct PlanRecords {
 pub(super) fn memory_len(file: &GgufFile<Source>) -> u64 {
     let len = file.file_size();
     match file.source() {
-        Source::Lent(_) => len,
+        Source::Lent(_) | Source::Embedded { .. } | Source::Positioned { .. } => len,
         Source::Mapped(..) | Source::Copied(_) => align_up(len, page_size()).unwrap_or(len),
     }
 }

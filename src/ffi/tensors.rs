@@ -143,7 +143,9 @@ pub(crate) fn own_index(f: &GGUFFileImpl, info: *const GGUFTensorInfo) -> Result
 /// Pointer to the tensor's data inside the file's mapping (zero-copy): data section start +
 /// `info->offset`, `info->size_bytes` bytes, as stored in the file (file byte order, aligned to
 /// `gguf_alignment` relative to the file start). NULL if `info` was not returned by this `file`
-/// (GGUF_ERROR_CODE_INVALID_ARGUMENT) or an argument is NULL. Valid until `gguf_close`; read-only.
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT), an argument is NULL, or the handle reads by position and
+/// holds no data in memory (`gguf_is_mapped` false: GGUF_ERROR_CODE_UNSUPPORTED; use
+/// `gguf_read_tensor`). Valid until `gguf_close`; read-only.
 /// The bytes are read from the file when first touched: if another process truncates the file
 /// while it is mapped, touching a page past the new end raises SIGBUS (see `gguf_open`; a handle
 /// opened with GGUF_OPEN_FLAG_READ holds a private copy instead).
@@ -156,11 +158,16 @@ pub unsafe extern "C" fn gguf_tensor_data(
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let i = own_index(f, info)?;
-        let data = f
-            .model
-            .tensor_at(i)
-            .map(|t| t.info.data)
-            .unwrap_or_default();
-        Ok(data.as_ptr().cast())
+        let t = f.model.tensor_at(i).ok_or_else(|| null("info"))?;
+        if !f.model.shards()[t.shard].source().in_memory() {
+            return Err(f.error(
+                ErrorCode::Unsupported,
+                "the tensor data is not in memory: this handle reads by position (a reader, a \
+                 URL, GGUF_OPEN_FLAG_NO_MAP or a file too large to map); copy the data with \
+                 gguf_read_tensor or gguf_read_tensors"
+                    .into(),
+            ));
+        }
+        Ok(t.info.data.as_ptr().cast())
     })
 }

@@ -63,3 +63,19 @@ pub fn populate(_map: &Mmap) -> Result<()> {
 pub fn advise(_map: &Mmap, _advice: Paging, _start: usize, _len: usize) -> Result<()> {
     Err(no_maps())
 }
+
+pub fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<usize> {
+    Err(unsupported())
+}
+
+pub fn dup_fd(_fd: i32) -> std::io::Result<File> {
+    Err(unsupported())
+}
+
+pub fn open_direct(_file: &File) -> Option<File> {
+    None
+}
+
+pub fn direct_alignment() -> usize {
+    1
+}

@@ -147,3 +147,74 @@ pub fn advise(map: &Mmap, advice: Paging, start: usize, len: usize) -> Result<()
     };
     result.map_err(|e| io_error("madvise failed", e))
 }
+
+/// Reads up to `buf.len()` bytes at `offset` (`pread`), retrying when interrupted.
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    loop {
+        match file.read_at(buf, offset) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
+/// A new descriptor for the open file `fd` (close-on-exec): the caller may close `fd`.
+pub fn dup_fd(fd: i32) -> std::io::Result<File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC only reads `fd` (an invalid one fails with EBADF) and returns a
+    // new descriptor that nothing else owns.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `new` is a fresh descriptor owned by no one else.
+    Ok(unsafe { File::from_raw_fd(new) })
+}
+
+/// The same file opened again for reads that bypass the page cache, or `None` where the
+/// platform cannot: Linux and Android reopen it with `O_DIRECT` (through `/proc/self/fd`, so
+/// that the new open file description does not change the caller's), macOS and iOS set
+/// `F_NOCACHE` on a duplicate. `O_DIRECT` reads need buffers, offsets and sizes aligned to
+/// [`direct_alignment`]; `F_NOCACHE` reads need nothing.
+pub fn open_direct(file: &File) -> Option<File> {
+    use std::os::fd::AsRawFd;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .ok()
+    }
+    #[cfg(any(target_os = "macos", target_os = "ios"))]
+    {
+        let copy = dup_fd(file.as_raw_fd()).ok()?;
+        // SAFETY: F_NOCACHE sets a flag of a descriptor this function owns.
+        let ok = unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_NOCACHE, 1) } == 0;
+        ok.then_some(copy)
+    }
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "macos",
+        target_os = "ios"
+    )))]
+    {
+        let _ = file.as_raw_fd();
+        None
+    }
+}
+
+/// What a direct read's buffer address, file offset and size must be multiples of: 4096 covers
+/// the logical block size of every common device (512 or 4096 bytes) under `O_DIRECT`; 1 where
+/// direct reads take anything (`F_NOCACHE`).
+pub fn direct_alignment() -> usize {
+    if cfg!(any(target_os = "macos", target_os = "ios")) {
+        1
+    } else {
+        4096
+    }
+}

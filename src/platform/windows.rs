@@ -126,3 +126,47 @@ pub fn advise(map: &Mmap, advice: Paging, start: usize, len: usize) -> Result<()
         )),
     }
 }
+
+/// Reads up to `buf.len()` bytes at `offset` (`ReadFile` with an offset: positioned, though it
+/// also moves the file pointer, which nothing here uses).
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::windows::fs::FileExt;
+    match file.seek_read(buf, offset) {
+        // Reading at or past the end fails with ERROR_HANDLE_EOF rather than returning 0.
+        Err(e) if e.raw_os_error() == Some(38) => Ok(0),
+        r => r,
+    }
+}
+
+/// A new handle for the C runtime's file descriptor `fd` (`_get_osfhandle`, then
+/// `DuplicateHandle`): the caller may close `fd`.
+pub fn dup_fd(fd: i32) -> std::io::Result<File> {
+    use std::os::windows::io::{BorrowedHandle, RawHandle};
+    extern "C" {
+        fn _get_osfhandle(fd: i32) -> isize;
+    }
+    // SAFETY: `_get_osfhandle` only looks `fd` up in the C runtime's table; an invalid one
+    // returns -1 (INVALID_HANDLE_VALUE).
+    let handle = unsafe { _get_osfhandle(fd) };
+    if handle == -1 || handle == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{fd} is not an open C runtime file descriptor"),
+        ));
+    }
+    // SAFETY: the handle is open (the C runtime holds it) for the duration of this call, and is
+    // only borrowed to duplicate it.
+    let borrowed = unsafe { BorrowedHandle::borrow_raw(handle as RawHandle) };
+    Ok(File::from(borrowed.try_clone_to_owned()?))
+}
+
+/// Windows has no per-read cache bypass for an already open file (FILE_FLAG_NO_BUFFERING is
+/// chosen at open): direct reads fall back to buffered ones.
+pub fn open_direct(_file: &File) -> Option<File> {
+    None
+}
+
+/// See the Unix version; unused here, as `open_direct` gives `None`.
+pub fn direct_alignment() -> usize {
+    4096
+}

@@ -1,0 +1,324 @@
+//! Handles over sources read by position (a file descriptor at an offset, a caller's read
+//! callback), and copying tensor data into the caller's memory for every kind of handle.
+
+use super::boundary::{guard, null};
+use super::handle::{GGUFFile, GGUFFileImpl};
+use super::open::{open_options, OpenFlag};
+use super::tensors::{own_index, GGUFTensorInfo};
+use crate::error::{Error, ErrorCode, Result};
+use crate::file::GgufFile;
+use crate::load::{self, LoadOptions};
+use crate::model::Model;
+use crate::read_at::{lying, FileAt, ReadAt};
+use crate::source::{map_range, Source};
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// Fills `dst` with up to `size` bytes at `offset` of the caller's source; returns the count
+/// read (less only at the source's end) or -1 on error.
+pub type GGUFReadFn = Option<
+    unsafe extern "C" fn(user: *mut c_void, offset: u64, dst: *mut c_void, size: u64) -> i64,
+>;
+
+/// Told the bytes done and the total as `gguf_read_tensors` progresses; returns false to stop.
+pub type GGUFProgressFn =
+    Option<unsafe extern "C" fn(user: *mut c_void, done_bytes: u64, total_bytes: u64) -> bool>;
+
+/// Flags for `gguf_read_tensors`, combined with `|`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFlag {
+    /// Bypass the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS and iOS;
+    /// buffered reads elsewhere and for sources that are not files).
+    Direct = 1,
+}
+
+/// A caller's read callback. It is called under a lock, so never from two threads at once,
+/// and only from threads that call the library with its handle (`parallel` is false:
+/// `gguf_read_tensors` reads such a source on the calling thread).
+struct CallbackSource {
+    read: unsafe extern "C" fn(*mut c_void, u64, *mut c_void, u64) -> i64,
+    user: *mut c_void,
+    size: u64,
+    lock: Mutex<()>,
+}
+
+// SAFETY: the callback and its `user` pointer are only used under `lock`, from threads that
+// call the library; the caller promises (the header's contract) that this is allowed.
+unsafe impl Send for CallbackSource {}
+// SAFETY: as above.
+unsafe impl Sync for CallbackSource {}
+
+impl ReadAt for CallbackSource {
+    fn len(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<usize> {
+        let want = (dst.len() as u64).min(self.size.saturating_sub(offset));
+        if want == 0 {
+            return Ok(0);
+        }
+        let _held = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: `dst` is valid for writes of `want <= dst.len()` bytes; the callback and
+        // `user` are the caller's, valid until gguf_close (the header's contract).
+        let n = unsafe { (self.read)(self.user, offset, dst.as_mut_ptr().cast(), want) };
+        match u64::try_from(n) {
+            Err(_) => Err(lying(
+                self,
+                offset,
+                format!("failed (returned {n}) reading {want} bytes"),
+            )),
+            Ok(n) if n > want => Err(lying(
+                self,
+                offset,
+                format!("returned {n} bytes when asked for {want}"),
+            )),
+            // At most `want`, which is at most `dst.len()`.
+            Ok(n) => Ok(usize::try_from(n).expect("at most dst.len()")),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "<reader>".to_string()
+    }
+}
+
+fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
+    Box::into_raw(Box::new(GGUFFileImpl::new(model, name)))
+}
+
+/// The flags a handle over a source takes: SINGLE_SHARD (a source is always opened alone) and
+/// NO_MAP; the others concern mapping a path.
+fn source_flags(flags: u32, what: &str) -> Result<bool> {
+    let options = open_options(flags)?;
+    if options.populate || options.lock || options.read {
+        return Err(Error::msg(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{what} takes only GGUF_OPEN_FLAG_NO_MAP and GGUF_OPEN_FLAG_SINGLE_SHARD (flags \
+                 {flags:#x})"
+            ),
+        ));
+    }
+    Ok(flags & OpenFlag::NoMap as u32 != 0)
+}
+
+/// Opens a GGUF file stored inside another file: `length` bytes from `offset` of the open file
+/// descriptor `fd` (0 = to the end of the file), such as an Android APK asset, a llamafile or a
+/// tar member. The descriptor is duplicated: the caller may close `fd` after the call. The
+/// bytes are mapped (from the page boundary at or before `offset`), so tensor pointers and plan
+/// views work as for `gguf_open`; file offsets reported (`file_offset`, `gguf_data_offset`,
+/// `gguf_file_size`, error offsets) are relative to the embedded file. With
+/// GGUF_OPEN_FLAG_NO_MAP nothing is mapped: the header is read by positioned reads and tensor
+/// data only through `gguf_read_tensor(s)` (`gguf_tensor_data` then returns NULL). A file too
+/// large for the address space is opened that way without the flag (`gguf_is_mapped` says
+/// false). A split model's shards are not looked for: the file is opened alone. On Windows `fd`
+/// is a C runtime descriptor (`_open`, `_fileno`). Returns NULL on failure, recording why
+/// (errors name `file descriptor FD at offset OFFSET`); an offset or length past the file's end
+/// is GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`.
+#[unsafe(no_mangle)]
+pub extern "C" fn gguf_open_fd(fd: i32, offset: u64, length: u64, flags: u32) -> GGUFFile {
+    guard(std::ptr::null_mut(), || {
+        let name = format!("file descriptor {fd} at offset {offset}");
+        let no_map = source_flags(flags, "gguf_open_fd")?;
+        let io = |what: &str, e| Error::io(format!("{what} {name}"), e).in_file(&name);
+        let file = crate::platform::dup_fd(fd).map_err(|e| io("cannot use", e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| io("cannot read the size of", e))?;
+        if !meta.is_file() {
+            return Err(Error::msg(
+                ErrorCode::Io,
+                format!("{name} is not a regular file: only regular files are read by position"),
+            ));
+        }
+        let size = meta.len();
+        let length = if length == 0 {
+            size.saturating_sub(offset)
+        } else {
+            length
+        };
+        if offset.checked_add(length).is_none_or(|end| end > size) || length == 0 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{length} bytes from offset {offset} do not lie inside {name}'s file of \
+                     {size} bytes"
+                ),
+            ));
+        }
+        let at = Arc::new(FileAt::new(file, offset, length, name.clone()));
+        let fits = usize::try_from(length).is_ok();
+        let model = if no_map || !fits {
+            Model::open_source(&name, at)?
+        } else {
+            let source =
+                map_range(at.file(), offset, length, at.clone()).map_err(|e| e.in_file(&name))?;
+            let file = GgufFile::from_bytes(source).map_err(|e| e.in_file(&name))?;
+            Model::single(file, name.clone())?
+        };
+        Ok(into_handle(model, name))
+    })
+}
+
+/// Parses a file through `read` without mapping it; `size` is the source's total size. Only the
+/// header is read, in growing chunks (256 KiB, then doubling), never much past its end; every
+/// rule of the format is checked as for a mapped file, against `size`. Tensor data stays in the
+/// source: `gguf_tensor_data` returns NULL (with a clear error) and `gguf_read_tensor` and
+/// `gguf_read_tensors` read it. `read` is called under a lock (never from two threads at once),
+/// and only from threads that call the library with this handle (`gguf_read_tensors` reads on
+/// the calling thread); `read` and `user` must stay valid until `gguf_close`. A callback that
+/// returns -1, more than asked, or less before the end of `size` fails the call with an error
+/// naming `<reader>` and the offset. `flags` may be 0, GGUF_OPEN_FLAG_NO_MAP or
+/// GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone either way). Returns NULL
+/// on failure, recording why.
+#[unsafe(no_mangle)]
+pub extern "C" fn gguf_open_reader(
+    read: GGUFReadFn,
+    user: *mut c_void,
+    size: u64,
+    flags: u32,
+) -> GGUFFile {
+    guard(std::ptr::null_mut(), || {
+        let read = read.ok_or_else(|| null("read"))?;
+        source_flags(flags, "gguf_open_reader")?;
+        let source = Arc::new(CallbackSource {
+            read,
+            user,
+            size,
+            lock: Mutex::new(()),
+        });
+        let name = "<reader>".to_string();
+        let model = Model::open_source(&name, source)?;
+        Ok(into_handle(model, name))
+    })
+}
+
+/// Whether the handle's tensor data is in memory (mapped, read into memory, or lent), so that
+/// `gguf_tensor_data` returns pointers; false for handles over positioned reads
+/// (`gguf_open_reader`, GGUF_OPEN_FLAG_NO_MAP, a file too large to map), whose data only
+/// `gguf_read_tensor(s)` reads. False if `file` is NULL (recording the error).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_is_mapped(file: GGUFFile) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        Ok(f.model.shards().iter().all(|s| s.source().in_memory()))
+    })
+}
+
+/// Copies `size` bytes of a tensor's data, starting `offset` bytes into the tensor, to `dst`
+/// (which the caller owns). Works for every kind of handle: mapped or in memory (a copy), file
+/// descriptor, reader or URL (a positioned read), split. Returns false, recording why, if an
+/// argument is NULL, `info` was not returned by this `file`, `offset + size` passes the tensor's
+/// end (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the read fails (`dst` may then be partly
+/// written). Safe to call from several threads at once (a reader's callback is serialised).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_read_tensor(
+    file: GGUFFile,
+    info: *const GGUFTensorInfo,
+    offset: u64,
+    dst: *mut c_void,
+    size: u64,
+) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let i = own_index(f, info)?;
+        if dst.is_null() {
+            return Err(null("dst"));
+        }
+        let len = usize::try_from(size).map_err(|_| {
+            Error::msg(
+                ErrorCode::InvalidArgument,
+                format!("{size} bytes do not fit in memory"),
+            )
+        })?;
+        // SAFETY: the caller provides `size` writable bytes at `dst` (the header's contract).
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
+        load::read_tensor(&f.model, i, offset, dst).map_err(|e| e.in_file(f.name.clone()))?;
+        Ok(true)
+    })
+}
+
+/// Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
+/// `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap). Reads run in
+/// parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
+/// a reader's callback is read on the calling thread alone. Adjacent tensors are read together
+/// (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
+/// are read bypassing the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS and
+/// iOS; buffered on Windows and for readers): a buffer whose address has the same remainder
+/// modulo 4096 as its tensor's absolute file offset is read into directly in 4096-byte blocks,
+/// anything else (unaligned heads, tails and buffers) through the library's aligned buffer and
+/// copied. `progress` (may be NULL) is called on the calling thread with the bytes done and the
+/// total, first with 0; returning false stops the load, which fails with
+/// GGUF_ERROR_CODE_CANCELLED. Returns false, recording why, on a NULL argument, an info not of
+/// this `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers
+/// may then be partly written.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn gguf_read_tensors(
+    file: GGUFFile,
+    infos: *const *const GGUFTensorInfo,
+    dsts: *const *mut c_void,
+    n: u64,
+    n_threads: u32,
+    flags: u32,
+    progress: GGUFProgressFn,
+    user: *mut c_void,
+) -> bool {
+    guard(false, || {
+        // SAFETY: `file` is NULL or a live handle (the header's contract).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        if flags & !(ReadFlag::Direct as u32) != 0 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "unknown read flags {:#x}",
+                    flags & !(ReadFlag::Direct as u32)
+                ),
+            ));
+        }
+        let count = usize::try_from(n)
+            .map_err(|_| Error::msg(ErrorCode::InvalidArgument, format!("{n} tensors")))?;
+        if count > 0 && infos.is_null() {
+            return Err(null("infos"));
+        }
+        if count > 0 && dsts.is_null() {
+            return Err(null("dsts"));
+        }
+        let mut requests = Vec::with_capacity(count);
+        for k in 0..count {
+            // SAFETY: `infos` and `dsts` hold `n` elements (the header's contract).
+            let (info, dst) = unsafe { (*infos.add(k), *dsts.add(k)) };
+            let i = own_index(f, info)?;
+            if dst.is_null() {
+                return Err(null(&format!("dsts[{k}]")));
+            }
+            let size = f.tensors()[i].size_bytes;
+            let len = usize::try_from(size).map_err(|_| {
+                Error::msg(
+                    ErrorCode::InvalidArgument,
+                    format!("{size} bytes do not fit in memory"),
+                )
+            })?;
+            // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`, not
+            // overlapping one another (the header's contract).
+            let slice = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
+            requests.push((i, slice));
+        }
+        let options = LoadOptions {
+            threads: n_threads,
+            direct: flags & ReadFlag::Direct as u32 != 0,
+        };
+        let mut report = |done: u64, total: u64| match progress {
+            // SAFETY: the caller's callback with its own `user` (the header's contract).
+            Some(p) => unsafe { p(user, done, total) },
+            None => true,
+        };
+        load::read_tensors(&f.model, requests, options, &mut report)
+            .map_err(|e| e.in_file(f.name.clone()))?;
+        Ok(true)
+    })
+}

@@ -1,0 +1,529 @@
+//! Loading from sources read by position: a file's header read in growing chunks and parsed by
+//! the one parser (`GgufFile::from_prefix`), and tensor data copied into the caller's memory,
+//! one tensor (`read_tensor`) or many at once on several threads, merged and optionally with
+//! direct I/O (`read_tensors`).
+
+use crate::error::{Error, ErrorCode, ErrorKind, Result};
+use crate::file::{needs_more, GgufFile};
+use crate::model::Model;
+use crate::platform;
+use crate::read_at::{lying, read_exact_at, FileAt, ReadAt};
+use crate::source::Source;
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+/// The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
+/// reached in five doublings).
+pub const FIRST_CHUNK: u64 = 256 * 1024;
+
+/// Reads and parses the header of the file `source` holds: the first [`FIRST_CHUNK`] bytes,
+/// then twice as many each time the header goes on past them (so the parses are logarithmic in
+/// the header's size, and at most the header plus the last chunk is read). Every rule is
+/// checked as for a mapped file, against the size the source declares. Errors name the source.
+pub fn parse_source(source: Arc<dyn ReadAt>) -> Result<GgufFile<Source>> {
+    let name = source.describe();
+    parse_prefixes(source).map_err(|e| e.in_file(name))
+}
+
+pub(crate) fn parse_prefixes(source: Arc<dyn ReadAt>) -> Result<GgufFile<Source>> {
+    let size = source.len();
+    if size == 0 {
+        let kind = ErrorKind::Truncated {
+            reading: "the magic".to_string(),
+            needed: 4,
+            remaining: 0,
+            empty_file: true,
+        };
+        return Err(Error::at(0, kind));
+    }
+    let mut header: Vec<u8> = Vec::new();
+    let mut want = FIRST_CHUNK.min(size);
+    loop {
+        let have = header.len();
+        let grow = usize::try_from(want).map_err(|_| too_large(want))? - have;
+        header
+            .try_reserve_exact(grow)
+            .map_err(|_| too_large(want))?;
+        header.resize(have + grow, 0);
+        read_exact_at(&*source, have as u64, &mut header[have..])?;
+        let bytes = Source::Positioned {
+            header: std::mem::take(&mut header).into_boxed_slice(),
+            source: source.clone(),
+        };
+        match GgufFile::try_prefix(bytes, size) {
+            Ok(file) => return Ok(file),
+            Err((bytes, e)) if needs_more(&e, want, size) => {
+                let Source::Positioned { header: h, .. } = bytes else {
+                    unreachable!("made above")
+                };
+                header = h.into_vec();
+                // At least what the parser stopped for, and at least twice what was read.
+                let needed = match (e.offset(), e.kind()) {
+                    (Some(at), ErrorKind::Truncated { needed, .. }) => at.saturating_add(*needed),
+                    _ => 0,
+                };
+                want = want.saturating_mul(2).max(needed).min(size);
+            }
+            Err((_, e)) => return Err(e),
+        }
+    }
+}
+
+fn too_large(bytes: u64) -> Error {
+    Error::msg(
+        ErrorCode::OutOfMemory,
+        format!("the header needs more than {bytes} bytes of memory, more than can be allocated"),
+    )
+}
+
+/// Where one tensor's data is, and the shard's source to read it from.
+struct Located<'m> {
+    file: &'m GgufFile<Source>,
+    at: u64,
+    size: u64,
+}
+
+fn locate(model: &Model<Source>, index: usize) -> Result<Located<'_>> {
+    let t = model.tensor_at(index).ok_or_else(|| {
+        Error::msg(
+            ErrorCode::InvalidArgument,
+            format!(
+                "tensor index {index} is past the end ({} tensors)",
+                model.tensor_count()
+            ),
+        )
+    })?;
+    Ok(Located {
+        file: &model.shards()[t.shard],
+        at: t.info.file_offset,
+        size: t.info.size,
+    })
+}
+
+/// Copies `dst.len()` bytes of tensor `index`'s data, from `offset` bytes into it: from memory
+/// for a mapped or lent file, by a positioned read otherwise.
+pub fn read_tensor(model: &Model<Source>, index: usize, offset: u64, dst: &mut [u8]) -> Result<()> {
+    let t = locate(model, index)?;
+    let len = dst.len() as u64;
+    if offset.checked_add(len).is_none_or(|end| end > t.size) {
+        return Err(Error::msg(
+            ErrorCode::InvalidArgument,
+            format!(
+                "cannot read {len} bytes from offset {offset} of a tensor of {} bytes",
+                t.size
+            ),
+        ));
+    }
+    let at = t.at + offset;
+    match t.file.source().positioned() {
+        Some(source) if !t.file.source().in_memory() => read_exact_at(&**source, at, dst),
+        _ => {
+            // In bounds: the tensor lies inside the file's bytes (checked at open).
+            let start = usize::try_from(at).map_err(|_| too_large(at))?;
+            dst.copy_from_slice(&t.file.bytes()[start..start + dst.len()]);
+            Ok(())
+        }
+    }
+}
+
+/// How [`read_tensors`] reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadOptions {
+    /// Threads to read on; 0 lets the library choose. A source that cannot be read from several
+    /// threads (a caller's callback) is read on the calling thread alone.
+    pub threads: u32,
+    /// Bypass the page cache where the platform allows it (`O_DIRECT` on Linux and Android,
+    /// `F_NOCACHE` on macOS and iOS); elsewhere, and for sources that are not files, read
+    /// buffered.
+    pub direct: bool,
+}
+
+/// Most bytes one read asks for: large enough to reach a device's bandwidth, small enough to
+/// spread a tensor over threads.
+const CHUNK: u64 = 8 << 20;
+/// Tensors at most this far apart are read together (the padding between tensors is at most the
+/// alignment, 32 bytes by default).
+const MERGE_GAP: u64 = 64 << 10;
+
+/// Part of a destination, and where its bytes are in the file (absolute: for a file inside a
+/// bigger one, from the bigger file's start).
+struct Piece<'d> {
+    at: u64,
+    dst: &'d mut [u8],
+}
+
+/// One read: `start..end` of a shard's file (absolute), and the pieces it fills.
+struct Unit<'d> {
+    shard: usize,
+    start: u64,
+    end: u64,
+    pieces: Vec<Piece<'d>>,
+}
+
+/// How a shard's data is read.
+enum Reader<'m> {
+    /// From memory (a file read into memory or lent): copied.
+    Memory(&'m [u8]),
+    /// By position through a source; `base` is where the source starts in its file, and
+    /// `direct` the same file opened for direct I/O.
+    Positioned {
+        source: Arc<dyn ReadAt>,
+        base: u64,
+        direct: Option<File>,
+    },
+}
+
+impl Reader<'_> {
+    fn parallel(&self) -> bool {
+        match self {
+            Reader::Memory(_) => true,
+            Reader::Positioned { source, .. } => source.parallel(),
+        }
+    }
+}
+
+fn reader_of<'m>(file: &'m GgufFile<Source>, name: &str, direct: bool) -> Result<Reader<'m>> {
+    let source: Arc<dyn ReadAt> = match file.source() {
+        Source::Mapped(_, f) => {
+            let copy = f
+                .try_clone()
+                .map_err(|e| Error::io("cannot reopen the file", e))?;
+            Arc::new(FileAt::new(copy, 0, file.file_size(), name.to_string()))
+        }
+        Source::Embedded { source, .. } | Source::Positioned { source, .. } => source.clone(),
+        Source::Copied(_) | Source::Lent(_) => return Ok(Reader::Memory(file.bytes())),
+    };
+    let (base, direct) = match source.file() {
+        Some(f) => (
+            f.offset(),
+            direct.then(|| platform::open_direct(f.file())).flatten(),
+        ),
+        None => (0, None),
+    };
+    Ok(Reader::Positioned {
+        source,
+        base,
+        direct,
+    })
+}
+
+/// Reads whole tensors into the caller's buffers: `requests` pairs a tensor's index with a
+/// buffer of exactly its size. Reads run on several threads (`options.threads`) for sources
+/// that allow it, adjacent tensors are read together, and `progress` (called on the calling
+/// thread with the bytes done and the total) may stop the load by returning false, which fails
+/// with [`ErrorCode::Cancelled`].
+///
+/// With `options.direct`, reads bypass the page cache: whole aligned blocks are read straight
+/// into a buffer when its address has the same offset from a 4096-byte boundary as the data in
+/// the file, and otherwise into an aligned buffer of the library's and copied from there.
+pub fn read_tensors(
+    model: &Model<Source>,
+    requests: Vec<(usize, &mut [u8])>,
+    options: LoadOptions,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<()> {
+    let shards = model.shards();
+    let names = model.shard_names();
+    let mut readers = Vec::with_capacity(shards.len());
+    for (file, name) in shards.iter().zip(names) {
+        readers.push(reader_of(file, name, options.direct)?);
+    }
+    // The pieces of each shard, by position in its file.
+    let mut by_shard: Vec<Vec<Piece<'_>>> = (0..shards.len()).map(|_| Vec::new()).collect();
+    let mut total = 0u64;
+    for (index, dst) in requests {
+        let t = model.tensor_at(index).ok_or_else(|| {
+            Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "tensor index {index} is past the end ({} tensors)",
+                    model.tensor_count()
+                ),
+            )
+        })?;
+        if dst.len() as u64 != t.info.size {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "the buffer for tensor {} holds {} bytes, but the tensor has {}",
+                    crate::file::quote(t.info.name),
+                    dst.len(),
+                    t.info.size
+                ),
+            ));
+        }
+        total += t.info.size;
+        let base = match &readers[t.shard] {
+            Reader::Positioned { base, .. } => *base,
+            Reader::Memory(_) => 0,
+        };
+        by_shard[t.shard].push(Piece {
+            at: base + t.info.file_offset,
+            dst,
+        });
+    }
+    let mut units = Vec::new();
+    for (shard, mut pieces) in by_shard.into_iter().enumerate() {
+        pieces.sort_unstable_by_key(|p| p.at);
+        let align = match &readers[shard] {
+            Reader::Positioned {
+                direct: Some(_), ..
+            } => platform::direct_alignment() as u64,
+            _ => 1,
+        };
+        plan_units(shard, pieces, align, &mut units);
+    }
+    let parallel = readers.iter().all(Reader::parallel);
+    let threads = match options.threads {
+        _ if !parallel => 1,
+        0 => std::thread::available_parallelism()
+            .map_or(4, |n| n.get())
+            .clamp(1, 8),
+        n => n as usize,
+    }
+    .min(units.len().max(1));
+    run_units(units, &readers, threads, total, progress)
+}
+
+/// Cuts `pieces` (sorted by position) into reads of at most about [`CHUNK`] bytes, merging
+/// neighbours, each read widened to `align`-byte boundaries (1: buffered).
+fn plan_units<'d>(shard: usize, pieces: Vec<Piece<'d>>, align: u64, units: &mut Vec<Unit<'d>>) {
+    let down = |x: u64| x / align * align;
+    let up = |x: u64| x.div_ceil(align) * align;
+    let mut current: Option<Unit<'d>> = None;
+    for piece in pieces {
+        let mut at = piece.at;
+        let mut rest = piece.dst;
+        while !rest.is_empty() {
+            // A segment ends at a CHUNK boundary of the file, so that big tensors are read in
+            // aligned, equal reads.
+            let boundary = (at / CHUNK + 1) * CHUNK;
+            let len = rest
+                .len()
+                .min(usize::try_from(boundary - at).unwrap_or(usize::MAX));
+            let (seg, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            let len = len as u64;
+            rest = tail;
+            let (start, end) = (down(at), up(at + len));
+            let joins = current
+                .as_ref()
+                .is_some_and(|u| start <= u.end + MERGE_GAP && end - u.start <= CHUNK + align);
+            if !joins {
+                units.extend(current.take());
+                current = Some(Unit {
+                    shard,
+                    start,
+                    end,
+                    pieces: Vec::new(),
+                });
+            }
+            let u = current.as_mut().expect("set above");
+            u.end = u.end.max(end);
+            u.pieces.push(Piece { at, dst: seg });
+            at += len;
+        }
+    }
+    units.extend(current);
+}
+
+/// A buffer whose usable part starts at a multiple of `align`.
+struct Bounce {
+    buf: Vec<u8>,
+}
+
+impl Bounce {
+    fn slice(&mut self, len: usize, align: usize) -> Result<&mut [u8]> {
+        if self.buf.len() < len + align {
+            self.buf = Vec::new();
+            self.buf
+                .try_reserve_exact(len + align)
+                .map_err(|_| too_large(len as u64))?;
+            self.buf.resize(len + align, 0);
+        }
+        let skip = self.buf.as_ptr().align_offset(align);
+        Ok(&mut self.buf[skip..skip + len])
+    }
+}
+
+fn read_unit(unit: &mut Unit<'_>, reader: &Reader<'_>, bounce: &mut Bounce) -> Result<u64> {
+    let bytes: u64 = unit.pieces.iter().map(|p| p.dst.len() as u64).sum();
+    match reader {
+        Reader::Memory(mem) => {
+            for p in &mut unit.pieces {
+                // In bounds: tensors lie inside the file (checked at open).
+                let start = usize::try_from(p.at).map_err(|_| too_large(p.at))?;
+                p.dst.copy_from_slice(&mem[start..start + p.dst.len()]);
+            }
+        }
+        Reader::Positioned {
+            source,
+            base,
+            direct,
+        } => {
+            let align = if direct.is_some() {
+                platform::direct_alignment()
+            } else {
+                1
+            };
+            // One piece exactly covering the read, its buffer aligned: read straight into it.
+            if let [p] = &mut unit.pieces[..] {
+                let aligned = (p.dst.as_ptr() as usize) % align == 0;
+                if aligned && p.at == unit.start && p.at + p.dst.len() as u64 == unit.end {
+                    read_block(source, *base, direct.as_ref(), p.at, p.dst)?;
+                    return Ok(bytes);
+                }
+            }
+            let len = usize::try_from(unit.end - unit.start).map_err(|_| too_large(unit.end))?;
+            let buf = bounce.slice(len, align)?;
+            let got = read_block(source, *base, direct.as_ref(), unit.start, buf)?;
+            for p in &mut unit.pieces {
+                let from = usize::try_from(p.at - unit.start).expect("inside the read");
+                if from + p.dst.len() > got {
+                    let at = p.at + got as u64 - from as u64;
+                    return Err(lying(
+                        &**source,
+                        at.saturating_sub(*base),
+                        "ended early".into(),
+                    ));
+                }
+                p.dst.copy_from_slice(&buf[from..from + p.dst.len()]);
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// Reads at absolute position `at` into `dst`; returns how many bytes were read (fewer only
+/// when `dst` runs past the file's end, which only a widened direct read does). `at` may lie
+/// before the source's start (a direct read widened to a block boundary inside a bigger file).
+fn read_block(
+    source: &Arc<dyn ReadAt>,
+    base: u64,
+    direct: Option<&File>,
+    at: u64,
+    dst: &mut [u8],
+) -> Result<usize> {
+    let Some(file) = direct else {
+        read_exact_at(&**source, at - base, dst)?;
+        return Ok(dst.len());
+    };
+    let mut done = 0;
+    while done < dst.len() {
+        let pos = at + done as u64;
+        let n = platform::read_at(file, &mut dst[done..], pos).map_err(|e| {
+            Error::io(
+                format!("cannot read {} at offset {pos}", source.describe()),
+                e,
+            )
+        })?;
+        done += n;
+        // A direct read stops short only at the end of the file.
+        if n == 0 || n % platform::direct_alignment() != 0 {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+fn run_units(
+    units: Vec<Unit<'_>>,
+    readers: &[Reader<'_>],
+    threads: usize,
+    total: u64,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<()> {
+    let cancelled = || {
+        Error::msg(
+            ErrorCode::Cancelled,
+            "the progress callback stopped the load",
+        )
+    };
+    if !progress(0, total) {
+        return Err(cancelled());
+    }
+    let mut done = 0u64;
+    if threads <= 1 {
+        let mut bounce = Bounce { buf: Vec::new() };
+        for mut unit in units {
+            let reader = &readers[unit.shard];
+            done += read_unit(&mut unit, reader, &mut bounce)?;
+            if !progress(done, total) {
+                return Err(cancelled());
+            }
+        }
+        return Ok(());
+    }
+    let slots: Vec<Mutex<Option<Unit<'_>>>> =
+        units.into_iter().map(|u| Mutex::new(Some(u))).collect();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<Result<u64>>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (slots, next, stop) = (&slots, &next, &stop);
+            scope.spawn(move || {
+                let mut bounce = Bounce { buf: Vec::new() };
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(slot) = slots.get(i) else { break };
+                    let unit = slot.lock().map(|mut u| u.take()).unwrap_or(None);
+                    let Some(mut unit) = unit else { continue };
+                    let reader = &readers[unit.shard];
+                    let r = read_unit(&mut unit, reader, &mut bounce);
+                    let failed = r.is_err();
+                    if tx.send(r).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // The calling thread reports progress as reads complete.
+        let mut outcome = Ok(());
+        for r in rx {
+            match r {
+                Ok(n) => {
+                    done += n;
+                    if outcome.is_ok() && !progress(done, total) {
+                        outcome = Err(cancelled());
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => {
+                    if outcome.is_ok() {
+                        outcome = Err(e);
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        outcome
+    })
+}
+
+/// The digest of tensor `index`'s data, read from memory, or by positioned reads of 8 MiB for a
+/// handle that reads by position.
+pub fn digest_tensor(
+    model: &Model<Source>,
+    index: usize,
+    algorithm: crate::digest::DigestAlgorithm,
+) -> Result<crate::digest::Digest> {
+    let t = locate(model, index)?;
+    let mut d = crate::digest::Digester::new(algorithm);
+    if t.file.source().in_memory() {
+        let info = model.tensor_at(index).expect("located above").info;
+        d.update(info.data);
+        return Ok(d.finish());
+    }
+    let mut buf = vec![0u8; usize::try_from(t.size.min(CHUNK)).expect("at most CHUNK")];
+    let mut done = 0u64;
+    while done < t.size {
+        let len = usize::try_from((t.size - done).min(CHUNK)).expect("at most CHUNK");
+        read_tensor(model, index, done, &mut buf[..len])?;
+        d.update(&buf[..len]);
+        done += len as u64;
+    }
+    Ok(d.finish())
+}
