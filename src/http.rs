@@ -9,9 +9,13 @@
 //! as one and the bearer token never leaves its host.
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::file::GgufFile;
+use crate::model::Model;
 use crate::read_at::ReadAt;
 use crate::size::in_memory;
+use crate::source::Source;
 use std::io::Read;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use ureq::http::{header, StatusCode, Uri};
@@ -45,8 +49,8 @@ impl Default for HttpOptions {
 }
 
 /// Bytes fetched by the first request (they also tell the file's size), kept to answer the
-/// first read: the parser starts at byte 0, so they are never fetched twice.
-const PROBE_BYTES: u64 = 64 * 1024;
+/// first read: the parser's first chunk, which it reads first, so they are never fetched twice.
+const PROBE_BYTES: u64 = crate::load::FIRST_CHUNK;
 
 /// A file on an HTTP(S) server that answers range requests.
 pub struct HttpSource {
@@ -134,7 +138,10 @@ impl HttpSource {
         let origin = uri.clone();
         let mut visited: Vec<String> = Vec::new();
         loop {
-            let mut request = self.agent.get(&url).header(header::RANGE, range.replace(' ', "="));
+            let mut request = self
+                .agent
+                .get(&url)
+                .header(header::RANGE, range.replace(' ', "="));
             if let Some(token) = &self.options.bearer_token {
                 if token_may_go(&origin, &uri) {
                     request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -321,6 +328,24 @@ impl HttpSource {
         self.check_partial(&response, start, dst.len() as u64)?;
         self.read_body(&mut response, start, dst)
     }
+}
+
+/// Opens the model at `url`: its header read by ranges and parsed by the one parser; if it is a
+/// shard of a split model (and `single_shard` is not set), every shard by its URL, named by the
+/// rule for files (`Model::with_siblings`) applied to the URL's path, the query kept for each.
+pub fn open_model(url: &str, options: &HttpOptions, single_shard: bool) -> Result<Model<Source>> {
+    let (base, query) = match url.find('?') {
+        Some(i) => url.split_at(i),
+        None => (url, ""),
+    };
+    let open = |name: &Path| -> Result<GgufFile<Source>> {
+        // `name` is `base` or a sibling made from it by ASCII suffixes: UTF-8.
+        let name = name.to_str().expect("a URL made from a UTF-8 one is UTF-8");
+        let source = HttpSource::open_shared(&format!("{name}{query}"), options)?;
+        crate::load::parse_source(source)
+    };
+    let path = Path::new(base);
+    Model::with_siblings(open(path)?, path, single_shard, open)
 }
 
 impl ReadAt for HttpSource {

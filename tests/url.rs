@@ -146,7 +146,10 @@ fn a_bearer_token_opens_a_gated_file_and_stays_on_its_host() {
     let text = e.to_string();
     assert_eq!(e.code(), ErrorCode::Io);
     assert!(text.contains("HTTP 401 Unauthorized"), "{text}");
-    assert!(text.contains(&url) && text.contains("bytes 0-65535"), "{text}");
+    assert!(
+        text.contains(&url) && text.contains("bytes 0-262143"),
+        "{text}"
+    );
 
     let with_token = HttpOptions {
         bearer_token: Some(TOKEN.to_string()),
@@ -213,7 +216,10 @@ fn https_with_the_tests_own_certificate_authority() {
             common::show(&out)
         );
         let log = nginx.log();
-        assert!(!log.is_empty() && log.iter().all(|l| l.status == 206), "{log:?}");
+        assert!(
+            !log.is_empty() && log.iter().all(|l| l.status == 206),
+            "{log:?}"
+        );
         return;
     }
     let port = std::env::var(HTTPS_CHILD).unwrap();
@@ -288,14 +294,20 @@ fn a_server_ignoring_ranges_is_refused_without_downloading() {
 #[test]
 fn a_404_names_the_url_and_range() {
     let text = open_fails(&bad(Misbehaviour::NotFound), "missing.gguf");
-    assert!(text.contains("HTTP 404 Not Found for bytes 0-65535"), "{text}");
+    assert!(
+        text.contains("HTTP 404 Not Found for bytes 0-262143"),
+        "{text}"
+    );
 }
 
 #[test]
 fn a_redirect_loop_is_named() {
-    let text = open_fails(&bad(Misbehaviour::RedirectLoop), "a");
+    let server = bad(Misbehaviour::RedirectLoop);
+    let text = open_fails(&server, "a");
     assert!(text.contains("redirect loop"), "{text}");
     assert!(text.contains("/a -> ") && text.contains("/b -> "), "{text}");
+    // Named as soon as a URL comes back, not after the redirect limit.
+    assert_eq!(server.requests.lock().unwrap().len(), 2);
 }
 
 #[test]
@@ -333,7 +345,7 @@ fn more_bytes_than_asked_are_refused() {
         let e = HttpSource::open(&url, &options(2000)).unwrap_err();
         let text = e.to_string();
         assert!(text.contains(&url), "{how:?}: {text}");
-        assert!(text.contains("bytes 0-65535"), "{how:?}: {text}");
+        assert!(text.contains("bytes 0-262143"), "{how:?}: {text}");
         assert!(
             text.contains("more bytes than") || text.contains("announced"),
             "{how:?}: {text}"
@@ -366,5 +378,316 @@ fn nothing_listening_is_named() {
     let url = format!("http://127.0.0.1:{port}/m.gguf");
     let e = HttpSource::open(&url, &options(2000)).unwrap_err();
     assert!(e.to_string().contains(&url), "{e}");
-    assert!(e.to_string().contains("bytes 0-65535"), "{e}");
+    assert!(e.to_string().contains("bytes 0-262143"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// gguf_open_url: a handle over a URL.
+
+use gguf::ffi::*;
+use std::ffi::{CStr, CString};
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// Opens `url` with `token` and `flags`; the handle, or the error's code and message.
+fn open_url(url: &str, token: Option<&str>, flags: u32) -> Result<GGUFFile, (u32, String)> {
+    let token = token.map(c);
+    // SAFETY: NUL-terminated strings living through the call.
+    let f = unsafe {
+        gguf_open_url(
+            c(url).as_ptr(),
+            token.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
+            flags,
+        )
+    };
+    if f.is_null() {
+        // SAFETY: no argument.
+        Err((gguf_last_error_code(), common::last_error()))
+    } else {
+        Ok(f)
+    }
+}
+
+/// A tensor's bytes in a parsed file.
+fn data_of<'a>(file: &'a gguf::GgufFile<impl AsRef<[u8]>>, t: &gguf::TensorInfo) -> &'a [u8] {
+    &file.bytes()[t.file_offset as usize..][..t.size as usize]
+}
+
+/// Every tensor of the handle `f`, read whole with gguf_read_tensor: (name, bytes).
+fn tensors_of(f: GGUFFile) -> Vec<(String, Vec<u8>)> {
+    // SAFETY: `f` is a live handle; the records it returns live as long.
+    unsafe {
+        (0..gguf_tensor_count(f))
+            .map(|i| {
+                let t = gguf_get_tensor_by_index(f, i);
+                assert!(!t.is_null());
+                let mut buf = vec![0u8; (*t).size_bytes as usize];
+                assert!(
+                    gguf_read_tensor(f, t, 0, buf.as_mut_ptr().cast(), (*t).size_bytes),
+                    "{}",
+                    common::last_error()
+                );
+                let name = CStr::from_ptr((*t).name).to_string_lossy().into_owned();
+                (name, buf)
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_262144_token_model_opens_by_reading_only_its_header() {
+    let (nginx, _tls, root) = nginx("vocab");
+    let path = root.join("vocab.gguf");
+    let local = gguf::GgufFile::open(&path).unwrap();
+    let header = local.data_offset();
+    let size = std::fs::metadata(&path).unwrap().len();
+    let url = nginx.url("m/vocab.gguf");
+
+    let f = open_url(&url, None, 0).unwrap();
+    let log = nginx.log();
+    let sent: u64 = log.iter().map(|l| l.bytes).sum();
+    let largest = log.iter().map(|l| l.bytes).max().unwrap();
+    // SAFETY: `f` is a live handle until gguf_close below.
+    unsafe {
+        assert_eq!(gguf_tensor_count(f), 3);
+        assert_eq!(gguf_data_offset(f), header);
+        assert_eq!(gguf_file_size(f), size);
+        assert!(!gguf_is_mapped(f));
+        let kv = gguf_get_metadata(f, c("tokenizer.ggml.tokens").as_ptr());
+        assert!(!kv.is_null());
+        assert_eq!((*kv).array_len, 262_144);
+        // Tensor data stays on the server until asked for.
+        let t = gguf_get_tensor_by_index(f, 0);
+        assert!(gguf_tensor_data(f, t).is_null());
+        gguf_clear_error();
+    }
+    println!(
+        "header {header} bytes, file {size} bytes: {} requests, {sent} bytes sent, largest {largest}",
+        log.len()
+    );
+    for l in &log {
+        assert_eq!(l.status, 206, "{l:?}");
+    }
+    assert!(
+        sent <= header + largest,
+        "{sent} bytes sent for a header of {header} (largest request {largest}): {log:?}"
+    );
+    assert!(sent < size - 8 << 20, "{sent} of {size} bytes sent");
+    // Logarithmic: a first chunk of 256 KiB, doubling.
+    assert!(log.len() <= 6, "{log:?}");
+
+    // The tensors read by ranges are the file's.
+    nginx.clear_log();
+    let got = tensors_of(f);
+    let want: Vec<(String, Vec<u8>)> = local
+        .tensors()
+        .map(|t| {
+            let name = String::from_utf8_lossy(t.name).into_owned();
+            (name, data_of(&local, &t).to_vec())
+        })
+        .collect();
+    assert!(got == want, "tensor data differs");
+    let log = nginx.log();
+    let sent: u64 = log.iter().map(|l| l.bytes).sum();
+    let data: u64 = want.iter().map(|(_, d)| d.len() as u64).sum();
+    assert_eq!(sent, data, "{log:?}");
+
+    // Several at once, on threads, into the caller's buffers.
+    // SAFETY: as above; the buffers outlive the call.
+    unsafe {
+        let infos: Vec<*const GGUFTensorInfo> =
+            (0..3).map(|i| gguf_get_tensor_by_index(f, i)).collect();
+        let mut bufs: Vec<Vec<u8>> = infos
+            .iter()
+            .map(|t| vec![0u8; (**t).size_bytes as usize])
+            .collect();
+        let dsts: Vec<*mut std::ffi::c_void> =
+            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        assert!(
+            gguf_read_tensors(
+                f,
+                infos.as_ptr(),
+                dsts.as_ptr(),
+                3,
+                4,
+                0,
+                None,
+                std::ptr::null_mut()
+            ),
+            "{}",
+            common::last_error()
+        );
+        for (k, b) in bufs.iter().enumerate() {
+            assert!(*b == want[k].1, "tensor {k} differs");
+        }
+        gguf_close(f);
+    }
+}
+
+#[test]
+fn a_split_model_opens_from_any_shards_url() {
+    let (nginx, _tls, root) = nginx("split");
+    let model = vocab_model();
+    let shards = model.into_shards(1).unwrap();
+    assert_eq!(shards.len(), 3);
+    for (no, shard) in shards.iter().enumerate() {
+        shard
+            .write_file(root.join(Writer::shard_path("split", no, 3)))
+            .unwrap();
+    }
+    let local = vocab_model();
+    let local = gguf::GgufFile::from_bytes(local.to_bytes().unwrap()).unwrap();
+    let want: Vec<(String, Vec<u8>)> = local
+        .tensors()
+        .map(|t| {
+            let name = String::from_utf8_lossy(t.name).into_owned();
+            (name, data_of(&local, &t).to_vec())
+        })
+        .collect();
+    // From the second shard's URL, with a query (as Hugging Face's `?download=true`).
+    let url = nginx.url("m/split-00002-of-00003.gguf?download=true");
+    let f = open_url(&url, None, 0).unwrap();
+    // SAFETY: `f` is live until gguf_close.
+    unsafe {
+        assert_eq!(gguf_shard_count(f), 3);
+        for no in 0..3u32 {
+            let s = gguf_get_shard(f, no);
+            let path = CStr::from_ptr((*s).path).to_str().unwrap();
+            assert_eq!(
+                path,
+                nginx.url(&format!("m/split-{:05}-of-00003.gguf", no + 1)),
+                "shard {no}"
+            );
+        }
+    }
+    assert!(tensors_of(f) == want, "tensor data differs");
+    // Every request kept the query.
+    assert!(nginx
+        .log()
+        .iter()
+        .all(|l| l.uri.ends_with("?download=true")));
+    // SAFETY: live handle.
+    unsafe { gguf_close(f) };
+
+    // Alone.
+    let f = open_url(&url, None, OpenFlag::SingleShard as u32).unwrap();
+    // SAFETY: live handle.
+    unsafe {
+        assert_eq!(gguf_shard_count(f), 1);
+        assert_eq!(gguf_tensor_count(f), 1);
+        gguf_close(f);
+    }
+
+    // A missing sibling names its URL.
+    std::fs::remove_file(root.join("split-00003-of-00003.gguf")).unwrap();
+    let (code, text) = open_url(&url, None, 0).unwrap_err();
+    assert_eq!(code, ErrorCode::Io as u32, "{text}");
+    assert!(
+        text.contains("split-00003-of-00003.gguf?download=true"),
+        "{text}"
+    );
+    assert!(text.contains("HTTP 404"), "{text}");
+}
+
+#[test]
+fn open_url_arguments_and_flags() {
+    // SAFETY: NULL and NUL-terminated arguments.
+    unsafe {
+        assert!(gguf_open_url(std::ptr::null(), std::ptr::null(), 0).is_null());
+        assert_eq!(gguf_last_error_code(), ErrorCode::NullArgument as u32);
+        assert!(gguf_open_url_ex(std::ptr::null(), std::ptr::null(), 0).is_null());
+    }
+    for url in [
+        "ftp://127.0.0.1/m.gguf",
+        "/tmp/m.gguf",
+        "http://",
+        "not a url",
+    ] {
+        let (code, text) = open_url(url, None, 0).unwrap_err();
+        assert_eq!(code, ErrorCode::InvalidArgument as u32, "{url}: {text}");
+        assert!(text.contains("http:// or https://"), "{url}: {text}");
+    }
+    let (code, text) =
+        open_url("http://127.0.0.1:9/m.gguf", None, OpenFlag::Populate as u32).unwrap_err();
+    assert_eq!(code, ErrorCode::InvalidArgument as u32);
+    assert!(
+        text.contains("GGUF_OPEN_FLAG_POPULATE does not apply to a URL"),
+        "{text}"
+    );
+    let (code, text) = open_url("http://127.0.0.1:9/m.gguf", None, 1 << 30).unwrap_err();
+    assert_eq!(code, ErrorCode::InvalidArgument as u32);
+    assert!(text.contains("unknown open flags"), "{text}");
+}
+
+#[test]
+fn open_url_with_a_token_and_options() {
+    let (nginx, _tls, root) = nginx("open-token");
+    let bytes = std::fs::read(root.join("small.gguf")).unwrap();
+    let url = nginx.url("gated/small.gguf");
+    let (code, text) = open_url(&url, None, 0).unwrap_err();
+    assert_eq!(code, ErrorCode::Io as u32);
+    assert!(text.contains("HTTP 401"), "{text}");
+    let f = open_url(&url, Some(TOKEN), 0).unwrap();
+    let local = gguf::GgufFile::from_bytes(bytes).unwrap();
+    let t = local.tensors().next().unwrap();
+    assert_eq!(tensors_of(f)[0].1, data_of(&local, &t));
+    // SAFETY: live handle.
+    unsafe { gguf_close(f) };
+
+    // gguf_open_url_ex: the token in the options, and a redirect limit.
+    let token = c(TOKEN);
+    let options = GGUFUrlOptions {
+        bearer_token: token.as_ptr(),
+        timeout_ms: 5000,
+        max_redirects: 0,
+    };
+    // SAFETY: the options and strings live through the call.
+    let f = unsafe { gguf_open_url_ex(c(&url).as_ptr(), &options, 0) };
+    assert!(!f.is_null(), "{}", common::last_error());
+    // SAFETY: live handle.
+    unsafe { gguf_close(f) };
+}
+
+#[test]
+fn open_url_ex_timeout_applies_to_a_silent_server() {
+    let server = bad(Misbehaviour::Silent);
+    let url = c(&server.url("m.gguf"));
+    let options = GGUFUrlOptions {
+        bearer_token: std::ptr::null(),
+        timeout_ms: 300,
+        max_redirects: 0,
+    };
+    let start = Instant::now();
+    // SAFETY: the options and strings live through the call.
+    let f = unsafe { gguf_open_url_ex(url.as_ptr(), &options, 0) };
+    assert!(f.is_null());
+    let text = common::last_error();
+    assert!(start.elapsed() < Duration::from_secs(5), "{text}");
+    assert!(
+        text.contains("no data from the server for 300 ms"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_read_after_the_server_went_away_names_the_url_and_range() {
+    let (nginx, _tls, _root) = nginx("gone");
+    let url = nginx.url("m/vocab.gguf");
+    let f = open_url(&url, None, 0).unwrap();
+    drop(nginx);
+    // SAFETY: live handle; the buffer outlives the call.
+    unsafe {
+        let t = gguf_get_tensor_by_index(f, 2);
+        let at = (*t).file_offset;
+        let mut buf = vec![0u8; 1000];
+        assert!(!gguf_read_tensor(f, t, 24, buf.as_mut_ptr().cast(), 1000));
+        let text = common::last_error();
+        assert_eq!(gguf_last_error_code(), ErrorCode::Io as u32);
+        assert!(text.contains(&url), "{text}");
+        let range = format!("bytes {}-{}", at + 24, at + 24 + 999);
+        assert!(text.contains(&range), "{text}");
+        gguf_close(f);
+    }
 }

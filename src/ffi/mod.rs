@@ -28,6 +28,7 @@ pub mod read;
 pub mod shards;
 pub mod tensors;
 pub mod types;
+pub mod url;
 pub mod version;
 pub mod writer;
 
@@ -44,5 +45,6 @@ pub use read::*;
 pub use shards::*;
 pub use tensors::*;
 pub use types::*;
+pub use url::*;
 pub use version::*;
 pub use writer::*;

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 /// A fresh, empty directory for one test.
 pub fn fresh_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("url").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("url")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -35,9 +37,7 @@ fn nginx_binary() -> PathBuf {
             return p;
         }
     }
-    panic!(
-        "tests/url.rs needs nginx (Debian: apt-get install nginx-light); .ci/run installs it"
-    );
+    panic!("tests/url.rs needs nginx (Debian: apt-get install nginx-light); .ci/run installs it");
 }
 
 /// A certificate authority of the test's own, and a certificate it signs for 127.0.0.1 and
@@ -52,7 +52,13 @@ pub fn make_tls(dir: &Path) -> Tls {
     let openssl = |args: &[&str]| {
         super::common::run(Command::new("openssl").args(args).current_dir(dir));
     };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
     openssl(
         &[
             &["req", "-x509"][..],
@@ -80,8 +86,21 @@ pub fn make_tls(dir: &Path) -> Tls {
     )
     .unwrap();
     openssl(&[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "server.ext",
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
     ]);
     Tls {
         ca: dir.join("ca.pem"),
@@ -333,7 +352,9 @@ impl BadServer {
 }
 
 /// The request's path and `Range: bytes=A-B`, read up to its blank line.
-fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<(String, Option<(u64, u64)>)> {
+fn read_request(
+    reader: &mut BufReader<TcpStream>,
+) -> std::io::Result<(String, Option<(u64, u64)>)> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Err(std::io::ErrorKind::UnexpectedEof.into());
