@@ -445,13 +445,14 @@ fn parse_url(url: &str) -> Result<Uri> {
 
 /// The agent for one source: no automatic redirects (see `HttpSource::get`), statuses as
 /// responses, the caller's timeout on connecting and on every read and write, and for HTTPS the
-/// system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR first, as OpenSSL does).
+/// system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR first, as OpenSSL does). Name lookups
+/// are left to the system resolver's own timeouts: with a timeout of its own, the client would
+/// start a thread per request to wait on it.
 fn agent(uri: &Uri, options: &HttpOptions) -> Result<ureq::Agent> {
     let timeout = Some(options.timeout);
     let mut config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
-        .timeout_resolve(timeout)
         .timeout_connect(timeout)
         .timeout_per_read(timeout)
         .timeout_per_write(timeout)

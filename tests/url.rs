@@ -59,11 +59,17 @@ fn small_model() -> Writer {
     w
 }
 
-/// The files nginx serves, written once per directory: `vocab.gguf`, `small.gguf`.
+/// The files nginx serves: `vocab.gguf`, `small.gguf` and `split-0000i-of-00003.gguf`
+/// (`vocab.gguf` one tensor to a shard).
 fn serve_models(root: &Path) {
     std::fs::create_dir_all(root).unwrap();
     vocab_model().write_file(root.join("vocab.gguf")).unwrap();
     small_model().write_file(root.join("small.gguf")).unwrap();
+    for (no, shard) in vocab_model().into_shards(1).unwrap().iter().enumerate() {
+        shard
+            .write_file(root.join(Writer::shard_path("split", no, 3)))
+            .unwrap();
+    }
 }
 
 /// nginx over fresh copies of the models, with its own CA, for test `name`.
@@ -529,14 +535,6 @@ fn a_262144_token_model_opens_by_reading_only_its_header() {
 #[test]
 fn a_split_model_opens_from_any_shards_url() {
     let (nginx, _tls, root) = nginx("split");
-    let model = vocab_model();
-    let shards = model.into_shards(1).unwrap();
-    assert_eq!(shards.len(), 3);
-    for (no, shard) in shards.iter().enumerate() {
-        shard
-            .write_file(root.join(Writer::shard_path("split", no, 3)))
-            .unwrap();
-    }
     let local = vocab_model();
     let local = gguf::GgufFile::from_bytes(local.to_bytes().unwrap()).unwrap();
     let want: Vec<(String, Vec<u8>)> = local
@@ -690,4 +688,145 @@ fn a_read_after_the_server_went_away_names_the_url_and_range() {
         assert!(text.contains(&range), "{text}");
         gguf_close(f);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// From C: c_tests/test_url.c, with ASan and UBSan (against libgguf.so and libgguf.a) and under
+// valgrind. (tests/c_api.rs's every_c_program_is_run finds these two calls here.)
+
+const CFLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-fno-omit-frame-pointer",
+    "-g",
+    "-pthread",
+];
+const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+#[derive(Clone, Copy, Debug)]
+enum Link {
+    Shared,
+    Static,
+    Plain,
+}
+
+fn compile(program: &str, link: Link) -> std::path::PathBuf {
+    let root = common::manifest_dir();
+    let lib = common::lib_dir();
+    let exe = common::bin_dir("url").join(format!("{program}-{link:?}").to_lowercase());
+    let mut cmd = std::process::Command::new(common::cc());
+    cmd.args(CFLAGS);
+    if !matches!(link, Link::Plain) {
+        cmd.args(SANITIZE);
+    }
+    cmd.arg(format!("-I{}", root.join("include").display()))
+        .arg(format!("-I{}", root.join("c_tests").display()))
+        .arg(root.join("c_tests").join(format!("{program}.c")));
+    match link {
+        Link::Shared | Link::Plain => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lgguf")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
+        }
+    }
+    common::link_aside(&mut cmd, &exe);
+    exe
+}
+
+/// Runs `exe` (through `wrapper` words first, if any) against a fresh nginx and silent server.
+fn run_against_servers(name: &str, wrapper: &[&str], exe: &Path) -> std::process::Output {
+    let (nginx, tls, _root) = nginx(name);
+    let silent = bad(Misbehaviour::Silent);
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = std::process::Command::new(program);
+            c.args(args).arg(exe);
+            c
+        }
+        None => std::process::Command::new(exe),
+    };
+    // Under valgrind, plain HTTP only: ring's assembly (TLS's ciphers) is opaque to memcheck,
+    // which then takes every byte it computes for uninitialised. The ASan runs cover HTTPS.
+    let https = if wrapper.is_empty() {
+        nginx.https_url("")
+    } else {
+        "-".to_string()
+    };
+    cmd.arg(nginx.url(""))
+        .arg(https)
+        .arg(silent.url("m.gguf"))
+        .env("SSL_CERT_FILE", &tls.ca)
+        .env_remove("SSL_CERT_DIR")
+        .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        .env("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1");
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()))
+}
+
+fn run_c_test(program: &str) {
+    for link in [Link::Shared, Link::Static] {
+        let exe = compile(program, link);
+        let output = run_against_servers(&format!("c-{link:?}"), &[], &exe);
+        assert!(
+            output.status.success() && String::from_utf8_lossy(&output.stdout).contains("ok"),
+            "{program} ({link:?} link) failed\n{}",
+            common::show(&output)
+        );
+    }
+}
+
+/// The one leak report valgrind makes that is not one: Rust's standard library keeps a handle on
+/// the current thread (made when the library first starts threads of its own from the C
+/// program's main thread) in a thread-local that the main thread never tears down, and points
+/// into it past its start (hence "possibly").
+const STD_THREAD_HANDLE_SUPPRESSION: &str = "{
+   rust-std-current-thread-handle
+   Memcheck:Leak
+   match-leak-kinds: possible
+   fun:malloc
+   ...
+   fun:*init_current*
+}
+";
+
+fn run_valgrind(program: &str) {
+    let exe = compile(program, Link::Plain);
+    let supp = common::bin_dir("url").join("std-thread.supp");
+    std::fs::write(&supp, STD_THREAD_HANDLE_SUPPRESSION).unwrap();
+    let supp = format!("--suppressions={}", supp.display());
+    let output = run_against_servers(
+        "c-valgrind",
+        &[
+            "valgrind",
+            &supp,
+            "--tool=memcheck",
+            "--error-exitcode=99",
+            "--leak-check=full",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible",
+            "--quiet",
+        ],
+        &exe,
+    );
+    assert!(
+        output.status.success(),
+        "{program} under valgrind failed\n{}",
+        common::show(&output)
+    );
+}
+
+#[test]
+fn c_test_url() {
+    run_c_test("test_url");
+}
+
+#[test]
+fn valgrind_url() {
+    run_valgrind("test_url");
 }
