@@ -1,7 +1,7 @@
 //! Opening a model on an HTTP(S) server by its URL (`src/http.rs` reads it by range requests).
 
 use super::boundary::{c_str, guard};
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::handle::GGUFFile;
 use crate::error::{Error, ErrorCode, Result};
 use std::ffi::c_char;
 
@@ -146,7 +146,7 @@ fn open(
         },
     };
     let model = crate::http::open_model(url, &http, single_shard)?;
-    Ok(Box::into_raw(Box::new(GGUFFileImpl::new(
+    Ok(Box::into_raw(Box::new(super::handle::GGUFFileImpl::new(
         model,
         url.to_string(),
     ))))

@@ -2,6 +2,9 @@
 //! serves ranges, TLS and redirects as the web does), started on free ports with a config of its
 //! own, and a small misbehaving server for what nginx never does.
 
+// Each test file that includes this one uses part of it.
+#![allow(dead_code)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
