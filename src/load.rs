@@ -11,7 +11,7 @@ use crate::read_at::{lying, read_exact_at, FileAt, ReadAt};
 use crate::source::Source;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
 /// reached in five doublings).
@@ -22,23 +22,23 @@ pub const FIRST_CHUNK: u64 = 256 * 1024;
 /// the header's size, and at most the header plus the last chunk is read). Every rule is
 /// checked as for a mapped file, against the size the source declares. Errors name the source.
 pub fn parse_source(source: Arc<dyn ReadAt>) -> Result<GgufFile<Source>> {
-    let name = source.describe();
-    parse_prefixes(source).map_err(|e| e.in_file(name))
+    parse_source_from(source, FIRST_CHUNK)
 }
 
-pub(crate) fn parse_prefixes(source: Arc<dyn ReadAt>) -> Result<GgufFile<Source>> {
+/// [`parse_source`] with a first read of `first_chunk` bytes (at least 1; tests use small ones
+/// to make the header run past many prefixes).
+pub fn parse_source_from(source: Arc<dyn ReadAt>, first_chunk: u64) -> Result<GgufFile<Source>> {
+    let name = source.describe();
+    parse_prefixes(source, first_chunk.max(1)).map_err(|e| e.in_file(name))
+}
+
+pub(crate) fn parse_prefixes(
+    source: Arc<dyn ReadAt>,
+    first_chunk: u64,
+) -> Result<GgufFile<Source>> {
     let size = source.len();
-    if size == 0 {
-        let kind = ErrorKind::Truncated {
-            reading: "the magic".to_string(),
-            needed: 4,
-            remaining: 0,
-            empty_file: true,
-        };
-        return Err(Error::at(0, kind));
-    }
     let mut header: Vec<u8> = Vec::new();
-    let mut want = FIRST_CHUNK.min(size);
+    let mut want = first_chunk.min(size);
     loop {
         let have = header.len();
         let grow = usize::try_from(want).map_err(|_| too_large(want))? - have;
@@ -366,11 +366,11 @@ fn read_unit(unit: &mut Unit<'_>, reader: &Reader<'_>, bounce: &mut Bounce) -> R
             } else {
                 1
             };
-            // One piece exactly covering the read, its buffer aligned: read straight into it.
+            // One piece whose buffer lies like the file modulo the alignment: its whole blocks
+            // are read straight into it, only a partial first and last block through `bounce`.
             if let [p] = &mut unit.pieces[..] {
-                let aligned = (p.dst.as_ptr() as usize) % align == 0;
-                if aligned && p.at == unit.start && p.at + p.dst.len() as u64 == unit.end {
-                    read_block(source, *base, direct.as_ref(), p.at, p.dst)?;
+                let direct = direct.as_ref();
+                if read_in_place(p, source, *base, direct, align, bounce)? {
                     return Ok(bytes);
                 }
             }
@@ -394,6 +394,58 @@ fn read_unit(unit: &mut Unit<'_>, reader: &Reader<'_>, bounce: &mut Bounce) -> R
     Ok(bytes)
 }
 
+/// Reads `p` in place when its buffer has the same remainder modulo `align` as its position in
+/// the file and it spans at least one whole block: the whole blocks straight into the buffer,
+/// the partial blocks at either end through `bounce`. Returns whether it did.
+fn read_in_place(
+    p: &mut Piece<'_>,
+    source: &Arc<dyn ReadAt>,
+    base: u64,
+    direct: Option<&File>,
+    align: usize,
+    bounce: &mut Bounce,
+) -> Result<bool> {
+    let a = align as u64;
+    let len = p.dst.len() as u64;
+    let (start, end) = (p.at.div_ceil(a) * a, (p.at + len) / a * a);
+    if (p.dst.as_ptr() as u64) % a != p.at % a || end <= start {
+        return Ok(false);
+    }
+    // Within `len`, so within usize.
+    let head = usize::try_from(start - p.at).expect("within the buffer");
+    let body = usize::try_from(end - start).expect("within the buffer");
+    let got = read_block(source, base, direct, start, &mut p.dst[head..head + body])?;
+    if got < body {
+        return Err(lying(
+            &**source,
+            (start + got as u64).saturating_sub(base),
+            "ended early".into(),
+        ));
+    }
+    let mut partial = |from: u64, dst: &mut [u8]| -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let block = from / a * a;
+        let buf = bounce.slice(align, align)?;
+        let got = read_block(source, base, direct, block, buf)?;
+        let skip = usize::try_from(from - block).expect("within a block");
+        if got < skip + dst.len() {
+            return Err(lying(
+                &**source,
+                from.saturating_sub(base),
+                "ended early".into(),
+            ));
+        }
+        dst.copy_from_slice(&buf[skip..skip + dst.len()]);
+        Ok(())
+    };
+    let (head_dst, rest) = p.dst.split_at_mut(head);
+    partial(p.at, head_dst)?;
+    partial(end, &mut rest[body..])?;
+    Ok(true)
+}
+
 /// Reads at absolute position `at` into `dst`; returns how many bytes were read (fewer only
 /// when `dst` runs past the file's end, which only a widened direct read does). `at` may lie
 /// before the source's start (a direct read widened to a block boundary inside a bigger file).
@@ -405,6 +457,9 @@ fn read_block(
     dst: &mut [u8],
 ) -> Result<usize> {
     let Some(file) = direct else {
+        if let Some(f) = source.file() {
+            platform::will_need(f.file(), at, dst.len() as u64);
+        }
         read_exact_at(&**source, at - base, dst)?;
         return Ok(dst.len());
     };
@@ -454,53 +509,82 @@ fn run_units(
         }
         return Ok(());
     }
+    let units_len = units.len();
     let slots: Vec<Mutex<Option<Unit<'_>>>> =
         units.into_iter().map(|u| Mutex::new(Some(u))).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<Result<u64>>();
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let (slots, next, stop) = (&slots, &next, &stop);
-            scope.spawn(move || {
-                let mut bounce = Bounce { buf: Vec::new() };
-                while !stop.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = slots.get(i) else { break };
-                    let unit = slot.lock().map(|mut u| u.take()).unwrap_or(None);
-                    let Some(mut unit) = unit else { continue };
-                    let reader = &readers[unit.shard];
-                    let r = read_unit(&mut unit, reader, &mut bounce);
-                    let failed = r.is_err();
-                    if tx.send(r).is_err() || failed {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        // The calling thread reports progress as reads complete.
-        let mut outcome = Ok(());
-        for r in rx {
-            match r {
-                Ok(n) => {
-                    done += n;
-                    if outcome.is_ok() && !progress(done, total) {
-                        outcome = Err(cancelled());
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-                Err(e) => {
-                    if outcome.is_ok() {
-                        outcome = Err(e);
-                    }
-                    stop.store(true, Ordering::Relaxed);
-                }
+    // What the threads report: units read, bytes read, the first failure. (A mutex and a
+    // condition variable rather than a channel: a channel's blocking receive registers the
+    // calling thread with Rust's runtime, which a C caller's leak checker reports.)
+    let reports = Mutex::new(Reports::default());
+    let changed = Condvar::new();
+    let report = |r: Result<u64>| {
+        let mut g = reports.lock().unwrap_or_else(|p| p.into_inner());
+        match r {
+            Ok(n) => {
+                g.units += 1;
+                g.bytes += n;
+            }
+            Err(e) => {
+                g.error.get_or_insert(e);
             }
         }
+        changed.notify_one();
+    };
+    let work = || {
+        let mut bounce = Bounce { buf: Vec::new() };
+        while !stop.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else { break };
+            let unit = slot.lock().map(|mut u| u.take()).unwrap_or(None);
+            let Some(mut unit) = unit else { continue };
+            let reader = &readers[unit.shard];
+            // A panic (a bug) is reported rather than leaving the calling thread waiting.
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_unit(&mut unit, reader, &mut bounce)
+            }))
+            .unwrap_or_else(|_| Err(Error::msg(ErrorCode::Internal, "a read thread panicked")));
+            let failed = r.is_err();
+            report(r);
+            if failed {
+                break;
+            }
+        }
+    };
+    // The calling thread reports progress as reads complete, until all are done or one fails.
+    platform::with_workers(threads, &work, || {
+        let mut seen = 0;
+        let outcome = loop {
+            let (units, bytes) = {
+                let mut g = reports.lock().unwrap_or_else(|p| p.into_inner());
+                while g.units == seen && g.error.is_none() {
+                    g = changed.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                if let Some(e) = g.error.take() {
+                    break Err(e);
+                }
+                (g.units, g.bytes)
+            };
+            seen = units;
+            if !progress(bytes, total) {
+                break Err(cancelled());
+            }
+            if seen == units_len {
+                break Ok(());
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
         outcome
     })
+}
+
+/// What [`run_units`]'s threads have done.
+#[derive(Default)]
+struct Reports {
+    units: usize,
+    bytes: u64,
+    error: Option<Error>,
 }
 
 /// The digest of tensor `index`'s data, read from memory, or by positioned reads of 8 MiB for a

@@ -599,6 +599,16 @@ fn valgrind_digest() {
 }
 
 #[test]
+fn valgrind_sources() {
+    run_valgrind("test_sources");
+}
+
+#[test]
+fn c_test_sources() {
+    run_c_test("test_sources");
+}
+
+#[test]
 fn c_test_open() {
     run_c_test("test_open");
 }

@@ -33,7 +33,7 @@ export CARGO_TERM_COLOR=never
 HOST_ONLY_TESTS="c_api c_writer readme inspect header install python conformance ggml_crosscheck"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them)
-CROSS_TESTS="boundary concurrency fuzz_regressions paging parser_errors paths plans resource_bounds
+CROSS_TESTS="boundary concurrency fuzz_regressions paging parser_errors paths plans resource_bounds sources
   roundtrip_props sample scale shards writer_copy writer_durability writer_reader"
 # Test files about Unix facilities (FIFOs, /dev and /proc files, setrlimit, permission bits,
 # SIGXFSZ): not built for Windows. Their platform-neutral cases (atomic replacement, non-ASCII

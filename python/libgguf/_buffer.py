@@ -36,6 +36,7 @@ except (AttributeError, OSError):  # not CPython
     _get_buffer = _release_buffer = None
 
 _PyBUF_SIMPLE = 0
+_PyBUF_WRITABLE = 1
 
 
 class Pin:
@@ -46,16 +47,20 @@ class Pin:
 
     __slots__ = ("address", "size", "_view", "_obj", "__weakref__")
 
-    def __init__(self, obj: object):
+    def __init__(self, obj: object, writable: bool = False):
         self._obj = obj
         if _get_buffer is not None:
             view = _PyBuffer()
-            _get_buffer(obj, ctypes.byref(view), _PyBUF_SIMPLE)  # raises BufferError
+            # A writable request fails (BufferError) for read-only or non-contiguous buffers.
+            flags = _PyBUF_WRITABLE if writable else _PyBUF_SIMPLE
+            _get_buffer(obj, ctypes.byref(view), flags)  # raises BufferError
             self._view = view
             self.address = view.buf or 0
             self.size = view.len
             return
         mv = memoryview(obj).cast("B")  # pragma: no cover (not CPython)
+        if writable and mv.readonly:
+            raise BufferError("the buffer is read-only")
         if mv.readonly:
             data = ctypes.create_string_buffer(mv.tobytes(), len(mv))
         else:

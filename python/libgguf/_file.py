@@ -86,15 +86,26 @@ def _close(lib: Any, ptr: int, pin: Pin | None) -> None:
 
 
 def open(
-    path: str | bytes | os.PathLike,
+    path: Any,
     *,
+    offset: int | None = None,
+    length: int = 0,
     populate: bool = False,
     lock: bool = False,
     read: bool = False,
     single_shard: bool = False,
+    no_map: bool = False,
 ) -> "GGUFFile":
-    """Opens the GGUF file at ``path``: maps it read-only and checks every rule of the format
+    """Opens a GGUF file: maps it read-only and checks every rule of the format
     (``gguf_open_ex``). Tensor data is neither read nor copied.
+
+    ``path`` is a path; or a file descriptor (an ``int``, or a tuple ``(fd, offset)`` or
+    ``(fd, offset, length)``; ``offset=`` and ``length=`` may be given as keywords), for a model
+    stored inside another file, which is duplicated (``gguf_open_fd``: the caller may close
+    ``fd``); or a seekable binary file object (``io.BufferedReader``, a zip member, an fsspec
+    file), read through ``gguf_open_reader``: only the header is read, and tensor data is then
+    read with :meth:`GGUFFile.read_tensor` / :meth:`GGUFFile.read_tensors` (``Tensor.data``
+    raises). ``no_map`` opens a path or descriptor without mapping it, the same way.
 
     ``populate`` faults every page in up front (``MAP_POPULATE``), ``lock`` locks the pages in
     memory (``mlock``; fails when ``ulimit -l`` forbids), ``read`` reads the file into private
@@ -107,18 +118,86 @@ def open(
     byte in ``path`` raises ``ValueError``.
     """
     lib = _native.load()
-    raw = _convert.path(path)
-    _refuse_unopenable(raw, os.fspath(path))
     flags = (
         (_native.OPEN_FLAG_POPULATE if populate else 0)
         | (_native.OPEN_FLAG_LOCK if lock else 0)
         | (_native.OPEN_FLAG_READ if read else 0)
         | (_native.OPEN_FLAG_SINGLE_SHARD if single_shard else 0)
+        | (_native.OPEN_FLAG_NO_MAP if no_map else 0)
     )
+    if isinstance(path, tuple):
+        if not 2 <= len(path) <= 3 or offset is not None:
+            raise TypeError("a descriptor is given as (fd, offset) or (fd, offset, length)")
+        path, offset, *rest = path
+        length = rest[0] if rest else length
+    if isinstance(path, int) and not isinstance(path, bool):
+        return _open_fd(lib, path, offset or 0, length, flags)
+    if offset is not None:
+        raise TypeError("offset= applies to a file descriptor")
+    if not isinstance(path, (str, bytes, os.PathLike)) and hasattr(path, "seek"):
+        return _open_reader(lib, path, flags)
+    raw = _convert.path(path)
+    _refuse_unopenable(raw, os.fspath(path))
     ptr = lib.gguf_open_ex(raw, flags)
     if not ptr:
         raise lib.error()
     return GGUFFile(_Handle(lib, ptr, None), os.fspath(path))
+
+
+def _open_fd(lib: Any, fd: int, offset: int, length: int, flags: int) -> "GGUFFile":
+    fd = _convert.u32(fd, "file descriptor") if fd >= 0 else fd
+    ptr = lib.gguf_open_fd(
+        fd, _convert.u64(offset, "offset"), _convert.u64(length, "length"), flags
+    )
+    if not ptr:
+        raise lib.error()
+    return GGUFFile(_Handle(lib, ptr, None), f"file descriptor {fd} at offset {offset}")
+
+
+class _FileReader:
+    """A seekable binary file object as a ``GGUFReadFn``; kept alive (with its C callback) by
+    the handle, whose ``release`` runs at ``gguf_close``."""
+
+    def __init__(self, f: Any):
+        self.f = f
+        self.error: BaseException | None = None
+        self.callback = _native.READ_FN(self._read)
+
+    def _read(self, _user: Any, offset: int, dst: int, size: int) -> int:
+        try:
+            f = self.f
+            f.seek(offset)
+            out = (ctypes.c_char * size).from_address(dst)
+            view = memoryview(out).cast("B")
+            done = 0
+            readinto = getattr(f, "readinto", None)
+            while done < size:
+                if readinto is not None:
+                    n = readinto(view[done:])
+                else:
+                    chunk = f.read(size - done)
+                    n = len(chunk)
+                    view[done : done + n] = chunk
+                if not n:
+                    break
+                done += n
+            return done
+        except BaseException as e:  # noqa: BLE001 (reported as the open's cause)
+            self.error = e
+            return -1
+
+    def release(self) -> None:
+        self.f = None
+
+
+def _open_reader(lib: Any, f: Any, flags: int) -> "GGUFFile":
+    size = f.seek(0, os.SEEK_END)
+    reader = _FileReader(f)
+    ptr = lib.gguf_open_reader(reader.callback, None, _convert.u64(size, "size"), flags)
+    if not ptr:
+        raise lib.error() from reader.error
+    name = getattr(f, "name", None)
+    return GGUFFile(_Handle(lib, ptr, reader), name if isinstance(name, str) else "<reader>")
 
 
 _PROBE_FLAGS = (
@@ -648,6 +727,15 @@ class Tensor:
         converts). Quantized types are given as their raw bytes (``uint8``) with the innermost
         axis in bytes (``ne[0] / block_size * block_bytes``), as gguf-py does."""
         np = _numpy()
+        shape, dt = self._numpy_layout(np)
+        if self.size == 0:
+            out = np.empty(shape, dtype=dt)
+            out.flags.writeable = False
+            return out
+        return np.frombuffer(self.data, dtype=dt).reshape(shape)
+
+    def _numpy_layout(self, np: Any) -> tuple:
+        """The shape and numpy dtype :meth:`numpy` gives."""
         shape = self.shape[::-1]
         kind = _NUMPY_TENSORS.get(self.dtype)
         order = ">" if self._file.byte_order == "big" else "<"
@@ -660,11 +748,16 @@ class Tensor:
             block_bytes = lib.gguf_dtype_block_bytes(int(self.dtype))
             inner = (self.shape[0] if self.shape else 1) // block * block_bytes
             shape = shape[:-1] + (inner,) if shape else (inner,)
-        if self.size == 0:
-            out = np.empty(shape, dtype=dt)
-            out.flags.writeable = False
-            return out
-        return np.frombuffer(self.data, dtype=dt).reshape(shape)
+        return shape, dt
+
+    def _new_buffer(self) -> Any:
+        """A writable array shaped as :meth:`numpy` gives (a ``bytearray`` without numpy)."""
+        try:
+            np = _numpy()
+        except ImportError:
+            return bytearray(self.size)
+        shape, dt = self._numpy_layout(np)
+        return np.empty(shape, dtype=dt)
 
     def advise(self, advice: int) -> None:
         """Paging advice for the tensor's pages (``madvise``): a :class:`Paging` value."""
@@ -914,6 +1007,95 @@ class GGUFFile:
                 Placement(None if x.view == NO_VIEW else x.view, x.offset) for x in raw
             ]
         return UploadPlan(p.page_size, p.max_view_size, views, placements, p.n_oversized)
+
+    # Reading tensor data into the caller's memory
+    @property
+    def is_mapped(self) -> bool:
+        """Whether tensor data is in memory (``Tensor.data`` works); false for files opened
+        through a reader or with ``no_map`` (``gguf_is_mapped``)."""
+        h = self._handle()
+        return bool(h.lib.gguf_is_mapped(h.ptr))
+
+    def read_tensor(
+        self, tensor: Tensor | str | bytes, out: Any = None, offset: int = 0, size: int | None = None
+    ) -> Any:
+        """Copies ``size`` bytes (default: to the tensor's end) of the tensor's data from
+        ``offset`` into ``out``, a writable buffer (numpy array, ``bytearray``, ...) of at least
+        that size, and returns it. Without ``out``, the whole tensor goes into a new numpy array
+        shaped as :meth:`Tensor.numpy` gives (a ``bytearray`` for a part, or without numpy).
+        Works for every kind of file (``gguf_read_tensor``)."""
+        t = tensor if isinstance(tensor, Tensor) else self.tensor(tensor)
+        offset = _convert.u64(offset, "offset")
+        if size is None:
+            size = max(t.size - offset, 0)
+        size = _convert.u64(size, "size")
+        if out is None:
+            whole = offset == 0 and size == t.size
+            out = t._new_buffer() if whole else bytearray(size)
+        pin = Pin(out, writable=True)
+        try:
+            if pin.size < size:
+                raise ValueError(f"the buffer holds {pin.size} bytes, {size} are read")
+            h = self._handle()
+            if size and not h.lib.gguf_read_tensor(h.ptr, t._addr, offset, pin.address, size):
+                raise h.lib.error()
+        finally:
+            pin.release()
+        return out
+
+    def read_tensors(
+        self,
+        tensors: list | None = None,
+        outs: list | None = None,
+        *,
+        threads: int = 0,
+        direct: bool = False,
+        progress: Any = None,
+    ) -> list:
+        """Reads whole tensors (default: every tensor) into ``outs`` (writable buffers of at
+        least each tensor's size; default: new numpy arrays as :meth:`read_tensor` makes) with
+        ``gguf_read_tensors``: ``threads`` threads (0: the library decides), ``direct`` to
+        bypass the page cache, ``progress(done_bytes, total_bytes)`` called as reads complete
+        (return ``False`` to stop: raises :class:`GGUFError` with code ``CANCELLED``). Returns
+        ``outs``."""
+        ts = self.tensors if tensors is None else [
+            t if isinstance(t, Tensor) else self.tensor(t) for t in tensors
+        ]
+        if outs is None:
+            outs = [t._new_buffer() for t in ts]
+        if len(outs) != len(ts):
+            raise ValueError(f"{len(ts)} tensors but {len(outs)} buffers")
+        pins = []
+        try:
+            for t, out in zip(ts, outs):
+                pin = Pin(out, writable=True)
+                pins.append(pin)
+                if pin.size < t.size:
+                    raise ValueError(f"the buffer for {t.name!r} holds {pin.size} bytes, not {t.size}")
+            n = len(ts)
+            infos = (c_void_p * max(n, 1))(*[t._addr for t in ts])
+            dsts = (c_void_p * max(n, 1))(*[p.address or 1 for p in pins])
+            error: list = []
+
+            def report(_user: Any, done: int, total: int) -> bool:
+                try:
+                    return progress is None or progress(done, total) is not False
+                except BaseException as e:  # noqa: BLE001 (re-raised below)
+                    error.append(e)
+                    return False
+
+            callback = _native.PROGRESS_FN(report)
+            h = self._handle()
+            flags = _native.READ_FLAG_DIRECT if direct else 0
+            threads = _convert.u32(threads, "threads")
+            if not h.lib.gguf_read_tensors(h.ptr, infos, dsts, n, threads, flags, callback, None):
+                if error:
+                    raise error[0]
+                raise h.lib.error()
+        finally:
+            for p in pins:
+                p.release()
+        return outs
 
     def advise(self, advice: int) -> None:
         """Paging advice for the whole data section of every shard (``gguf_advise_data``)."""

@@ -139,6 +139,7 @@ class ErrorCode(_NamedIntEnum):
     OUT_OF_MEMORY = 6
     INTERNAL = 7
     UNSUPPORTED = 8
+    CANCELLED = 9
     TRUNCATED = 10
     BAD_MAGIC = 11
     UNSUPPORTED_VERSION = 12
@@ -184,6 +185,8 @@ OPEN_FLAG_POPULATE = 1
 OPEN_FLAG_LOCK = 2
 OPEN_FLAG_READ = 4
 OPEN_FLAG_SINGLE_SHARD = 8
+OPEN_FLAG_NO_MAP = 16
+READ_FLAG_DIRECT = 1
 NO_VIEW = 0xFFFF_FFFF_FFFF_FFFF
 UINT64_MAX = 0xFFFF_FFFF_FFFF_FFFF
 
@@ -416,6 +419,9 @@ ARRAY_GETTERS = {
 
 _u64p = POINTER(c_uint64)
 _FILE = c_void_p
+#: ``GGUFReadFn`` and ``GGUFProgressFn`` (``gguf_open_reader``, ``gguf_read_tensors``).
+READ_FN = ctypes.CFUNCTYPE(ctypes.c_int64, c_void_p, c_uint64, c_void_p, c_uint64)
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_bool, c_void_p, c_uint64, c_uint64)
 _WRITER = c_void_p
 
 # name: (restype, argtypes)
@@ -428,6 +434,14 @@ _PROTOTYPES = {
     "gguf_open": (_FILE, [c_char_p]),
     "gguf_open_ex": (_FILE, [c_char_p, c_uint32]),
     "gguf_open_memory": (_FILE, [c_void_p, c_size_t]),
+    "gguf_open_fd": (_FILE, [ctypes.c_int32, c_uint64, c_uint64, c_uint32]),
+    "gguf_open_reader": (_FILE, [READ_FN, c_void_p, c_uint64, c_uint32]),
+    "gguf_is_mapped": (ctypes.c_bool, [_FILE]),
+    "gguf_read_tensor": (ctypes.c_bool, [_FILE, c_void_p, c_uint64, c_void_p, c_uint64]),
+    "gguf_read_tensors": (
+        ctypes.c_bool,
+        [_FILE, c_void_p, c_void_p, c_uint64, c_uint32, c_uint32, PROGRESS_FN, c_void_p],
+    ),
     "gguf_close": (None, [_FILE]),
     "gguf_version": (c_uint32, [_FILE]),
     "gguf_alignment": (c_uint64, [_FILE]),

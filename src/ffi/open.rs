@@ -85,10 +85,14 @@ pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
 /// locks it in memory (failing, naming `ulimit -l`, when the limit forbids; `VirtualLock` on
 /// Windows, within the process's working set), `GGUF_OPEN_FLAG_READ` reads it into private memory
 /// instead of mapping it (immune to the file being truncated or rewritten afterwards), and
-/// `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone. 0 behaves as
-/// `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for
+/// `GGUF_OPEN_FLAG_SINGLE_SHARD` opens one shard of a split model alone, and
+/// `GGUF_OPEN_FLAG_NO_MAP` maps nothing: the header is read by positioned reads and tensor data
+/// only by `gguf_read_tensor(s)` (`gguf_is_mapped` is then false, and `gguf_tensor_data` NULL). A
+/// file larger than the address space (over 4 GiB in a 32-bit process) is opened that way
+/// without the flag, unless GGUF_OPEN_FLAG_READ asks for a copy. 0 behaves as `gguf_open`. Unknown flags fail with GGUF_ERROR_CODE_INVALID_ARGUMENT. A map that fails for
 /// want of memory mappings or address space fails with GGUF_ERROR_CODE_IO naming
-/// `vm.max_map_count` (with the mappings in use) and `ulimit -v`.
+/// `vm.max_map_count` (with the mappings in use) and `ulimit -v`, and recommending
+/// GGUF_OPEN_FLAG_NO_MAP.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFile {
     guard(std::ptr::null_mut(), || {

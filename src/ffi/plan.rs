@@ -4,7 +4,7 @@
 
 use super::boundary::guard;
 use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::error::Result;
+use crate::error::{ErrorCode, Result};
 use crate::file::GgufFile;
 use crate::format::align_up;
 use crate::plan::Plan;
@@ -85,6 +85,14 @@ pub(super) fn memory_len(file: &GgufFile<Source>) -> u64 {
 }
 
 fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords> {
+    if f.model.shards().iter().any(|s| !s.source().in_memory()) {
+        return Err(f.error(
+            ErrorCode::Unsupported,
+            "upload plans are views of memory, and this handle reads tensor data by position \
+             (gguf_is_mapped is false): load it with gguf_read_tensors"
+                .into(),
+        ));
+    }
     let system_page = page_size();
     let page = if page == 0 { system_page } else { page };
     let mut views = Vec::new();

@@ -28,7 +28,7 @@ pub struct GGUFShardInfo {
     /// Model-wide index of the shard's first tensor (for `gguf_get_tensor_by_index`).
     pub first_tensor: u64,
     /// Start of the shard's bytes in memory (its mapping): tensor data of this shard lies at
-    /// `base + info->file_offset`.
+    /// `base + info->file_offset`. NULL when the data is not in memory (`gguf_is_mapped` false).
     pub base: *const u8,
 }
 
@@ -42,7 +42,12 @@ impl GGUFShardInfo {
             version: file.version(),
             tensor_count: file.tensor_count() as u64,
             first_tensor: first_tensor as u64,
-            base: file.bytes().as_ptr(),
+            // NULL where the data is not in memory (a handle reading by position).
+            base: if file.source().in_memory() {
+                file.bytes().as_ptr()
+            } else {
+                std::ptr::null()
+            },
         }
     }
 }

@@ -23,3 +23,37 @@ pub use windows::*;
 mod other;
 #[cfg(not(any(unix, windows)))]
 pub use other::*;
+
+/// Runs `work` on `n` new threads while `main` runs on the calling thread; returns `main`'s
+/// result once every thread has finished. Like `std::thread::scope`, but without registering
+/// the calling thread with Rust's runtime (a C caller's thread would keep that registration
+/// until it exits, which leak checkers report). If no thread can be started, `work` runs on the
+/// calling thread first.
+pub fn with_workers<R>(n: usize, work: &(dyn Fn() + Sync), main: impl FnOnce() -> R) -> R {
+    /// Joins the threads when dropped, so that none outlives the borrows it was given, even if
+    /// `main` panics.
+    struct Joined(Vec<std::thread::JoinHandle<()>>);
+    impl Drop for Joined {
+        fn drop(&mut self) {
+            for handle in self.0.drain(..) {
+                let _ = handle.join();
+            }
+        }
+    }
+    let mut joined = Joined(Vec::with_capacity(n));
+    for _ in 0..n {
+        // SAFETY: the thread borrows `work`, which outlives this function's body, and `joined`
+        // joins every thread before the function returns or unwinds (its `Drop`).
+        let spawned = unsafe { std::thread::Builder::new().spawn_unchecked(work) };
+        match spawned {
+            Ok(handle) => joined.0.push(handle),
+            Err(_) => break,
+        }
+    }
+    if joined.0.is_empty() {
+        work();
+    }
+    let r = main();
+    drop(joined);
+    r
+}

@@ -79,3 +79,5 @@ pub fn open_direct(_file: &File) -> Option<File> {
 pub fn direct_alignment() -> usize {
     1
 }
+
+pub fn will_need(_file: &File, _offset: u64, _len: u64) {}

@@ -218,3 +218,23 @@ pub fn direct_alignment() -> usize {
         4096
     }
 }
+
+/// Asks the kernel to start reading `len` bytes at `offset` of `file` into the page cache now
+/// (`POSIX_FADV_WILLNEED`): a buffered read of a large range then waits for reads already in
+/// flight rather than for readahead window after window. Advice only: failures are ignored,
+/// and platforms without it do nothing.
+pub fn will_need(file: &File, offset: u64, len: u64) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return;
+        };
+        // SAFETY: posix_fadvise only reads its integer arguments; an invalid descriptor or range
+        // fails with an error code, which is ignored (it is advice).
+        let _ =
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), off, len, libc::POSIX_FADV_WILLNEED) };
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = (file, offset, len);
+}

@@ -170,3 +170,6 @@ pub fn open_direct(_file: &File) -> Option<File> {
 pub fn direct_alignment() -> usize {
     4096
 }
+
+/// No read-ahead advice for a file on Windows.
+pub fn will_need(_file: &File, _offset: u64, _len: u64) {}

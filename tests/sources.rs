@@ -1,0 +1,716 @@
+//! Opening from sources read by position (issue 12): the header read in growing prefixes gives
+//! exactly the parse (and the errors) of the whole file, sources that break their contract are
+//! refused clearly, file descriptors at an offset, and tensor data read into caller buffers.
+
+mod common;
+
+use common::raw::{file, kv, le_u64, tensor_info, with_data};
+use gguf::ffi::*;
+use gguf::load::{self, LoadOptions};
+use gguf::read_at::{FileAt, ReadAt};
+use gguf::{
+    ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, Model, OpenOptions, ValueType, Writer,
+};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes in memory read by position, counting the reads; `declared` may say more than it has
+/// (a source that ends early), and reads from `fail_at` on fail.
+struct Mem {
+    bytes: Vec<u8>,
+    declared: u64,
+    reads: AtomicU64,
+    read_bytes: AtomicU64,
+    fail_at: Option<u64>,
+}
+
+impl Mem {
+    fn new(bytes: Vec<u8>) -> Mem {
+        let declared = bytes.len() as u64;
+        Mem {
+            bytes,
+            declared,
+            reads: AtomicU64::new(0),
+            read_bytes: AtomicU64::new(0),
+            fail_at: None,
+        }
+    }
+}
+
+impl ReadAt for Mem {
+    fn len(&self) -> u64 {
+        self.declared
+    }
+
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> gguf::Result<usize> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        if self.fail_at.is_some_and(|at| offset >= at) {
+            return Err(gguf::Error::new(gguf::ErrorKind::FileUnusable {
+                message: format!("the test source fails at offset {offset}"),
+            }));
+        }
+        let start = (offset as usize).min(self.bytes.len());
+        let n = dst.len().min(self.bytes.len() - start);
+        dst[..n].copy_from_slice(&self.bytes[start..start + n]);
+        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn describe(&self) -> String {
+        "<test source>".to_string()
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+}
+
+fn rich_file(version: u32, order: ByteOrder, tokens: usize) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.set_version(version).unwrap().set_byte_order(order);
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    w.add_metadata("n", MetadataValue::U32(7)).unwrap();
+    w.add_metadata(
+        "tokens",
+        MetadataValue::Array(
+            ValueType::String,
+            (0..tokens)
+                .map(|i| MetadataValue::string(format!("tok{i}")))
+                .collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "nested",
+        MetadataValue::Array(
+            ValueType::Array,
+            vec![MetadataValue::Array(
+                ValueType::Int8,
+                vec![MetadataValue::I8(-1)],
+            )],
+        ),
+    )
+    .unwrap();
+    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68])
+        .unwrap();
+    w.add_tensor("b", &[5], DataType::F32, (0..20).collect())
+        .unwrap();
+    w.to_bytes().unwrap()
+}
+
+/// What a parse gives, comparable across sources: the facts of an accepted file, or the
+/// code, offset and message of a refusal.
+fn outcome<S: AsRef<[u8]>>(r: gguf::Result<GgufFile<S>>) -> String {
+    match r {
+        Ok(f) => format!(
+            "ok v{} {} keys {} tensors data at {} size {}",
+            f.version(),
+            f.metadata_count(),
+            f.tensor_count(),
+            f.data_offset(),
+            f.file_size()
+        ),
+        Err(e) => format!("{:?} at {:?}: {}", e.code(), e.offset(), e.message()),
+    }
+}
+
+fn through_reader(bytes: &[u8], first_chunk: u64) -> String {
+    let source = Arc::new(Mem::new(bytes.to_vec()));
+    outcome(load::parse_source_from(source, first_chunk))
+}
+
+/// Corrupt files: each rule of the format broken by hand, every truncation and many byte
+/// mutations of valid files in every layout.
+fn corpus() -> Vec<Vec<u8>> {
+    let mut files = vec![
+        b"GGML\x03\0\0\0".to_vec(),
+        b"GGU".to_vec(),
+        file(1 << 63, 0, &[]),
+        file(0, u64::MAX, &[]),
+        file(0, 3, &kv("a", 0, &[1])),
+        file(0, 1, &[&le_u64(u64::MAX)[..], b"k", &[0; 8]].concat()),
+        file(0, 1, &kv("", 0, &[1, 0, 0, 0, 0])),
+        file(0, 2, &[kv("a", 0, &[1]), kv("a", 0, &[2])].concat()),
+        file(0, 1, &kv("a", 13, &[0; 8])),
+        file(0, 1, &kv("a", 7, &[2])),
+        file(
+            0,
+            1,
+            &kv(
+                "a",
+                9,
+                &[&4u32.to_le_bytes()[..], &le_u64(1 << 62)].concat(),
+            ),
+        ),
+        with_data(file(1, 0, &tensor_info("t", &[4], 0, 0)), 8),
+        with_data(file(1, 0, &tensor_info("t", &[4], 0, 3)), 64),
+        with_data(file(1, 0, &tensor_info("t", &[4, 1, 1, 1, 1], 0, 0)), 64),
+        with_data(file(1, 0, &tensor_info("t", &[4], 99, 0)), 64),
+        with_data(file(1, 0, &tensor_info("t", &[3], 8, 0)), 64),
+        with_data(
+            file(
+                2,
+                0,
+                &[tensor_info("t", &[4], 0, 0), tensor_info("t", &[4], 0, 32)].concat(),
+            ),
+            64,
+        ),
+        with_data(
+            file(
+                2,
+                0,
+                &[tensor_info("t", &[8], 0, 0), tensor_info("u", &[4], 0, 0)].concat(),
+            ),
+            64,
+        ),
+    ];
+    for version in 1..=3 {
+        for order in [ByteOrder::Little, ByteOrder::Big] {
+            let bytes = rich_file(version, order, 20);
+            for cut in (0..bytes.len()).step_by(3) {
+                files.push(bytes[..cut].to_vec());
+            }
+            files.push(bytes);
+        }
+    }
+    let base = rich_file(3, ByteOrder::Little, 20);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..3000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut m = base.clone();
+        let at = (x % m.len() as u64) as usize;
+        m[at] = match (x >> 32) % 4 {
+            0 => 0xff,
+            1 => 0,
+            2 => m[at].wrapping_add(1),
+            _ => (x >> 40) as u8,
+        };
+        files.push(m);
+    }
+    files
+}
+
+#[test]
+fn every_rule_gives_the_same_error_through_a_reader_as_through_memory() {
+    let mut refused = 0;
+    for bytes in corpus() {
+        let expected = outcome(GgufFile::from_bytes(&bytes[..]));
+        refused += usize::from(!expected.starts_with("ok"));
+        for chunk in [1, 5, 64, 1 << 18] {
+            assert_eq!(
+                through_reader(&bytes, chunk),
+                expected,
+                "first chunk {chunk}, file of {} bytes",
+                bytes.len()
+            );
+        }
+    }
+    assert!(refused > 500, "the corpus breaks rules: {refused} refused");
+}
+
+#[test]
+fn a_big_header_is_read_in_logarithmically_many_reads_and_not_much_past_its_end() {
+    // A 262144-token vocabulary (about 3.4 MB of header) and 16 MiB of tensor data.
+    let mut w = Writer::new();
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        MetadataValue::Array(
+            ValueType::String,
+            (0..262_144)
+                .map(|i| MetadataValue::string(format!("token-{i}")))
+                .collect(),
+        ),
+    )
+    .unwrap();
+    w.add_tensor("big", &[4 << 20], DataType::F32, vec![7; 16 << 20])
+        .unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let header_end = GgufFile::from_bytes(&bytes[..]).unwrap().data_offset();
+    let source = Arc::new(Mem::new(bytes.clone()));
+    let f = load::parse_source(source.clone()).unwrap();
+    assert_eq!(f.data_offset(), header_end);
+    assert_eq!(f.file_size(), bytes.len() as u64);
+    assert!(!f.has_data());
+    let read = source.read_bytes.load(Ordering::Relaxed);
+    let reads = source.reads.load(Ordering::Relaxed);
+    // 256 KiB doubled until past the header: at most the header plus the last chunk.
+    assert!(
+        read >= header_end,
+        "read {read} of a {header_end}-byte header"
+    );
+    assert!(
+        read <= 2 * header_end,
+        "read {read} bytes for a {header_end}-byte header"
+    );
+    let doublings = (header_end / load::FIRST_CHUNK).ilog2() as u64 + 2;
+    assert!(
+        reads <= doublings,
+        "{reads} reads, expected at most {doublings}"
+    );
+}
+
+#[test]
+fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
+    let bytes = rich_file(3, ByteOrder::Little, 2000);
+    let header_end = GgufFile::from_bytes(&bytes[..]).unwrap().data_offset();
+    // Declares more than it has, inside the header.
+    let mut short = Mem::new(bytes[..100].to_vec());
+    short.declared = bytes.len() as u64;
+    let e = load::parse_source_from(Arc::new(short), 64).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::Io, "{e}");
+    assert_eq!(e.offset(), Some(100), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("<test source>"), "{msg}");
+    assert!(msg.contains("ended at offset 100"), "{msg}");
+    assert!(
+        msg.contains(&format!("declared {} bytes", bytes.len())),
+        "{msg}"
+    );
+    // Fails outright.
+    let mut failing = Mem::new(bytes.clone());
+    failing.fail_at = Some(header_end / 2);
+    let e = load::parse_source_from(Arc::new(failing), 64)
+        .err()
+        .unwrap();
+    assert_eq!(e.code(), ErrorCode::Io);
+    assert!(
+        e.to_string().contains("the test source fails at offset"),
+        "{e}"
+    );
+    // Fails past the header: the header parses, reading the data fails clearly.
+    let mut no_data = Mem::new(bytes.clone());
+    no_data.fail_at = Some(header_end);
+    let model = Model::open_source("<short>", Arc::new(no_data)).unwrap();
+    let mut dst = vec![0u8; 68];
+    let e = load::read_tensor(&model, 0, 0, &mut dst).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::Io);
+    assert!(
+        e.to_string()
+            .contains(&format!("fails at offset {header_end}")),
+        "{e}"
+    );
+}
+
+/// A file of `n` F32 tensors of `elems` elements each (tensor k holds k+1), with a vocabulary.
+fn model_file(n: usize, elems: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("test"))
+        .unwrap();
+    let mut data = Vec::new();
+    for k in 0..n {
+        let bytes: Vec<u8> = (0..elems * 4).map(|i| (i as u8) ^ (k as u8 + 1)).collect();
+        w.add_tensor(format!("t{k}"), &[elems], DataType::F32, bytes.clone())
+            .unwrap();
+        data.push(bytes);
+    }
+    (w.to_bytes().unwrap(), data)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sources");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn read_all(model: &Model<gguf::source::Source>, options: LoadOptions) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = (0..model.tensor_count())
+        .map(|i| vec![0xAA; model.tensor_at(i).unwrap().info.size as usize])
+        .collect();
+    let requests = out
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| (i, &mut b[..]))
+        .collect();
+    let mut last = 0;
+    load::read_tensors(model, requests, options, &mut |done, total| {
+        assert!(done >= last && done <= total);
+        last = done;
+        true
+    })
+    .unwrap();
+    out
+}
+
+/// Every tensor read into one buffer laid out as the file (each tensor's address has its file
+/// offset's remainder modulo 4096), so that direct reads land in place.
+fn read_laid_out(model: &Model<gguf::source::Source>, options: LoadOptions) -> Vec<Vec<u8>> {
+    let infos: Vec<_> = (0..model.tensor_count())
+        .map(|i| model.tensor_at(i).unwrap().info)
+        .collect();
+    let end = infos.iter().map(|t| t.file_offset + t.size).max().unwrap() as usize;
+    let mut buf = vec![0xAAu8; end + 4096];
+    let skip = buf.as_ptr().align_offset(4096);
+    let mut rest = &mut buf[skip..];
+    let mut requests = Vec::new();
+    let mut at = 0usize;
+    let mut order: Vec<usize> = (0..infos.len()).collect();
+    order.sort_by_key(|&i| infos[i].file_offset);
+    for i in order {
+        let t = &infos[i];
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(t.file_offset as usize - at);
+        let (dst, tail) = tail.split_at_mut(t.size as usize);
+        requests.push((i, dst));
+        rest = tail;
+        at = (t.file_offset + t.size) as usize;
+    }
+    load::read_tensors(model, requests, options, &mut |_, _| true).unwrap();
+    infos
+        .iter()
+        .map(|t| buf[skip + t.file_offset as usize..][..t.size as usize].to_vec())
+        .collect()
+}
+
+#[test]
+fn read_tensors_fills_every_buffer_from_every_kind_of_source() {
+    // Small tensors (merged reads) and ones over 8 MiB (split reads).
+    let (small, small_data) = model_file(40, 1000);
+    let (big, big_data) = model_file(3, 3 << 20);
+    for (name, bytes, data) in [
+        ("small.gguf", small, small_data),
+        ("big.gguf", big, big_data),
+    ] {
+        let path = tmp(name);
+        std::fs::write(&path, &bytes).unwrap();
+        let mapped = Model::open(&path, OpenOptions::default()).unwrap();
+        let unmapped = Model::open(
+            &path,
+            OpenOptions {
+                no_map: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(!unmapped.first().source().in_memory());
+        let file = std::fs::File::open(&path).unwrap();
+        let at = FileAt::new(file, 0, bytes.len() as u64, "fd".into());
+        let from_fd = Model::open_source("fd", Arc::new(at)).unwrap();
+        let from_mem = Model::open_source("mem", Arc::new(Mem::new(bytes.clone()))).unwrap();
+        for model in [&mapped, &unmapped, &from_fd, &from_mem] {
+            for threads in [1, 2, 4] {
+                for direct in [false, true] {
+                    let got = read_all(model, LoadOptions { threads, direct });
+                    assert!(got == data, "{name}: {threads} threads, direct {direct}");
+                    let got = read_laid_out(model, LoadOptions { threads, direct });
+                    assert!(
+                        got == data,
+                        "{name}: laid out, {threads} threads, direct {direct}"
+                    );
+                }
+            }
+            // One tensor, in part.
+            let mut part = vec![0u8; 100];
+            load::read_tensor(model, 1, 36, &mut part).unwrap();
+            assert_eq!(part, data[1][36..136]);
+            let too_far = load::read_tensor(model, 1, data[1].len() as u64 - 99, &mut part);
+            assert_eq!(too_far.err().unwrap().code(), ErrorCode::InvalidArgument);
+        }
+    }
+}
+
+#[test]
+fn a_progress_callback_can_cancel_the_load() {
+    let (bytes, _) = model_file(4, 3 << 20);
+    let model = Model::open_source("mem", Arc::new(Mem::new(bytes))).unwrap();
+    let mut out: Vec<Vec<u8>> = (0..4).map(|_| vec![0; 12 << 20]).collect();
+    let requests = out
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| (i, &mut b[..]))
+        .collect();
+    let mut calls = 0;
+    let e = load::read_tensors(
+        &model,
+        requests,
+        LoadOptions::default(),
+        &mut |done, total| {
+            calls += 1;
+            assert_eq!(total, 4 * (12 << 20));
+            done == 0
+        },
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.code(), ErrorCode::Cancelled);
+    assert_eq!(calls, 2);
+}
+
+#[test]
+fn a_split_model_opens_through_readers_with_its_keys_checked() {
+    let (bytes, data) = model_file(6, 100);
+    let whole = GgufFile::from_bytes(&bytes[..]).unwrap();
+    let mut w = Writer::new();
+    w.copy_metadata_from(&whole).unwrap();
+    for t in whole.tensors() {
+        w.add_tensor(
+            t.name,
+            &t.dims[..t.n_dims as usize],
+            t.dtype,
+            t.data.to_vec(),
+        )
+        .unwrap();
+    }
+    let shards: Vec<Vec<u8>> = w
+        .into_shards(2)
+        .unwrap()
+        .iter()
+        .map(|s| s.to_bytes().unwrap())
+        .collect();
+    assert_eq!(shards.len(), 3);
+    let sources = |order: &[usize]| -> Vec<(String, Arc<dyn ReadAt>)> {
+        order
+            .iter()
+            .map(|&i| {
+                let s: Arc<dyn ReadAt> = Arc::new(Mem::new(shards[i].clone()));
+                (format!("shard{i}"), s)
+            })
+            .collect()
+    };
+    let model = Model::open_sources(sources(&[0, 1, 2])).unwrap();
+    assert_eq!(model.tensor_count(), 6);
+    assert_eq!(read_all(&model, LoadOptions::default()), data);
+    let e = Model::open_sources(sources(&[0, 2, 1])).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::ShardMismatch);
+    assert!(e.to_string().contains("shard2"), "{e}");
+    assert!(e.message().contains("expected split.no 1, found 2"), "{e}");
+    let e = Model::open_sources(sources(&[0, 1])).err().unwrap();
+    assert_eq!(e.code(), ErrorCode::ShardMismatch);
+    assert!(
+        e.message()
+            .contains("split.count is 3, but 2 shards were given"),
+        "{e}"
+    );
+}
+
+/// `embedded` inside a file, after `before` bytes of something else and followed by junk.
+fn tar_member(embedded: &[u8], before: usize, name: &str) -> PathBuf {
+    let mut outer = vec![0x5Au8; before];
+    outer.extend_from_slice(embedded);
+    outer.extend_from_slice(&[0xA5; 777]);
+    let path = tmp(name);
+    std::fs::write(&path, outer).unwrap();
+    path
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_inside_another_opens_from_a_descriptor_the_caller_then_closes() {
+    use std::os::fd::IntoRawFd;
+    let (bytes, data) = model_file(5, 300);
+    for before in [0usize, 1000, 4096, 12345] {
+        let path = tar_member(&bytes, before, &format!("member{before}.tar"));
+        for flags in [0, OpenFlag::NoMap as u32] {
+            let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
+            let h = gguf_open_fd(fd, before as u64, bytes.len() as u64, flags);
+            assert!(!h.is_null(), "{}", common::last_error());
+            // SAFETY: `fd` is ours and not used again.
+            assert_eq!(unsafe { libc::close(fd) }, 0);
+            unsafe {
+                assert_eq!(gguf_file_size(h), bytes.len() as u64);
+                assert_eq!(gguf_is_mapped(h), flags == 0);
+                for k in 0..5u64 {
+                    let info = gguf_get_tensor_by_index(h, k);
+                    let whole = GgufFile::from_bytes(&bytes[..]).unwrap();
+                    assert_eq!(
+                        (*info).file_offset,
+                        whole.tensor_at(k as usize).unwrap().file_offset
+                    );
+                    let p = gguf_tensor_data(h, info);
+                    if flags == 0 {
+                        let got =
+                            std::slice::from_raw_parts(p.cast::<u8>(), (*info).size_bytes as usize);
+                        assert_eq!(got, &data[k as usize][..]);
+                    } else {
+                        assert!(p.is_null());
+                        assert_eq!(gguf_last_error_code(), ErrorCode::Unsupported as u32);
+                        assert!(common::last_error().contains("gguf_read_tensor"));
+                    }
+                    let mut dst = vec![0u8; (*info).size_bytes as usize];
+                    assert!(gguf_read_tensor(
+                        h,
+                        info,
+                        0,
+                        dst.as_mut_ptr().cast(),
+                        dst.len() as u64
+                    ));
+                    assert_eq!(dst, data[k as usize]);
+                }
+                gguf_close(h);
+            }
+        }
+        // Length 0: to the end of the file, which here has junk after the model; that junk is
+        // padding after the last tensor, so the file still opens.
+        let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
+        let h = gguf_open_fd(fd, before as u64, 0, 0);
+        assert!(!h.is_null(), "{}", common::last_error());
+        unsafe {
+            assert_eq!(gguf_file_size(h), bytes.len() as u64 + 777);
+            gguf_close(h);
+            libc::close(fd);
+        }
+    }
+    // Past the end, and a descriptor that is not open.
+    let path = tar_member(&bytes, 10, "past.tar");
+    let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
+    assert!(gguf_open_fd(fd, 10, bytes.len() as u64 + 1000, 0).is_null());
+    assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
+    unsafe { libc::close(fd) };
+    assert!(gguf_open_fd(fd, 0, 0, 0).is_null());
+    assert_eq!(gguf_last_error_code(), ErrorCode::Io as u32);
+    assert!(common::last_error().contains(&format!("file descriptor {fd}")));
+    // A corrupt member: errors name the descriptor and offsets relative to the member.
+    let mut bad = bytes.clone();
+    bad[0] = b'X';
+    let path = tar_member(&bad, 4000, "bad.tar");
+    let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
+    for flags in [0, OpenFlag::NoMap as u32] {
+        assert!(gguf_open_fd(fd, 4000, bad.len() as u64, flags).is_null());
+        assert_eq!(gguf_last_error_code(), ErrorCode::BadMagic as u32);
+        assert_eq!(gguf_last_error_offset(), 0);
+        assert!(common::last_error().contains(&format!("file descriptor {fd} at offset 4000")));
+    }
+    unsafe { libc::close(fd) };
+}
+
+#[test]
+fn a_path_opened_without_mapping_reads_by_position() {
+    let (bytes, data) = model_file(3, 50);
+    let path = tmp("nomap.gguf");
+    std::fs::write(&path, &bytes).unwrap();
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    unsafe {
+        let h = gguf_open_ex(c.as_ptr(), OpenFlag::NoMap as u32);
+        assert!(!h.is_null(), "{}", common::last_error());
+        assert!(!gguf_is_mapped(h));
+        let infos: Vec<*const GGUFTensorInfo> =
+            (0..3).map(|k| gguf_get_tensor_by_index(h, k)).collect();
+        let mut out: Vec<Vec<u8>> = (0..3).map(|_| vec![0u8; 200]).collect();
+        let dsts: Vec<*mut std::ffi::c_void> =
+            out.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        assert!(gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            3,
+            0,
+            0,
+            None,
+            std::ptr::null_mut()
+        ));
+        assert_eq!(out, data);
+        // Unknown read flags.
+        assert!(!gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            3,
+            0,
+            2,
+            None,
+            std::ptr::null_mut()
+        ));
+        assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
+        gguf_close(h);
+        let h = gguf_open(c.as_ptr());
+        assert!(gguf_is_mapped(h));
+        gguf_close(h);
+    }
+}
+
+/// A sparse file of more than 4 GiB: a tensor of 5 GiB whose last bytes are written.
+fn sparse_model() -> (PathBuf, u64, Vec<u8>) {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("sparse"))
+        .unwrap();
+    w.add_tensor("small", &[8], DataType::F32, vec![3; 32])
+        .unwrap();
+    w.add_tensor_info("huge", &[5 << 30], DataType::I8).unwrap();
+    let header = w.header_bytes().unwrap();
+    let offsets = w.tensor_offsets().unwrap();
+    let path = tmp("sparse-5gib.gguf");
+    let mut f = std::fs::File::create(&path).unwrap();
+    use std::io::{Seek, SeekFrom, Write};
+    f.write_all(&header).unwrap();
+    f.seek(SeekFrom::Start(header.len() as u64 + offsets[0]))
+        .unwrap();
+    f.write_all(&[3; 32]).unwrap();
+    let end = header.len() as u64 + offsets[1] + (5u64 << 30);
+    let tail: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    f.seek(SeekFrom::Start(end - tail.len() as u64)).unwrap();
+    f.write_all(&tail).unwrap();
+    (path, end, tail)
+}
+
+/// On a 32-bit target the file is larger than the address space: it opens without mapping
+/// (gguf_is_mapped says so), and its data is read by position, past 4 GiB. On a 64-bit one it
+/// is mapped; the flag gives the 32-bit behaviour there too.
+#[test]
+fn a_file_larger_than_the_address_space_opens_without_mapping() {
+    let (path, end, tail) = sparse_model();
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let automatic = usize::BITS < 64;
+    for flags in [0, OpenFlag::NoMap as u32] {
+        unsafe {
+            let h = gguf_open_ex(c.as_ptr(), flags);
+            assert!(!h.is_null(), "{}", common::last_error());
+            let unmapped = automatic || flags != 0;
+            assert_eq!(gguf_is_mapped(h), !unmapped);
+            assert_eq!(gguf_file_size(h), end);
+            let huge = gguf_get_tensor(h, c"huge".as_ptr());
+            assert_eq!((*huge).size_bytes, 5 << 30);
+            assert!((*huge).file_offset + (*huge).size_bytes > 1 << 32);
+            let mut got = vec![0u8; tail.len()];
+            let at = (*huge).size_bytes - tail.len() as u64;
+            assert!(gguf_read_tensor(
+                h,
+                huge,
+                at,
+                got.as_mut_ptr().cast(),
+                got.len() as u64
+            ));
+            assert_eq!(got, tail);
+            let small = gguf_get_tensor(h, c"small".as_ptr());
+            let mut four = [0u8; 32];
+            let dsts = [four.as_mut_ptr().cast::<std::ffi::c_void>()];
+            assert!(gguf_read_tensors(
+                h,
+                &small,
+                dsts.as_ptr(),
+                1,
+                0,
+                1,
+                None,
+                std::ptr::null_mut()
+            ));
+            assert_eq!(four, [3; 32]);
+            if unmapped {
+                assert!(gguf_tensor_data(h, huge).is_null());
+            }
+            gguf_close(h);
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// Adjacent tensors are read together: 40 small tensors in one read, big ones in 8 MiB reads.
+#[test]
+fn adjacent_tensors_are_read_together() {
+    let (small, data) = model_file(40, 1000);
+    let source = Arc::new(Mem::new(small));
+    let model = Model::open_source("mem", source.clone()).unwrap();
+    let before = source.reads.load(Ordering::Relaxed);
+    assert_eq!(read_all(&model, LoadOptions::default()), data);
+    assert_eq!(source.reads.load(Ordering::Relaxed) - before, 1);
+
+    let (big, data) = model_file(2, 5 << 20); // 2 tensors of 20 MiB
+    let source = Arc::new(Mem::new(big));
+    let model = Model::open_source("mem", source.clone()).unwrap();
+    let before = source.reads.load(Ordering::Relaxed);
+    assert_eq!(read_all(&model, LoadOptions::default()), data);
+    let reads = source.reads.load(Ordering::Relaxed) - before;
+    // 40 MiB in reads of at most 8 MiB, each cut at an 8 MiB boundary of the file.
+    assert!((5..=7).contains(&reads), "{reads} reads");
+}
