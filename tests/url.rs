@@ -846,6 +846,34 @@ mod with_net {
         );
     }
 
+    /// python/tests/url_cases.py: `libgguf.open(url)` from Python.
+    #[test]
+    fn python_opens_urls() {
+        let (nginx, tls, _root) = nginx("python");
+        let silent = bad(Misbehaviour::Silent);
+        let root = common::manifest_dir();
+        let lib = common::lib_dir().join("libgguf.so");
+        let out = std::process::Command::new(common::reference_python())
+            .args(["-m", "unittest", "-v", "url_cases"])
+            .current_dir(root.join("python/tests"))
+            .env("PYTHONPATH", root.join("python"))
+            .env("LIBGGUF_PATH", &lib)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("GGUF_TEST_HTTP", nginx.url(""))
+            .env("GGUF_TEST_HTTPS", nginx.https_url(""))
+            .env("GGUF_TEST_SILENT", silent.url("m.gguf"))
+            .env("SSL_CERT_FILE", &tls.ca)
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.contains("Ran 5 tests") && stderr.contains("\nOK"),
+            "{}",
+            common::show(&out)
+        );
+    }
+
     #[test]
     fn c_test_url() {
         run_c_test("test_url");
