@@ -28,9 +28,11 @@ export CARGO_TERM_COLOR=never
 #   install                  runs install/install.sh, cmake and pkg-config on the host
 #   python, conformance      run the reference Python package (PyPI gguf in .venv)
 #   ggml_crosscheck          loads ggml's prebuilt x86-64 library
+#   url                      starts nginx and openssl (network tests run on the host only)
 #   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
 #   concurrency under TSan   `make tsan` (host nightly toolchain)
-HOST_ONLY_TESTS="c_api c_writer readme inspect header install python conformance ggml_crosscheck"
+HOST_ONLY_TESTS="c_api c_writer readme inspect header install python conformance ggml_crosscheck
+  url"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them)
 CROSS_TESTS="boundary concurrency fuzz_regressions paging parser_errors paths plans resource_bounds sources
