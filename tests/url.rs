@@ -208,7 +208,10 @@ mod with_net {
         if std::env::var_os("SSL_CERT_FILE").is_some() {
             // This process's own environment names a CA file: the child below runs without it.
             let out = common::this_test_binary()
-                .args(["https_is_refused_without_the_servers_ca", "--exact"])
+                .args([
+                    "with_net::https_is_refused_without_the_servers_ca",
+                    "--exact",
+                ])
                 .env_remove("SSL_CERT_FILE")
                 .output()
                 .unwrap();
@@ -230,7 +233,7 @@ mod with_net {
             let (nginx, tls, _root) = nginx("https");
             let out = common::this_test_binary()
                 .args([
-                    "https_with_the_tests_own_certificate_authority",
+                    "with_net::https_with_the_tests_own_certificate_authority",
                     "--exact",
                     "--nocapture",
                 ])
@@ -273,7 +276,10 @@ mod with_net {
             let empty = dir.join("empty.pem");
             std::fs::write(&empty, "").unwrap();
             let out = common::this_test_binary()
-                .args(["a_cert_file_without_certificates_is_named", "--exact"])
+                .args([
+                    "with_net::a_cert_file_without_certificates_is_named",
+                    "--exact",
+                ])
                 .env(HTTPS_CHILD, "1")
                 .env("SSL_CERT_FILE", &empty)
                 .env_remove("SSL_CERT_DIR")
