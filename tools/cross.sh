@@ -118,6 +118,17 @@ mkdir -p "$cross_dir"
 cross_dir=$(cd "$cross_dir" && pwd)
 export SDKROOT="$cross_dir/no-sdk"
 mkdir -p "$SDKROOT"
+# ring (TLS for the `net` feature) compiles C even for `cargo check`. Without the SDKs and the NDK
+# only clang's own headers are there: freestanding C and ring's mode for no libc headers, plus an
+# empty TargetConditionals.h (the one SDK header ring includes on Apple platforms; nothing it
+# reads there matters to a check, which links nothing).
+ring_stub="$cross_dir/ring-stub-include"
+mkdir -p "$ring_stub"
+: >"$ring_stub/TargetConditionals.h"
+for v in aarch64_apple_darwin x86_64_apple_darwin aarch64_apple_ios aarch64_linux_android; do
+  export "CFLAGS_$v=-ffreestanding -nostdlibinc -DRING_CORE_NOSTDLIBINC=1 -isystem $ring_stub"
+done
+export CC_x86_64_apple_darwin=clang
 export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
 
 # The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the
