@@ -110,6 +110,14 @@ impl HttpSource {
     fn probe(&self) -> Result<(u64, Vec<u8>)> {
         let mut response = self.get(0, PROBE_BYTES)?;
         let status = response.status();
+        let length = response
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+        if status == StatusCode::OK && length == Some(0) {
+            // The whole file, empty: nginx answers a range of an empty file so.
+            return Ok((0, Vec::new()));
+        }
         if status == StatusCode::RANGE_NOT_SATISFIABLE {
             // Even byte 0 is out of range: an empty file (`Content-Range: bytes */0`).
             return match content_range_total(&response) {

@@ -621,6 +621,30 @@ mod with_net {
     }
 
     #[test]
+    fn an_empty_file_and_a_truncated_one_are_the_formats_errors() {
+        let (nginx, _tls, root) = nginx("empty");
+        std::fs::write(root.join("empty.gguf"), b"").unwrap();
+        // nginx answers the first range of an empty file with 416 and `bytes */0`.
+        let (code, text) = open_url(&nginx.url("m/empty.gguf"), None, 0).unwrap_err();
+        assert_eq!(code, ErrorCode::Truncated as u32, "{text}");
+        assert!(text.contains(&nginx.url("m/empty.gguf")), "{text}");
+        // Cut in the vocabulary: the same error as for the file, at the same offset.
+        let bytes = std::fs::read(root.join("vocab.gguf")).unwrap();
+        std::fs::write(root.join("cut.gguf"), &bytes[..1 << 20]).unwrap();
+        let Err(local) = gguf::GgufFile::open(root.join("cut.gguf")) else {
+            panic!("a cut file opens")
+        };
+        let (code, text) = open_url(&nginx.url("m/cut.gguf"), None, 0).unwrap_err();
+        assert_eq!(code, local.code() as u32, "{text} / {local}");
+        // SAFETY: no argument.
+        assert_eq!(
+            gguf_last_error_offset(),
+            local.offset().unwrap() as i64,
+            "{text}"
+        );
+    }
+
+    #[test]
     fn open_url_arguments_and_flags() {
         // SAFETY: NULL and NUL-terminated arguments.
         unsafe {
