@@ -53,7 +53,8 @@ pub struct TensorInfo<'a> {
     pub file_offset: u64,
     /// Size of the data in bytes.
     pub size: u64,
-    /// The data, exactly `size` bytes, as stored (file byte order).
+    /// The data, exactly `size` bytes, as stored (file byte order); empty when only the header
+    /// is in memory ([`GgufFile::from_prefix`]: read the data with `crate::load::read_tensor`).
     pub data: &'a [u8],
 }
 
@@ -115,7 +116,7 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// Parses `source`, the first bytes of a file of `size` bytes whose tensor data is read
     /// elsewhere (a file descriptor, a callback, a server). Every rule is checked as for the
     /// whole file, against `size`. When the header runs past `source`, the error is
-    /// [`ErrorCode::Truncated`](crate::ErrorCode) and [`needs_more`] says to read more: parse a
+    /// [`ErrorCode::Truncated`](crate::ErrorCode), which means "read more": parse a
     /// longer prefix (the one parser, run again; see `crate::load::parse_source`).
     pub fn from_prefix(source: S, size: u64) -> Result<GgufFile<S>> {
         let size = size.max(source.as_ref().len() as u64);

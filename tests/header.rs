@@ -455,7 +455,12 @@ impl HeaderNames {
                         Some(&"record") if matches!(next, Some(Token::Punct(';' | '['))) => {
                             names.members.insert(name.clone());
                         }
-                        _ if file_scope && next == Some(&Token::Punct('(')) => {
+                        // Not the return type of a function pointer type
+                        // (`typedef int64_t (*GGUFReadFn)(...)`).
+                        _ if file_scope
+                            && next == Some(&Token::Punct('('))
+                            && ident(toks.get(statement_start)) != Some("typedef") =>
+                        {
                             names.functions.insert(name.clone());
                         }
                         _ => {}
@@ -484,7 +489,14 @@ impl HeaderNames {
                 Token::Punct(';') if file_scope => {
                     let statement = &toks[statement_start..i];
                     if ident(statement.first()) == Some("typedef") {
-                        if let Some(name) = ident(statement.last()) {
+                        // `typedef T NAME;`, or a function pointer: `typedef T (*NAME)(...);`.
+                        let name = ident(statement.last()).or_else(|| {
+                            statement.windows(3).find_map(|w| match (&w[0], &w[1]) {
+                                (Token::Punct('('), Token::Punct('*')) => ident(w.get(2)),
+                                _ => None,
+                            })
+                        });
+                        if let Some(name) = name {
                             names.typedefs.insert(name.to_string());
                         }
                     }

@@ -101,8 +101,9 @@ def open(
     """Opens a GGUF file: maps it read-only and checks every rule of the format
     (``gguf_open_ex``). Tensor data is neither read nor copied.
 
-    ``path`` is a path; or a file descriptor (an ``int``, or a tuple ``(fd, offset)`` or
-    ``(fd, offset, length)``; ``offset=`` and ``length=`` may be given as keywords), for a model
+    ``path`` is a path; or a file descriptor with its offset (a tuple ``(fd, offset)`` or
+    ``(fd, offset, length)``, or ``fd`` with ``offset=`` and optionally ``length=``; a bare
+    ``int`` is refused with ``TypeError``, as it is not a path), for a model
     stored inside another file, which is duplicated (``gguf_open_fd``: the caller may close
     ``fd``); or a seekable binary file object (``io.BufferedReader``, a zip member, an fsspec
     file), read through ``gguf_open_reader``: only the header is read, and tensor data is then
@@ -139,8 +140,8 @@ def open(
             raise TypeError("a descriptor is given as (fd, offset) or (fd, offset, length)")
         path, offset, *rest = path
         length = rest[0] if rest else length
-    if isinstance(path, int) and not isinstance(path, bool):
-        return _open_fd(lib, path, offset or 0, length, flags)
+    if isinstance(path, int) and not isinstance(path, bool) and offset is not None:
+        return _open_fd(lib, path, offset, length, flags)
     if isinstance(path, str) and path.startswith(("http://", "https://")):
         return _open_url(lib, path, token, timeout, flags)
     if token is not None or timeout is not None:

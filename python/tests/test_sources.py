@@ -91,10 +91,12 @@ class Sources(unittest.TestCase):
                         self.assertEqual(bytes(t.data), self.raw[t.name])
                     self.check_file(f)
         with self.assertRaises(GGUFError) as e:
-            libgguf.open(-1)
+            libgguf.open(-1, offset=0)
         self.assertEqual(e.exception.code, ErrorCode.IO)
         with self.assertRaises(TypeError):
             libgguf.open(SAMPLE, offset=3)
+        with self.assertRaises(TypeError):  # a descriptor comes with its offset
+            libgguf.open(3)
 
     def test_file_objects_through_the_read_callback(self):
         with open(SAMPLE, "rb") as fh:
