@@ -39,7 +39,7 @@ ggml:
 
 # What `make test` runs besides cargo and $(CC), as COMMAND:DEBIAN-PACKAGE (README: Quick start).
 TEST_TOOLS := c++:g++ nm:binutils readelf:binutils valgrind:valgrind cmake:cmake \
-	pkg-config:pkg-config npm:npm $(PYTHON):python3
+	pkg-config:pkg-config npm:npm $(PYTHON):python3 openssl:openssl
 
 # Stops with the packages to install when a tool is missing (the registries must be reachable
 # too: PyPI for .venv, npm for target/ggml).
@@ -48,6 +48,7 @@ test-prereqs:
 	command -v $(CARGO) >/dev/null 2>&1 || { echo "make test needs cargo (Rust 1.82 or newer): https://rustup.rs" >&2; exit 1; }; \
 	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
 	for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || missing="$$missing nginx-light"; \
 	$(PYTHON) -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "make test needs tools that are not installed; on Debian or Ubuntu:" >&2; \

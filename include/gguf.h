@@ -31,6 +31,11 @@
 #define MAX_DIGEST_SIZE 32
 
 /**
+ * Redirects followed per request by default (a Hugging Face download takes one or two).
+ */
+#define DEFAULT_MAX_REDIRECTS 10
+
+/**
  * The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
  * reached in five doublings).
  */
@@ -897,6 +902,29 @@ typedef struct GGUFShardInfo {
 } GGUFShardInfo;
 
 /**
+ * How `gguf_open_url_ex` fetches a URL. Zero-initialise it (`GGUFUrlOptions o = {0};`) and set
+ * what you need: a zero field takes its default.
+ */
+typedef struct GGUFUrlOptions {
+  /**
+   * NUL-terminated token sent as `Authorization: Bearer <token>` (gated models need one), or
+   * NULL. It goes to the URL's own host only (and to redirects to that host over HTTPS),
+   * never to another host a redirect leads to. Copied during the call.
+   */
+  const char *bearer_token;
+  /**
+   * The longest wait, in milliseconds, for a connection or for any byte of a response
+   * while one is awaited or read; a server silent for longer fails the call that reads
+   * (`gguf_open_url*`, `gguf_read_tensor`, `gguf_read_tensors`). 0: 30000.
+   */
+  uint32_t timeout_ms;
+  /**
+   * The most redirects one request follows. 0: 10.
+   */
+  uint32_t max_redirects;
+} GGUFUrlOptions;
+
+/**
  * A handle to a GGUF file being built. Not for use from several threads at once.
  */
 typedef struct GGUFWriterImpl *GGUFWriter;
@@ -1398,6 +1426,42 @@ uint64_t gguf_dtype_block_bytes(uint32_t dtype);
  * ids above 12.
  */
 const char *gguf_value_type_name(uint32_t type);
+
+/**
+ * Opens the model at `url` (`http://` or `https://`, NUL-terminated) without downloading it:
+ * reads its header by range requests in growing chunks (at most about the header's size plus
+ * one chunk is transferred) and checks every rule of the format as `gguf_open` does. Tensor
+ * data stays on the server: `gguf_tensor_data` returns NULL for this handle, and
+ * `gguf_read_tensor` / `gguf_read_tensors` fetch it by ranges. A URL of one shard of a split
+ * model (`...-00002-of-00005.gguf`, with or without a query) opens every shard by its URL,
+ * named by the same rule as files; `GGUF_OPEN_FLAG_SINGLE_SHARD` opens that one alone.
+ *
+ * `bearer_token` (NUL-terminated, or NULL) is sent as `Authorization: Bearer <token>` to the
+ * URL's host only. Redirects are followed (at most 10; a loop fails at once, naming it), with a
+ * 30 s timeout on every wait: `gguf_open_url_ex` sets both. HTTPS checks the server's
+ * certificate against the system's trusted roots (`SSL_CERT_FILE` or `SSL_CERT_DIR` name
+ * others, as for OpenSSL).
+ *
+ * `flags`: 0 or `GGUF_OPEN_FLAG_SINGLE_SHARD` (`GGUF_OPEN_FLAG_NO_MAP` is accepted: a URL is
+ * never mapped); the flags about mapping fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
+ *
+ * Returns NULL on failure, recording why (see `gguf_last_error`): GGUF_ERROR_CODE_IO naming the
+ * URL and the byte range for a server that answers with an error status, ignores range
+ * requests (answering 200 with the whole file: refused before its body is read), redirects in
+ * a loop, cuts the connection, sends more bytes than asked, or stalls past the timeout;
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT for a URL that is not http(s); GGUF_ERROR_CODE_UNSUPPORTED
+ * in a library built without network support (cargo feature `net`); otherwise the format's
+ * codes, as `gguf_open`. Close the handle with `gguf_close`. The handle's reads may be made from
+ * any thread, several at once (each is its own request).
+ */
+GGUFFile gguf_open_url(const char *url, const char *bearer_token, uint32_t flags);
+
+/**
+ * `gguf_open_url` with options (see `GGUFUrlOptions`): a bearer token, the timeout, the redirect
+ * limit. `options` may be NULL (no token, the defaults); it is read during the call only.
+ * Returns NULL on failure, recording why, as `gguf_open_url` does.
+ */
+GGUFFile gguf_open_url_ex(const char *url, const struct GGUFUrlOptions *options, uint32_t flags);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0": a static string. Compare it with

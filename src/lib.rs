@@ -10,6 +10,8 @@ pub mod digest;
 pub mod error;
 pub mod file;
 pub mod format;
+#[cfg(all(feature = "net", not(target_family = "wasm")))]
+pub mod http;
 mod index;
 pub mod load;
 pub mod model;

@@ -145,7 +145,20 @@ impl Model<Source> {
     pub fn open(path: &Path, options: OpenOptions) -> Result<Model<Source>> {
         let open = |p: &Path| open_file(p, options).map_err(|e| e.in_path(p));
         let given = open(path)?;
-        if options.single_shard || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1 {
+        Model::with_siblings(given, path, options.single_shard, open)
+    }
+
+    /// The model that `given`, opened from `path`, belongs to: `given` alone if it is not a
+    /// shard of a split model (or `single_shard` asks for it alone), else every shard, each
+    /// found by the naming rule from `path` (a file's path, or a URL's, `src/http.rs`) and
+    /// opened by `open`.
+    pub(crate) fn with_siblings(
+        given: GgufFile<Source>,
+        path: &Path,
+        single_shard: bool,
+        open: impl Fn(&Path) -> Result<GgufFile<Source>>,
+    ) -> Result<Model<Source>> {
+        if single_shard || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1 {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
         let count = shard_count(&given, path)?;

@@ -21,6 +21,8 @@
 //! a key, `--version`, `--help` naming every option.
 
 mod common;
+#[path = "url/servers.rs"]
+mod servers;
 
 use common::canon::{self, hex, read_json, strip, unhex};
 use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, run_reference, show};
@@ -2216,4 +2218,135 @@ fn values_prints_a_tensor_s_first_values() {
             show(&out)
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A URL wherever a file goes: served by nginx on the loopback (tests/url/servers.rs), the
+// inspector prints what it prints for the file (with the URL where it names the file), reading
+// only the header for the dumps and the data by ranges for --verify, --hash and --check.
+
+#[cfg(feature = "net")]
+#[test]
+fn a_url_is_inspected_as_its_file() {
+    let dir = servers::fresh_dir("inspect-url");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(sample(), root.join("sample.gguf")).unwrap();
+    let mut w = Writer::new();
+    w.add_metadata("general.name", MetadataValue::string("split"))
+        .unwrap();
+    for k in 0..4u64 {
+        w.add_tensor(
+            format!("t{k}"),
+            &[1000 + 32 * k],
+            DataType::F32,
+            filler(k, 4 * (1000 + 32 * k as usize)),
+        )
+        .unwrap();
+    }
+    let shards = w.into_shards(2).unwrap();
+    for (no, shard) in shards.iter().enumerate() {
+        shard
+            .write_file(root.join(Writer::shard_path("split", no, 2)))
+            .unwrap();
+    }
+    let tls = servers::make_tls(&dir);
+    let nginx = servers::Nginx::start(&dir, &root, &tls);
+
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("sample.gguf", vec![]),
+        ("sample.gguf", vec!["--json"]),
+        ("sample.gguf", vec!["--tensors"]),
+        ("sample.gguf", vec!["--json", "--tensors"]),
+        ("sample.gguf", vec!["--metadata", "general.architecture"]),
+        (
+            "sample.gguf",
+            vec!["--json", "--metadata", "tokenizer.ggml.tokens"],
+        ),
+        ("sample.gguf", vec!["--hash"]),
+        ("sample.gguf", vec!["--verify"]),
+        ("split-00002-of-00002.gguf", vec![]),
+        ("split-00002-of-00002.gguf", vec!["--json"]),
+        ("split-00001-of-00002.gguf", vec!["--hash"]),
+        ("split-00002-of-00002.gguf", vec!["--verify"]),
+    ];
+    for (name, args) in &cases {
+        let path = root.join(name);
+        let url = nginx.url(&format!("m/{name}"));
+        // The bundled sample's random blocks hold NaN scales: --verify refuses it (exit 1)
+        // by path and by URL alike.
+        let code = i32::from(*name == "sample.gguf" && args.contains(&"--verify"));
+        let by_path = expect(&[args.clone(), vec![path.to_str().unwrap()]].concat(), code);
+        nginx.clear_log();
+        let by_url = expect(&[args.clone(), vec![url.as_str()]].concat(), code);
+        let want_err = String::from_utf8(by_path.stderr.clone())
+            .unwrap()
+            .replace(&path.display().to_string(), &url);
+        assert_eq!(
+            String::from_utf8_lossy(&by_url.stderr),
+            want_err,
+            "{args:?} {url}\n{}",
+            show(&by_url)
+        );
+        // The outputs differ only where they name the file (each shard's, for split models).
+        let mut want = String::from_utf8(by_path.stdout).unwrap();
+        for no in 0..2 {
+            let shard = Writer::shard_path("split", no, 2);
+            want = want.replace(
+                &root.join(&shard).display().to_string(),
+                &nginx.url(&format!("m/{shard}")),
+            );
+        }
+        want = want.replace(&path.display().to_string(), &url);
+        let got = String::from_utf8(by_url.stdout).unwrap();
+        assert_eq!(got, want, "gguf-inspect {args:?} {url}");
+        // Only ranges were asked for; the dumps read no tensor data.
+        let log = nginx.log();
+        assert!(log.iter().all(|l| l.status == 206), "{args:?}: {log:?}");
+        let reads_data = args.iter().any(|a| *a == "--hash" || *a == "--verify");
+        if !reads_data {
+            let sent: u64 = log.iter().map(|l| l.bytes).sum();
+            let data: u64 = shards_data_bytes(&root, name);
+            let size = std::fs::metadata(&path).unwrap().len();
+            assert!(
+                sent <= size - data || sent <= 256 * 1024,
+                "{args:?}: {sent} bytes sent for a file of {size} with {data} of data"
+            );
+        }
+    }
+
+    // --check against the manifest --hash wrote for the file.
+    let manifest = dir.join("sample.manifest");
+    let out = expect(&["--hash", root.join("sample.gguf").to_str().unwrap()], 0);
+    std::fs::write(&manifest, &out.stdout).unwrap();
+    let url = nginx.url("m/sample.gguf");
+    let out = expect(&["--check", manifest.to_str().unwrap(), url.as_str()], 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("OK"),
+        "{}",
+        show(&out)
+    );
+
+    // A URL that fails names it, and exits 1.
+    let missing = nginx.url("m/missing.gguf");
+    let out = expect(&[missing.as_str()], 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&missing) && err.contains("HTTP 404"), "{err}");
+
+    // The bearer token comes from $GGUF_BEARER_TOKEN.
+    let gated = nginx.url("gated/sample.gguf");
+    expect(&["--tensors", gated.as_str()], 1);
+    let out = Command::new(inspector())
+        .args(["--tensors", gated.as_str()])
+        .env("GGUF_BEARER_TOKEN", servers::TOKEN)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+}
+
+/// The bytes of tensor data in the file `name` under `root`.
+#[cfg(feature = "net")]
+fn shards_data_bytes(root: &Path, name: &str) -> u64 {
+    let f = MappedFile::open(root.join(name)).unwrap();
+    f.tensors().map(|t| t.size).sum()
 }

@@ -11,8 +11,8 @@
 mod common;
 
 use gguf::ffi::{
-    GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFTensorInfo, GGUFUploadPlan, GGUFValue,
-    GGUFView,
+    GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFTensorInfo, GGUFUploadPlan, GGUFUrlOptions,
+    GGUFValue, GGUFView,
 };
 use serde_json::{json, Map, Value as Json};
 use std::mem::{align_of, offset_of, size_of};
@@ -52,6 +52,7 @@ fn ffi_layout() -> Json {
         "GGUFShardInfo": layout!(GGUFShardInfo {
             path, file_size, data_offset, alignment, version, tensor_count, first_tensor, base
         }),
+        "GGUFUrlOptions": layout!(GGUFUrlOptions { bearer_token, timeout_ms, max_redirects }),
     })
 }
 

@@ -35,13 +35,15 @@ export CARGO_TERM_COLOR=never
 #                            reference -> libgguf direction runs here, over a corpus the host
 #                            generates once (GGUF_CONFORMANCE_CORPUS), the same for every target
 #   ggml_crosscheck          loads ggml's prebuilt x86-64 library
+#   url                      starts nginx and openssl (network tests run on the host only)
 #   shards (two tests)       shards_written_by_the_reference_*, the_reference_reads_*: Python
 #   concurrency under TSan   `make tsan` (host nightly toolchain)
 #   dequant_ggml, validate_ggml  ggml's x86-64 library (dequant and simd check the same answers
 #                            everywhere: ggml's recorded outputs, and the scalar kernels)
+#   url                      nginx and the test servers on the host's loopback
 #   dequant_tables           runs the table generator on the reference Python package
 HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
-  validate_ggml dequant_tables"
+  validate_ggml dequant_tables url"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)
@@ -135,6 +137,17 @@ mkdir -p "$cross_dir"
 cross_dir=$(cd "$cross_dir" && pwd)
 export SDKROOT="$cross_dir/no-sdk"
 mkdir -p "$SDKROOT"
+# ring (TLS for the `net` feature) compiles C even for `cargo check`. Without the SDKs and the NDK
+# only clang's own headers are there: freestanding C and ring's mode for no libc headers, plus an
+# empty TargetConditionals.h (the one SDK header ring includes on Apple platforms; nothing it
+# reads there matters to a check, which links nothing).
+ring_stub="$cross_dir/ring-stub-include"
+mkdir -p "$ring_stub"
+: >"$ring_stub/TargetConditionals.h"
+for v in aarch64_apple_darwin x86_64_apple_darwin aarch64_apple_ios aarch64_linux_android; do
+  export "CFLAGS_$v=-ffreestanding -nostdlibinc -DRING_CORE_NOSTDLIBINC=1 -isystem $ring_stub"
+done
+export CC_x86_64_apple_darwin=clang
 export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
 
 # The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the

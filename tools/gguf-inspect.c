@@ -27,6 +27,11 @@
  * With no FILE it inspects the sample model bundled with the library (testdata/sample.gguf).
  * Any shard of a split model (name-00001-of-00003.gguf) opens the whole model.
  *
+ * FILE may be an http:// or https:// URL wherever a file is accepted: only the header is
+ * downloaded (by range requests, gguf_open_url), and --verify, --hash and --check read tensor
+ * data by ranges (--hash in one pass for its five digests). $GGUF_BEARER_TOKEN, if set, is sent
+ * as the bearer token (gated models); HTTPS trusts the system's roots (or $SSL_CERT_FILE).
+ *
  * JSON: every number is exact. Integers are JSON integers (up to 2^64-1); FLOAT32 and FLOAT64
  * values are the shortest decimal that reads back to the same bits, always with a '.' or an
  * exponent (so -0.0 keeps its sign); non-finite ones are the strings "inf", "-inf" and
@@ -591,6 +596,26 @@ static int dump_json(GGUFFile f, const char *path) {
 /* --verify                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
+/* A URL (http:// or https://) is opened by range requests (gguf_open_url), with the bearer
+ * token in $GGUF_BEARER_TOKEN if set; anything else is a file's path. */
+static int is_url(const char *path) {
+  return !strncmp(path, "http://", 7) || !strncmp(path, "https://", 8);
+}
+
+static GGUFFile open_any(const char *path, uint32_t flags) {
+  if (!is_url(path)) return flags ? gguf_open_ex(path, flags) : gguf_open(path);
+  const char *token = getenv("GGUF_BEARER_TOKEN");
+  return gguf_open_url(path, token && *token ? token : NULL, flags);
+}
+
+/* Feeds n bytes of tensor t, from `offset` into it, to `use` in pieces: straight from the mapping
+ * when the handle has one, else read by position (a URL, by range requests) into `buf` (CHUNK
+ * bytes). False (with the library's error recorded) if a read failed. */
+typedef int (*PieceFn)(void *ctx, const unsigned char *p, size_t n);
+
+static int for_each_piece(GGUFFile f, const GGUFTensorInfo *t, unsigned char *buf, PieceFn use,
+                          void *ctx);
+
 /* Reading tensor data touches the mapping: if the file shrinks underneath (another process
  * truncating it, an I/O error), the kernel raises SIGBUS, which fails that tensor instead of
  * killing the inspector. */
@@ -637,6 +662,23 @@ static void progress_line_done(Progress *p) {
 }
 
 enum { CHUNK = 16 << 20 };
+
+static int for_each_piece(GGUFFile f, const GGUFTensorInfo *t, unsigned char *buf, PieceFn use,
+                          void *ctx) {
+  const unsigned char *mapped = gguf_is_mapped(f) ? gguf_tensor_data(f, t) : NULL;
+  if (!mapped && gguf_is_mapped(f) && t->size_bytes) return 0;
+  for (uint64_t done = 0; done < t->size_bytes;) {
+    uint64_t left = t->size_bytes - done;
+    size_t n = left < CHUNK ? (size_t)left : CHUNK;
+    if (mapped) {
+      if (!use(ctx, mapped + done, n)) return 0;
+    } else {
+      if (!gguf_read_tensor(f, t, done, buf, n) || !use(ctx, buf, n)) return 0;
+    }
+    done += n;
+  }
+  return 1;
+}
 
 /* Reads every page of n bytes at p (one byte per page faults the whole page in), so that a page
  * the file no longer backs, or one the disk cannot return, shows here. */
@@ -744,6 +786,15 @@ static int verify_metadata(GGUFFile f, Progress *pg) {
   return ok;
 }
 
+/* A piece read by position (verify): counts it in the progress bar. */
+static int count_piece(void *ctx, const unsigned char *p, size_t n) {
+  Progress *pg = ctx;
+  (void)p;
+  pg->done += n;
+  progress_draw(pg);
+  return 1;
+}
+
 /* One tensor: its description is consistent with its shard, the library's pointer is where the
  * shard's mapping says, and its bytes can be read. Prints nothing unless it fails. */
 static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_index,
@@ -766,6 +817,17 @@ static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_ind
     why = "data runs past the end of the file";
   if (why) return problem(pg, "tensor", t->name, t->name_len, why);
 
+  if (!gguf_is_mapped(f)) { /* a URL: every byte read by position */
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf) return problem(pg, "tensor", t->name, t->name_len, "out of memory");
+    int ok = for_each_piece(f, t, buf, count_piece, pg);
+    free(buf);
+    if (!ok) {
+      snprintf(detail, sizeof detail, "reading its data failed: %s", gguf_last_error());
+      return problem(pg, "tensor", t->name, t->name_len, detail);
+    }
+    return 1;
+  }
   const unsigned char *data = gguf_tensor_data(f, t);
   if (!data) {
     snprintf(detail, sizeof detail, "no data pointer: %s", gguf_last_error());
@@ -787,7 +849,7 @@ static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_ind
 }
 
 static int verify(const char *path) {
-  GGUFFile f = gguf_open(path);
+  GGUFFile f = open_any(path, 0);
   if (!f) {
     fprintf(stderr, "%s\n", gguf_last_error());
     printf("* ");
@@ -875,6 +937,10 @@ typedef struct {
   char error[512];
 } DigestJob;
 
+static int digest_piece(void *ctx, const unsigned char *p, size_t n) {
+  return gguf_digester_update(ctx, p, n);
+}
+
 static void *run_digest_job(void *arg) {
   DigestJob *j = arg;
   j->ok = 1;
@@ -884,21 +950,16 @@ static void *run_digest_job(void *arg) {
     }
   } else {
     GGUFDigester d = gguf_digester_new(j->algorithm);
-    j->ok = d != NULL;
+    /* A handle without a mapping (a URL) is read by position, in pieces, into buf. */
+    unsigned char *buf = gguf_is_mapped(j->f) ? NULL : malloc(CHUNK);
+    j->ok = d != NULL && (gguf_is_mapped(j->f) || buf != NULL);
     for (uint64_t i = 0; i < j->n && j->ok; i++) {
       if (j->feed && !j->feed[i]) continue;
-      const unsigned char *p = gguf_tensor_data(j->f, j->tensors[i]);
-      uint64_t left = j->tensors[i]->size_bytes;
-      j->ok = p != NULL || left == 0;
-      while (left && j->ok) { /* in pieces a size_t holds, whatever its width */
-        size_t piece = left < ((size_t)1 << 30) ? (size_t)left : (size_t)1 << 30;
-        j->ok = gguf_digester_update(d, p, piece);
-        p += piece;
-        left -= piece;
-      }
+      j->ok = for_each_piece(j->f, j->tensors[i], buf, digest_piece, d);
     }
     if (j->ok) j->ok = gguf_digester_finish(d, j->out, j->size);
     gguf_digester_free(d);
+    free(buf);
   }
   if (!j->ok) snprintf(j->error, sizeof j->error, "%s", gguf_last_error());
   return NULL;
@@ -980,10 +1041,46 @@ static int skipped_by_reference(const char *name, uint64_t len) {
 
 /* Opens one file, never the rest of a split model (both hashing tools hash the file given). */
 static GGUFFile open_single(const char *path) {
-  GGUFFile f = gguf_open_ex(path, GGUF_OPEN_FLAG_SINGLE_SHARD);
+  GGUFFile f = open_any(path, GGUF_OPEN_FLAG_SINGLE_SHARD);
   if (!f) fprintf(stderr, "%s\n", gguf_last_error());
   else if (!gguf_advise_data(f, GGUF_PAGING_SEQUENTIAL)) gguf_clear_error();
   return f;
+}
+
+/* The five digests of hash_file's jobs (per-tensor SHA-1 and SHA-256, the model's SHA-1, SHA-256
+ * and UUID) in one pass over the data, read by position. */
+typedef struct {
+  GGUFDigester d[5];
+} FiveDigesters;
+
+static int digest_piece_five(void *ctx, const unsigned char *p, size_t n) {
+  FiveDigesters *all = ctx;
+  for (int k = 0; k < 5; k++)
+    if (!gguf_digester_update(all->d[k], p, n)) return 0;
+  return 1;
+}
+
+static int hash_in_one_pass(DigestJob *jobs, const char *argv0) {
+  FiveDigesters all = {{NULL}};
+  unsigned char *buf = malloc(CHUNK);
+  int ok = buf != NULL;
+  for (int k = 2; k < 5 && ok; k++) ok = (all.d[k] = gguf_digester_new(jobs[k].algorithm)) != NULL;
+  for (uint64_t i = 0; ok && i < jobs[0].n; i++) {
+    for (int k = 0; k < 2 && ok; k++) ok = (all.d[k] = gguf_digester_new(jobs[k].algorithm)) != NULL;
+    ok = ok && for_each_piece(jobs[0].f, jobs[0].tensors[i], buf, digest_piece_five, &all);
+    for (int k = 0; k < 2; k++) {
+      if (ok) ok = gguf_digester_finish(all.d[k], jobs[k].out + i * jobs[k].size, jobs[k].size);
+      gguf_digester_free(all.d[k]);
+      all.d[k] = NULL;
+    }
+  }
+  for (int k = 2; k < 5; k++) {
+    if (ok) ok = gguf_digester_finish(all.d[k], jobs[k].out, jobs[k].size);
+    gguf_digester_free(all.d[k]);
+  }
+  if (!ok) fprintf(stderr, "%s: %s\n", argv0, buf ? gguf_last_error() : "out of memory");
+  free(buf);
+  return ok;
 }
 
 static int hash_file(const char *path, const char *argv0) {
@@ -1011,7 +1108,9 @@ static int hash_file(const char *path, const char *argv0) {
       {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 0, model + 20, 32, 0, ""},
       {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_UUID, 0, model + 52, 16, 0, ""},
   };
-  int ok = run_digest_jobs(jobs, 5, argv0);
+  /* Mapped: five passes over the mapping on threads. Read by position (a URL): one pass, each
+   * piece fed to the five digests, so the data crosses the network once. */
+  int ok = gguf_is_mapped(f) ? run_digest_jobs(jobs, 5, argv0) : hash_in_one_pass(jobs, argv0);
   if (ok) {
     for (uint64_t i = 0; i < n; i++) {
       print_hash_line(GGUF_DIGEST_ALGORITHM_SHA1, sha1s + i * 20, path, tensors[i]->name,
@@ -1444,6 +1543,10 @@ static void usage(FILE *out, const char *argv0) {
           "  With no FILE (where FILE is optional), inspects %s\n"
           "  Any shard of a split model (NAME-00001-of-00003.gguf) opens the whole model,\n"
           "  except with --hash and --check, which digest the one file given.\n"
+          "  FILE may be an http:// or https:// URL: only its header is downloaded, by range\n"
+          "  requests; --verify, --hash and --check read tensor data by ranges. The bearer\n"
+          "  token in $GGUF_BEARER_TOKEN (if set) is sent (gated models); HTTPS trusts the\n"
+          "  system's roots ($SSL_CERT_FILE names others).\n"
           "  Names, keys, strings and paths are printed with control bytes (C0, DEL, C1) and\n"
           "  bytes that are not UTF-8 as \\xNN and backslashes as \\\\ (strings in quotes also \\'),\n"
           "  so a file cannot act on the terminal or forge a line; --json gives the exact bytes.\n"
@@ -1482,7 +1585,7 @@ static void usage(FILE *out, const char *argv0) {
           "                  if there is no such tensor or its type cannot be converted)\n"
           "  --version       the version of libgguf in use\n"
           "  -h, --help      this help\n"
-          "--hash and --check read the file through its mapping: a file truncated by another\n"
+          "--hash and --check read a file through its mapping: a file truncated by another\n"
           "  process meanwhile kills them with SIGBUS.\n"
           "JSON: numbers are exact: floats are the shortest decimal reading back to the same\n"
           "  bits, non-finite ones the strings \"inf\", \"-inf\", \"nan:0x<bits>\".\n"
@@ -1582,7 +1685,7 @@ int main(int argc, char **argv) {
   if (hash) return hash_file(path, argv[0]);
   if (manifest) return check_file(manifest, path, argv[0]);
 
-  GGUFFile f = gguf_open(path);
+  GGUFFile f = open_any(path, 0);
   if (!f) {
     fprintf(stderr, "%s\n", gguf_last_error());
     return 1;

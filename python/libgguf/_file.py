@@ -91,6 +91,8 @@ def open(
     read: bool = False,
     single_shard: bool = False,
     no_map: bool = False,
+    token: str | None = None,
+    timeout: float | None = None,
 ) -> "GGUFFile":
     """Opens a GGUF file: maps it read-only and checks every rule of the format
     (``gguf_open_ex``). Tensor data is neither read nor copied.
@@ -103,6 +105,13 @@ def open(
     file), read through ``gguf_open_reader``: only the header is read, and tensor data is then
     read with :meth:`GGUFFile.read_tensor` / :meth:`GGUFFile.read_tensors` (``Tensor.data``
     raises). ``no_map`` opens a path or descriptor without mapping it, the same way.
+
+    ``path`` may also be an ``http://`` or ``https://`` URL (``gguf_open_url_ex``): only the
+    header is downloaded, by range requests, and tensor data is read by ranges with
+    :meth:`GGUFFile.read_tensor` / :meth:`GGUFFile.read_tensors`. ``token`` is sent as the bearer
+    token (gated models), ``timeout`` (seconds, default 30) bounds every wait for the server. A
+    shard's URL opens every shard of a split model by URL. HTTPS trusts the system's roots
+    (``SSL_CERT_FILE`` names others).
 
     ``populate`` faults every page in up front (``MAP_POPULATE``), ``lock`` locks the pages in
     memory (``mlock``; fails when ``ulimit -l`` forbids), ``read`` reads the file into private
@@ -129,6 +138,10 @@ def open(
         length = rest[0] if rest else length
     if isinstance(path, int) and not isinstance(path, bool) and offset is not None:
         return _open_fd(lib, path, offset, length, flags)
+    if isinstance(path, str) and path.startswith(("http://", "https://")):
+        return _open_url(lib, path, token, timeout, flags)
+    if token is not None or timeout is not None:
+        raise TypeError("token= and timeout= apply to a URL")
     if offset is not None:
         raise TypeError("offset= applies to a file descriptor")
     if not isinstance(path, (str, bytes, os.PathLike)) and hasattr(path, "seek"):
@@ -139,6 +152,23 @@ def open(
     if not ptr:
         raise lib.error()
     return GGUFFile(_Handle(lib, ptr, None), os.fspath(path))
+
+
+def _open_url(
+    lib: Any, url: str, token: str | None, timeout: float | None, flags: int
+) -> "GGUFFile":
+    options = _native.GGUFUrlOptions()
+    if token is not None:
+        options.bearer_token = _convert.c_name(token, "token")
+    if timeout is not None:
+        ms = round(timeout * 1000)
+        if not 1 <= ms <= 0xFFFFFFFF:
+            raise ValueError(f"timeout={timeout!r} s is outside 0.001 to 4294967.295 s")
+        options.timeout_ms = ms
+    ptr = lib.gguf_open_url_ex(_convert.c_name(url, "URL"), ctypes.byref(options), flags)
+    if not ptr:
+        raise lib.error()
+    return GGUFFile(_Handle(lib, ptr, None), url)
 
 
 def _open_fd(lib: Any, fd: int, offset: int, length: int, flags: int) -> "GGUFFile":

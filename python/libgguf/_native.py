@@ -392,6 +392,14 @@ class GGUFShardInfo(Structure):
     ]
 
 
+class GGUFUrlOptions(Structure):
+    _fields_ = [
+        ("bearer_token", c_char_p),
+        ("timeout_ms", c_uint32),
+        ("max_redirects", c_uint32),
+    ]
+
+
 #: The structures above by their C names (for the layout check in the tests).
 STRUCTS = {
     "GGUFValue": GGUFValue,
@@ -401,6 +409,7 @@ STRUCTS = {
     "GGUFPlacement": GGUFPlacement,
     "GGUFUploadPlan": GGUFUploadPlan,
     "GGUFShardInfo": GGUFShardInfo,
+    "GGUFUrlOptions": GGUFUrlOptions,
 }
 
 # Element type of each fixed-size array value type, and its typed getter in the C API.
@@ -437,6 +446,7 @@ _PROTOTYPES = {
     "gguf_open_memory": (_FILE, [c_void_p, c_size_t]),
     "gguf_open_fd": (_FILE, [ctypes.c_int32, c_uint64, c_uint64, c_uint32]),
     "gguf_open_reader": (_FILE, [READ_FN, c_void_p, c_uint64, c_uint32]),
+    "gguf_open_url_ex": (_FILE, [c_char_p, POINTER(GGUFUrlOptions), c_uint32]),
     "gguf_is_mapped": (ctypes.c_bool, [_FILE]),
     "gguf_read_tensor": (ctypes.c_bool, [_FILE, c_void_p, c_uint64, c_void_p, c_uint64]),
     "gguf_read_tensors": (

@@ -166,7 +166,21 @@ pub fn lib_dir() -> &'static Path {
     DIR.get_or_init(|| {
         let (dir, flags) = profile_dir_and_flags();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        run(Command::new(cargo).args(&flags).current_dir(manifest_dir()));
+        let mut cmd = Command::new(cargo);
+        // Without the variables cargo set for this test (the package's name, version and
+        // manifest): build scripts that watch them (ring's) would otherwise see them change
+        // and rebuild, here and again at the next `cargo test`.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy().into_owned();
+            if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_"]
+                .iter()
+                .any(|p| name.starts_with(p))
+                || name == "OUT_DIR"
+            {
+                cmd.env_remove(&name);
+            }
+        }
+        run(cmd.args(&flags).current_dir(manifest_dir()));
         for lib in c_libraries() {
             assert!(dir.join(lib).is_file(), "{} was not built", lib);
         }
