@@ -18,6 +18,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+/*
+ * GGUF_API marks each function of the library. On Windows a program using gguf.dll (through its
+ * import library, libgguf.dll.a or gguf.dll.lib) sees it as __declspec(dllimport); define
+ * GGUF_STATIC before including this header when linking the static library (libgguf.a) instead,
+ * and GGUF_BUILD_DLL in code built into a DLL that exports these functions itself. Elsewhere it
+ * is empty. Define GGUF_API yourself to override all of this.
+ */
+#ifndef GGUF_API
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(GGUF_STATIC)
+#define GGUF_API
+#elif defined(GGUF_BUILD_DLL)
+#define GGUF_API __declspec(dllexport)
+#else
+#define GGUF_API __declspec(dllimport)
+#endif
+#else
+#define GGUF_API
+#endif
+#endif
 
 /* The version of this header; gguf_library_version() gives the linked library's. */
 #define LIBGGUF_VERSION_MAJOR 0
@@ -407,6 +427,11 @@ enum GGUFErrorCode
    * Two tensors' data ranges overlap.
    */
   GGUF_ERROR_CODE_DATA_OVERLAP = 37,
+  /**
+   * A tensor holds a NaN or an infinity where ggml's `ggml_validate_row_data` refuses one (a
+   * float value or a quantized block's scale): `gguf_validate_tensor`.
+   */
+  GGUF_ERROR_CODE_BAD_VALUE = 38,
   /**
    * The shards of a split model do not fit together: a shard is missing, misnumbered, or
    * disagrees with the others on the shard or tensor count.
@@ -944,7 +969,7 @@ extern "C" {
  * NULL on success, even for an empty array. The array is read-only despite its `const char **`
  * type (kept for compatibility with akunu's API).
  */
-const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * String `index` of the string array under `key`, zero-copy: a pointer into the file's mapping
@@ -954,6 +979,7 @@ const char **gguf_get_string_array(GGUFFile file, const char *key, uint64_t *out
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or an argument is NULL. An empty string yields a non-NULL
  * pointer and length 0.
  */
+GGUF_API
 const char *gguf_get_array_string(GGUFFile file,
                                   const char *key,
                                   uint64_t index,
@@ -966,70 +992,70 @@ const char *gguf_get_array_string(GGUFFile file,
  * (GGUF_ERROR_CODE_NOT_FOUND), is not an array of FLOAT32 (GGUF_ERROR_CODE_WRONG_TYPE), or an
  * argument is NULL. Never NULL on success, even for an empty array.
  */
-const float *gguf_get_float_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const float *gguf_get_float_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of FLOAT64.
  */
-const double *gguf_get_float64_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const double *gguf_get_float64_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT8.
  */
-const uint8_t *gguf_get_uint8_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint8_t *gguf_get_uint8_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT8.
  */
-const int8_t *gguf_get_int8_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int8_t *gguf_get_int8_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT16.
  */
-const uint16_t *gguf_get_uint16_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint16_t *gguf_get_uint16_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT16.
  */
-const int16_t *gguf_get_int16_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int16_t *gguf_get_int16_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT32.
  */
-const uint32_t *gguf_get_uint32_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint32_t *gguf_get_uint32_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT32 (e.g. `tokenizer.ggml.token_type`).
  */
-const int32_t *gguf_get_int32_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int32_t *gguf_get_int32_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of UINT64.
  */
-const uint64_t *gguf_get_uint64_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const uint64_t *gguf_get_uint64_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of INT64.
  */
-const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * As `gguf_get_float_array`, for an array of BOOL (each 0 or 1: other bytes are refused at open).
  */
-const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
+GGUF_API const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
 
 /**
  * The size in bytes of `algorithm`'s digests (a `GGUFDigestAlgorithm`): 20 for SHA1, 32 for
  * SHA256, 8 for XXH64 and XXH3, 16 for UUID; 0 for an unknown algorithm
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-size_t gguf_digest_size(uint32_t algorithm_id);
+GGUF_API size_t gguf_digest_size(uint32_t algorithm_id);
 
 /**
  * The name manifests give `algorithm`: "sha1", "sha256", "xxh64", "xxh3" or "uuid" (a static
  * string); NULL for an unknown algorithm (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-const char *gguf_digest_name(uint32_t algorithm_id);
+GGUF_API const char *gguf_digest_name(uint32_t algorithm_id);
 
 /**
  * Writes the `algorithm` digest (a `GGUFDigestAlgorithm`) of the `size` bytes at `data` to
@@ -1038,6 +1064,7 @@ const char *gguf_digest_name(uint32_t algorithm_id);
  * nothing, for an unknown algorithm or a short `out_len` (GGUF_ERROR_CODE_INVALID_ARGUMENT) or
  * a NULL pointer.
  */
+GGUF_API
 bool gguf_digest(uint32_t algorithm_id,
                  const void *data,
                  size_t size,
@@ -1054,6 +1081,7 @@ bool gguf_digest(uint32_t algorithm_id,
  * was not returned by this `file` or the algorithm is unknown or `out_len` short
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a pointer is NULL.
  */
+GGUF_API
 bool gguf_tensor_digest(GGUFFile file,
                         const struct GGUFTensorInfo *info,
                         uint32_t algorithm_id,
@@ -1065,18 +1093,18 @@ bool gguf_tensor_digest(GGUFFile file,
  * `gguf_digester_update` and read with `gguf_digester_finish`; the caller owns it and frees it
  * with `gguf_digester_free`. NULL for an unknown algorithm (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-GGUFDigester gguf_digester_new(uint32_t algorithm_id);
+GGUF_API GGUFDigester gguf_digester_new(uint32_t algorithm_id);
 
 /**
  * Frees a digester from `gguf_digester_new`; NULL is ignored.
  */
-void gguf_digester_free(GGUFDigester digester);
+GGUF_API void gguf_digester_free(GGUFDigester digester);
 
 /**
  * Feeds the `size` bytes at `data` (which may be NULL when `size` is 0) to the digester.
  * Returns false if a pointer is NULL.
  */
-bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
+GGUF_API bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
 
 /**
  * Writes the digest of everything fed since the digester was made or last finished to `out`
@@ -1084,7 +1112,7 @@ bool gguf_digester_update(GGUFDigester digester, const void *data, size_t size);
  * afresh. Returns false, writing nothing and keeping what was fed, if `out_len` is short
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or a pointer is NULL.
  */
-bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
+GGUF_API bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
 
 /**
  * The code of the last error recorded on the calling thread (a `GGUFErrorCode`), or
@@ -1092,7 +1120,7 @@ bool gguf_digester_finish(GGUFDigester digester, uint8_t *out, size_t out_len);
  * `gguf_clear_error` was called. Successful calls leave the record unchanged, so check it only
  * after a call reports failure.
  */
-uint32_t gguf_last_error_code(void);
+GGUF_API uint32_t gguf_last_error_code(void);
 
 /**
  * The message of the last error recorded on the calling thread: `gguf: FILE: offset N: what was
@@ -1104,30 +1132,30 @@ uint32_t gguf_last_error_code(void);
  * characters and bytes that are not UTF-8 as `\xNN`, a backslash as `\\`), so a file cannot
  * put terminal escape sequences or a forged line into it.
  */
-const char *gguf_last_error(void);
+GGUF_API const char *gguf_last_error(void);
 
 /**
  * The byte offset in the file that the last error on the calling thread concerns, or -1 when
  * it concerns no particular byte (an argument, a missing key) or no error is recorded.
  */
-int64_t gguf_last_error_offset(void);
+GGUF_API int64_t gguf_last_error_offset(void);
 
 /**
  * Clears the calling thread's error record.
  */
-void gguf_clear_error(void);
+GGUF_API void gguf_clear_error(void);
 
 /**
  * Number of metadata entries; 0 if `file` is NULL (recording the error).
  */
-uint64_t gguf_metadata_count(GGUFFile file);
+GGUF_API uint64_t gguf_metadata_count(GGUFFile file);
 
 /**
  * The entry with this key (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
  * or an argument is NULL. The same entry always returns the same pointer, owned by the handle
  * and valid until `gguf_close`.
  */
-const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
+GGUF_API const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
 
 /**
  * The entry whose key is the `key_len` bytes at `key` (which may hold NUL bytes, as GGUF keys
@@ -1135,14 +1163,17 @@ const struct GGUFMetadataKV *gguf_get_metadata(GGUFFile file, const char *key);
  * (GGUF_ERROR_CODE_NOT_FOUND) or an argument is NULL. `gguf_get_metadata` finds only keys
  * without NUL bytes; this finds every key. Same ownership as `gguf_get_metadata`.
  */
-const struct GGUFMetadataKV *gguf_get_metadata_n(GGUFFile file, const char *key, size_t key_len);
+GGUF_API
+const struct GGUFMetadataKV *gguf_get_metadata_n(GGUFFile file,
+                                                 const char *key,
+                                                 size_t key_len);
 
 /**
  * The `index`-th entry in file order, or NULL if `index >= gguf_metadata_count(file)`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
-const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
+GGUF_API const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t index);
 
 /**
  * Opens the GGUF file at `path` (NUL-terminated): maps it read-only, checks every rule of the
@@ -1165,7 +1196,7 @@ const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, uint64_t 
  * atomically (write a new file and rename it over the old one, as the writer does): an open
  * handle keeps the old file alive.
  */
-GGUFFile gguf_open(const char *path);
+GGUF_API GGUFFile gguf_open(const char *path);
 
 /**
  * `gguf_open` with `flags`, a combination of `GGUFOpenFlag` values: `GGUF_OPEN_FLAG_POPULATE`
@@ -1182,6 +1213,7 @@ GGUFFile gguf_open(const char *path);
  * `vm.max_map_count` (with the mappings in use) and `ulimit -v`, and recommending
  * GGUF_OPEN_FLAG_NO_MAP.
  */
+GGUF_API
 GGUFFile gguf_open_ex(const char *path,
                       uint32_t flags);
 
@@ -1191,41 +1223,41 @@ GGUFFile gguf_open_ex(const char *path,
  * data pointers point into them. Returns NULL on failure, recording why (errors name the file
  * `<memory>`).
  */
-GGUFFile gguf_open_memory(const void *data, size_t len);
+GGUF_API GGUFFile gguf_open_memory(const void *data, size_t len);
 
 /**
  * Closes a handle: unmaps the file and frees everything the handle handed out. NULL is a no-op.
  * Closing a handle twice, or using it or any pointer it returned afterwards, is undefined.
  */
-void gguf_close(GGUFFile file);
+GGUF_API void gguf_close(GGUFFile file);
 
 /**
  * The format version of the file (1, 2 or 3); 0 if `file` is NULL.
  */
-uint32_t gguf_version(GGUFFile file);
+GGUF_API uint32_t gguf_version(GGUFFile file);
 
 /**
  * The alignment of tensor data (`general.alignment`, or 32 when absent); 0 if `file` is NULL.
  */
-uint64_t gguf_alignment(GGUFFile file);
+GGUF_API uint64_t gguf_alignment(GGUFFile file);
 
 /**
  * The absolute file offset where the data section starts (tensor offsets are relative to it);
  * 0 if `file` is NULL. For a file without tensor data it may equal or exceed the file size.
  */
-uint64_t gguf_data_offset(GGUFFile file);
+GGUF_API uint64_t gguf_data_offset(GGUFFile file);
 
 /**
  * The size of the file in bytes; 0 if `file` is NULL.
  */
-uint64_t gguf_file_size(GGUFFile file);
+GGUF_API uint64_t gguf_file_size(GGUFFile file);
 
 /**
  * The byte order of the file's numbers (a `GGUFByteOrder`): big-endian files are detected by
  * their byte-swapped version field. Metadata values are returned in host order; tensor data and
  * `array_data` as stored. GGUF_BYTE_ORDER_LITTLE if `file` is NULL (recording the error).
  */
-uint32_t gguf_byte_order(GGUFFile file);
+GGUF_API uint32_t gguf_byte_order(GGUFFile file);
 
 /**
  * Advises the kernel how the tensor's data will be used (`madvise` on its pages, widened to
@@ -1236,12 +1268,13 @@ uint32_t gguf_byte_order(GGUFFile file);
  * Windows WILLNEED is `PrefetchVirtualMemory` and the other advice reports
  * GGUF_ERROR_CODE_UNSUPPORTED; on wasm32 all advice does.
  */
-bool gguf_advise_tensor(GGUFFile file, const struct GGUFTensorInfo *info, uint32_t advice);
+GGUF_API bool gguf_advise_tensor(GGUFFile file, const struct GGUFTensorInfo *info, uint32_t advice);
 
 /**
  * `gguf_advise_tensor` for `count` tensors at once (`infos` holds `count` pointers returned by
  * this `file`). Every pointer is checked before any advice is given.
  */
+GGUF_API
 bool gguf_advise_tensors(GGUFFile file,
                          const struct GGUFTensorInfo *const *infos,
                          size_t count,
@@ -1250,7 +1283,7 @@ bool gguf_advise_tensors(GGUFFile file,
 /**
  * `gguf_advise_tensor` for the whole data section of every shard.
  */
-bool gguf_advise_data(GGUFFile file, uint32_t advice);
+GGUF_API bool gguf_advise_data(GGUFFile file, uint32_t advice);
 
 /**
  * Whether the `len` bytes at `ptr` lie wholly inside the memory of one of the handle's shards
@@ -1259,19 +1292,45 @@ bool gguf_advise_data(GGUFFile file, uint32_t advice);
  * GGUF_ERROR_CODE_NULL_ARGUMENT) and for ranges outside (recording
  * GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
-bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
+GGUF_API bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
+
+/**
+ * `gguf_tensor_to_float` on up to `n_threads` threads (0: as many as the machine has): rows
+ * `[first_row, first_row + n_rows)` are split into consecutive ranges, one per thread, each
+ * converted in place into its part of `dst` (room for `n_rows * info->dims[0]` floats). The
+ * calling thread converts the first range; the others run on threads started for this call and
+ * joined before it returns (a thread is given at least 65536 elements, so small tensors use
+ * fewer threads, or only the calling one; at most 1024 threads). The floats are those of
+ * `gguf_tensor_to_float`.
+ *
+ * Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
+ * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
+ * end, a type that cannot be converted; `first_row + n_rows` overflowing is
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT), or when a range fails to convert (it is retried on the
+ * calling thread, whose error is then the one recorded; `dst` may be partly written).
+ */
+GGUF_API
+bool gguf_tensor_to_float_parallel(GGUFFile file,
+                                   const struct GGUFTensorInfo *info,
+                                   uint64_t first_row,
+                                   uint64_t n_rows,
+                                   float *dst,
+                                   uint32_t n_threads);
 
 /**
  * Plans the upload of every tensor's data: page-aligned views of at most `max_view_size` bytes
  * (e.g. Metal's `maxBufferLength`; `UINT64_MAX` for no limit) such that every tensor lies
  * wholly inside at least one view. `page_size` is a power of two, or 0 for the system's page
- * size. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
+ * size (4 KiB on Windows x64, 16 KiB on Apple silicon). On Windows, pass 65536 for views that
+ * are mapped again on their own (`MapViewOfFile` at `file_offset`): a view of a file mapping
+ * must start on the allocation granularity, 64 KiB, not merely on a page. Each view can be wrapped without copying (`newBufferWithBytesNoCopy`,
  * `cudaHostRegister`) or read from the file at its `file_offset`; each tensor's placement
  * gives its view and its offset there. A tensor too large for any view is reported
  * (`GGUF_NO_VIEW`, counted in `n_oversized`), never split. Owned by the handle, valid until
  * `gguf_close`; each call makes a new plan. NULL if `file` is NULL, or `page_size` is not a
  * power of two, or `max_view_size` is smaller than a page (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
+GGUF_API
 const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
                                               uint64_t max_view_size,
                                               uint64_t page_size);
@@ -1291,7 +1350,7 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
  * (errors name `file descriptor FD at offset OFFSET`); an offset or length past the file's end
  * is GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`.
  */
-GGUFFile gguf_open_fd(int32_t fd, uint64_t offset, uint64_t length, uint32_t flags);
+GGUF_API GGUFFile gguf_open_fd(int32_t fd, uint64_t offset, uint64_t length, uint32_t flags);
 
 /**
  * Parses a file through `read` without mapping it; `size` is the source's total size. Only the
@@ -1306,7 +1365,7 @@ GGUFFile gguf_open_fd(int32_t fd, uint64_t offset, uint64_t length, uint32_t fla
  * GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone either way). Returns NULL
  * on failure, recording why.
  */
-GGUFFile gguf_open_reader(GGUFReadFn read, void *user, uint64_t size, uint32_t flags);
+GGUF_API GGUFFile gguf_open_reader(GGUFReadFn read, void *user, uint64_t size, uint32_t flags);
 
 /**
  * Whether the handle's tensor data is in memory (mapped, read into memory, or lent), so that
@@ -1314,7 +1373,7 @@ GGUFFile gguf_open_reader(GGUFReadFn read, void *user, uint64_t size, uint32_t f
  * (`gguf_open_reader`, GGUF_OPEN_FLAG_NO_MAP, a file too large to map), whose data only
  * `gguf_read_tensor(s)` reads. False if `file` is NULL (recording the error).
  */
-bool gguf_is_mapped(GGUFFile file);
+GGUF_API bool gguf_is_mapped(GGUFFile file);
 
 /**
  * Copies `size` bytes of a tensor's data, starting `offset` bytes into the tensor, to `dst`
@@ -1324,6 +1383,7 @@ bool gguf_is_mapped(GGUFFile file);
  * end (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the read fails (`dst` may then be partly
  * written). Safe to call from several threads at once (a reader's callback is serialised).
  */
+GGUF_API
 bool gguf_read_tensor(GGUFFile file,
                       const struct GGUFTensorInfo *info,
                       uint64_t offset,
@@ -1346,6 +1406,7 @@ bool gguf_read_tensor(GGUFFile file,
  * this `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers
  * may then be partly written.
  */
+GGUF_API
 bool gguf_read_tensors(GGUFFile file,
                        const struct GGUFTensorInfo *const *infos,
                        void *const *dsts,
@@ -1361,19 +1422,19 @@ bool gguf_read_tensors(GGUFFile file,
  * `file` is NULL. The model's metadata is the first shard's; `gguf_version`, `gguf_alignment`,
  * `gguf_data_offset` and `gguf_file_size` describe the first shard too.
  */
-uint32_t gguf_shard_count(GGUFFile file);
+GGUF_API uint32_t gguf_shard_count(GGUFFile file);
 
 /**
  * Shard `index` (0-based) of the model, or NULL if `index >= gguf_shard_count(file)`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
-const struct GGUFShardInfo *gguf_get_shard(GGUFFile file, uint32_t index);
+GGUF_API const struct GGUFShardInfo *gguf_get_shard(GGUFFile file, uint32_t index);
 
 /**
  * Number of tensors in the file; 0 if `file` is NULL (recording the error).
  */
-uint64_t gguf_tensor_count(GGUFFile file);
+GGUF_API uint64_t gguf_tensor_count(GGUFFile file);
 
 /**
  * The tensor named `name` (a hash lookup), or NULL if there is none (GGUF_ERROR_CODE_NOT_FOUND)
@@ -1382,14 +1443,14 @@ uint64_t gguf_tensor_count(GGUFFile file);
  * needs one (this, `gguf_get_tensor_by_index`, ...), not by `gguf_open`: that first call costs
  * about 30 ns a tensor, the later ones a lookup.
  */
-const struct GGUFTensorInfo *gguf_get_tensor(GGUFFile file, const char *name);
+GGUF_API const struct GGUFTensorInfo *gguf_get_tensor(GGUFFile file, const char *name);
 
 /**
  * The `index`-th tensor in file order, or NULL if `index >= gguf_tensor_count(file)`
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or `file` is NULL. Owned by the handle, valid until
  * `gguf_close`.
  */
-const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t index);
+GGUF_API const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t index);
 
 /**
  * Pointer to the tensor's data inside the file's mapping (zero-copy): data section start +
@@ -1402,30 +1463,30 @@ const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, uint64_t in
  * while it is mapped, touching a page past the new end raises SIGBUS (see `gguf_open`; a handle
  * opened with GGUF_OPEN_FLAG_READ holds a private copy instead).
  */
-const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo *info);
+GGUF_API const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo *info);
 
 /**
  * ggml's name of the tensor data type `dtype` (e.g. "Q4_K"), a static string; NULL for ids
  * that are unknown or were removed from ggml.
  */
-const char *gguf_dtype_name(uint32_t dtype);
+GGUF_API const char *gguf_dtype_name(uint32_t dtype);
 
 /**
  * Number of elements in one block of `dtype` (1 for F32, 32 for Q4_0, 256 for the K-quants);
  * 0 for unknown ids.
  */
-uint64_t gguf_dtype_block_size(uint32_t dtype);
+GGUF_API uint64_t gguf_dtype_block_size(uint32_t dtype);
 
 /**
  * Number of bytes one block of `dtype` takes (4 for F32, 18 for Q4_0); 0 for unknown ids.
  */
-uint64_t gguf_dtype_block_bytes(uint32_t dtype);
+GGUF_API uint64_t gguf_dtype_block_bytes(uint32_t dtype);
 
 /**
  * The specification's name of the value type `type` (e.g. "UINT32"), a static string; NULL for
  * ids above 12.
  */
-const char *gguf_value_type_name(uint32_t type);
+GGUF_API const char *gguf_value_type_name(uint32_t type);
 
 /**
  * Opens the model at `url` (`http://` or `https://`, NUL-terminated) without downloading it:
@@ -1454,26 +1515,83 @@ const char *gguf_value_type_name(uint32_t type);
  * codes, as `gguf_open`. Close the handle with `gguf_close`. The handle's reads may be made from
  * any thread, several at once (each is its own request).
  */
-GGUFFile gguf_open_url(const char *url, const char *bearer_token, uint32_t flags);
+GGUF_API GGUFFile gguf_open_url(const char *url, const char *bearer_token, uint32_t flags);
 
 /**
  * `gguf_open_url` with options (see `GGUFUrlOptions`): a bearer token, the timeout, the redirect
  * limit. `options` may be NULL (no token, the defaults); it is read during the call only.
  * Returns NULL on failure, recording why, as `gguf_open_url` does.
  */
-GGUFFile gguf_open_url_ex(const char *url, const struct GGUFUrlOptions *options, uint32_t flags);
+GGUF_API
+GGUFFile gguf_open_url_ex(const char *url,
+                          const struct GGUFUrlOptions *options,
+                          uint32_t flags);
+
+/**
+ * Checks a tensor's values as ggml's `ggml_validate_row_data` does: no NaN or infinity among
+ * the values of a float tensor (F32, F16, BF16, F64) nor in any quantized block's scales (`d`,
+ * and `m`, `dmin` or `s` where the type has them; IQ1_M's packed scale; MXFP4's exponent 0xFF).
+ * Types with no float field (the integer types, NVFP4) always pass. Reads the whole tensor
+ * (about memory speed); allocates nothing; thread-safe.
+ *
+ * Returns true if the values are valid. Returns false if a value is bad
+ * (GGUF_ERROR_CODE_BAD_VALUE: the message names the tensor, the first bad element or block
+ * with its index, the field, NaN or infinity, and the byte offset in the tensor's data; the
+ * error's offset is the position in the file), if `info` was not returned by this `file`
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) or if an argument is NULL.
+ *
+ * Unlike ggml, which refuses every Q8_1 row as an unknown type, a Q8_1 tensor is checked: its
+ * `d` and `s` fields.
+ */
+GGUF_API bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
+
+/**
+ * Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a
+ * little-endian GGUF file at `src`, to floats at `dst`, bit for bit as ggml's own dequantizers
+ * give them (F64, the integer types and Q8_1, which ggml does not convert, by their plain
+ * definition: each value rounded to the nearest float, Q8_1 its scale times each quant).
+ * `n_elements` must be a whole number of the type's blocks (`gguf_dtype_block_size`); `src`
+ * holds `n_elements / block size * block bytes` bytes, `dst` room for `n_elements` floats, and
+ * the two must not overlap. Thread-safe; allocates nothing (a failure only records its message)
+ * and reads nothing else. Returns true,
+ * or false (nothing written or only part of `dst`; `gguf_last_error` says why) when the type is
+ * unknown (GGUF_ERROR_CODE_INVALID_ARGUMENT) or was removed from the format
+ * (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks or too
+ * large for memory (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
+ * `n_elements` is not 0.
+ */
+GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
+
+/**
+ * Converts rows `[first_row, first_row + n_rows)` of a tensor to floats at `dst` (room for
+ * `n_rows * info->dims[0]` floats), as `gguf_dequantize` does, reading the data in the file's
+ * byte order: from a big-endian file, the types whose big-endian layout is defined (F32, F16,
+ * BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4, NVFP4) are converted and the others refused
+ * (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
+ * dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
+ * is allocated. Thread-safe (many threads may convert different rows of one handle at once).
+ * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
+ * returned by this `file` or the rows run past the tensor's end
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+ */
+GGUF_API
+bool gguf_tensor_to_float(GGUFFile file,
+                          const struct GGUFTensorInfo *info,
+                          uint64_t first_row,
+                          uint64_t n_rows,
+                          float *dst);
 
 /**
  * The version of the library actually linked, e.g. "0.1.0": a static string. Compare it with
  * `LIBGGUF_VERSION` (the header compiled against) to detect a mismatched install.
  */
-const char *gguf_library_version(void);
+GGUF_API const char *gguf_library_version(void);
 
 /**
  * A new, empty writer: format version 3, little-endian, alignment 32. Free it with
  * `gguf_writer_free`. NULL only if memory runs out.
  */
-GGUFWriter gguf_writer_new(void);
+GGUF_API GGUFWriter gguf_writer_new(void);
 
 /**
  * A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
@@ -1483,91 +1601,91 @@ GGUFWriter gguf_writer_new(void);
  * open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
  * `src` keeps reading the old contents until closed). NULL if `src` is NULL.
  */
-GGUFWriter gguf_writer_from_file(GGUFFile src);
+GGUF_API GGUFWriter gguf_writer_from_file(GGUFFile src);
 
 /**
  * Frees a writer. A file it was streaming and had not finished is abandoned: its temporary
  * file is removed and the destination is left as it was. NULL is a no-op.
  */
-void gguf_writer_free(GGUFWriter w);
+GGUF_API void gguf_writer_free(GGUFWriter w);
 
 /**
  * Sets the format version (2 or 3; 1 for 32-bit counts and lengths). Default 3.
  */
-bool gguf_writer_set_version(GGUFWriter w, uint32_t version);
+GGUF_API bool gguf_writer_set_version(GGUFWriter w, uint32_t version);
 
 /**
  * Sets the byte order of every number written (a `GGUFByteOrder`). Tensor data is written as
  * given. Default little-endian.
  */
-bool gguf_writer_set_byte_order(GGUFWriter w, uint32_t order);
+GGUF_API bool gguf_writer_set_byte_order(GGUFWriter w, uint32_t order);
 
 /**
  * Sets the alignment of tensor data (a power of two up to 2^24), stored as `general.alignment`.
  */
-bool gguf_writer_set_alignment(GGUFWriter w, uint32_t alignment);
+GGUF_API bool gguf_writer_set_alignment(GGUFWriter w, uint32_t alignment);
 
 /**
  * Sets `key` to a UINT8 (replacing its value if the key is set). False, recording why, if an
  * argument is NULL, the key is empty, or the header is already written; likewise below.
  */
-bool gguf_writer_set_uint8(GGUFWriter w, const char *key, uint8_t value);
+GGUF_API bool gguf_writer_set_uint8(GGUFWriter w, const char *key, uint8_t value);
 
 /**
  * Sets `key` to an INT8.
  */
-bool gguf_writer_set_int8(GGUFWriter w, const char *key, int8_t value);
+GGUF_API bool gguf_writer_set_int8(GGUFWriter w, const char *key, int8_t value);
 
 /**
  * Sets `key` to a UINT16.
  */
-bool gguf_writer_set_uint16(GGUFWriter w, const char *key, uint16_t value);
+GGUF_API bool gguf_writer_set_uint16(GGUFWriter w, const char *key, uint16_t value);
 
 /**
  * Sets `key` to an INT16.
  */
-bool gguf_writer_set_int16(GGUFWriter w, const char *key, int16_t value);
+GGUF_API bool gguf_writer_set_int16(GGUFWriter w, const char *key, int16_t value);
 
 /**
  * Sets `key` to a UINT32.
  */
-bool gguf_writer_set_uint32(GGUFWriter w, const char *key, uint32_t value);
+GGUF_API bool gguf_writer_set_uint32(GGUFWriter w, const char *key, uint32_t value);
 
 /**
  * Sets `key` to an INT32.
  */
-bool gguf_writer_set_int32(GGUFWriter w, const char *key, int32_t value);
+GGUF_API bool gguf_writer_set_int32(GGUFWriter w, const char *key, int32_t value);
 
 /**
  * Sets `key` to a FLOAT32.
  */
-bool gguf_writer_set_float32(GGUFWriter w, const char *key, float value);
+GGUF_API bool gguf_writer_set_float32(GGUFWriter w, const char *key, float value);
 
 /**
  * Sets `key` to a BOOL.
  */
-bool gguf_writer_set_bool(GGUFWriter w, const char *key, bool value);
+GGUF_API bool gguf_writer_set_bool(GGUFWriter w, const char *key, bool value);
 
 /**
  * Sets `key` to a UINT64.
  */
-bool gguf_writer_set_uint64(GGUFWriter w, const char *key, uint64_t value);
+GGUF_API bool gguf_writer_set_uint64(GGUFWriter w, const char *key, uint64_t value);
 
 /**
  * Sets `key` to an INT64.
  */
-bool gguf_writer_set_int64(GGUFWriter w, const char *key, int64_t value);
+GGUF_API bool gguf_writer_set_int64(GGUFWriter w, const char *key, int64_t value);
 
 /**
  * Sets `key` to a FLOAT64.
  */
-bool gguf_writer_set_float64(GGUFWriter w, const char *key, double value);
+GGUF_API bool gguf_writer_set_float64(GGUFWriter w, const char *key, double value);
 
 /**
  * Sets `key` to a STRING of the `len` bytes at `str` (any bytes, NUL included; `str` may be
  * NULL when `len` is 0). The bytes are copied.
  */
-bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size_t len);
+GGUF_API bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size_t len);
 
 /**
  * Sets `key` to an ARRAY of `count` elements of the fixed-size type `elem_type` (a
@@ -1575,6 +1693,7 @@ bool gguf_writer_set_string(GGUFWriter w, const char *key, const char *str, size
  * (`uint8_t`, ..., `double`; `bool` bytes must be 0 or 1). `data` may be NULL when `count` is
  * 0. The elements are copied.
  */
+GGUF_API
 bool gguf_writer_set_array(GGUFWriter w,
                            const char *key,
                            uint32_t elem_type,
@@ -1585,6 +1704,7 @@ bool gguf_writer_set_array(GGUFWriter w,
  * Sets `key` to an ARRAY of `count` STRINGs: `strs[i]` holds `lens[i]` bytes, or, when `lens`
  * is NULL, is NUL-terminated. The strings are copied.
  */
+GGUF_API
 bool gguf_writer_set_string_array(GGUFWriter w,
                                   const char *key,
                                   const char *const *strs,
@@ -1600,6 +1720,7 @@ bool gguf_writer_set_string_array(GGUFWriter w,
  * order. This is how a `GGUFMetadataKV`'s `array_data`/`array_bytes` from a little-endian file
  * are copied.
  */
+GGUF_API
 bool gguf_writer_set_array_encoded(GGUFWriter w,
                                    const char *key,
                                    uint32_t elem_type,
@@ -1610,7 +1731,7 @@ bool gguf_writer_set_array_encoded(GGUFWriter w,
 /**
  * Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
  */
-bool gguf_writer_remove_key(GGUFWriter w, const char *key);
+GGUF_API bool gguf_writer_remove_key(GGUFWriter w, const char *key);
 
 /**
  * Adds a tensor: `name` (NUL-terminated, unique), `n_dims` (0 to 4) dimensions at `dims`
@@ -1621,6 +1742,7 @@ bool gguf_writer_remove_key(GGUFWriter w, const char *key);
  * refuses (duplicate name, more than 4 dimensions, a first dimension that is not a whole
  * number of blocks, a size that overflows or differs), recording why.
  */
+GGUF_API
 bool gguf_writer_add_tensor(GGUFWriter w,
                             const char *name,
                             uint32_t n_dims,
@@ -1636,7 +1758,7 @@ bool gguf_writer_add_tensor(GGUFWriter w,
  * `gguf_writer_finish`, which renames the file over `path`. Until then `path` is untouched, and
  * it stays so if anything fails. `path` is taken byte for byte (no change of encoding).
  */
-bool gguf_writer_begin_file(GGUFWriter w, const char *path);
+GGUF_API bool gguf_writer_begin_file(GGUFWriter w, const char *path);
 
 /**
  * Writes the data of the next tensor (in the order tensors were added): exactly its size in
@@ -1647,7 +1769,7 @@ bool gguf_writer_begin_file(GGUFWriter w, const char *path);
  * `gguf_writer_write_tensor_data` and `gguf_writer_finish` fail with the same error, until
  * `gguf_writer_begin_file` starts another file.
  */
-bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size);
+GGUF_API bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size);
 
 /**
  * Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
@@ -1656,7 +1778,7 @@ bool gguf_writer_write_tensor_data(GGUFWriter w, const void *data, uint64_t size
  * the directory. The writer is then editable again and can begin another file. False,
  * recording why, on failure; a failure to write sticks (see `gguf_writer_write_tensor_data`).
  */
-bool gguf_writer_finish(GGUFWriter w);
+GGUF_API bool gguf_writer_finish(GGUFWriter w);
 
 /**
  * Writes the whole file to `path`: the header, then every tensor's data from the pointer
@@ -1669,7 +1791,7 @@ bool gguf_writer_finish(GGUFWriter w);
  * the writer's source handle was opened from (an in-place edit): the handle keeps reading the
  * old contents until closed. `path` is taken byte for byte (no change of encoding).
  */
-bool gguf_writer_write_file(GGUFWriter w, const char *path);
+GGUF_API bool gguf_writer_write_file(GGUFWriter w, const char *path);
 
 /**
  * Whether files written from now on are flushed to stable storage (fsync of the file before
@@ -1678,7 +1800,7 @@ bool gguf_writer_write_file(GGUFWriter w, const char *path);
  * replace is still atomic for other processes, but a crash of the machine may leave an empty
  * or partial file. False, recording why, if `w` is NULL or a file is being streamed.
  */
-bool gguf_writer_set_sync(GGUFWriter w, bool sync);
+GGUF_API bool gguf_writer_set_sync(GGUFWriter w, bool sync);
 
 #ifdef __cplusplus
 }  // extern "C"
