@@ -48,18 +48,12 @@
 /**
  * The largest digest any algorithm produces, in bytes.
  */
-#define MAX_DIGEST_SIZE 32
+#define GGUF_MAX_DIGEST_SIZE 32
 
 /**
  * Redirects followed per request by default (a Hugging Face download takes one or two).
  */
-#define DEFAULT_MAX_REDIRECTS 10
-
-/**
- * The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
- * reached in five doublings).
- */
-#define FIRST_CHUNK (256 * 1024)
+#define GGUF_DEFAULT_MAX_REDIRECTS 10
 
 /**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.

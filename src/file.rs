@@ -322,6 +322,18 @@ fn read_count(r: &mut ByteReader<'_>, what: &str, min_size: u64, kind: Count) ->
         let e = Error::at_with(at as u64, || kind.error(count, r.shortfall(min_size)));
         return Err(header(e));
     }
+    // Over the first bytes of a file read by position, nothing is allocated for entries that
+    // the bytes at hand cannot hold yet: the loader reads more first (up to its limit).
+    let at_hand = (r.bytes().len() - r.pos()) as u64;
+    let need = count.saturating_mul(min_size);
+    if need > at_hand && r.left() > at_hand {
+        return Err(Error::at_with(r.pos() as u64, || ErrorKind::Truncated {
+            reading: format!("the entries {what} announces"),
+            needed: need,
+            remaining: at_hand,
+            empty_file: false,
+        }));
+    }
     // Positions are kept as u32 in places; a file this large would need over 100 GB of header.
     if let Some(count) = u32::try_from(count)
         .ok()

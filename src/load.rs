@@ -17,6 +17,11 @@ use std::sync::{Arc, Condvar, Mutex};
 /// reached in five doublings).
 pub const FIRST_CHUNK: u64 = 256 * 1024;
 
+/// The most header bytes read from a source read by position: a real model's header takes a few
+/// MiB (a 262144-token vocabulary about 4 MiB); a header that claims more is refused rather than
+/// downloaded or held in memory.
+pub const MAX_HEADER: u64 = 256 << 20;
+
 /// Reads and parses the header of the file `source` holds: the first [`FIRST_CHUNK`] bytes,
 /// then twice as many each time the header goes on past them (so the parses are logarithmic in
 /// the header's size, and at most the header plus the last chunk is read). Every rule is
@@ -64,10 +69,24 @@ pub(crate) fn parse_prefixes(
                     _ => 0,
                 };
                 want = want.saturating_mul(2).max(needed).min(size);
+                if want > MAX_HEADER {
+                    return Err(header_too_large(needed.max(header.len() as u64 + 1)));
+                }
             }
             Err((_, e)) => return Err(e),
         }
     }
+}
+
+#[cold]
+fn header_too_large(needed: u64) -> Error {
+    Error::msg(
+        ErrorCode::OutOfMemory,
+        format!(
+            "the header goes on past {MAX_HEADER} bytes (it needs at least {needed}): more than a \
+             file read by position may have (a model's header takes a few MiB)"
+        ),
+    )
 }
 
 fn too_large(bytes: u64) -> Error {

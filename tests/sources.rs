@@ -734,3 +734,111 @@ fn tensor_digests_read_by_position_match_the_mapped_ones() {
         }
     }
 }
+
+/// A source declaring a terabyte whose header announces more than any real header holds (a
+/// billion tensors; a 100 GB key): refused once the header passes `load::MAX_HEADER`, having
+/// read no more than its first chunk and allocated nothing for the announced entries.
+#[test]
+fn a_header_claiming_gigabytes_is_refused_at_the_limit() {
+    let mut many_tensors = b"GGUF".to_vec();
+    many_tensors.extend(3u32.to_le_bytes());
+    many_tensors.extend(1_000_000_000u64.to_le_bytes());
+    many_tensors.extend(0u64.to_le_bytes());
+    let mut long_key = b"GGUF".to_vec();
+    long_key.extend(3u32.to_le_bytes());
+    long_key.extend(0u64.to_le_bytes());
+    long_key.extend(1u64.to_le_bytes());
+    long_key.extend(100_000_000_000u64.to_le_bytes());
+    for mut bytes in [many_tensors, long_key] {
+        bytes.resize(1 << 20, 0);
+        let mut mem = Mem::new(bytes);
+        mem.declared = 1 << 40;
+        let mem = Arc::new(mem);
+        let err = match load::parse_source(mem.clone()) {
+            Ok(_) => panic!("a terabyte header was accepted"),
+            Err(e) => e,
+        };
+        assert_eq!(err.code(), ErrorCode::OutOfMemory, "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!(
+                "the header goes on past {} bytes",
+                load::MAX_HEADER
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("<test source>"), "{msg}");
+        // The announced sizes are known from the first chunk: nothing more is read.
+        let read = mem.read_bytes.load(Ordering::Relaxed);
+        assert_eq!(read, load::FIRST_CHUNK, "{read} bytes read");
+    }
+}
+
+/// Tensor values and their validation read the data by position where it is not in memory: the
+/// same floats, the same verdict and the same message as over the mapping (and never a verdict
+/// on the empty bytes a header-only handle has in memory).
+#[test]
+fn values_and_validation_read_by_position_as_over_the_map() {
+    let mut q8 = Vec::new();
+    for block in 0..40u16 {
+        // d = 0.5, then NaN (0x7e00) in block 37.
+        let d: u16 = if block == 37 { 0x7e00 } else { 0x3800 };
+        q8.extend(d.to_le_bytes());
+        q8.extend((0..32).map(|i| (i as u8).wrapping_mul(7).wrapping_add(block as u8)));
+    }
+    let f16: Vec<u8> = (0..64u16)
+        .flat_map(|i| (0x3c00 + i).to_le_bytes())
+        .collect();
+    let mut w = Writer::new();
+    w.add_tensor("q8", &[32 * 8, 5], DataType::Q8_0, q8)
+        .unwrap();
+    w.add_tensor("h", &[64], DataType::F16, f16).unwrap();
+    let path = tmp("values-by-position.gguf");
+    w.write_file(&path).unwrap();
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let outcome = |flags: u32| unsafe {
+        let h = gguf_open_ex(c_path.as_ptr(), flags);
+        assert!(!h.is_null(), "{}", common::last_error());
+        assert_eq!(gguf_is_mapped(h), flags == 0);
+        let mut got = Vec::new();
+        for k in 0..2u64 {
+            let info = gguf_get_tensor_by_index(h, k);
+            let n = (*info).n_elements as usize;
+            let mut all = vec![0f32; n];
+            assert!(gguf_tensor_to_float(
+                h,
+                info,
+                0,
+                n as u64 / (*info).dims[0],
+                all.as_mut_ptr()
+            ));
+            // Rows from the middle, too.
+            let row = (*info).dims[0] as usize;
+            let rows = (n / row).min(2);
+            let mut some = vec![0f32; rows * row];
+            let first = (n / row - rows) as u64;
+            assert!(gguf_tensor_to_float(
+                h,
+                info,
+                first,
+                rows as u64,
+                some.as_mut_ptr()
+            ));
+            let valid = gguf_validate_tensor(h, info);
+            let why = if valid {
+                String::new()
+            } else {
+                common::last_error()
+            };
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            got.push((bits(&all), bits(&some), valid, why));
+        }
+        gguf_close(h);
+        got
+    };
+    let mapped = outcome(0);
+    let by_position = outcome(OpenFlag::NoMap as u32);
+    assert_eq!(mapped, by_position);
+    assert!(!mapped[0].2 && mapped[1].2, "{mapped:?}");
+    assert!(mapped[0].3.contains("block 37"), "{}", mapped[0].3);
+}

@@ -826,6 +826,10 @@ static int verify_tensor(GGUFFile f, const GGUFTensorInfo *t, uint32_t shard_ind
       snprintf(detail, sizeof detail, "reading its data failed: %s", gguf_last_error());
       return problem(pg, "tensor", t->name, t->name_len, detail);
     }
+    if (!gguf_validate_tensor(f, t)) { /* reads the data again, by position */
+      snprintf(detail, sizeof detail, "bad values: %s", gguf_last_error());
+      return problem(pg, "tensor", t->name, t->name_len, detail);
+    }
     return 1;
   }
   const unsigned char *data = gguf_tensor_data(f, t);

@@ -143,6 +143,17 @@ pub(crate) fn tensor_bytes(
         .model
         .tensor_at(i)
         .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
+    if !f.model.shards()[t.shard].source().in_memory() {
+        // Data left in the source (a reader, a URL, a file opened without mapping): read the
+        // range asked for, and only that.
+        let n = usize::try_from(len).map_err(|_| too_large_to_read(len))?;
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(n)
+            .map_err(|_| too_large_to_read(len))?;
+        buf.resize(n, 0);
+        crate::load::read_tensor(&f.model, i, start, &mut buf)?;
+        return Ok(Cow::Owned(buf));
+    }
     let data = t.info.data;
     let range = usize::try_from(start)
         .ok()
@@ -161,4 +172,12 @@ pub(crate) fn tensor_bytes(
             ),
         )),
     }
+}
+
+#[cold]
+fn too_large_to_read(len: u64) -> crate::error::Error {
+    crate::error::Error::msg(
+        ErrorCode::OutOfMemory,
+        format!("{len} bytes of tensor data cannot be read into memory at once"),
+    )
 }
