@@ -1226,6 +1226,7 @@ GGUF_API bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
  * GGUF_ERROR_CODE_INVALID_ARGUMENT), or when a range fails to convert (it is retried on the
  * calling thread, whose error is then the one recorded; `dst` may be partly written).
  */
+GGUF_API
 bool gguf_tensor_to_float_parallel(GGUFFile file,
                                    const struct GGUFTensorInfo *info,
                                    uint64_t first_row,
@@ -1337,7 +1338,7 @@ GGUF_API const char *gguf_value_type_name(uint32_t type);
  * Unlike ggml, which refuses every Q8_1 row as an unknown type, a Q8_1 tensor is checked: its
  * `d` and `s` fields.
  */
-bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
+GGUF_API bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
 
 /**
  * Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a
@@ -1354,7 +1355,7 @@ bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *info);
  * large for memory (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
  * `n_elements` is not 0.
  */
-bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
+GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
 
 /**
  * Converts rows `[first_row, first_row + n_rows)` of a tensor to floats at `dst` (room for
@@ -1368,6 +1369,7 @@ bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float
  * returned by this `file` or the rows run past the tensor's end
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
  */
+GGUF_API
 bool gguf_tensor_to_float(GGUFFile file,
                           const struct GGUFTensorInfo *info,
                           uint64_t first_row,
@@ -1585,6 +1587,24 @@ GGUF_API bool gguf_writer_finish(GGUFWriter w);
  * old contents until closed. `path` is taken byte for byte (no change of encoding).
  */
 GGUF_API bool gguf_writer_write_file(GGUFWriter w, const char *path);
+
+/**
+ * The size in bytes of the file `gguf_writer_write_memory` would write now (what its buffer
+ * must hold). 0, recording why, if `w` is NULL, a file is being streamed or the size passes
+ * 2^64 bytes (a GGUF file is never empty).
+ */
+GGUF_API uint64_t gguf_writer_memory_size(GGUFWriter w);
+
+/**
+ * Writes the whole file into `buffer` (`capacity` bytes, owned by the caller) instead of a
+ * file: the header, then every tensor's data from the pointer given to
+ * `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data. The file
+ * takes exactly `gguf_writer_memory_size(w)` bytes from the start of `buffer`; the rest is
+ * untouched. For platforms without a file system (wasm32), and to open the result with
+ * `gguf_open_memory`. False, recording why, if an argument is NULL, a file is being streamed,
+ * a tensor has no data or `capacity` is too small (then `buffer` is untouched).
+ */
+GGUF_API bool gguf_writer_write_memory(GGUFWriter w, void *buffer, size_t capacity);
 
 /**
  * Whether files written from now on are flushed to stable storage (fsync of the file before
