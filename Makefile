@@ -69,9 +69,9 @@ tsan:
 fuzz-smoke:
 	fuzz/run.sh 60
 
-# The other platforms (README: Platforms): builds and tests for Windows (Wine), i686, s390x and
-# aarch64 (qemu), type-checks macOS, iOS, Android and wasm32. TARGETS picks some (short names or
-# triples, e.g. `make cross TARGETS="i686 s390x"`); installs the Debian packages it needs.
+# The other platforms (README: Platforms): builds and tests for Windows (Wine), i686, s390x,
+# aarch64 (qemu) and wasm32 (Node.js), type-checks macOS, iOS and Android. TARGETS picks some
+# (short names or triples, e.g. `make cross TARGETS="i686 s390x"`); installs the Debian packages it needs.
 TARGETS ?=
 cross:
 	tools/cross.sh $(TARGETS)

@@ -21,7 +21,8 @@
  *    too deep; duplicate tensors, more than 4 dims, bad block multiples, unknown types, wrong and
  *    overflowing sizes), each leaving the writer as it was; I/O failures;
  *  - gguf_writer_from_file: a faithful copy of every valid fixture (from a path and from memory,
- *    written whole or streamed) is byte-identical to it; a metadata editor (a value changed, a
+ *    written whole, streamed or into memory with gguf_writer_write_memory) is byte-identical to
+ *    it; a metadata editor (a value changed, a
  *    key removed, one added, a tensor added) leaves everything else identical; a split model
  *    opened from any shard is gathered into one file without split.* keys;
  *  - NULL for every pointer argument of every writer function; gguf_writer_free(NULL);
@@ -1415,6 +1416,26 @@ static void test_faithful_copies(void) {
         CHECK(mem != NULL);
         w = gguf_writer_from_file(mem);
         CHECK(gguf_writer_write_file(w, out_path("copy-memory.gguf")));
+
+        /* Into memory (gguf_writer_write_memory): the same bytes, and exactly as many as
+         * gguf_writer_memory_size says; a buffer one byte short is refused and untouched. */
+        CHECK(gguf_writer_memory_size(w) == len);
+        unsigned char *out = malloc(len + 8);
+        CHECK(out != NULL);
+        memset(out, 0xa5, len + 8);
+        FAILS(!gguf_writer_write_memory(w, out, len - 1), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+              "gguf_writer_memory_size");
+        for (size_t k = 0; k < len + 8; k++) CHECK(out[k] == 0xa5);
+        CHECK(gguf_writer_write_memory(w, out, len + 8));
+        CHECK(memcmp(out, buf, len) == 0);
+        for (size_t k = len; k < len + 8; k++) CHECK(out[k] == 0xa5);
+        FAILS(!gguf_writer_write_memory(w, NULL, len), GGUF_ERROR_CODE_NULL_ARGUMENT, "buffer");
+        /* While a file is streamed the header is frozen: no copy into memory. */
+        CHECK(gguf_writer_begin_file(w, out_path("copy-abandoned.gguf")));
+        FAILS(gguf_writer_memory_size(w) == 0, GGUF_ERROR_CODE_INVALID_ARGUMENT, "header");
+        FAILS(!gguf_writer_write_memory(w, out, len + 8), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+              "header");
+        free(out);
         gguf_writer_free(w);
         gguf_close(mem);
         free(buf);
@@ -1558,6 +1579,8 @@ static void test_null_arguments(void) {
     FAILS(!gguf_writer_remove_key(NULL, "k"), NA, NULL);
     FAILS(!gguf_writer_add_tensor(NULL, "t", 1, dims, D(F32), DATA, 16), NA, NULL);
     FAILS(!gguf_writer_begin_file(NULL, "x.gguf"), NA, NULL);
+    FAILS(gguf_writer_memory_size(NULL) == 0, NA, "writer is NULL");
+    FAILS(!gguf_writer_write_memory(NULL, (void *)DATA, sizeof DATA), NA, "writer is NULL");
     FAILS(!gguf_writer_write_tensor_data(NULL, DATA, 16), NA, NULL);
     FAILS(!gguf_writer_finish(NULL), NA, NULL);
     FAILS(!gguf_writer_write_file(NULL, "x.gguf"), NA, NULL);

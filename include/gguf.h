@@ -1788,6 +1788,24 @@ GGUF_API bool gguf_writer_finish(GGUFWriter w);
 GGUF_API bool gguf_writer_write_file(GGUFWriter w, const char *path);
 
 /**
+ * The size in bytes of the file `gguf_writer_write_memory` would write now (what its buffer
+ * must hold). 0, recording why, if `w` is NULL, a file is being streamed or the size passes
+ * 2^64 bytes (a GGUF file is never empty).
+ */
+GGUF_API uint64_t gguf_writer_memory_size(GGUFWriter w);
+
+/**
+ * Writes the whole file into `buffer` (`capacity` bytes, owned by the caller) instead of a
+ * file: the header, then every tensor's data from the pointer given to
+ * `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data. The file
+ * takes exactly `gguf_writer_memory_size(w)` bytes from the start of `buffer`; the rest is
+ * untouched. For platforms without a file system (wasm32), and to open the result with
+ * `gguf_open_memory`. False, recording why, if an argument is NULL, a file is being streamed,
+ * a tensor has no data or `capacity` is too small (then `buffer` is untouched).
+ */
+GGUF_API bool gguf_writer_write_memory(GGUFWriter w, void *buffer, size_t capacity);
+
+/**
  * Whether files written from now on are flushed to stable storage (fsync of the file before
  * it is renamed over the destination, and of the directory after). On by default; turn it off
  * (`false`) for scratch outputs where speed matters more than surviving a power cut: the

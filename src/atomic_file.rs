@@ -56,7 +56,7 @@ impl AtomicFile {
     pub fn create(dest: &Path, sync: bool) -> Result<AtomicFile> {
         let shown = crate::error::path_text(dest);
         let fail = |what: &str, e: std::io::Error| {
-            Error::io(format!("cannot write{what}"), e).in_file(shown.clone())
+            crate::source::io_error(&format!("cannot write{what}"), e).in_file(shown.clone())
         };
         // A symbolic link stays a link: its target is what gets replaced.
         let dest = match std::fs::symlink_metadata(dest) {

@@ -66,7 +66,8 @@ impl Paging {
 pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
     // A platform without files (wasm32) says so: that is not an I/O failure.
     if e.kind() == std::io::ErrorKind::Unsupported {
-        return Error::msg(ErrorCode::Unsupported, format!("{what}: {e}"));
+        let advice = platform::unsupported_advice();
+        return Error::msg(ErrorCode::Unsupported, format!("{what}: {e}{advice}"));
     }
     Error::io(what, e)
 }

@@ -11,8 +11,14 @@
 #     i686     i686-unknown-linux-gnu     gcc -m32, runs natively
 #     s390x    s390x-unknown-linux-gnu    cross gcc, qemu-s390x-static (big-endian)
 #     aarch64  aarch64-unknown-linux-gnu  cross gcc, qemu-aarch64-static
+#     wasm32   wasm32-unknown-unknown     the library as a .wasm module (rust-lld of the rustup
+#              toolchain: Debian's rustc-web has none), no imports, driven through its C
+#              functions by Node.js (tests/wasm/smoke.mjs): the memory API and the writer to
+#              memory against the host's gguf-inspect --json; files report unsupported.
+#              No Rust tests there (their harness needs threads and processes): clippy of the
+#              library and the smoke test.
 #   type-checked (cargo check of the library and its tests):
-#     macos macos-x86 ios android wasm32
+#     macos macos-x86 ios android
 #
 # The standard library of each target is built from Debian's rust-web-src (-Zbuild-std) by
 # Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs;
@@ -107,6 +113,7 @@ for t in "${triples[@]}"; do
     s390x-unknown-linux-gnu) want gcc-s390x-linux-gnu; want qemu-user-static ;;
     aarch64-unknown-linux-gnu) want gcc-aarch64-linux-gnu; want qemu-user-static ;;
     aarch64-apple-* | aarch64-linux-android) want clang ;;
+    wasm32-*) command -v node >/dev/null || want nodejs ;;
   esac
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -131,6 +138,9 @@ export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_RUNNER=wine
 # it for Apple and Android targets without their SDKs.
 # For iOS, cc-rs asks xcrun for the SDK unless SDKROOT names one: an empty directory will do, as
 # assembling needs no headers (`cargo check` links nothing).
+# wasm32: rustc links the module with rust-lld (the wasm flavor), which only rustup ships.
+wasm_ld=$(env -u RUSTC rustc --print sysroot 2>/dev/null)/lib/rustlib/x86_64-unknown-linux-gnu/bin/rust-lld
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$wasm_ld"
 export CC_aarch64_apple_darwin=clang CC_aarch64_apple_ios=clang CC_aarch64_linux_android=clang
 cross_dir=${GGUF_CROSS_DIR:-$root/target/cross}
 mkdir -p "$cross_dir"
@@ -284,16 +294,38 @@ for t in "${triples[@]}"; do
         c_inspect_matches_host "$t" "$cc" "${GGUF_TEST_RUNNER:-}" || ok=FAILED
       fi
       ;;
+    wasm32-*)
+      what=tested
+      ok=ok
+      echo "== $t: cargo clippy -D warnings (the library)"
+      PATH=/usr/bin:$PATH "$CARGO" clippy -q -Zbuild-std="$build_std" --target "$t" --lib \
+        -- -D warnings || ok=FAILED
+      echo "== $t: the module (gguf.wasm), driven from Node.js: tests/wasm/smoke.mjs"
+      wasm="$CARGO_TARGET_DIR/$t/debug/gguf.wasm"
+      expected="$CARGO_TARGET_DIR/sample-expected.json"
+      # What the host's library reads in the sample: the inspector of this checkout, built here.
+      if [ ! -x "$wasm_ld" ]; then
+        echo "tools/cross.sh: no rust-lld at $wasm_ld (rustup's toolchain) to link the module" >&2
+        ok=FAILED
+      elif ! "$CARGO" build -q -Zbuild-std="$build_std" --target "$t" --lib; then
+        ok=FAILED
+      elif ! (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD
+        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$cross_dir/$t/gguf-inspect-host" \
+          tools/gguf-inspect.c target/debug/libgguf.a -lpthread -ldl -lm) ||
+        ! "$cross_dir/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
+        echo "tools/cross.sh: cannot build the host's gguf-inspect" >&2
+        ok=FAILED
+      elif ! node tests/wasm/smoke.mjs "$wasm" testdata/sample.gguf "$expected"; then
+        ok=FAILED
+      fi
+      ;;
     *)
       what=checked
       echo "== $t: cargo check"
       # The library and the test files the tested targets run (the host-only ones drive Linux
-      # tools); wasm32 has no threads or processes for the test harness: the library alone there.
+      # tools).
       targets=(--lib)
-      case "$t" in
-        wasm32-*) ;;
-        *) for f in $CROSS_TESTS; do targets+=(--test "$f"); done ;;
-      esac
+      for f in $CROSS_TESTS; do targets+=(--test "$f"); done
       if "$CARGO" check -Zbuild-std="$build_std" --target "$t" "${targets[@]}"; then
         ok=ok
       else

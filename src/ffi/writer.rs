@@ -807,6 +807,103 @@ pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_ch
     })
 }
 
+/// Every tensor's data as given to `gguf_writer_add_tensor` (or `gguf_writer_from_file`), in
+/// order; fails naming the first tensor without.
+fn all_data(w: &GGUFWriterImpl) -> Result<Vec<Data>> {
+    w.data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            d.ok_or_else(|| {
+                Error::msg(
+                    ErrorCode::InvalidArgument,
+                    format!("tensor {i} has no data: stream it with gguf_writer_begin_file"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The size of the whole file: the header, then every tensor's data padded to the alignment.
+fn file_size(w: &GGUFWriterImpl) -> Result<u64> {
+    let header = w.writer.header_bytes()?.len() as u64;
+    let alignment = w.writer.alignment();
+    let offsets = w.writer.tensor_offsets()?;
+    let data = match (
+        offsets.last(),
+        w.writer.tensor_size(offsets.len().wrapping_sub(1)),
+    ) {
+        (Some(&offset), Some(size)) => offset
+            .checked_add(size)
+            .and_then(|end| crate::format::align_up(end, alignment)),
+        _ => Some(0),
+    };
+    data.and_then(|d| d.checked_add(header))
+        .ok_or_else(|| Error::size_overflow("the file passes 2^64 bytes"))
+}
+
+/// The size in bytes of the file `gguf_writer_write_memory` would write now (what its buffer
+/// must hold). 0, recording why, if `w` is NULL, a file is being streamed or the size passes
+/// 2^64 bytes (a GGUF file is never empty).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_memory_size(w: GGUFWriter) -> u64 {
+    with_writer(w, 0, |w| {
+        w.editable()?;
+        file_size(w)
+    })
+}
+
+/// Writes the whole file into `buffer` (`capacity` bytes, owned by the caller) instead of a
+/// file: the header, then every tensor's data from the pointer given to
+/// `gguf_writer_add_tensor` (or `gguf_writer_from_file`). Every tensor must have data. The file
+/// takes exactly `gguf_writer_memory_size(w)` bytes from the start of `buffer`; the rest is
+/// untouched. For platforms without a file system (wasm32), and to open the result with
+/// `gguf_open_memory`. False, recording why, if an argument is NULL, a file is being streamed,
+/// a tensor has no data or `capacity` is too small (then `buffer` is untouched).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gguf_writer_write_memory(
+    w: GGUFWriter,
+    buffer: *mut c_void,
+    capacity: usize,
+) -> bool {
+    with_writer(w, false, |w| {
+        w.editable()?;
+        let data = all_data(w)?;
+        if buffer.is_null() {
+            return Err(null("buffer"));
+        }
+        let size = file_size(w)?;
+        if size > capacity as u64 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "the buffer holds {capacity} bytes; the file takes {size} \
+                     (gguf_writer_memory_size)"
+                ),
+            ));
+        }
+        // SAFETY: non-NULL, and the caller lends `capacity` writable bytes at `buffer`, which
+        // no other reference touches during this call.
+        let mut out: &mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), capacity) };
+        let io = |e: std::io::Error| Error::io("cannot write to the buffer", e);
+        std::io::Write::write_all(&mut out, &w.writer.header_bytes()?).map_err(io)?;
+        let alignment = w.writer.alignment();
+        for d in data {
+            let len = usize::try_from(d.size)
+                .map_err(|_| Error::size_overflow(format!("{} bytes", d.size)))?;
+            // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
+            // given to gguf_writer_from_file) valid until the file is written (the header's
+            // contract).
+            let bytes = unsafe { bytes(d.ptr, len, "data")? };
+            std::io::Write::write_all(&mut out, bytes).map_err(io)?;
+            let padding = crate::format::align_up(d.size, alignment).unwrap_or(d.size) - d.size;
+            write_zeros(&mut out, padding).map_err(io)?;
+        }
+        Ok(true)
+    })
+}
+
 /// Whether files written from now on are flushed to stable storage (fsync of the file before
 /// it is renamed over the destination, and of the directory after). On by default; turn it off
 /// (`false`) for scratch outputs where speed matters more than surviving a power cut: the
@@ -819,4 +916,60 @@ pub unsafe extern "C" fn gguf_writer_set_sync(w: GGUFWriter, sync: bool) -> bool
         w.writer.set_sync(sync);
         Ok(true)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::gguf_tensor_count;
+    use crate::ffi::{gguf_close, gguf_last_error_code, gguf_open, gguf_open_memory};
+
+    /// The writer to memory writes what the writer to a file writes, byte for byte, and a
+    /// buffer too small is refused and left untouched.
+    #[test]
+    fn memory_holds_what_the_file_gets() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sample.gguf\0");
+        // SAFETY: a NUL-terminated path.
+        let src = unsafe { gguf_open(path.as_ptr().cast()) };
+        assert!(!src.is_null());
+        // SAFETY: a live handle.
+        let w = unsafe { gguf_writer_from_file(src) };
+        assert!(!w.is_null());
+        // SAFETY: a live writer.
+        let size = unsafe { gguf_writer_memory_size(w) };
+        assert!(size > 0, "{}", gguf_last_error_code());
+        let size = usize::try_from(size).unwrap();
+
+        let mut buf = vec![0xa5u8; size + 7];
+        // SAFETY: a live writer and `size - 1` writable bytes.
+        let ok = unsafe { gguf_writer_write_memory(w, buf.as_mut_ptr().cast(), size - 1) };
+        assert!(!ok);
+        assert_eq!(gguf_last_error_code(), ErrorCode::InvalidArgument as u32);
+        assert!(buf.iter().all(|&b| b == 0xa5));
+        // SAFETY: a live writer and `buf.len()` writable bytes.
+        assert!(unsafe { gguf_writer_write_memory(w, buf.as_mut_ptr().cast(), buf.len()) });
+        assert!(buf[size..].iter().all(|&b| b == 0xa5));
+
+        let dir = std::env::temp_dir().join(format!("gguf-memory-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("out.gguf");
+        let c_out = std::ffi::CString::new(out.to_str().unwrap()).unwrap();
+        // SAFETY: a live writer and a NUL-terminated path.
+        assert!(unsafe { gguf_writer_write_file(w, c_out.as_ptr()) });
+        let written = std::fs::read(&out).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(written.len(), size);
+        assert!(written == buf[..size], "the bytes differ from the file's");
+
+        // SAFETY: `size` readable bytes that outlive the handle.
+        let again = unsafe { gguf_open_memory(buf.as_ptr().cast(), size) };
+        assert!(!again.is_null());
+        // SAFETY: live handles.
+        unsafe {
+            assert_eq!(gguf_tensor_count(again), gguf_tensor_count(src));
+            gguf_close(again);
+            gguf_writer_free(w);
+            gguf_close(src);
+        }
+    }
 }

@@ -19,6 +19,13 @@ mod windows;
 #[cfg(windows)]
 pub use windows::*;
 
+/// What to add to an "unsupported" failure of a file operation: nothing where files exist (the
+/// OS's reason says it all).
+#[cfg(any(unix, windows))]
+pub fn unsupported_advice() -> &'static str {
+    ""
+}
+
 #[cfg(not(any(unix, windows)))]
 mod other;
 #[cfg(not(any(unix, windows)))]

@@ -7,11 +7,17 @@ use memmap2::Mmap;
 use std::fs::File;
 use std::path::Path;
 
+const NO_FILE_SYSTEM: &str = "this platform has no file system: use gguf_open_memory";
+
 fn unsupported() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "this platform has no file system: use gguf_open_memory",
-    )
+    std::io::Error::new(std::io::ErrorKind::Unsupported, NO_FILE_SYSTEM)
+}
+
+/// std's own "operation not supported on this platform" (from `std::fs`) does not say what
+/// works instead.
+pub fn unsupported_advice() -> &'static str {
+    " (this platform has no file system: open a file held in memory with gguf_open_memory, \
+     write one with gguf_writer_write_memory)"
 }
 
 pub fn open_nonblocking(_path: &Path) -> std::io::Result<File> {
