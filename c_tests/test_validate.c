@@ -26,14 +26,20 @@ int main(int argc, char **argv) {
     CHECK(fd >= 0);
     close(fd);
 
-    float good[64];
-    for (int i = 0; i < 64; i++) good[i] = (float)i - 31.5f;
+    /* Tensor bytes are as stored in a little-endian file, whatever the host's byte order. */
+    unsigned char good[64 * 4];
+    for (int i = 0; i < 64; i++) {
+        float v = (float)i - 31.5f;
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        for (int k = 0; k < 4; k++) good[4 * i + k] = (unsigned char)(u >> (8 * k));
+    }
     /* Q4_K, 2 blocks of 144 bytes: block 1's dmin (bytes 2-3 of the block) is NaN. */
     unsigned char q4k[288] = {0};
     q4k[144 + 3] = 0x7E;
     /* F16: element 41 is -infinity. */
-    uint16_t halves[100] = {0};
-    halves[41] = 0xFC00;
+    unsigned char halves[200] = {0};
+    halves[2 * 41 + 1] = 0xFC;
     /* Q8_0, 64 rows of 4096: finite scales, varied quants. */
     enum { ROWS = 64, ROW = 4096 };
     size_t q8_bytes = (size_t)ROWS * ROW / 32 * 34;
