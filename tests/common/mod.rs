@@ -28,6 +28,11 @@ pub fn manifest_dir() -> PathBuf {
 /// let the kernel start a foreign binary directly, is often not set up).
 pub fn this_test_binary() -> Command {
     let exe = std::env::current_exe().unwrap();
+    // Under Wine the test is a Windows program itself: it starts a Windows child directly
+    // (there is no `wine` inside Wine).
+    if cfg!(windows) {
+        return Command::new(exe);
+    }
     let runner = std::env::var("GGUF_TEST_RUNNER").unwrap_or_default();
     let mut words = runner.split_whitespace();
     match words.next() {
