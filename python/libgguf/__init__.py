@@ -17,6 +17,8 @@ library is found through ``$LIBGGUF_PATH``, the copy bundled by ``pip install``,
 """
 
 from ._file import (
+    MAX_DEFAULT_THREADS,
+    PARALLEL_MIN_ELEMENTS,
     Field,
     GGUFFile,
     Metadata,
@@ -25,6 +27,7 @@ from ._file import (
     Tensor,
     UploadPlan,
     View,
+    default_threads,
     open,
     open_memory,
 )
@@ -62,7 +65,9 @@ __all__ = [
     "GGUFOSError",
     "GGUFPermissionError",
     "LibraryNotFoundError",
+    "MAX_DEFAULT_THREADS",
     "Metadata",
+    "PARALLEL_MIN_ELEMENTS",
     "Paging",
     "Placement",
     "Shard",
@@ -72,6 +77,7 @@ __all__ = [
     "ValueType",
     "View",
     "Writer",
+    "default_threads",
     "infer_type",
     "library_path",
     "library_version",

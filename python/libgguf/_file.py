@@ -33,6 +33,8 @@ from ._native import (
 )
 
 __all__ = [
+    "MAX_DEFAULT_THREADS",
+    "PARALLEL_MIN_ELEMENTS",
     "Field",
     "GGUFFile",
     "Metadata",
@@ -41,6 +43,7 @@ __all__ = [
     "Tensor",
     "UploadPlan",
     "View",
+    "default_threads",
     "open",
     "open_memory",
 ]
@@ -48,12 +51,39 @@ __all__ = [
 _text = _convert.text
 
 
+_np: Any = None  # numpy, once imported
+_F32: Any = None  # numpy.dtype(numpy.float32)
+
+
 def _numpy():
+    global _np, _F32
+    if _np is None:
+        try:
+            import numpy
+        except ImportError as e:  # pragma: no cover (numpy is optional)
+            raise ImportError("libgguf: this needs numpy (pip install numpy)") from e
+        _F32 = numpy.dtype(numpy.float32)
+        _np = numpy
+    return _np
+
+
+#: Fewest output elements (4 MiB of floats) for which ``to_numpy_float`` uses several threads by
+#: default: below it, starting threads costs about what they would save.
+PARALLEL_MIN_ELEMENTS = 1 << 20
+#: Most threads ``to_numpy_float`` uses by default (as ``gguf_read_tensors`` does): past about
+#: this many, memory bandwidth rather than cores bounds the simple types.
+MAX_DEFAULT_THREADS = 8
+
+
+def default_threads() -> int:
+    """Threads ``to_numpy_float`` uses for a large tensor by default: the CPUs this process may
+    run on (``os.sched_getaffinity``, else ``os.cpu_count()``), at most
+    :data:`MAX_DEFAULT_THREADS`."""
     try:
-        import numpy
-    except ImportError as e:  # pragma: no cover (numpy is optional)
-        raise ImportError("libgguf: this needs numpy (pip install numpy)") from e
-    return numpy
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover (macOS, Windows)
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_DEFAULT_THREADS))
 
 
 class _Handle:
@@ -786,30 +816,118 @@ class Tensor:
         shape, dt = self._numpy_layout(np)
         return np.empty(shape, dtype=dt)
 
-    def to_numpy_float(self, first_row: int = 0, n_rows: int | None = None):
-        """The tensor's values as a new float32 numpy array, converted from any data type bit
-        for bit as ggml converts it (``gguf_tensor_to_float``), in numpy's order: the GGUF
-        shape reversed (``ne[n-1], ..., ne[0]``), as :meth:`numpy` gives it.
+    def to_numpy_float(
+        self,
+        first_row: int = 0,
+        n_rows: int | None = None,
+        *,
+        out: Any = None,
+        threads: int | None = None,
+    ):
+        """The tensor's values as float32, converted from any data type bit for bit as ggml
+        converts it (``gguf_tensor_to_float``), in numpy's order: the GGUF shape reversed
+        (``ne[n-1], ..., ne[0]``), as :meth:`numpy` gives it. Returns a new array, writable and
+        owned by the caller, even for an F32 tensor (:meth:`numpy` is the zero-copy, read-only
+        view of one).
 
         With ``first_row`` or ``n_rows``, only rows ``[first_row, first_row + n_rows)`` (a row
         is ``ne[0]`` elements; ``n_rows`` defaults to the rest), as a 2-D array
-        ``(n_rows, ne[0])``. Raises :class:`GGUFError` for a type that cannot be converted (a
-        big-endian file's types other than F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4 and
-        NVFP4) or rows past the end."""
-        np = _numpy()
+        ``(n_rows, ne[0])``.
+
+        ``out``: a numpy array to write into instead of allocating one (a caller converting
+        many tensors can reuse one buffer, e.g. ``buf[: t.n_elements]``): C-contiguous,
+        writable, dtype float32 in the machine's byte order, of exactly as many elements as
+        the rows converted (any shape); it is returned. It must not overlap the file's own
+        bytes (possible with :func:`open_memory`). Anything else raises ``TypeError`` (not a
+        numpy array, another dtype) or ``ValueError`` (size, layout, read-only, overlap)
+        before anything is written.
+
+        ``threads``: how many threads convert (``gguf_tensor_to_float_parallel``, rows split
+        between them; each writes, so first touches, its own part of the output). ``None``
+        (the default): one for fewer than :data:`PARALLEL_MIN_ELEMENTS` values, else
+        :func:`default_threads`; ``0``: one per core (the library decides); ``n``: at most
+        ``n`` (the library gives each thread at least 65536 values).
+
+        Raises :class:`GGUFError` for a type that cannot be converted (a big-endian file's
+        types other than F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q6_K, MXFP4 and NVFP4) or rows past
+        the end."""
+        np = _np or _numpy()
+        h = self._file.h
+        if h is None:
+            raise ValueError("libgguf: the file is closed")
         row = self.shape[0] if self.shape else 1
-        total = self.n_elements // row if row else 0
-        first_row = _convert.u64(first_row, "first_row")
-        whole = first_row == 0 and n_rows is None
-        if n_rows is None:
-            n_rows = max(total - first_row, 0)
-        n_rows = _convert.u64(n_rows, "n_rows")
-        shape = self.shape[::-1] if whole else (n_rows, row)
-        out = np.empty(shape, dtype=np.float32)
-        h = self._file._handle()
-        if not h.lib.gguf_tensor_to_float(h.ptr, self._addr, first_row, n_rows, out.ctypes.data):
+        if n_rows is None and first_row.__class__ is int and first_row == 0:
+            # The common call, kept short: it is most of the time for small tensors.
+            n_rows = self.n_elements // row if row else 0
+            n = self.n_elements
+            shape = self.shape[::-1]
+        else:
+            total = self.n_elements // row if row else 0
+            first_row = _convert.u64(first_row, "first_row")
+            if n_rows is None:
+                n_rows = max(total - first_row, 0)
+            n_rows = _convert.u64(n_rows, "n_rows")
+            if first_row + n_rows > total:
+                # The library's error (rows past the end), before allocating for those rows:
+                # it checks the range before it writes anything, so one float is room enough.
+                room = ctypes.c_float()
+                h.lib.gguf_tensor_to_float(
+                    h.ptr, self._addr, first_row, n_rows, ctypes.addressof(room)
+                )
+                raise h.lib.error()
+            n = n_rows * row
+            shape = (n_rows, row)
+        if threads is None:
+            threads = 1 if n < PARALLEL_MIN_ELEMENTS else default_threads()
+        else:
+            threads = _convert.u32(threads, "threads")
+        if out is None:
+            out = np.empty(shape, dtype=np.float32)
+            # The address through ctypes' buffer protocol: a quarter of `out.ctypes`' cost.
+            dst = ctypes.addressof(ctypes.c_char.from_buffer(out)) if n else out.ctypes.data
+        else:
+            dst = self._check_out(np, h, out, n)
+        if threads == 1:
+            ok = h.lib.gguf_tensor_to_float(h.ptr, self._addr, first_row, n_rows, dst)
+        else:
+            ok = h.lib.gguf_tensor_to_float_parallel(
+                h.ptr, self._addr, first_row, n_rows, dst, threads
+            )
+        if not ok:
             raise h.lib.error()
         return out
+
+    def _check_out(self, np: Any, h: _Handle, out: Any, n: int) -> int:
+        """The address of ``out``, refused (before anything is written) unless
+        :meth:`to_numpy_float` can write ``n`` floats there."""
+        if out.__class__ is not np.ndarray and not isinstance(out, np.ndarray):
+            raise TypeError(
+                f"libgguf: out= must be a numpy array, not {type(out).__name__} "
+                f"(tensor {self.name!r})"
+            )
+        if out.dtype != _F32:
+            raise TypeError(
+                f"libgguf: out= must have dtype float32 in the machine's byte order, not "
+                f"{out.dtype.str} (tensor {self.name!r})"
+            )
+        if out.size != n:
+            raise ValueError(
+                f"libgguf: out= has {out.size} elements where tensor {self.name!r} gives {n}"
+            )
+        flags = out.flags
+        if not flags.c_contiguous:
+            raise ValueError(f"libgguf: out= must be C-contiguous (tensor {self.name!r})")
+        if not flags.writeable:
+            raise ValueError(f"libgguf: out= is read-only (tensor {self.name!r})")
+        if n == 0:
+            return out.ctypes.data
+        dst = ctypes.addressof(ctypes.c_char.from_buffer(out))
+        src = h.lib.gguf_tensor_data(h.ptr, self._addr)
+        if not src:
+            h.lib.gguf_clear_error()  # data not in memory (a reader, a URL): nothing to overlap
+        elif dst < src + self.size and src < dst + n * 4:
+            raise ValueError(f"libgguf: out= overlaps tensor {self.name!r}'s own data")
+        return dst
 
     def validate(self) -> None:
         """Checks the tensor's values as ggml's ``ggml_validate_row_data`` does

@@ -469,6 +469,10 @@ _PROTOTYPES = {
     "gguf_get_tensor_by_index": (c_void_p, [_FILE, c_uint64]),
     "gguf_tensor_data": (c_void_p, [_FILE, c_void_p]),
     "gguf_tensor_to_float": (c_bool, [_FILE, c_void_p, c_uint64, c_uint64, c_void_p]),
+    "gguf_tensor_to_float_parallel": (
+        c_bool,
+        [_FILE, c_void_p, c_uint64, c_uint64, c_void_p, c_uint32],
+    ),
     "gguf_dequantize": (c_bool, [c_uint32, c_void_p, c_uint64, c_void_p]),
     "gguf_validate_tensor": (c_bool, [_FILE, c_void_p]),
     "gguf_dtype_name": (c_char_p, [c_uint32]),
