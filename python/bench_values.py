@@ -3,6 +3,12 @@
 against the reference package's `gguf.quants.dequantize` (numpy), on every tensor of a file.
 
     python/bench_values.py FILE [ROUNDS] [--threads N]
+    python/bench_values.py FILE --make-tiled OUT     # then: python/bench_values.py OUT
+
+``--make-tiled OUT`` writes OUT, a file of one 4096 x 4096 tensor (16.8M values, 64 MiB of
+floats: the size of a 7B model's attention matrices) per type of FILE but F32, its blocks
+repeated from FILE's largest tensor of that type (real blocks, real scales), to time the large
+tensors that use several threads by default.
 
 Per data type present in FILE, and for all tensors together: the bytes of float output, and the
 minimum and median over ROUNDS (default 7) of converting every tensor of that type, every side
@@ -121,6 +127,33 @@ def check(tensors, raws, qt, buf, threads) -> bool:
     return True
 
 
+def make_tiled(f, out: str) -> None:
+    import logging
+
+    from gguf import GGUFWriter
+    from gguf.constants import GGML_QUANT_SIZES
+
+    logging.disable(logging.CRITICAL)
+    rows = cols = 4096
+    w = GGUFWriter(out, "llama")
+    largest: dict[str, object] = {}
+    for t in f.tensors:
+        if t.dtype_name in QT.__members__ and t.dtype_name != "F32":  # F32: a view in gguf-py
+            if t.n_elements > getattr(largest.get(t.dtype_name), "n_elements", 0):
+                largest[t.dtype_name] = t
+    for name, t in sorted(largest.items()):
+        qt = QT[name]
+        block, block_bytes = GGML_QUANT_SIZES[qt]
+        raw = np.ascontiguousarray(t.numpy()).view(np.uint8).reshape(-1)
+        tiled = np.resize(raw, rows * cols // block * block_bytes)
+        w.add_tensor(f"tiled.{name}", tiled.reshape(rows, -1), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"{out}: {', '.join(f'tiled.{n} {rows}x{cols}' for n in sorted(largest))}")
+
+
 def fmt(ts):
     return f"{min(ts):8.5f} {statistics.median(ts):8.5f}"
 
@@ -130,8 +163,12 @@ def main() -> None:
     ap.add_argument("file")
     ap.add_argument("rounds", nargs="?", type=int, default=7)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--make-tiled", metavar="OUT")
     args = ap.parse_args()
     f = libgguf.open(args.file)
+    if args.make_tiled:
+        make_tiled(f, args.make_tiled)
+        return
     by_type: dict[str, list] = {}
     for t in f.tensors:
         by_type.setdefault(t.dtype_name, []).append(t)

@@ -91,11 +91,14 @@ class _Handle:
     (until :meth:`GGUFFile.close`) and every buffer of the file's memory handed out, so a
     ``memoryview`` or numpy array of tensor data never outlives the mapping."""
 
-    __slots__ = ("ptr", "lib", "__weakref__")
+    __slots__ = ("ptr", "lib", "lent", "__weakref__")
 
-    def __init__(self, lib: Any, ptr: int, pin: Pin | None):
+    def __init__(self, lib: Any, ptr: int, pin: Pin | None, lent: bool = False):
         self.ptr = ptr
         self.lib = lib
+        # Whether the file's bytes are the caller's memory (`open_memory`), which a writable
+        # array could alias; a mapping or the library's own buffers cannot be.
+        self.lent = lent
         fin = weakref.finalize(self, _close, lib, ptr, pin)
         fin.atexit = False  # at exit the process unmaps everything anyway
 
@@ -302,7 +305,7 @@ def open_memory(buffer: Any) -> "GGUFFile":
     except BaseException:
         pin.release()
         raise
-    return GGUFFile(_Handle(lib, ptr, pin), "<memory>")
+    return GGUFFile(_Handle(lib, ptr, pin, lent=True), "<memory>")
 
 
 # --------------------------------------------------------------------------------------------
@@ -837,10 +840,12 @@ class Tensor:
         ``out``: a numpy array to write into instead of allocating one (a caller converting
         many tensors can reuse one buffer, e.g. ``buf[: t.n_elements]``): C-contiguous,
         writable, dtype float32 in the machine's byte order, of exactly as many elements as
-        the rows converted (any shape); it is returned. It must not overlap the file's own
-        bytes (possible with :func:`open_memory`). Anything else raises ``TypeError`` (not a
-        numpy array, another dtype) or ``ValueError`` (size, layout, read-only, overlap)
-        before anything is written.
+        the rows converted (any shape); it is returned. It must not overlap the tensor's own
+        bytes (possible only in memory lent to :func:`open_memory`). Anything else raises
+        ``TypeError`` (not a numpy array, another dtype) or ``ValueError`` (size, layout,
+        read-only, overlap) before anything is written. With ``out``, converting many tensors
+        touches no new memory: a new array's pages, when the allocator hands out fresh ones,
+        cost more to fault in than most types cost to convert (see BENCHMARKS.md).
 
         ``threads``: how many threads convert (``gguf_tensor_to_float_parallel``, rows split
         between them; each writes, so first touches, its own part of the output). ``None``
@@ -922,11 +927,10 @@ class Tensor:
         if n == 0:
             return out.ctypes.data
         dst = ctypes.addressof(ctypes.c_char.from_buffer(out))
-        src = h.lib.gguf_tensor_data(h.ptr, self._addr)
-        if not src:
-            h.lib.gguf_clear_error()  # data not in memory (a reader, a URL): nothing to overlap
-        elif dst < src + self.size and src < dst + n * 4:
-            raise ValueError(f"libgguf: out= overlaps tensor {self.name!r}'s own data")
+        if h.lent:
+            src = h.lib.gguf_tensor_data(h.ptr, self._addr)
+            if src and dst < src + self.size and src < dst + n * 4:
+                raise ValueError(f"libgguf: out= overlaps tensor {self.name!r}'s own data")
         return dst
 
     def validate(self) -> None:
