@@ -194,6 +194,18 @@ class Threads(unittest.TestCase):
                 self.assertIs(got, buf)
                 assert_same_values(self, buf.reshape(200, self.NE0), theirs[30:230], qt.name)
 
+    def test_threads_through_a_reader(self):
+        # A file object's callback is read by the library's threads too (under its lock).
+        with libgguf.open(self.path) as f, open(self.path, "rb") as fh:
+            with libgguf.open(fh) as r:
+                self.assertFalse(r.is_mapped)
+                for name in ("t.Q4_K", "t.IQ2_XS", "t.F16"):
+                    one = f.tensor(name).to_numpy_float(threads=1)
+                    many = r.tensor(name).to_numpy_float(threads=4)
+                    np.testing.assert_array_equal(
+                        many.view(np.uint32), one.view(np.uint32), err_msg=name
+                    )
+
     def test_default_uses_threads_only_for_large_tensors(self):
         lib = libgguf._native.load()
         calls = []
