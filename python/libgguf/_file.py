@@ -929,7 +929,9 @@ class Tensor:
         dst = ctypes.addressof(ctypes.c_char.from_buffer(out))
         if h.lent:
             src = h.lib.gguf_tensor_data(h.ptr, self._addr)
-            if src and dst < src + self.size and src < dst + n * 4:
+            if not src:  # pragma: no cover (memory lent always holds the data)
+                raise h.lib.error()
+            if dst < src + self.size and src < dst + n * 4:
                 raise ValueError(f"libgguf: out= overlaps tensor {self.name!r}'s own data")
         return dst
 
