@@ -1,15 +1,18 @@
 /*
  * dequant_bench.c: tensor values, side by side with ggml (README: Tensor values).
  *
- *   dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k] GGML_DIR TMP_DIR
+ *   dequant_bench [-r ROUNDS] [-n ELEMENTS[,ELEMENTS...]] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k]
+ *                 GGML_DIR TMP_DIR
  *
  * 1. One thread, every data type: GB/s of float output (4 bytes per element written per second)
  *    of libgguf's gguf_dequantize, of ggml's to_float (ggml_get_type_traits, libggml-base.so
- *    loaded from GGML_DIR) and of memcpy of the same output size; ELEMENTS per call (default
- *    2^20: 4 MiB of floats, which with the input fits in this machine's L3 but not its L2),
- *    random valid blocks, ROUNDS rounds (default 31) with the three interleaved, minimum and
- *    median time. The outputs of libgguf and ggml are compared bit for bit once (the run fails
- *    if they differ).
+ *    loaded from GGML_DIR), of memcpy of the same output size, and of aligned vector stores of
+ *    that size reading nothing ("stores": the widest this CPU has; the floor of any
+ *    conversion's time). Each size of ELEMENTS per call (default 4096, 2^17 and 2^20: 16 KiB,
+ *    512 KiB and 4 MiB of floats, which on this machine stay in L1, L2 and L3), random valid
+ *    blocks, ROUNDS rounds (default 31) with the four interleaved, each sample repeating the
+ *    call until it has written about 2 MB; minimum and median time per call. The outputs of
+ *    libgguf and ggml are compared bit for bit once per size (the run fails if they differ).
  * 2. Threads: whole tensors of F16, BF16, Q8_0, Q4_0 and Q4_K (MiB of float output each,
  *    default 256: far beyond the caches) converted by gguf_tensor_to_float_parallel on 1, 2, 4, ...
  *    MAX_THREADS threads (default: the online CPUs), against memcpy of the output size split
@@ -22,7 +25,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gguf.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -113,6 +118,7 @@ static const char *const NAMES[] = {
 
 /* Writes n floats at dst (64-byte aligned) with the widest aligned vector stores this CPU has,
  * reading nothing: the floor of any conversion's cost at this output size. */
+#if defined(__x86_64__)
 __attribute__((target("avx512f"))) static void stores512(float *dst, uint64_t n) {
     __m512 v = _mm512_set1_ps(1.0f);
     for (uint64_t i = 0; i + 64 <= n; i += 64) {
@@ -127,13 +133,15 @@ __attribute__((target("avx"))) static void stores256(float *dst, uint64_t n) {
         _mm256_store_ps(dst + i + 16, v), _mm256_store_ps(dst + i + 24, v);
     }
 }
+#endif
 static void (*stores)(float *, uint64_t);
-static const char *stores_name;
+static const char *stores_name = "memset";
 static void pick_stores(void) {
+#if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) stores = stores512, stores_name = "64-byte";
     else if (__builtin_cpu_supports("avx")) stores = stores256, stores_name = "32-byte";
-    else stores = NULL, stores_name = "memset";
+#endif
 }
 static void stores_only(float *dst, uint64_t n) {
     if (stores) stores(dst, n);
@@ -147,7 +155,9 @@ struct figures {
 };
 
 /* Times `calls` calls of each of the four per sample: a sample then writes at least about 2 MB,
- * >= 20 us at 100 GB/s, so the clock's granularity does not quantise the small sizes. */
+ * >= 20 us at 100 GB/s, so the clock's granularity does not quantise the small sizes. All four
+ * write to the same buffer (ggml too, once its output was compared), so a size that fits in a
+ * cache stays there from one to the next. */
 static void measure(int id, const struct ggml_type_traits *t, const uint8_t *src, uint64_t elems,
                     float *out, float *ref, const float *src_f, int rounds, struct figures *f) {
     double *a = malloc(rounds * sizeof *a), *g = malloc(rounds * sizeof *g),
@@ -168,7 +178,7 @@ static void measure(int id, const struct ggml_type_traits *t, const uint8_t *src
         for (uint64_t c = 0; c < calls; c++) gguf_dequantize(id, src, elems, out);
         double t1 = now();
         if (f->has_ggml)
-            for (uint64_t c = 0; c < calls; c++) t->to_float(src, ref, (int64_t)elems);
+            for (uint64_t c = 0; c < calls; c++) t->to_float(src, out, (int64_t)elems);
         double t2 = now();
         for (uint64_t c = 0; c < calls; c++) {
             memcpy(out, src_f, elems * 4);
