@@ -1073,8 +1073,12 @@ mod v256 {
             unsafe {
                 let (b, y) = (x.add(34 * i), y.add(32 * i));
                 let d = splat_half(b.add(q8_0::D));
-                i8_mul(y, _mm_loadu_si128(b.add(q8_0::QS).cast()), d);
-                i8_mul(y.add(16), _mm_loadu_si128(b.add(q8_0::QS + 16).cast()), d);
+                // 8 quants a load, widened by the load itself (`vpmovsxbd ymm, m64`): `i8_mul`'s
+                // 16-byte load costs LLVM an extra shuffle for its upper half.
+                for k in 0..4 {
+                    let q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(b.add(q8_0::QS + 8 * k).cast()));
+                    _mm256_storeu_ps(y.add(8 * k), _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+                }
             }
         }
     }
