@@ -297,6 +297,21 @@ mod h512 {
         // SAFETY: the caller gives 16 writable floats at y.
         unsafe { _mm512_storeu_ps(y, _mm512_sub_ps(_mm512_mul_ps(d, a), m)) }
     }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn f16x16(y: *mut f32, x: *const u8) {
+        // SAFETY: the caller gives 32 readable bytes at x and 16 writable floats at y.
+        unsafe { _mm512_storeu_ps(y, _mm512_cvtph_ps(_mm256_loadu_si256(x.cast()))) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn bf16x16(y: *mut f32, x: *const u8) {
+        // SAFETY: the caller gives 32 readable bytes at x and 16 writable floats at y.
+        unsafe {
+            let a = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(x.cast())), 16);
+            _mm512_storeu_ps(y, _mm512_castsi512_ps(a));
+        }
+    }
 }
 
 /// The 32 bits of Q5's `qh` (little-endian at `at`) as 32 bytes, byte k = 0x10 where bit k is
@@ -317,7 +332,7 @@ unsafe fn q5_high_bits(b: &[u8], at: usize) -> (__m128i, __m128i) {
     (_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1))
 }
 
-/// Q4_K's and Q5_K's 8 sub-block scales and 8 mins, times the super-block's `d` and `dmin`:
+/// Q4_K's 8 sub-block scales and 8 mins (Q5_K lays them out alike), times `d` and `dmin`:
 /// `[d * sc0, .., d * sc7, dmin * m0, .., dmin * m7]`, each product the scalar kernel's
 /// (`scale_min_k4`'s 6-bit fields, worked out for all 8 at once on 32-bit words).
 ///
@@ -374,6 +389,35 @@ macro_rules! block_kernels {
                 KSIGNS_IQ2XS, KVALUES_IQ4NL, KVALUES_MXFP4,
             };
             use core::arch::x86_64::*;
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn f16(x: &[u8], y: &mut [f32]) {
+                let n = (x.len() / 2).min(y.len());
+                let mut i = 0;
+                while i + 16 <= n {
+                    // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
+                    unsafe { f16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
+                    i += 16;
+                }
+                for j in i..n {
+                    // SAFETY: the kernel's features include F16C.
+                    y[j] = unsafe { half(x, 2 * j) };
+                }
+            }
+
+            #[target_feature(enable = $feat)]
+            pub unsafe fn bf16(x: &[u8], y: &mut [f32]) {
+                let n = (x.len() / 2).min(y.len());
+                let mut i = 0;
+                while i + 16 <= n {
+                    // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
+                    unsafe { bf16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
+                    i += 16;
+                }
+                for j in i..n {
+                    y[j] = f32::from_bits(u32::from(le16(x, 2 * j)) << 16);
+                }
+            }
 
             #[target_feature(enable = $feat)]
             pub unsafe fn q4_0(x: &[u8], y: &mut [f32]) {
@@ -1023,45 +1067,15 @@ macro_rules! block_kernels {
     };
 }
 
-/// The kernels of F16, BF16, Q8_0 and Q4_K, in 256-bit vectors for both instruction sets: on
-/// the AVX-512 CPU measured (AMD Zen 4, which runs a 512-bit operation as two 256-bit halves)
-/// these four, little more than widening, loads and stores, ran 5 to 10% faster in 256-bit
-/// vectors than in 512-bit ones (BENCHMARKS.md, Tensor values); the other types' kernels gain
-/// from AVX-512.
+/// The kernels of Q8_0 and Q4_K, in 256-bit vectors for both instruction sets: on the AVX-512
+/// CPU measured (AMD Zen 4, which runs a 512-bit operation as two 256-bit halves) 512-bit
+/// versions of these two ran 5 to 10% slower (BENCHMARKS.md, Tensor values); the other types'
+/// kernels gain from AVX-512, or (F16, BF16) run as fast either way.
 mod v256 {
     use super::h256::*;
-    use super::{half, k4_scales, le16};
+    use super::k4_scales;
     use crate::quant::blocks::{q4_k, q8_0};
     use core::arch::x86_64::*;
-
-    #[target_feature(enable = "avx2,f16c")]
-    pub unsafe fn f16(x: &[u8], y: &mut [f32]) {
-        let n = (x.len() / 2).min(y.len());
-        let mut i = 0;
-        while i + 16 <= n {
-            // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
-            unsafe { f16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
-            i += 16;
-        }
-        for (j, y) in y[..n].iter_mut().enumerate().skip(i) {
-            // SAFETY: the kernel's features include F16C.
-            *y = unsafe { half(x, 2 * j) };
-        }
-    }
-
-    #[target_feature(enable = "avx2,f16c")]
-    pub unsafe fn bf16(x: &[u8], y: &mut [f32]) {
-        let n = (x.len() / 2).min(y.len());
-        let mut i = 0;
-        while i + 16 <= n {
-            // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
-            unsafe { bf16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
-            i += 16;
-        }
-        for (j, y) in y[..n].iter_mut().enumerate().skip(i) {
-            *y = f32::from_bits(u32::from(le16(x, 2 * j)) << 16);
-        }
-    }
 
     #[target_feature(enable = "avx2,f16c")]
     pub unsafe fn q8_0(x: &[u8], y: &mut [f32]) {
@@ -1126,8 +1140,8 @@ macro_rules! table {
             use $module as m;
             use DataType::*;
             Some(match dtype {
-                F16 => v256::f16,
-                BF16 => v256::bf16,
+                F16 => m::f16,
+                BF16 => m::bf16,
                 Q8_0 => v256::q8_0,
                 Q4_K => v256::q4_k,
                 Q4_0 => m::q4_0,
@@ -1169,7 +1183,7 @@ mod safe {
                 }
             )*};
         }
-        wrap!(f16, bf16, q8_0, q4_k);
+        wrap!(q8_0, q4_k);
     }
     /// Wrappers of the AVX2 kernels.
     pub mod avx2 {
@@ -1182,8 +1196,8 @@ mod safe {
             )*};
         }
         wrap!(
-            q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4, tq2_0, q2_0,
-            tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
+            f16, bf16, q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4,
+            tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
     /// Wrappers of the AVX-512 kernels.
@@ -1198,8 +1212,8 @@ mod safe {
             )*};
         }
         wrap!(
-            q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4, tq2_0, q2_0,
-            tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
+            f16, bf16, q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4,
+            tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
 }
