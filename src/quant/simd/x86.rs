@@ -1069,8 +1069,8 @@ macro_rules! block_kernels {
 
 /// The kernels of Q8_0 and Q4_K, in 256-bit vectors for both instruction sets: on the AVX-512
 /// CPU measured (AMD Zen 4, which runs a 512-bit operation as two 256-bit halves) 512-bit
-/// versions of these two ran 5 to 10% slower (BENCHMARKS.md, Tensor values); the other types'
-/// kernels gain from AVX-512, or (F16, BF16) run as fast either way.
+/// versions of these two ran slower (Q4_K by 8%, Q8_0 by 8% in L1; BENCHMARKS.md, Tensor
+/// values); the other types' kernels gain from AVX-512, or (F16, BF16) run as fast either way.
 mod v256 {
     use super::h256::*;
     use super::k4_scales;
