@@ -1,15 +1,18 @@
 /*
  * dequant_bench.c: tensor values, side by side with ggml (README: Tensor values).
  *
- *   dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k] GGML_DIR TMP_DIR
+ *   dequant_bench [-r ROUNDS] [-n ELEMENTS[,ELEMENTS...]] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k]
+ *                 GGML_DIR TMP_DIR
  *
  * 1. One thread, every data type: GB/s of float output (4 bytes per element written per second)
  *    of libgguf's gguf_dequantize, of ggml's to_float (ggml_get_type_traits, libggml-base.so
- *    loaded from GGML_DIR) and of memcpy of the same output size; ELEMENTS per call (default
- *    2^20: 4 MiB of floats, which with the input fits in this machine's L3 but not its L2),
- *    random valid blocks, ROUNDS rounds (default 31) with the three interleaved, minimum and
- *    median time. The outputs of libgguf and ggml are compared bit for bit once (the run fails
- *    if they differ).
+ *    loaded from GGML_DIR), of memcpy of the same output size, and of aligned vector stores of
+ *    that size reading nothing ("stores": the widest this CPU has; the floor of any
+ *    conversion's time). Each size of ELEMENTS per call (default 4096, 2^17 and 2^20: 16 KiB,
+ *    512 KiB and 4 MiB of floats, which on this machine stay in L1, L2 and L3), random valid
+ *    blocks, ROUNDS rounds (default 31) with the four interleaved, each sample repeating the
+ *    call until it has written about 2 MB; minimum and median time per call. The outputs of
+ *    libgguf and ggml are compared bit for bit once per size (the run fails if they differ).
  * 2. Threads: whole tensors of F16, BF16, Q8_0, Q4_0 and Q4_K (MiB of float output each,
  *    default 256: far beyond the caches) converted by gguf_tensor_to_float_parallel on 1, 2, 4, ...
  *    MAX_THREADS threads (default: the online CPUs), against memcpy of the output size split
@@ -22,6 +25,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gguf.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -110,61 +116,143 @@ static const char *const NAMES[] = {
 };
 #define N_IDS ((int)(sizeof NAMES / sizeof NAMES[0]))
 
-static void single_thread(int rounds, uint64_t n, FILE *csv) {
-    float *out = malloc(n * 4), *ref = malloc(n * 4), *src_f = malloc(n * 4);
-    if (!out || !ref || !src_f) die("out of memory");
-    memset(out, 0, n * 4), memset(ref, 0, n * 4), memset(src_f, 0, n * 4);
+/* Writes n floats at dst (64-byte aligned) with the widest aligned vector stores this CPU has,
+ * reading nothing: the floor of any conversion's cost at this output size. */
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void stores512(float *dst, uint64_t n) {
+    __m512 v = _mm512_set1_ps(1.0f);
+    for (uint64_t i = 0; i + 64 <= n; i += 64) {
+        _mm512_store_ps(dst + i, v), _mm512_store_ps(dst + i + 16, v);
+        _mm512_store_ps(dst + i + 32, v), _mm512_store_ps(dst + i + 48, v);
+    }
+}
+__attribute__((target("avx"))) static void stores256(float *dst, uint64_t n) {
+    __m256 v = _mm256_set1_ps(1.0f);
+    for (uint64_t i = 0; i + 32 <= n; i += 32) {
+        _mm256_store_ps(dst + i, v), _mm256_store_ps(dst + i + 8, v);
+        _mm256_store_ps(dst + i + 16, v), _mm256_store_ps(dst + i + 24, v);
+    }
+}
+#endif
+static void (*stores)(float *, uint64_t);
+static const char *stores_name = "memset";
+static void pick_stores(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) stores = stores512, stores_name = "64-byte";
+    else if (__builtin_cpu_supports("avx")) stores = stores256, stores_name = "32-byte";
+#endif
+}
+static void stores_only(float *dst, uint64_t n) {
+    if (stores) stores(dst, n);
+    else memset(dst, 0x3f, n * 4);
+}
+
+/* One size's figures for one type: best and median GB/s of libgguf, ggml, memcpy, stores. */
+struct figures {
+    bool has_ggml;
+    double a[2], g[2], m[2], s[2];
+};
+
+/* Times `calls` calls of each of the four per sample: a sample then writes at least about 2 MB,
+ * >= 20 us at 100 GB/s, so the clock's granularity does not quantise the small sizes. All four
+ * write to the same buffer (ggml too, once its output was compared), so a size that fits in a
+ * cache stays there from one to the next. */
+static void measure(int id, const struct ggml_type_traits *t, const uint8_t *src, uint64_t elems,
+                    float *out, float *ref, const float *src_f, int rounds, struct figures *f) {
     double *a = malloc(rounds * sizeof *a), *g = malloc(rounds * sizeof *g),
-           *m = malloc(rounds * sizeof *m);
-    printf("== one thread: %llu elements per call (%.1f MiB of floats), %d rounds; GB/s of float "
-           "output, min time (best) and median\n",
-           (unsigned long long)n, n * 4 / 1048576.0, rounds);
-    printf("%-8s %9s %9s %9s %9s %8s %8s %9s %9s\n", "type", "libgguf", "(median)", "ggml",
-           "(median)", "ratio", "(median)", "memcpy", "(median)");
-    if (csv) fprintf(csv, "type,libgguf_best,libgguf_median,ggml_best,ggml_median,memcpy_best,memcpy_median\n");
+           *m = malloc(rounds * sizeof *m), *s = malloc(rounds * sizeof *s);
+    if (!a || !g || !m || !s) die("out of memory");
+    f->has_ggml = t->to_float != NULL;
+    if (!gguf_dequantize(id, src, elems, out)) die(NAMES[id]);
+    if (f->has_ggml) {
+        t->to_float(src, ref, (int64_t)elems);
+        if (memcmp(out, ref, elems * 4) != 0) {
+            fprintf(stderr, "dequant_bench: %s: libgguf and ggml differ\n", NAMES[id]);
+            exit(1);
+        }
+    }
+    uint64_t calls = (2000000 + elems * 4 - 1) / (elems * 4);
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (uint64_t c = 0; c < calls; c++) gguf_dequantize(id, src, elems, out);
+        double t1 = now();
+        if (f->has_ggml)
+            for (uint64_t c = 0; c < calls; c++) t->to_float(src, out, (int64_t)elems);
+        double t2 = now();
+        for (uint64_t c = 0; c < calls; c++) {
+            memcpy(out, src_f, elems * 4);
+            __asm__ volatile("" ::: "memory"); /* each copy happens */
+        }
+        double t3 = now();
+        for (uint64_t c = 0; c < calls; c++) {
+            stores_only(out, elems);
+            __asm__ volatile("" ::: "memory");
+        }
+        double t4 = now();
+        a[r] = (t1 - t0) / calls, g[r] = (t2 - t1) / calls, m[r] = (t3 - t2) / calls;
+        s[r] = (t4 - t3) / calls;
+    }
+    double gb = elems * 4 / 1e9;
+    f->a[0] = gb / minimum(a, rounds), f->a[1] = gb / median(a, rounds);
+    f->g[0] = gb / minimum(g, rounds), f->g[1] = gb / median(g, rounds);
+    f->m[0] = gb / minimum(m, rounds), f->m[1] = gb / median(m, rounds);
+    f->s[0] = gb / minimum(s, rounds), f->s[1] = gb / median(s, rounds);
+    free(a), free(g), free(m), free(s);
+}
+
+static void single_thread(int rounds, const uint64_t *sizes, int n_sizes, FILE *csv) {
+    uint64_t n = 0;
+    for (int k = 0; k < n_sizes; k++) n = sizes[k] > n ? sizes[k] : n;
+    /* 64-byte aligned outputs: the stores-only floor uses aligned stores, and every
+     * converter gets the same buffers. */
+    float *out = aligned_alloc(64, n * 4), *ref = aligned_alloc(64, n * 4),
+          *src_f = aligned_alloc(64, n * 4);
+    struct figures(*fig)[N_IDS] = calloc(n_sizes, sizeof *fig);
+    if (!out || !ref || !src_f || !fig) die("out of memory");
+    memset(out, 0, n * 4), memset(ref, 0, n * 4), memset(src_f, 0, n * 4);
     for (int id = 0; id < N_IDS; id++) {
         if (!NAMES[id]) continue;
+        /* Drawn once at the largest size; the smaller sizes convert its first blocks. */
         const struct ggml_type_traits *t = ggml_traits(id);
-        uint64_t n_blocks = n / t->blck_size;
-        uint8_t *src = malloc(n_blocks * t->type_size);
+        uint8_t *src = malloc(n / t->blck_size * t->type_size);
         if (!src) die("out of memory");
-        random_blocks(id, t, src, n_blocks);
-        uint64_t elems = n_blocks * t->blck_size;
-        bool has_ggml = t->to_float != NULL;
-        if (!gguf_dequantize(id, src, elems, out)) die(NAMES[id]);
-        if (has_ggml) {
-            t->to_float(src, ref, (int64_t)elems);
-            if (memcmp(out, ref, elems * 4) != 0) {
-                fprintf(stderr, "dequant_bench: %s: libgguf and ggml differ\n", NAMES[id]);
-                exit(1);
-            }
-        }
-        for (int r = 0; r < rounds; r++) {
-            double t0 = now();
-            gguf_dequantize(id, src, elems, out);
-            double t1 = now();
-            if (has_ggml) t->to_float(src, ref, (int64_t)elems);
-            double t2 = now();
-            memcpy(out, src_f, elems * 4);
-            double t3 = now();
-            a[r] = t1 - t0, g[r] = t2 - t1, m[r] = t3 - t2;
-        }
-        double amin = minimum(a, rounds), gmin = minimum(g, rounds), mmin = minimum(m, rounds);
-        double amed = median(a, rounds), gmed = median(g, rounds), mmed = median(m, rounds);
-        double sgb = elems * 4 / 1e9;
-        if (has_ggml)
-            printf("%-8s %9.2f %9.2f %9.2f %9.2f %7.2fx %7.2fx %9.2f %9.2f\n", NAMES[id],
-                   sgb / amin, sgb / amed, sgb / gmin, sgb / gmed, gmin / amin, gmed / amed,
-                   sgb / mmin, sgb / mmed);
-        else
-            printf("%-8s %9.2f %9.2f %9s %9s %8s %8s %9.2f %9.2f\n", NAMES[id], sgb / amin,
-                   sgb / amed, "-", "-", "-", "-", sgb / mmin, sgb / mmed);
-        if (csv)
-            fprintf(csv, "%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", NAMES[id], sgb / amin, sgb / amed,
-                    has_ggml ? sgb / gmin : 0, has_ggml ? sgb / gmed : 0, sgb / mmin, sgb / mmed);
+        random_blocks(id, t, src, n / t->blck_size);
+        for (int k = 0; k < n_sizes; k++)
+            measure(id, t, src, sizes[k] / t->blck_size * t->blck_size, out, ref, src_f, rounds,
+                    &fig[k][id]);
         free(src);
     }
-    free(out), free(ref), free(src_f), free(a), free(g), free(m);
+    if (csv)
+        fprintf(csv, "elements,type,libgguf_best,libgguf_median,ggml_best,ggml_median,memcpy_best,"
+                     "memcpy_median,stores_best,stores_median\n");
+    for (int k = 0; k < n_sizes; k++) {
+        uint64_t e = sizes[k];
+        printf("%s== one thread: %llu elements per call (%.4g KiB of floats), %d rounds of %llu "
+               "calls; GB/s of float output, min time (best) and median; stores: %s stores only\n",
+               k ? "\n" : "", (unsigned long long)e, e * 4 / 1024.0, rounds,
+               (unsigned long long)((2000000 + e * 4 - 1) / (e * 4)), stores_name);
+        printf("%-8s %9s %9s %9s %9s %8s %8s %9s %9s %9s %9s\n", "type", "libgguf", "(median)",
+               "ggml", "(median)", "ratio", "(median)", "memcpy", "(median)", "stores",
+               "(median)");
+        for (int id = 0; id < N_IDS; id++) {
+            if (!NAMES[id]) continue;
+            const struct figures *f = &fig[k][id];
+            if (f->has_ggml)
+                printf("%-8s %9.2f %9.2f %9.2f %9.2f %7.2fx %7.2fx %9.2f %9.2f %9.2f %9.2f\n",
+                       NAMES[id], f->a[0], f->a[1], f->g[0], f->g[1], f->a[0] / f->g[0],
+                       f->a[1] / f->g[1], f->m[0], f->m[1], f->s[0], f->s[1]);
+            else
+                printf("%-8s %9.2f %9.2f %9s %9s %8s %8s %9.2f %9.2f %9.2f %9.2f\n", NAMES[id],
+                       f->a[0], f->a[1], "-", "-", "-", "-", f->m[0], f->m[1], f->s[0], f->s[1]);
+            if (csv)
+                fprintf(csv, "%llu,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                        (unsigned long long)e, NAMES[id], f->a[0], f->a[1],
+                        f->has_ggml ? f->g[0] : 0, f->has_ggml ? f->g[1] : 0, f->m[0], f->m[1],
+                        f->s[0], f->s[1]);
+        }
+    }
+    free(out), free(ref), free(src_f), free(fig);
 }
 
 struct copy_job {
@@ -294,25 +382,38 @@ static void threads_and_validation(int rounds, uint64_t n, int max_threads, cons
 
 int main(int argc, char **argv) {
     int rounds = 31, max_threads = (int)sysconf(_SC_NPROCESSORS_ONLN), opt;
-    uint64_t n = 1 << 20, mib = 256;
+    uint64_t sizes[8] = {4096, 1 << 17, 1 << 20}, mib = 256;
+    int n_sizes = 3;
     const char *csv_path = NULL;
     bool keep = false;
     while ((opt = getopt(argc, argv, "r:n:m:t:o:k")) != -1) {
         switch (opt) {
         case 'r': rounds = atoi(optarg); break;
-        case 'n': n = strtoull(optarg, NULL, 10); break;
+        case 'n': {
+            char *p = optarg;
+            for (n_sizes = 0; n_sizes < 8 && *p;) {
+                sizes[n_sizes++] = strtoull(p, &p, 10);
+                if (*p == ',') p++;
+                else break;
+            }
+            if (*p) n_sizes = 0; /* more than 8 sizes, or not numbers */
+            break;
+        }
         case 'm': mib = strtoull(optarg, NULL, 10); break;
         case 't': max_threads = atoi(optarg); break;
         case 'o': csv_path = optarg; break;
         case 'k': keep = true; break;
         default:
-            fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS] [-m MiB] [-t THREADS] "
+            fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS[,...]] [-m MiB] [-t THREADS] "
                             "[-o CSV] [-k] GGML_DIR TMP_DIR\n");
             return 2;
         }
     }
-    if (argc - optind != 2 || rounds < 1 || max_threads < 1 || max_threads > 256 || n % 4096) {
-        fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS (a multiple of 4096)] [-m MiB] "
+    bool sizes_ok = n_sizes > 0;
+    for (int k = 0; k < n_sizes; k++) sizes_ok = sizes_ok && sizes[k] && sizes[k] % 4096 == 0;
+    if (argc - optind != 2 || rounds < 1 || max_threads < 1 || max_threads > 256 || !sizes_ok) {
+        fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS[,ELEMENTS...] (multiples of "
+                        "4096, at most 8)] [-m MiB] "
                         "[-t THREADS (1-256)] [-o CSV] GGML_DIR TMP_DIR\n");
         return 2;
     }
@@ -330,7 +431,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    single_thread(rounds, n, csv);
+    pick_stores();
+    single_thread(rounds, sizes, n_sizes, csv);
     if (csv) fclose(csv);
     threads_and_validation(rounds < 11 ? rounds : 11, mib * 1048576 / 4 / 4096 * 4096, max_threads,
                            argv[optind + 1], keep);

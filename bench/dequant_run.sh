@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The tensor-values benchmark (bench/dequant_bench.c): every type converted on one thread by
-# libgguf, by ggml's own dequantizers and by memcpy; whole tensors on many threads; validation
+# libgguf and by ggml's own dequantizers, beside memcpy and plain stores of the output size, at
+# three output sizes (in L1, L2, L3 here); whole tensors on many threads; validation
 # against ggml's and against reading the file; then, on the same file (warm), the time of
 # `cat FILE > /dev/null` and of `gguf-inspect --verify FILE` (which validates every tensor).
 #
-#   bench/dequant_run.sh [dequant_bench options]    e.g. -r 51 -n 1048576 -m 256 -t 16
+#   bench/dequant_run.sh [dequant_bench options]    e.g. -r 51 -n 4096,1048576 -m 256 -t 16
 #
 # Builds the release library and the inspector, fetches ggml (make ggml) if needed, builds
 # dequant_bench and runs it with target/tmp/dequant-bench for its model (removed at the end).

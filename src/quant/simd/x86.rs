@@ -53,7 +53,10 @@ unsafe fn half(b: &[u8], at: usize) -> f32 {
 #[inline]
 #[target_feature(enable = "f16c")]
 unsafe fn half_bits(h: u16) -> f32 {
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))))
+    // A broadcast, not `_mm_cvtsi32_si128`: LLVM turns that into a `vpinsrw` merging into
+    // whatever register it picks, which chained each block's scale to the previous block's
+    // floats (Q8_0 ran at a third of its speed).
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_set1_epi16(h as i16)))
 }
 
 /// Helpers for 8-lane (AVX2) stores of 16 values.
@@ -65,6 +68,15 @@ mod h256 {
     #[target_feature(enable = "avx2")]
     pub unsafe fn splat(x: f32) -> V {
         _mm256_set1_ps(x)
+    }
+    /// The f16 at p (little-endian) as f32 in every lane: F16C, like `half`, but converting an
+    /// already broadcast half (no scalar float to broadcast, no merge into a stale register).
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn splat_half(p: *const u8) -> V {
+        // SAFETY: the caller gives 2 readable bytes at p.
+        let h = i16::from_le_bytes(unsafe { p.cast::<[u8; 2]>().read_unaligned() });
+        _mm256_cvtph_ps(_mm_set1_epi16(h))
     }
     /// y[0..16] = float(v as i8) * d.
     #[inline]
@@ -164,6 +176,33 @@ mod h256 {
         unsafe {
             _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(d, a), m));
             _mm256_storeu_ps(y.add(8), _mm256_sub_ps(_mm256_mul_ps(d, b), m));
+        }
+    }
+    /// y_lo[0..16] = dl * float(q & 15) - ml and y_hi[0..16] = dh * float(q >> 4) - mh, q the
+    /// 16 bytes at p (Q4_K's sub-block pairs: one widening per 16 bytes for both nibbles).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn nibbles_mul_sub(
+        y_lo: *mut f32,
+        y_hi: *mut f32,
+        p: *const u8,
+        dl: V,
+        ml: V,
+        dh: V,
+        mh: V,
+    ) {
+        let m4 = _mm256_set1_epi32(15);
+        for h in 0..2 {
+            // SAFETY: the caller gives 16 readable bytes at p and 16 writable floats at y_lo
+            // and at y_hi.
+            unsafe {
+                let v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.add(8 * h).cast()));
+                let lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, m4));
+                let hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+                _mm256_storeu_ps(y_lo.add(8 * h), _mm256_sub_ps(_mm256_mul_ps(dl, lo), ml));
+                _mm256_storeu_ps(y_hi.add(8 * h), _mm256_sub_ps(_mm256_mul_ps(dh, hi), mh));
+            }
         }
     }
     /// y[0..16] = the 16 f16 at x as f32.
@@ -293,6 +332,45 @@ unsafe fn q5_high_bits(b: &[u8], at: usize) -> (__m128i, __m128i) {
     (_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1))
 }
 
+/// Q4_K's 8 sub-block scales and 8 mins (Q5_K lays them out alike), times `d` and `dmin`:
+/// `[d * sc0, .., d * sc7, dmin * m0, .., dmin * m7]`, each product the scalar kernel's
+/// (`scale_min_k4`'s 6-bit fields, worked out for all 8 at once on 32-bit words).
+///
+/// # Safety
+/// The CPU has AVX2 and F16C; `d` and `dmin` point at 2 readable bytes, `scales` at 12.
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn k4_scales(d: *const u8, dmin: *const u8, scales: *const u8) -> [f32; 16] {
+    // SAFETY: the caller's.
+    let (w, d, dmin) = unsafe {
+        (
+            scales.cast::<[[u8; 4]; 3]>().read_unaligned(),
+            d.cast::<[u8; 2]>().read_unaligned(),
+            dmin.cast::<[u8; 2]>().read_unaligned(),
+        )
+    };
+    let [u0, u1, u2] = w.map(u32::from_le_bytes);
+    // Fields 0..4: the low 6 bits of bytes 0..4 (scales) and 4..8 (mins); fields 4..8: the
+    // nibbles of bytes 8..12 below the top 2 bits of bytes 0..4 (scales) and 4..8 (mins).
+    let sc_lo = u0 & 0x3f3f_3f3f;
+    let m_lo = u1 & 0x3f3f_3f3f;
+    let sc_hi = (u2 & 0x0f0f_0f0f) | (((u0 >> 6) & 0x0303_0303) << 4);
+    let m_hi = ((u2 >> 4) & 0x0f0f_0f0f) | (((u1 >> 6) & 0x0303_0303) << 4);
+    let sc = u64::from(sc_lo) | (u64::from(sc_hi) << 32);
+    let m = u64::from(m_lo) | (u64::from(m_hi) << 32);
+    let f = |bits: u64, h: [u8; 2]| {
+        let q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bits as i64)));
+        _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi16(i16::from_le_bytes(h))), q)
+    };
+    let mut out = [0f32; 16];
+    // SAFETY: out holds 16 floats.
+    unsafe {
+        _mm256_storeu_ps(out.as_mut_ptr(), f(sc, d));
+        _mm256_storeu_ps(out.as_mut_ptr().add(8), f(m, dmin));
+    }
+    out
+}
+
 /// The block kernels, written once over a helper module (`h256` or `h512`) and its features.
 macro_rules! block_kernels {
     ($name:ident, $h:ident, $feat:literal) => {
@@ -301,7 +379,7 @@ macro_rules! block_kernels {
             use super::{half, half_bits, le16, q5_high_bits};
             use crate::quant::blocks::{
                 iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, mxfp4, q2_0,
-                q2_k, q3_k, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0, tq1_0, tq2_0,
+                q2_k, q3_k, q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, tq1_0, tq2_0,
             };
             use crate::quant::fp4::e8m0_to_f32_half;
             use crate::quant::iquant::IQ1S_DELTA;
@@ -338,21 +416,6 @@ macro_rules! block_kernels {
                 }
                 for j in i..n {
                     y[j] = f32::from_bits(u32::from(le16(x, 2 * j)) << 16);
-                }
-            }
-
-            #[target_feature(enable = $feat)]
-            pub unsafe fn q8_0(x: &[u8], y: &mut [f32]) {
-                for (b, y) in x.chunks_exact(34).zip(y.chunks_exact_mut(32)) {
-                    let p = b.as_ptr();
-                    // SAFETY: a block is 34 bytes (2 + 32 quants) and y is 32 floats; the
-                    // kernel's features are the helpers'.
-                    unsafe {
-                        let d = splat(half(b, q8_0::D));
-                        i8_mul(y.as_mut_ptr(), _mm_loadu_si128(p.add(q8_0::QS).cast()), d);
-                        let hi = _mm_loadu_si128(p.add(q8_0::QS + 16).cast());
-                        i8_mul(y.as_mut_ptr().add(16), hi, d);
-                    }
                 }
             }
 
@@ -427,38 +490,6 @@ macro_rules! block_kernels {
                         let hi = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h1);
                         u8_mul_add(y.as_mut_ptr(), lo, d, m);
                         u8_mul_add(y.as_mut_ptr().add(16), hi, d, m);
-                    }
-                }
-            }
-
-            #[target_feature(enable = $feat)]
-            pub unsafe fn q4_k(x: &[u8], y: &mut [f32]) {
-                let m4 = _mm_set1_epi8(0x0f);
-                for (b, y) in x.chunks_exact(144).zip(y.chunks_exact_mut(256)) {
-                    let scales = &b[q4_k::SCALES..q4_k::SCALES + 12];
-                    // SAFETY: the kernel's features are the helpers'; the quants of group g
-                    // (32 bytes at 16 + 32g) lie in the 144-byte block, its 64 floats (at 64g)
-                    // in y's 256.
-                    unsafe {
-                        let d = half(b, q4_k::D);
-                        let min = half(b, q4_k::DMIN);
-                        for g in 0..4 {
-                            let (sc1, m1) = scale_min_k4(2 * g, scales);
-                            let (sc2, m2) = scale_min_k4(2 * g + 1, scales);
-                            let d1 = splat(d * f32::from(sc1));
-                            let m1 = splat(min * f32::from(m1));
-                            let d2 = splat(d * f32::from(sc2));
-                            let m2 = splat(min * f32::from(m2));
-                            let q = b.as_ptr().add(q4_k::QS + 32 * g);
-                            let out = y.as_mut_ptr().add(64 * g);
-                            for k in 0..2 {
-                                let qs = _mm_loadu_si128(q.add(16 * k).cast());
-                                let lo = _mm_and_si128(qs, m4);
-                                let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
-                                mul_u8_sub(out.add(16 * k), d1, lo, m1);
-                                mul_u8_sub(out.add(32 + 16 * k), d2, hi, m2);
-                            }
-                        }
                     }
                 }
             }
@@ -1036,6 +1067,67 @@ macro_rules! block_kernels {
     };
 }
 
+/// The kernels of Q8_0 and Q4_K, in 256-bit vectors for both instruction sets: on the AVX-512
+/// CPU measured (AMD Zen 4, which runs a 512-bit operation as two 256-bit halves) 512-bit
+/// versions of these two ran slower (Q4_K by 8%, Q8_0 by 8% in L1; BENCHMARKS.md, Tensor
+/// values); the other types' kernels gain from AVX-512, or (F16, BF16) run as fast either way.
+mod v256 {
+    use super::h256::*;
+    use super::k4_scales;
+    use crate::quant::blocks::{q4_k, q8_0};
+    use core::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn q8_0(x: &[u8], y: &mut [f32]) {
+        let n = (x.len() / 34).min(y.len() / 32);
+        let (x, y) = (x.as_ptr(), y.as_mut_ptr());
+        for i in 0..n {
+            // SAFETY: i < n: block i (34 bytes: 2 + 32 quants) and its 32 floats are in
+            // bounds; the kernel's features are the helpers'.
+            unsafe {
+                let (b, y) = (x.add(34 * i), y.add(32 * i));
+                let d = splat_half(b.add(q8_0::D));
+                // 8 quants a load, widened by the load itself (`vpmovsxbd ymm, m64`): `i8_mul`'s
+                // 16-byte load costs LLVM an extra shuffle for its upper half.
+                for k in 0..4 {
+                    let q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(b.add(q8_0::QS + 8 * k).cast()));
+                    _mm256_storeu_ps(y.add(8 * k), _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+                }
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn q4_k(x: &[u8], y: &mut [f32]) {
+        let n = (x.len() / 144).min(y.len() / 256);
+        let (x, y) = (x.as_ptr(), y.as_mut_ptr());
+        for i in 0..n {
+            // SAFETY: i < n: block i (144 bytes) and its 256 floats are in bounds; the
+            // quants of group g (32 bytes at 16 + 32g) lie in the block, its 64 floats
+            // (at 64g) in the 256; the kernel's features are the helpers'.
+            unsafe {
+                let (b, y) = (x.add(144 * i), y.add(256 * i));
+                let s = k4_scales(b.add(q4_k::D), b.add(q4_k::DMIN), b.add(q4_k::SCALES));
+                // Through memory: each scale is then broadcast by a load
+                // (`vbroadcastss` from memory), where from a register LLVM spends one
+                // or two shuffles on it, on the port the quants' widening needs
+                // (Q4_K: 60 GB/s in L1, 57 from registers).
+                let s = core::hint::black_box(&s);
+                for g in 0..4 {
+                    let (dl, ml) = (splat(s[2 * g]), splat(s[8 + 2 * g]));
+                    let (dh, mh) = (splat(s[2 * g + 1]), splat(s[9 + 2 * g]));
+                    let q = b.add(q4_k::QS + 32 * g);
+                    let out = y.add(64 * g);
+                    for k in 0..2 {
+                        let (lo, hi) = (out.add(16 * k), out.add(32 + 16 * k));
+                        nibbles_mul_sub(lo, hi, q.add(16 * k), dl, ml, dh, mh);
+                    }
+                }
+            }
+        }
+    }
+}
+
 block_kernels!(avx2, h256, "avx2,f16c");
 #[cfg(gguf_avx512)]
 block_kernels!(avx512, h512, "avx2,f16c,avx512f,avx512bw,avx512vl");
@@ -1044,17 +1136,18 @@ block_kernels!(avx512, h512, "avx2,f16c,avx512f,avx512bw,avx512vl");
 macro_rules! table {
     ($module:path) => {
         |dtype: DataType| -> Option<Kernel> {
+            use safe::v256;
             use $module as m;
             use DataType::*;
             Some(match dtype {
                 F16 => m::f16,
                 BF16 => m::bf16,
-                Q8_0 => m::q8_0,
+                Q8_0 => v256::q8_0,
+                Q4_K => v256::q4_k,
                 Q4_0 => m::q4_0,
                 Q4_1 => m::q4_1,
                 Q5_0 => m::q5_0,
                 Q5_1 => m::q5_1,
-                Q4_K => m::q4_k,
                 Q5_K => m::q5_k,
                 Q6_K => m::q6_k,
                 Q2_K => m::q2_k,
@@ -1079,6 +1172,19 @@ macro_rules! table {
 }
 
 mod safe {
+    /// Wrappers of the 256-bit kernels both instruction sets use.
+    pub mod v256 {
+        macro_rules! wrap {
+            ($($f:ident),*) => {$(
+                pub fn $f(x: &[u8], y: &mut [f32]) {
+                    // SAFETY: only `kernel` hands this function out, after `has(Isa::Avx2)`
+                    // (which `has(Isa::Avx512)` implies).
+                    unsafe { super::super::v256::$f(x, y) }
+                }
+            )*};
+        }
+        wrap!(q8_0, q4_k);
+    }
     /// Wrappers of the AVX2 kernels.
     pub mod avx2 {
         macro_rules! wrap {
@@ -1090,8 +1196,8 @@ mod safe {
             )*};
         }
         wrap!(
-            f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
+            f16, bf16, q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4,
+            tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
     /// Wrappers of the AVX-512 kernels.
@@ -1106,8 +1212,8 @@ mod safe {
             )*};
         }
         wrap!(
-            f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs,
-            mxfp4, tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
+            f16, bf16, q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4,
+            tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
 }
