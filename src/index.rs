@@ -2,28 +2,34 @@
 //! the index owns no strings and borrows nothing.
 //!
 //! Opening a file indexes every tensor name (a duplicate name is refused at open), so inserting
-//! is on the open path of files with many thousands of tensors. Each slot is one `u64`: the high
-//! 32 bits of the name's hash and the entry's position + 1 (0 marks an empty slot). Probing is
-//! linear over a table at most a quarter full, and compares a name only when the stored hash bits
-//! match, so an insert is one hash, usually one slot read and one write.
+//! is on the open path of files with many thousands of tensors. Each slot is one `u32`: the entry's
+//! position + 1 in the low bits (0 marks an empty slot) and bits of the name's hash in the rest.
+//! Probing is linear over a table at most a quarter full, and compares a name only when the stored
+//! hash bits match, so an insert is one hash, usually one slot read and one write.
 
 use foldhash::fast::RandomState;
 use std::hash::BuildHasher;
 
 /// Positions of entries, found by the name each entry has in the file.
 pub(crate) struct NameIndex {
-    slots: Box<[u64]>,
+    slots: Box<[u32]>,
+    /// The bits of a slot that hold hash bits; the others hold the position + 1.
+    tag_mask: u32,
     hasher: NameHasher,
 }
 
-const HASH_BITS: u64 = 0xFFFF_FFFF_0000_0000;
-
-/// The low bits of `x` as a position: a table index from a hash, or a slot's low 32 bits
-/// (position + 1). Dropping the high bits is the point here, so this cast truncates on purpose.
+/// The low bits of `x` as a table index (dropping the high bits is the point).
 #[inline]
 #[allow(clippy::cast_possible_truncation)]
 fn low_bits(x: u64) -> usize {
     x as usize
+}
+
+/// The high half of a hash, from which slots take their hash bits.
+#[inline]
+#[allow(clippy::cast_possible_truncation)]
+fn high_half(hash: u64) -> u32 {
+    (hash >> 32) as u32
 }
 
 /// The hash of names, seeded per index so that a file cannot be crafted to make every name
@@ -112,8 +118,12 @@ impl NameIndex {
         // free is a branch that the processor cannot predict, and at half full it was wrong
         // often enough to cost more than the larger table (measured at 1000 to 100000 names).
         let size = count.saturating_mul(4).next_power_of_two().max(8);
+        // A slot holds the position + 1 in as few bits as the count needs, and hash bits in the
+        // rest (15 at 100000 entries), so that names are compared only when those match.
+        let position_bits = usize::BITS - count.leading_zeros();
         NameIndex {
             slots: vec![0; size].into_boxed_slice(),
+            tag_mask: u32::MAX.checked_shl(position_bits).unwrap_or(0),
             hasher: NameHasher::new(),
         }
     }
@@ -190,15 +200,17 @@ impl NameIndex {
         same_name: impl Fn(usize) -> bool,
     ) -> Result<(), usize> {
         let mask = self.slots.len() - 1;
+        let tag = high_half(hash) & self.tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
-                self.slots[at] = (hash & HASH_BITS) | (i as u64 + 1);
+                // Below 2^32 and below the hash bits (`with_capacity`).
+                self.slots[at] = tag | u32::try_from(i + 1).unwrap_or(0);
                 return Ok(());
             }
-            let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
-            if slot & HASH_BITS == hash & HASH_BITS && same_name(j) {
+            let j = (slot & !self.tag_mask) as usize - 1;
+            if (slot ^ tag) & self.tag_mask == 0 && same_name(j) {
                 return Err(j);
             }
             at = (at + 1) & mask;
@@ -209,14 +221,15 @@ impl NameIndex {
     pub fn find<'n>(&self, name: &[u8], name_of: impl Fn(usize) -> &'n [u8]) -> Option<usize> {
         let hash = self.hasher.hash(name);
         let mask = self.slots.len() - 1;
+        let tag = high_half(hash) & self.tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
                 return None;
             }
-            let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
-            if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
+            let j = (slot & !self.tag_mask) as usize - 1;
+            if (slot ^ tag) & self.tag_mask == 0 && name_of(j) == name {
                 return Some(j);
             }
             at = (at + 1) & mask;
