@@ -804,9 +804,11 @@ impl Walk<'_> {
             // go to the general path.
             let (size, h4) = wide_mul(n_elements >> t.shift, u64::from(t.bytes));
             // Every rule in one word, non-zero when one is broken: one branch, not one a rule.
-            let broken = u64::from(n_dims > MAX_DIMS_U32)
+            // The first two terms are shifts rather than comparisons, and over-strict: they also
+            // send the general path the (impossible in practice) 2^63 elements and more.
+            let broken = ((u64::from(n_dims) + 3) >> 3) // more than 4 dimensions
+                | (n_elements.wrapping_sub(1) >> 63) // no elements
                 | (h1 | h2 | h3 | h4)
-                | u64::from(n_elements == 0)
                 | (d0 & t.block_mask)
                 | (offset & align_mask);
             let hash = hasher.hash(name);
