@@ -166,7 +166,9 @@ impl NameIndex {
         name_of: impl Fn(usize) -> &'n [u8],
     ) -> Result<(), usize> {
         let hash = self.hash(name);
-        self.place(i, hash, |j| name_of(j) == name)
+        // Below 2^32 (`with_capacity`).
+        let entry = u32::try_from(i + 1).unwrap_or(0);
+        self.place(entry, hash, |j| name_of(j) == name)
     }
 
     /// [`NameIndex::insert`] of entries `0..hashes.len()` in order, `hashes[i]` being entry
@@ -182,20 +184,22 @@ impl NameIndex {
         hashes: &[u64],
         same_name: impl Fn(usize, usize) -> bool,
     ) -> Option<(usize, usize)> {
-        for (i, &hash) in hashes.iter().enumerate() {
-            if let Err(j) = self.place(i, hash, |j| same_name(j, i)) {
+        // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
+        for ((i, entry), &hash) in (0..).zip(1u32..).zip(hashes) {
+            if let Err(j) = self.place(entry, hash, |j| same_name(j, i)) {
                 return Some((j, i));
             }
         }
         None
     }
 
-    /// Puts entry `i` in the first free slot from its hash's, unless a slot holds an entry with
-    /// the same hash bits for which `same_name` holds: then returns that entry's position.
+    /// Puts an entry, stored as `entry` (its position + 1), in the first free slot from its
+    /// hash's, unless a slot holds an entry with the same hash bits for which `same_name` holds:
+    /// then returns that entry's position.
     #[inline(always)]
     fn place(
         &mut self,
-        i: usize,
+        entry: u32,
         hash: u64,
         same_name: impl Fn(usize) -> bool,
     ) -> Result<(), usize> {
@@ -205,8 +209,8 @@ impl NameIndex {
         loop {
             let slot = self.slots[at];
             if slot == 0 {
-                // Below 2^32 and below the hash bits (`with_capacity`).
-                self.slots[at] = tag | u32::try_from(i + 1).unwrap_or(0);
+                // `entry` lies below the hash bits (`with_capacity`).
+                self.slots[at] = tag | entry;
                 return Ok(());
             }
             let j = (slot & !self.tag_mask) as usize - 1;
