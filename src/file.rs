@@ -570,7 +570,8 @@ struct TensorInfos {
     max_end: u64,
 }
 
-/// Reads and checks `count` tensor infos starting at `at`, indexing their names as it goes.
+/// Reads and checks `count` tensor infos starting at `at`, hashing their names as it goes, then
+/// indexes the names.
 /// Errors come in the order a reader meets them: a malformed info first (the first in file
 /// order), then a name given twice; ranges are checked by the caller.
 fn read_tensor_infos(
@@ -660,7 +661,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Checks one info, indexes its name and notes its data range; returns where it ends.
+    /// Checks one info, hashes its name and notes its data range; returns where it ends.
     #[inline(always)]
     fn accept(&mut self, raw: &RawTensorInfo) -> Result<usize> {
         let (bytes, layout) = (self.bytes, self.layout);
@@ -752,10 +753,10 @@ fn window_u64(w: &[u8; 48], at: usize) -> u64 {
 }
 
 impl Walk<'_> {
-    /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from
-    /// the info at `pos` (the one after those in `tensors`) until `count` are accepted: each info is read from its name and one bounds-checked 48-byte window
-    /// after it, and every rule of [`check_tensor_info`] is folded into one word, with no
-    /// branch per rule. Stops, returning where, at the first info it cannot accept (one that
+    /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
+    /// info at `pos` (the one after those in `tensors`) until `count` are accepted: each info is
+    /// read from its name and one bounds-checked 48-byte window after it, and every rule of
+    /// [`check_tensor_info`] is folded into one word, with no branch per rule. Stops, returning where, at the first info it cannot accept (one that
     /// breaks a rule, has no elements, an unusual type, or lies too near the end of the bytes):
     /// the general path then reads that one, and words its error exactly as for any layout.
     #[inline(never)]
@@ -790,8 +791,7 @@ impl Walk<'_> {
             let dim =
                 |k: usize| (window_u64(w, 4 + 8 * k).wrapping_sub(1) & keep[k]).wrapping_add(1);
             let type_at = 4 + 8 * nd;
-            let fields = window_u64(w, type_at);
-            let type_id = fields & 0xFFFF_FFFF;
+            let type_id = window_u64(w, type_at) & 0xFFFF_FFFF;
             let offset = window_u64(w, type_at + 4);
             let (d0, d1, d2, d3) = (dim(0), dim(1), dim(2), dim(3));
             let (n01, h1) = wide_mul(d0, d1);
