@@ -797,7 +797,7 @@ impl Walk<'_> {
             let (n01, h1) = wide_mul(d0, d1);
             let (n012, h2) = wide_mul(n01, d2);
             let (n_elements, h3) = wide_mul(n012, d3);
-            let t = FAST_TYPES[type_id.min(64) as usize];
+            let t = FAST_TYPES[usize::try_from(type_id.min(64)).unwrap_or(64)];
             // With no dimension 0 the size is the element count over the block, times the block's
             // bytes, exact (the first dimension is a whole number of blocks), and it overflows
             // exactly when `DataType::tensor_bytes` finds an overflow. Tensors with no elements
