@@ -7,6 +7,7 @@ use crate::index::NameIndex;
 use crate::reader::{ByteReader, Span};
 use crate::types::{DataType, ValueType};
 use crate::value::{self, RawValue, Value};
+use std::mem::take;
 use std::path::Path;
 
 /// Where one metadata entry lies.
@@ -569,7 +570,8 @@ struct TensorInfos {
     max_end: u64,
 }
 
-/// Reads and checks `count` tensor infos starting at `at`, indexing their names as it goes.
+/// Reads and checks `count` tensor infos starting at `at`, hashing their names as it goes, then
+/// indexes the names.
 /// Errors come in the order a reader meets them: a malformed info first (the first in file
 /// order), then a name given twice; ranges are checked by the caller.
 fn read_tensor_infos(
@@ -581,6 +583,8 @@ fn read_tensor_infos(
     alignment: u64,
 ) -> Result<TensorInfos> {
     let fast = layout.wide && layout.order == ByteOrder::Little;
+    #[cfg(test)]
+    let fast = fast && !tests::GENERAL_ONLY.get();
     let mut walk = Walk {
         bytes,
         size,
@@ -589,35 +593,39 @@ fn read_tensor_infos(
         tensors: Vec::with_capacity(count),
         index: NameIndex::with_capacity(count),
         hashes: Vec::with_capacity(count),
-        duplicate: None,
         name_bytes: 0,
         in_order: true,
         prev_end: 0,
         max_end: 0,
     };
-    let mut pos = at;
-    for i in 0..count {
-        // Each decoder calls `accept` on its own, so the fast one's fields stay in registers.
-        let accepted = match fast.then(|| decode_tensor_info_le64(bytes, pos)).flatten() {
-            Some(raw) => walk.accept(&raw),
-            None => walk.accept_general(pos),
-        };
-        pos =
-            accepted.map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (pos, i, count)))?;
-    }
-    for j in 0..count {
-        walk.index_name(j);
+    let (mut pos, mut i) = (at, 0);
+    while i < count {
+        if fast {
+            pos = walk.run_le64(pos, count);
+            i = walk.tensors.len();
+            if i == count {
+                break;
+            }
+        }
+        // The info the fast walk stopped at (or any, in other layouts): read, checked and its
+        // error worded by the general path.
+        pos = walk
+            .accept_general(pos)
+            .map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (pos, i, count)))?;
+        i += 1;
     }
     let Walk {
         tensors,
-        index,
-        duplicate,
+        mut index,
+        hashes,
         name_bytes,
         in_order,
         max_end,
         ..
     } = walk;
-    if let Some((a, b)) = duplicate {
+    // Names are indexed in file order, so the first duplicate is the one a reader meets.
+    let name_of = |k: usize| tensor_name(bytes, tensors[k], layout);
+    if let Some((a, b)) = index.insert_all(&hashes, |j, k| name_of(j) == name_of(k)) {
         return Err(Error::at_with(tensors[b] as u64, || {
             ErrorKind::DuplicateTensor {
                 tensor: quote(tensor_name(bytes, tensors[b], layout)),
@@ -646,8 +654,6 @@ struct Walk<'a> {
     index: NameIndex,
     /// Each name's hash, indexed after the walk.
     hashes: Vec<u64>,
-    /// The first name given twice: the positions of its two infos.
-    duplicate: Option<(usize, usize)>,
     name_bytes: usize,
     in_order: bool,
     prev_end: u64,
@@ -655,7 +661,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Checks one info, indexes its name and notes its data range; returns where it ends.
+    /// Checks one info, hashes its name and notes its data range; returns where it ends.
     #[inline(always)]
     fn accept(&mut self, raw: &RawTensorInfo) -> Result<usize> {
         let (bytes, layout) = (self.bytes, self.layout);
@@ -673,16 +679,155 @@ impl Walk<'_> {
     }
 }
 
-impl Walk<'_> {
-    /// Indexes the name of tensor `j` (hashed during the walk) and notes the first name given
-    /// twice. Names are indexed in file order, so that is the first duplicate a reader meets.
-    #[inline(always)]
-    fn index_name(&mut self, j: usize) {
-        let (bytes, layout, tensors) = (self.bytes, self.layout, &self.tensors);
-        let name_of = |k: usize| tensor_name(bytes, tensors[k], layout);
-        if let Err(first) = self.index.insert_hashed(j, self.hashes[j], name_of) {
-            self.duplicate = self.duplicate.or(Some((first, j)));
+/// What the fast walk needs of a tensor type: elements per block minus one (a mask, the count
+/// being a power of two), that count as a shift, and bytes per block.
+#[derive(Clone, Copy)]
+struct FastType {
+    block_mask: u64,
+    shift: u32,
+    bytes: u32,
+}
+
+/// [`FastType`] by type id, and one more entry for every id past the table. Ids that the fast
+/// walk leaves to the general path (unknown or removed ids, a type whose block is not a power of
+/// two elements) have a mask of all ones: no first dimension but 0 passes it, and a tensor with
+/// no elements goes to the general path anyway.
+#[allow(clippy::cast_possible_truncation)] // `bytes` is checked to fit.
+const FAST_TYPES: [FastType; 65] = {
+    let other = FastType {
+        block_mask: u64::MAX,
+        shift: 0,
+        bytes: 0,
+    };
+    let mut table = [other; 65];
+    let mut i = 0;
+    while i < DataType::ALL.len() {
+        let t = DataType::ALL[i];
+        let (elems, bytes) = (t.block_elems(), t.block_bytes());
+        if elems.is_power_of_two() && bytes <= u32::MAX as u64 && (t as usize) < 64 {
+            table[t as usize] = FastType {
+                block_mask: elems - 1,
+                shift: elems.trailing_zeros(),
+                bytes: bytes as u32,
+            };
         }
+        i += 1;
+    }
+    table
+};
+
+/// [`MAX_DIMS`] as a stored dimension count.
+#[allow(clippy::cast_possible_truncation)] // 4
+const MAX_DIMS_U32: u32 = MAX_DIMS as u32;
+
+/// Per dimension count (0 to 4): for each of the four dimension slots, all ones if the info
+/// has that dimension, else 0.
+const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
+    let mut table = [[0u64; MAX_DIMS]; MAX_DIMS + 1];
+    let mut n = 0;
+    while n <= MAX_DIMS {
+        let mut k = 0;
+        while k < n {
+            table[n][k] = u64::MAX;
+            k += 1;
+        }
+        n += 1;
+    }
+    table
+};
+
+/// `a * b`, and the high half of the full product (0 when it fits in 64 bits).
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)]
+fn wide_mul(a: u64, b: u64) -> (u64, u64) {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64, (p >> 64) as u64)
+}
+
+/// The little-endian `u64` at `at` in an info's 48-byte window (`at` is at most 40).
+#[inline(always)]
+fn window_u64(w: &[u8; 48], at: usize) -> u64 {
+    w.get(at..at + 8)
+        .and_then(|b| b.first_chunk::<8>())
+        .map_or(0, |b| u64::from_le_bytes(*b))
+}
+
+impl Walk<'_> {
+    /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
+    /// info at `pos` (the one after those in `tensors`) until `count` are accepted: each info is
+    /// read from its name and one bounds-checked 48-byte window after it, and every rule of
+    /// [`check_tensor_info`] is folded into one word, with no branch per rule. Stops, returning where, at the first info it cannot accept (one that
+    /// breaks a rule, has no elements, an unusual type, or lies too near the end of the bytes):
+    /// the general path then reads that one, and words its error exactly as for any layout.
+    #[inline(never)]
+    fn run_le64(&mut self, mut pos: usize, count: usize) -> usize {
+        let bytes = self.bytes;
+        let align_mask = self.alignment - 1;
+        let hasher = self.index.hasher();
+        let (mut tensors, mut hashes) = (take(&mut self.tensors), take(&mut self.hashes));
+        let (mut name_bytes, mut in_order) = (self.name_bytes, self.in_order);
+        let mut prev_end = self.prev_end;
+        // One entry of `tensors` per info accepted: its length counts them.
+        while tensors.len() < count {
+            let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
+            else {
+                break;
+            };
+            let Ok(len) = usize::try_from(u64::from_le_bytes(*len)) else {
+                break;
+            };
+            let Some((name, w)) = rest
+                .split_at_checked(len)
+                .and_then(|(name, tail)| Some((name, tail.first_chunk::<48>()?)))
+            else {
+                break;
+            };
+            let n_dims = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            let nd = n_dims.min(MAX_DIMS_U32) as usize;
+            // Dimensions past the count are 1: each is loaded, then kept or replaced through a
+            // mask from a table (a table, not a comparison, so that the compiler makes no branch
+            // of it and the loads stay unconditional).
+            let keep = &KEEP_DIMS[nd];
+            let dim =
+                |k: usize| (window_u64(w, 4 + 8 * k).wrapping_sub(1) & keep[k]).wrapping_add(1);
+            let type_at = 4 + 8 * nd;
+            let type_id = window_u64(w, type_at) & 0xFFFF_FFFF;
+            let offset = window_u64(w, type_at + 4);
+            let (d0, d1, d2, d3) = (dim(0), dim(1), dim(2), dim(3));
+            let (n01, h1) = wide_mul(d0, d1);
+            let (n012, h2) = wide_mul(n01, d2);
+            let (n_elements, h3) = wide_mul(n012, d3);
+            let t = FAST_TYPES[usize::try_from(type_id.min(64)).unwrap_or(64)];
+            // With no dimension 0 the size is the element count over the block, times the block's
+            // bytes, exact (the first dimension is a whole number of blocks), and it overflows
+            // exactly when `DataType::tensor_bytes` finds an overflow. Tensors with no elements
+            // go to the general path.
+            let (size, h4) = wide_mul(n_elements >> t.shift, u64::from(t.bytes));
+            // Every rule in one word, non-zero when one is broken: one branch, not one a rule.
+            // The first two terms are shifts rather than comparisons, and over-strict: they also
+            // send the general path the (impossible in practice) 2^63 elements and more.
+            let broken = ((u64::from(n_dims) + 3) >> 3) // more than 4 dimensions
+                | (n_elements.wrapping_sub(1) >> 63) // no elements
+                | (h1 | h2 | h3 | h4)
+                | (d0 & t.block_mask)
+                | (offset & align_mask);
+            let hash = hasher.hash(name);
+            if broken != 0 {
+                break;
+            }
+            // Ends only grow while the data lie in order, so the largest is the last (and when
+            // they do not, the full check runs and the largest end does not matter).
+            in_order &= offset >= prev_end;
+            prev_end = offset.saturating_add(size);
+            name_bytes += len;
+            tensors.push(pos);
+            hashes.push(hash);
+            pos += 8 + len + type_at + 12;
+        }
+        (self.tensors, self.hashes) = (tensors, hashes);
+        (self.name_bytes, self.in_order) = (name_bytes, in_order);
+        (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
+        pos
     }
 
     /// [`Walk::accept`] of the info at `at`, read by the general reader (any layout).
@@ -945,6 +1090,42 @@ fn check_tensor_ranges(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set by a test to read every tensor info with the general path on its thread.
+        pub(super) static GENERAL_ONLY: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// What opening `bytes` gives: every tensor's fields and the file's facts, or the error.
+    fn outcome(bytes: &[u8]) -> std::result::Result<String, (ErrorCode, Option<u64>, String)> {
+        match GgufFile::from_bytes(bytes) {
+            Ok(g) => {
+                let mut s = format!(
+                    "{} {} {}\n",
+                    g.data_offset(),
+                    g.tensor_count(),
+                    g.tensor_name_bytes()
+                );
+                for (i, t) in g.tensors().enumerate() {
+                    assert_eq!(g.tensor_index(t.name), Some(i));
+                    s += &format!("{t:?}\n");
+                }
+                Ok(s)
+            }
+            Err(e) => Err((e.code(), e.offset(), e.message().to_string())),
+        }
+    }
+
+    /// [`outcome`] with the general path only.
+    fn general_outcome(
+        bytes: &[u8],
+    ) -> std::result::Result<String, (ErrorCode, Option<u64>, String)> {
+        GENERAL_ONLY.set(true);
+        let o = outcome(bytes);
+        GENERAL_ONLY.set(false);
+        o
+    }
 
     /// A version-3 little-endian file with these tensor infos (name, dims, type, offset) and
     /// `data` zero bytes after the aligned header.
@@ -1016,6 +1197,115 @@ mod tests {
             }
         }
         assert!(agreed > 4000, "only {agreed} infos decoded");
+    }
+
+    #[test]
+    fn the_fast_walk_accepts_and_refuses_what_the_general_path_does() {
+        // Infos that stress each rule the fast walk folds into one word, each at the edge.
+        let edge: &[(&str, &[u64], u32, u64)] = &[
+            ("zero", &[0, u64::MAX, 2], 0, 0),
+            ("zero-last", &[1 << 40, 1 << 40, 0], 0, 0),
+            ("rowbytes-overflow", &[1 << 62, 0], 0, 0),
+            ("q4k-rows-no-overflow", &[1 << 63, 0], 12, 0),
+            ("elements-overflow", &[1 << 32, 1 << 32], 0, 0),
+            ("bytes-overflow", &[1 << 62, 2], 1, 0),
+            ("bytes-edge", &[1 << 61, 1], 0, 0),
+            ("q4k-blocks", &[256 * 3, 5], 12, 0),
+            ("q4k-not-blocks", &[300], 12, 0),
+            ("no-dims-q8", &[], 8, 0),
+            ("no-dims-f32", &[], 0, 0),
+            ("removed-type", &[8], 4, 0),
+            ("type-63", &[8], 63, 0),
+            ("type-64", &[8], 64, 0),
+            ("type-huge", &[8], u32::MAX, 0),
+            ("misaligned", &[8], 0, 16),
+            ("four-dims", &[2, 3, 4, 5], 0, 0),
+        ];
+        for info in edge {
+            // Alone after an ordinary info, and before one (so that the walk goes on after it).
+            for infos in [
+                vec![("a", &[8][..], 0, 0), *info],
+                vec![*info, ("z", &[8][..], 0, 0)],
+            ] {
+                let bytes = file(&infos, 64);
+                assert_eq!(outcome(&bytes), general_outcome(&bytes), "{info:?}");
+            }
+        }
+        // Random changes to the infos of a small file, as in the decoder test above.
+        let base = file(
+            &[
+                ("token_embd.weight", &[64, 4], 8, 0),
+                ("blk.0.ffn_up.7.weight", &[256], 12, 288),
+                ("s", &[], 0, 448),
+                ("blk.0.attn_q.weight", &[32, 2, 1, 3], 1, 480),
+                ("blk.0.attn_k.weight", &[32], 0, 896),
+            ],
+            1024,
+        );
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let (mut opened, mut refused) = (0, 0);
+        for round in 0..6000 {
+            let mut bytes = base.clone();
+            for _ in 0..1 + round % 3 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let span = (base.len() - 1024 - 24) as u64;
+                let at = 24 + usize::try_from((rng >> 8) % span).unwrap();
+                bytes[at] = (rng >> 40).to_le_bytes()[0];
+            }
+            if round % 5 == 0 {
+                bytes.truncate(bytes.len() - usize::try_from((rng >> 20) % 1100).unwrap());
+            }
+            let fast = outcome(&bytes);
+            assert_eq!(fast, general_outcome(&bytes), "round {round}");
+            if fast.is_ok() {
+                opened += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(
+            opened > 500 && refused > 500,
+            "{opened} opened, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn names_that_all_hash_alike_are_indexed_and_told_apart() {
+        let names: Vec<String> = (0..300).map(|i| format!("blk.{i}.attn_q.weight")).collect();
+        let infos: Vec<(&str, &[u64], u32, u64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), &[8u64][..], 0, 32 * i as u64))
+            .collect();
+        let bytes = file(&infos, 32 * names.len());
+        crate::index::tests::COLLIDE.set(true);
+        let g = GgufFile::from_bytes(&bytes[..]).unwrap();
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(g.tensor_index(n), Some(i));
+            assert_eq!(g.tensor(n).unwrap().offset, 32 * i as u64);
+        }
+        assert_eq!(g.tensor_index("blk.300.attn_q.weight"), None);
+        // A name given twice among them is still refused, naming both infos.
+        let mut dup = infos.clone();
+        dup[200].0 = names[100].as_str();
+        let (code, offset, message) = refused(&file(&dup, 32 * names.len()));
+        crate::index::tests::COLLIDE.set(false);
+        assert_eq!(code, ErrorCode::DuplicateTensor);
+        let at = |i: usize| {
+            24 + (0..i)
+                .map(|k| 8 + dup[k].0.len() + 4 + 8 + 4 + 8)
+                .sum::<usize>()
+        };
+        assert_eq!(offset, Some(at(200) as u64));
+        assert_eq!(
+            message,
+            format!(
+                "tensor 'blk.100.attn_q.weight' appears twice (first at offset {})",
+                at(100)
+            )
+        );
     }
 
     #[test]

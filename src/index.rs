@@ -2,47 +2,128 @@
 //! the index owns no strings and borrows nothing.
 //!
 //! Opening a file indexes every tensor name (a duplicate name is refused at open), so inserting
-//! is on the open path of files with many thousands of tensors. Each slot is one `u64`: the high
-//! 32 bits of the name's hash and the entry's position + 1 (0 marks an empty slot). Probing is
-//! linear over a table at most half full, and compares a name only when the stored hash bits
-//! match, so an insert is one hash, usually one slot read and one write.
+//! is on the open path of files with many thousands of tensors. Each slot is one `u32`: the entry's
+//! position + 1 in the low bits (0 marks an empty slot) and bits of the name's hash in the rest.
+//! Probing is linear over a table at most a quarter full, and compares a name only when the stored
+//! hash bits match, so an insert is one hash, usually one slot read and one write.
 
 use foldhash::fast::RandomState;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 
 /// Positions of entries, found by the name each entry has in the file.
 pub(crate) struct NameIndex {
-    slots: Box<[u64]>,
-    // Seeded per index so that a file cannot be crafted to make every name collide.
-    hasher: RandomState,
+    slots: Box<[u32]>,
+    /// The bits of a slot that hold hash bits; the others hold the position + 1.
+    tag_mask: u32,
+    hasher: NameHasher,
 }
 
-const HASH_BITS: u64 = 0xFFFF_FFFF_0000_0000;
-
-/// The low bits of `x` as a position: a table index from a hash, or a slot's low 32 bits
-/// (position + 1). Dropping the high bits is the point here, so this cast truncates on purpose.
+/// The low bits of `x` as a table index (dropping the high bits is the point).
 #[inline]
 #[allow(clippy::cast_possible_truncation)]
 fn low_bits(x: u64) -> usize {
     x as usize
 }
 
-/// The hash of one name: its bytes alone (no length prefix: only whole names are hashed).
+/// The high half of a hash, from which slots take their hash bits.
 #[inline]
-fn hash(hasher: &RandomState, name: &[u8]) -> u64 {
-    let mut h = hasher.build_hasher();
-    h.write(name);
-    h.finish()
+#[allow(clippy::cast_possible_truncation)]
+fn high_half(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
+/// The hash of names, seeded per index so that a file cannot be crafted to make every name
+/// collide. Names are short (tensor names are mostly 10 to 40 bytes) and opening hashes every
+/// one, so this is a multiply-fold over 16 bytes at a time with no per-byte work: a name of up
+/// to 16 bytes is one fold, up to 32 two (foldhash spent about 39 instructions a name here).
+#[derive(Clone, Copy)]
+pub(crate) struct NameHasher {
+    seeds: [u64; 2],
+}
+
+/// The 128-bit product of `a` and `b`, its halves XOR-ed: every bit of each factor reaches most
+/// bits of the result.
+#[inline(always)]
+#[allow(clippy::cast_possible_truncation)]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// The 8 bytes of `s` from `at` (which the caller keeps in bounds), little-endian.
+#[inline(always)]
+fn word(s: &[u8], at: usize) -> u64 {
+    s.get(at..at + 8)
+        .and_then(|w| w.first_chunk::<8>())
+        .map_or(0, |w| u64::from_le_bytes(*w))
+}
+
+/// The 4 bytes of `s` from `at` (which the caller keeps in bounds), little-endian.
+#[inline(always)]
+fn half_word(s: &[u8], at: usize) -> u64 {
+    s.get(at..at + 4)
+        .and_then(|w| w.first_chunk::<4>())
+        .map_or(0, |w| u64::from(u32::from_le_bytes(*w)))
+}
+
+impl NameHasher {
+    fn new() -> NameHasher {
+        // foldhash's per-process random state, advanced per instance, draws the seeds.
+        let state = RandomState::default();
+        NameHasher {
+            seeds: [state.hash_one(1u64) | 1, state.hash_one(2u64)],
+        }
+    }
+
+    /// The hash of one name: all of its bytes and its length.
+    #[inline(always)]
+    pub fn hash(&self, name: &[u8]) -> u64 {
+        #[cfg(test)]
+        if tests::COLLIDE.get() {
+            return tests::COLLIDING_HASH;
+        }
+        let [k0, k1] = self.seeds;
+        let n = name.len();
+        let mut h = k0 ^ n as u64;
+        let (a, b) = if n > 16 {
+            // 16-byte chunks while more than 32 bytes are left (a loop most names skip), then the
+            // first 16 of the 17 to 32 left, then the last 16 (which may overlap them).
+            let mut rest = name;
+            while rest.len() > 32 {
+                h = fold(word(rest, 0) ^ k1, word(rest, 8) ^ h);
+                rest = &rest[16..];
+            }
+            h = fold(word(rest, 0) ^ k1, word(rest, 8) ^ h);
+            (word(name, n - 16), word(name, n - 8))
+        } else if n >= 8 {
+            (word(name, 0), word(name, n - 8))
+        } else if n >= 4 {
+            (half_word(name, 0), half_word(name, n - 4))
+        } else if n > 0 {
+            let byte = |i: usize| u64::from(name[i]);
+            (byte(0) | byte(n / 2) << 8 | byte(n - 1) << 16, 0)
+        } else {
+            (0, 0)
+        };
+        // The fold mixes every bit of its factors into the high and the low half alike.
+        fold(a ^ k1, b ^ h)
+    }
 }
 
 impl NameIndex {
     /// An empty index with room for `count` entries (fewer than 2^32).
     pub fn with_capacity(count: usize) -> NameIndex {
-        // At most half full, so probes stay short and always reach an empty slot.
-        let size = count.saturating_mul(2).next_power_of_two().max(8);
+        // At most a quarter full, so that most inserts find their first slot free: whether it is
+        // free is a branch that the processor cannot predict, and at half full it was wrong
+        // often enough to cost more than the larger table (measured at 1000 to 100000 names).
+        let size = count.saturating_mul(4).next_power_of_two().max(8);
+        // A slot holds the position + 1 in as few bits as the count needs, and hash bits in the
+        // rest (15 at 100000 entries), so that names are compared only when those match.
+        let position_bits = usize::BITS - count.leading_zeros();
         NameIndex {
             slots: vec![0; size].into_boxed_slice(),
-            hasher: RandomState::default(),
+            tag_mask: u32::MAX.checked_shl(position_bits).unwrap_or(0),
+            hasher: NameHasher::new(),
         }
     }
 
@@ -61,10 +142,16 @@ impl NameIndex {
         Ok(index)
     }
 
-    /// The hash of `name` in this index, for [`NameIndex::insert_hashed`].
+    /// The hash of `name` in this index, for [`NameIndex::insert_all`].
     #[inline(always)]
     pub fn hash(&self, name: &[u8]) -> u64 {
-        hash(&self.hasher, name)
+        self.hasher.hash(name)
+    }
+
+    /// The hasher of this index, to hash names in a loop that holds no borrow of the index.
+    #[inline(always)]
+    pub fn hasher(&self) -> NameHasher {
+        self.hasher
     }
 
     /// Adds entry `i` named `name`; `name_of` gives the names of the entries added before. At
@@ -78,44 +165,55 @@ impl NameIndex {
         name_of: impl Fn(usize) -> &'n [u8],
     ) -> Result<(), usize> {
         let hash = self.hash(name);
-        self.place(i, hash, |j| name_of(j) == name)
+        // Below 2^32 (`with_capacity`).
+        let entry = u32::try_from(i + 1).unwrap_or(0);
+        self.place(entry, hash, |j| name_of(j) == name)
     }
 
-    /// [`NameIndex::insert`] of entry `i` whose name hashes to `hash` (from [`NameIndex::hash`]);
-    /// the name itself is read (through `name_of(i)`) only when a slot's hash bits match.
+    /// [`NameIndex::insert`] of entries `0..hashes.len()` in order, `hashes[i]` being entry
+    /// `i`'s hash (from [`NameIndex::hash`]); `same_name(j, i)` tells whether entries `j` and
+    /// `i` have the same name (asked only when their hash bits match). Stops at the first entry
+    /// whose name an earlier one has, returning both positions (earlier first).
     ///
     /// Inserting is a random access into a table that, past a few thousand entries, no longer
-    /// fits in the cache; called in a loop that does nothing else, the processor overlaps the
-    /// misses of many inserts, which it cannot do when each insert follows a long decode.
-    #[inline(always)]
-    pub fn insert_hashed<'n>(
+    /// fits in the cache: in a loop that does nothing else the processor overlaps the misses of
+    /// several inserts.
+    pub fn insert_all(
         &mut self,
-        i: usize,
-        hash: u64,
-        name_of: impl Fn(usize) -> &'n [u8],
-    ) -> Result<(), usize> {
-        self.place(i, hash, |j| name_of(j) == name_of(i))
+        hashes: &[u64],
+        same_name: impl Fn(usize, usize) -> bool,
+    ) -> Option<(usize, usize)> {
+        // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
+        for ((i, entry), &hash) in (0..).zip(1u32..).zip(hashes) {
+            if let Err(j) = self.place(entry, hash, |j| same_name(j, i)) {
+                return Some((j, i));
+            }
+        }
+        None
     }
 
-    /// Puts entry `i` in the first free slot from its hash's, unless a slot holds an entry with
-    /// the same hash bits for which `same_name` holds: then returns that entry's position.
+    /// Puts an entry, stored as `entry` (its position + 1), in the first free slot from its
+    /// hash's, unless a slot holds an entry with the same hash bits for which `same_name` holds:
+    /// then returns that entry's position.
     #[inline(always)]
     fn place(
         &mut self,
-        i: usize,
+        entry: u32,
         hash: u64,
         same_name: impl Fn(usize) -> bool,
     ) -> Result<(), usize> {
         let mask = self.slots.len() - 1;
+        let tag = high_half(hash) & self.tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
-                self.slots[at] = (hash & HASH_BITS) | (i as u64 + 1);
+                // `entry` lies below the hash bits (`with_capacity`).
+                self.slots[at] = tag | entry;
                 return Ok(());
             }
-            let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
-            if slot & HASH_BITS == hash & HASH_BITS && same_name(j) {
+            let j = (slot & !self.tag_mask) as usize - 1;
+            if (slot ^ tag) & self.tag_mask == 0 && same_name(j) {
                 return Err(j);
             }
             at = (at + 1) & mask;
@@ -124,16 +222,17 @@ impl NameIndex {
 
     /// The position of the entry named `name`.
     pub fn find<'n>(&self, name: &[u8], name_of: impl Fn(usize) -> &'n [u8]) -> Option<usize> {
-        let hash = hash(&self.hasher, name);
+        let hash = self.hasher.hash(name);
         let mask = self.slots.len() - 1;
+        let tag = high_half(hash) & self.tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
             if slot == 0 {
                 return None;
             }
-            let j = low_bits(slot & !HASH_BITS).wrapping_sub(1);
-            if slot & HASH_BITS == hash & HASH_BITS && name_of(j) == name {
+            let j = (slot & !self.tag_mask) as usize - 1;
+            if (slot ^ tag) & self.tag_mask == 0 && name_of(j) == name {
                 return Some(j);
             }
             at = (at + 1) & mask;
@@ -142,8 +241,17 @@ impl NameIndex {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Set by a test to make every name hash alike on its thread.
+        pub(crate) static COLLIDE: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// What every name hashes to while [`COLLIDE`] is set.
+    pub(crate) const COLLIDING_HASH: u64 = 0x5555_0000_0000_0003;
 
     #[test]
     fn finds_every_name_and_reports_duplicates() {
@@ -160,18 +268,47 @@ mod tests {
 
     #[test]
     fn inserting_hashes_finds_what_inserting_names_finds() {
-        let names: Vec<Vec<u8>> = [b"a".as_slice(), b"bb", b"a", b"c", b"bb", b"a"]
+        let names: Vec<Vec<u8>> = [b"a".as_slice(), b"bb", b"c", b"bb", b"a"]
             .iter()
             .map(|n| n.to_vec())
             .collect();
         let mut index = NameIndex::with_capacity(names.len());
         let hashes: Vec<u64> = names.iter().map(|n| index.hash(n)).collect();
-        let found: Vec<Result<(), usize>> = (0..names.len())
-            .map(|i| index.insert_hashed(i, hashes[i], |j| &names[j]))
-            .collect();
-        assert_eq!(found, [Ok(()), Ok(()), Err(0), Ok(()), Err(1), Err(0)]);
-        assert_eq!(index.find(b"c", |j| &names[j]), Some(3));
+        // The first name given again (in order) is reported, with its first position.
+        let same = |j: usize, k: usize| names[j] == names[k];
+        assert_eq!(index.insert_all(&hashes, same), Some((1, 3)));
+        assert_eq!(index.find(b"c", |j| &names[j]), Some(2));
         assert_eq!(index.find(b"bb", |j| &names[j]), Some(1));
+        let mut index = NameIndex::with_capacity(3);
+        let hashes: Vec<u64> = names[..3].iter().map(|n| index.hash(n)).collect();
+        assert_eq!(index.insert_all(&hashes, same), None);
+        for (i, n) in names[..3].iter().enumerate() {
+            assert_eq!(index.find(n, |j| &names[j]), Some(i));
+        }
+    }
+
+    #[test]
+    fn the_hash_covers_every_byte_and_the_length() {
+        let index = NameIndex::with_capacity(1);
+        // Names of every length up to 80 bytes, and each with one byte changed, all differ.
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..80usize {
+            let name: Vec<u8> = (b'a'..=b'z').cycle().take(n).collect();
+            assert!(seen.insert(index.hash(&name)), "length {n}");
+            for at in 0..n {
+                let mut changed = name.clone();
+                changed[at] ^= 0x40;
+                assert!(seen.insert(index.hash(&changed)), "length {n}, byte {at}");
+            }
+        }
+        // Zero bytes count: a name of zeros differs from a shorter one.
+        assert_ne!(index.hash(&[0; 9]), index.hash(&[0; 8]));
+        // Seeded per index.
+        let other = NameIndex::with_capacity(1);
+        assert_ne!(
+            index.hash(b"blk.0.attn_q.weight"),
+            other.hash(b"blk.0.attn_q.weight")
+        );
     }
 
     #[test]

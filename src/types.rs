@@ -245,7 +245,7 @@ impl DataType {
     /// type's traits. Inlined (with the two accessors below): opening sizes every tensor, and a
     /// call per field cost more than the lookup.
     #[inline]
-    fn traits(self) -> (&'static CStr, u64, u64) {
+    const fn traits(self) -> (&'static CStr, u64, u64) {
         use DataType::*;
         match self {
             F32 => (c"F32", 1, 4),
@@ -298,13 +298,13 @@ impl DataType {
 
     /// Number of elements in one block (1 for plain types such as F32).
     #[inline]
-    pub fn block_elems(self) -> u64 {
+    pub const fn block_elems(self) -> u64 {
         self.traits().1
     }
 
     /// Number of bytes one block occupies.
     #[inline]
-    pub fn block_bytes(self) -> u64 {
+    pub const fn block_bytes(self) -> u64 {
         self.traits().2
     }
 
