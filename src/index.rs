@@ -9,6 +9,7 @@
 
 use foldhash::fast::RandomState;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Positions of entries, found by the name each entry has in the file.
 pub(crate) struct NameIndex {
@@ -68,10 +69,14 @@ fn half_word(s: &[u8], at: usize) -> u64 {
 
 impl NameHasher {
     fn new() -> NameHasher {
-        // foldhash's per-process random state, advanced per instance, draws the seeds.
+        // foldhash's per-process random state draws the seeds. Its per-instance part does not
+        // differ between instances on every target (on i686 two in a row got the same seeds),
+        // so a count of the hashers made so far goes into each seed too.
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        let nth = MADE.fetch_add(1, Ordering::Relaxed) as u64;
         let state = RandomState::default();
         NameHasher {
-            seeds: [state.hash_one(1u64) | 1, state.hash_one(2u64)],
+            seeds: [state.hash_one((1u64, nth)) | 1, state.hash_one((2u64, nth))],
         }
     }
 
