@@ -7,7 +7,6 @@ use crate::index::NameIndex;
 use crate::reader::{ByteReader, Span};
 use crate::types::{DataType, ValueType};
 use crate::value::{self, RawValue, Value};
-use std::mem::take;
 use std::path::Path;
 
 /// Where one metadata entry lies.
@@ -590,29 +589,30 @@ fn read_tensor_infos(
         size,
         layout,
         alignment,
-        tensors: Vec::with_capacity(count),
+        // Written by position (`count` is bounded by the bytes: `read_count`).
+        tensors: vec![0; count],
         index: NameIndex::with_capacity(count),
-        hashes: Vec::with_capacity(count),
+        hashes: vec![0; count],
+        accepted: 0,
         name_bytes: 0,
         in_order: true,
         prev_end: 0,
         max_end: 0,
     };
-    let (mut pos, mut i) = (at, 0);
-    while i < count {
+    let mut pos = at;
+    while walk.accepted < count {
         if fast {
-            pos = walk.run_le64(pos, count);
-            i = walk.tensors.len();
-            if i == count {
+            pos = walk.run_le64(pos);
+            if walk.accepted == count {
                 break;
             }
         }
+        let i = walk.accepted;
         // The info the fast walk stopped at (or any, in other layouts): read, checked and its
         // error worded by the general path.
         pos = walk
             .accept_general(pos)
             .map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (pos, i, count)))?;
-        i += 1;
     }
     let Walk {
         tensors,
@@ -650,10 +650,13 @@ struct Walk<'a> {
     size: u64,
     layout: Layout,
     alignment: u64,
+    /// Each accepted info's position, by its place in the file (`count` entries, the first
+    /// `accepted` written).
     tensors: Vec<usize>,
     index: NameIndex,
-    /// Each name's hash, indexed after the walk.
+    /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
+    accepted: usize,
     name_bytes: usize,
     in_order: bool,
     prev_end: u64,
@@ -667,14 +670,16 @@ impl Walk<'_> {
         let (bytes, layout) = (self.bytes, self.layout);
         let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
         self.name_bytes += raw.name.len;
-        self.hashes.push(self.index.hash(raw.name.of(bytes)));
+        let i = self.accepted;
+        self.hashes[i] = self.index.hash(raw.name.of(bytes));
         let end = raw.offset.saturating_add(size);
         if size > 0 {
             self.in_order &= raw.offset >= self.prev_end;
             self.prev_end = end;
         }
         self.max_end = self.max_end.max(end);
-        self.tensors.push(raw.at);
+        self.tensors[i] = raw.at;
+        self.accepted = i + 1;
         Ok(raw.end)
     }
 }
@@ -760,15 +765,16 @@ impl Walk<'_> {
     /// breaks a rule, has no elements, an unusual type, or lies too near the end of the bytes):
     /// the general path then reads that one, and words its error exactly as for any layout.
     #[inline(never)]
-    fn run_le64(&mut self, mut pos: usize, count: usize) -> usize {
+    fn run_le64(&mut self, mut pos: usize) -> usize {
         let bytes = self.bytes;
         let align_mask = self.alignment - 1;
         let hasher = self.index.hasher();
-        let (mut tensors, mut hashes) = (take(&mut self.tensors), take(&mut self.hashes));
         let (mut name_bytes, mut in_order) = (self.name_bytes, self.in_order);
         let mut prev_end = self.prev_end;
-        // One entry of `tensors` per info accepted: its length counts them.
-        while tensors.len() < count {
+        let done = self.accepted;
+        let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
+        let mut accepted = 0;
+        for (at, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
@@ -820,11 +826,11 @@ impl Walk<'_> {
             in_order &= offset >= prev_end;
             prev_end = offset.saturating_add(size);
             name_bytes += len;
-            tensors.push(pos);
-            hashes.push(hash);
+            (*at, *hash_of) = (pos, hash);
+            accepted += 1;
             pos += 8 + len + type_at + 12;
         }
-        (self.tensors, self.hashes) = (tensors, hashes);
+        self.accepted = done + accepted;
         (self.name_bytes, self.in_order) = (name_bytes, in_order);
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
