@@ -725,15 +725,20 @@ const FAST_TYPES: [FastType; 65] = {
 #[allow(clippy::cast_possible_truncation)] // 4
 const MAX_DIMS_U32: u32 = MAX_DIMS as u32;
 
-/// Per dimension count (0 to 4): for each of the four dimension slots, all ones if the info
-/// has that dimension, else 0.
-const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
-    let mut table = [[0u64; MAX_DIMS]; MAX_DIMS + 1];
+/// Per dimension count (0 to 4): for each of the four dimension slots, a mask that keeps the
+/// stored word (all ones if the info has that dimension, else 0), and what to put in its place
+/// (1 if the info has no such dimension, else 0).
+const KEEP_DIMS: [[[u64; MAX_DIMS]; 2]; MAX_DIMS + 1] = {
+    let mut table = [[[0u64; MAX_DIMS]; 2]; MAX_DIMS + 1];
     let mut n = 0;
     while n <= MAX_DIMS {
         let mut k = 0;
-        while k < n {
-            table[n][k] = u64::MAX;
+        while k < MAX_DIMS {
+            if k < n {
+                table[n][0][k] = u64::MAX;
+            } else {
+                table[n][1][k] = 1;
+            }
             k += 1;
         }
         n += 1;
@@ -793,9 +798,8 @@ impl Walk<'_> {
             // Dimensions past the count are 1: each is loaded, then kept or replaced through a
             // mask from a table (a table, not a comparison, so that the compiler makes no branch
             // of it and the loads stay unconditional).
-            let keep = &KEEP_DIMS[nd];
-            let dim =
-                |k: usize| (window_u64(w, 4 + 8 * k).wrapping_sub(1) & keep[k]).wrapping_add(1);
+            let [keep, ones] = &KEEP_DIMS[nd];
+            let dim = |k: usize| (window_u64(w, 4 + 8 * k) & keep[k]) | ones[k];
             let type_at = 4 + 8 * nd;
             let type_id = window_u64(w, type_at) & 0xFFFF_FFFF;
             let offset = window_u64(w, type_at + 4);
