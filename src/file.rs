@@ -774,7 +774,7 @@ impl Walk<'_> {
         let bytes = self.bytes;
         let align_mask = self.alignment - 1;
         let hasher = self.index.hasher();
-        let (mut name_bytes, mut in_order) = (self.name_bytes, self.in_order);
+        let mut name_bytes = self.name_bytes;
         let mut prev_end = self.prev_end;
         let done = self.accepted;
         let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
@@ -821,21 +821,26 @@ impl Walk<'_> {
                 | (h1 | h2 | h3 | h4)
                 | (d0 & t.block_mask)
                 | (offset & align_mask);
-            let hash = hasher.hash(name);
             if broken != 0 {
                 break;
             }
-            // Ends only grow while the data lie in order, so the largest is the last (and when
-            // they do not, the full check runs and the largest end does not matter).
-            in_order &= offset >= prev_end;
-            prev_end = offset.saturating_add(size);
+            let hash = hasher.hash(name);
+            // Ends only grow while the data lie in order, so the largest is the last. Data out of
+            // order make it `u64::MAX` (and so every later comparison fails too): the largest
+            // end then says that the tensors may not lie inside the file, and the full check
+            // runs (as it does for an end that overflows).
+            prev_end = if offset >= prev_end {
+                offset.saturating_add(size)
+            } else {
+                u64::MAX
+            };
             name_bytes += len;
             (*at, *hash_of) = (pos, hash);
             accepted += 1;
             pos += 8 + len + type_at + 12;
         }
         self.accepted = done + accepted;
-        (self.name_bytes, self.in_order) = (name_bytes, in_order);
+        self.name_bytes = name_bytes;
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
     }
