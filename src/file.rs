@@ -764,11 +764,13 @@ fn window_u64(w: &[u8; 48], at: usize) -> u64 {
 
 impl Walk<'_> {
     /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
-    /// info at `pos` (the one after those in `tensors`) until `count` are accepted: each info is
-    /// read from its name and one bounds-checked 48-byte window after it, and every rule of
-    /// [`check_tensor_info`] is folded into one word, with no branch per rule. Stops, returning where, at the first info it cannot accept (one that
-    /// breaks a rule, has no elements, an unusual type, or lies too near the end of the bytes):
-    /// the general path then reads that one, and words its error exactly as for any layout.
+    /// info at `pos` (the one after the `accepted` ones) until every one is accepted: each info
+    /// is read from its name and one bounds-checked 48-byte window after it, and every rule of
+    /// [`check_tensor_info`] is folded into one word, with no branch per rule; its position and
+    /// its name's hash are written in place (no push, no capacity check). Stops, returning
+    /// where, at the first info it cannot accept (one that breaks a rule, has no elements, an
+    /// unusual type, or lies too near the end of the bytes): the general path then reads that
+    /// one, and words its error exactly as for any layout.
     #[inline(never)]
     fn run_le64(&mut self, mut pos: usize) -> usize {
         let bytes = self.bytes;
