@@ -184,6 +184,7 @@ impl NameIndex {
         same_name: impl Fn(usize, usize) -> bool,
     ) -> Option<(usize, usize)> {
         let mask = self.slots.len() - 1;
+        let same_name = &same_name;
         // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
         for ((i, entry), &hash) in (0..).zip(1u32..).zip(hashes) {
             // Most entries find their first slot free (the table is at most a quarter full):
@@ -191,7 +192,7 @@ impl NameIndex {
             let home = low_bits(hash) & mask;
             if let Some(slot @ 0) = self.slots.get_mut(home) {
                 *slot = (high_half(hash) & self.tag_mask) | entry;
-            } else if let Err(j) = self.place_after(entry, hash, &|j| same_name(j, i)) {
+            } else if let Err(j) = self.place_after(entry, hash, &move |j| same_name(j, i)) {
                 return Some((j, i));
             }
         }
