@@ -159,8 +159,10 @@ impl Model<Source> {
         open: impl Fn(&Path) -> Result<GgufFile<Source>>,
     ) -> Result<Model<Source>> {
         // Most files have no split keys: asked first, so that no message is formatted for them.
-        let unsplit = given.get(SPLIT_COUNT).is_none();
-        if single_shard || unsplit || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1 {
+        if single_shard
+            || given.get(SPLIT_COUNT).is_none()
+            || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1
+        {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
         let count = shard_count(&given, path)?;
