@@ -7,7 +7,6 @@ use crate::index::NameIndex;
 use crate::reader::{ByteReader, Span};
 use crate::types::{DataType, ValueType};
 use crate::value::{self, RawValue, Value};
-use std::mem::take;
 use std::path::Path;
 
 /// Where one metadata entry lies.
@@ -590,29 +589,30 @@ fn read_tensor_infos(
         size,
         layout,
         alignment,
-        tensors: Vec::with_capacity(count),
+        // Written by position (`count` is bounded by the bytes: `read_count`).
+        tensors: vec![0; count],
         index: NameIndex::with_capacity(count),
-        hashes: Vec::with_capacity(count),
+        hashes: vec![0; count],
+        accepted: 0,
         name_bytes: 0,
         in_order: true,
         prev_end: 0,
         max_end: 0,
     };
-    let (mut pos, mut i) = (at, 0);
-    while i < count {
+    let mut pos = at;
+    while walk.accepted < count {
         if fast {
-            pos = walk.run_le64(pos, count);
-            i = walk.tensors.len();
-            if i == count {
+            pos = walk.run_le64(pos);
+            if walk.accepted == count {
                 break;
             }
         }
+        let i = walk.accepted;
         // The info the fast walk stopped at (or any, in other layouts): read, checked and its
         // error worded by the general path.
         pos = walk
             .accept_general(pos)
             .map_err(|e| entry_error(e, bytes, layout, Entry::Tensor, (pos, i, count)))?;
-        i += 1;
     }
     let Walk {
         tensors,
@@ -650,10 +650,13 @@ struct Walk<'a> {
     size: u64,
     layout: Layout,
     alignment: u64,
+    /// Each accepted info's position, by its place in the file (`count` entries, the first
+    /// `accepted` written).
     tensors: Vec<usize>,
     index: NameIndex,
-    /// Each name's hash, indexed after the walk.
+    /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
+    accepted: usize,
     name_bytes: usize,
     in_order: bool,
     prev_end: u64,
@@ -667,14 +670,16 @@ impl Walk<'_> {
         let (bytes, layout) = (self.bytes, self.layout);
         let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
         self.name_bytes += raw.name.len;
-        self.hashes.push(self.index.hash(raw.name.of(bytes)));
+        let i = self.accepted;
+        self.hashes[i] = self.index.hash(raw.name.of(bytes));
         let end = raw.offset.saturating_add(size);
         if size > 0 {
             self.in_order &= raw.offset >= self.prev_end;
             self.prev_end = end;
         }
         self.max_end = self.max_end.max(end);
-        self.tensors.push(raw.at);
+        self.tensors[i] = raw.at;
+        self.accepted = i + 1;
         Ok(raw.end)
     }
 }
@@ -720,15 +725,20 @@ const FAST_TYPES: [FastType; 65] = {
 #[allow(clippy::cast_possible_truncation)] // 4
 const MAX_DIMS_U32: u32 = MAX_DIMS as u32;
 
-/// Per dimension count (0 to 4): for each of the four dimension slots, all ones if the info
-/// has that dimension, else 0.
-const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
-    let mut table = [[0u64; MAX_DIMS]; MAX_DIMS + 1];
+/// Per dimension count (0 to 4): for each of the four dimension slots, a mask that keeps the
+/// stored word (all ones if the info has that dimension, else 0), and what to put in its place
+/// (1 if the info has no such dimension, else 0).
+const KEEP_DIMS: [[[u64; MAX_DIMS]; 2]; MAX_DIMS + 1] = {
+    let mut table = [[[0u64; MAX_DIMS]; 2]; MAX_DIMS + 1];
     let mut n = 0;
     while n <= MAX_DIMS {
         let mut k = 0;
-        while k < n {
-            table[n][k] = u64::MAX;
+        while k < MAX_DIMS {
+            if k < n {
+                table[n][0][k] = u64::MAX;
+            } else {
+                table[n][1][k] = 1;
+            }
             k += 1;
         }
         n += 1;
@@ -754,21 +764,24 @@ fn window_u64(w: &[u8; 48], at: usize) -> u64 {
 
 impl Walk<'_> {
     /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
-    /// info at `pos` (the one after those in `tensors`) until `count` are accepted: each info is
-    /// read from its name and one bounds-checked 48-byte window after it, and every rule of
-    /// [`check_tensor_info`] is folded into one word, with no branch per rule. Stops, returning where, at the first info it cannot accept (one that
-    /// breaks a rule, has no elements, an unusual type, or lies too near the end of the bytes):
-    /// the general path then reads that one, and words its error exactly as for any layout.
+    /// info at `pos` (the one after the `accepted` ones) until every one is accepted: each info
+    /// is read from its name and one bounds-checked 48-byte window after it, and every rule of
+    /// [`check_tensor_info`] is folded into one word, with no branch per rule; its position and
+    /// its name's hash are written in place (no push, no capacity check). Stops, returning
+    /// where, at the first info it cannot accept (one that breaks a rule, has no elements, an
+    /// unusual type, or lies too near the end of the bytes): the general path then reads that
+    /// one, and words its error exactly as for any layout.
     #[inline(never)]
-    fn run_le64(&mut self, mut pos: usize, count: usize) -> usize {
+    fn run_le64(&mut self, mut pos: usize) -> usize {
         let bytes = self.bytes;
         let align_mask = self.alignment - 1;
         let hasher = self.index.hasher();
-        let (mut tensors, mut hashes) = (take(&mut self.tensors), take(&mut self.hashes));
-        let (mut name_bytes, mut in_order) = (self.name_bytes, self.in_order);
+        let mut name_bytes = self.name_bytes;
         let mut prev_end = self.prev_end;
-        // One entry of `tensors` per info accepted: its length counts them.
-        while tensors.len() < count {
+        let done = self.accepted;
+        let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
+        let mut accepted = 0;
+        for (at, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
@@ -787,9 +800,8 @@ impl Walk<'_> {
             // Dimensions past the count are 1: each is loaded, then kept or replaced through a
             // mask from a table (a table, not a comparison, so that the compiler makes no branch
             // of it and the loads stay unconditional).
-            let keep = &KEEP_DIMS[nd];
-            let dim =
-                |k: usize| (window_u64(w, 4 + 8 * k).wrapping_sub(1) & keep[k]).wrapping_add(1);
+            let [keep, ones] = &KEEP_DIMS[nd];
+            let dim = |k: usize| (window_u64(w, 4 + 8 * k) & keep[k]) | ones[k];
             let type_at = 4 + 8 * nd;
             let type_id = window_u64(w, type_at) & 0xFFFF_FFFF;
             let offset = window_u64(w, type_at + 4);
@@ -811,21 +823,26 @@ impl Walk<'_> {
                 | (h1 | h2 | h3 | h4)
                 | (d0 & t.block_mask)
                 | (offset & align_mask);
-            let hash = hasher.hash(name);
             if broken != 0 {
                 break;
             }
-            // Ends only grow while the data lie in order, so the largest is the last (and when
-            // they do not, the full check runs and the largest end does not matter).
-            in_order &= offset >= prev_end;
-            prev_end = offset.saturating_add(size);
+            let hash = hasher.hash(name);
+            // Ends only grow while the data lie in order, so the largest is the last. Data out of
+            // order make it `u64::MAX` (and so every later comparison fails too): the largest
+            // end then says that the tensors may not lie inside the file, and the full check
+            // runs (as it does for an end that overflows).
+            prev_end = if offset >= prev_end {
+                offset.saturating_add(size)
+            } else {
+                u64::MAX
+            };
             name_bytes += len;
-            tensors.push(pos);
-            hashes.push(hash);
+            (*at, *hash_of) = (pos, hash);
+            accepted += 1;
             pos += 8 + len + type_at + 12;
         }
-        (self.tensors, self.hashes) = (tensors, hashes);
-        (self.name_bytes, self.in_order) = (name_bytes, in_order);
+        self.accepted = done + accepted;
+        self.name_bytes = name_bytes;
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
     }

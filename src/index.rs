@@ -188,13 +188,32 @@ impl NameIndex {
         hashes: &[u64],
         same_name: impl Fn(usize, usize) -> bool,
     ) -> Option<(usize, usize)> {
+        let mask = self.slots.len() - 1;
+        let same_name = &same_name;
         // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
         for ((i, entry), &hash) in (0..).zip(1u32..).zip(hashes) {
-            if let Err(j) = self.place(entry, hash, |j| same_name(j, i)) {
+            // Most entries find their first slot free (the table is at most a quarter full):
+            // that case is all this loop does, so that it keeps its few values in registers.
+            let home = low_bits(hash) & mask;
+            if let Some(slot @ 0) = self.slots.get_mut(home) {
+                *slot = (high_half(hash) & self.tag_mask) | entry;
+            } else if let Err(j) = self.place_after(entry, hash, &move |j| same_name(j, i)) {
                 return Some((j, i));
             }
         }
         None
+    }
+
+    /// [`NameIndex::place`] out of line, for an entry whose first slot is taken.
+    #[cold]
+    #[inline(never)]
+    fn place_after(
+        &mut self,
+        entry: u32,
+        hash: u64,
+        same_name: &dyn Fn(usize) -> bool,
+    ) -> Result<(), usize> {
+        self.place(entry, hash, same_name)
     }
 
     /// Puts an entry, stored as `entry` (its position + 1), in the first free slot from its

@@ -158,7 +158,11 @@ impl Model<Source> {
         single_shard: bool,
         open: impl Fn(&Path) -> Result<GgufFile<Source>>,
     ) -> Result<Model<Source>> {
-        if single_shard || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1 {
+        // Most files have no split keys: asked first, so that no message is formatted for them.
+        if single_shard
+            || given.get(SPLIT_COUNT).is_none()
+            || split_key(&given, SPLIT_COUNT).unwrap_or(1) <= 1
+        {
             return Ok(Model::of_one(given, path.to_path_buf()));
         }
         let count = shard_count(&given, path)?;

@@ -195,10 +195,12 @@ fn source_of(mut file: File, size: u64, options: OpenOptions) -> Result<Source> 
                 .map_err(|e| io_error("cannot protect the copy", e))?,
         )
     } else {
-        if usize::try_from(size).is_err() {
+        let Ok(len) = usize::try_from(size) else {
             return Err(too_large_to_map(size));
-        }
+        };
+        // The size read from the open file (memmap2 would ask the system for it again).
         let mut map_options = MmapOptions::new();
+        map_options.len(len);
         if options.populate {
             map_options.populate();
         }

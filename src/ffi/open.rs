@@ -100,7 +100,12 @@ pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFi
         let bytes = unsafe { c_str(path, "path")? };
         let path = path_from_bytes(bytes)?;
         let model = Model::open(&path, open_options(flags)?)?;
-        Ok(into_handle(model, crate::error::path_text(&path)))
+        // A single file's name is already escaped by the model: copied, not escaped again.
+        let name = match model.shard_names() {
+            [one] => one.clone(),
+            _ => crate::error::path_text(&path),
+        };
+        Ok(into_handle(model, name))
     })
 }
 
