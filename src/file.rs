@@ -709,7 +709,9 @@ const FAST_TYPES: [FastType; 65] = {
     while i < DataType::ALL.len() {
         let t = DataType::ALL[i];
         let (elems, bytes) = (t.block_elems(), t.block_bytes());
-        if elems.is_power_of_two() && bytes <= u32::MAX as u64 && (t as usize) < 64 {
+        // At most 8 bytes an element (true of every type ggml defines): the fast walk's bound on
+        // the element count then keeps the size below 2^64.
+        if elems.is_power_of_two() && bytes <= 8 * elems && (t as usize) < 64 {
             table[t as usize] = FastType {
                 block_mask: elems - 1,
                 shift: elems.trailing_zeros(),
@@ -746,13 +748,12 @@ const KEEP_DIMS: [[[u64; MAX_DIMS]; 2]; MAX_DIMS + 1] = {
     table
 };
 
-/// `a * b`, and the high half of the full product (0 when it fits in 64 bits).
-#[inline(always)]
-#[allow(clippy::cast_possible_truncation)]
-fn wide_mul(a: u64, b: u64) -> (u64, u64) {
-    let p = u128::from(a) * u128::from(b);
-    (p as u64, (p >> 64) as u64)
-}
+/// The bits that dimensions 0 to 3 may use in the fast walk: 22 + 22 + 12 + 5 = 61, so the
+/// element count is below 2^61 and, at most 8 bytes an element ([`FAST_TYPES`]), the size below
+/// 2^64: neither product can overflow, and no product's high half is needed. Any larger
+/// dimension (a first or second one of 2^22 and more, over 4095 experts, a fourth over 31) goes
+/// to the general path, which checks overflow exactly.
+const FAST_DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 5];
 
 /// The little-endian `u64` at `at` in an info's 48-byte window (`at` is at most 40).
 #[inline(always)]
@@ -806,21 +807,20 @@ impl Walk<'_> {
             let type_id = window_u64(w, type_at) & 0xFFFF_FFFF;
             let offset = window_u64(w, type_at + 4);
             let (d0, d1, d2, d3) = (dim(0), dim(1), dim(2), dim(3));
-            let (n01, h1) = wide_mul(d0, d1);
-            let (n012, h2) = wide_mul(n01, d2);
-            let (n_elements, h3) = wide_mul(n012, d3);
             let t = FAST_TYPES[usize::try_from(type_id.min(64)).unwrap_or(64)];
-            // With no dimension 0 the size is the element count over the block, times the block's
-            // bytes, exact (the first dimension is a whole number of blocks), and it overflows
-            // exactly when `DataType::tensor_bytes` finds an overflow. Tensors with no elements
-            // go to the general path.
-            let (size, h4) = wide_mul(n_elements >> t.shift, u64::from(t.bytes));
+            let [b0, b1, b2, b3] = FAST_DIM_BITS;
+            let too_wide = ((d0 >> b0) | (d1 >> b1)) | ((d2 >> b2) | (d3 >> b3));
+            // Exact below the bounds `too_wide` checks. With no dimension 0 the size is the
+            // element count over the block, times the block's bytes, exact (the first dimension is
+            // a whole number of blocks). Tensors with no elements go to the general path.
+            let n_elements = d0.wrapping_mul(d1).wrapping_mul(d2.wrapping_mul(d3));
+            let size = (n_elements >> t.shift).wrapping_mul(u64::from(t.bytes));
             // Every rule in one word, non-zero when one is broken: one branch, not one a rule.
-            // The first two terms are shifts rather than comparisons, and over-strict: they also
-            // send the general path the (impossible in practice) 2^63 elements and more.
+            // The first terms are shifts rather than comparisons, and over-strict: they also send
+            // the general path dimensions past `FAST_DIM_BITS`.
             let broken = ((u64::from(n_dims) + 3) >> 3) // more than 4 dimensions
                 | (n_elements.wrapping_sub(1) >> 63) // no elements
-                | (h1 | h2 | h3 | h4)
+                | too_wide
                 | (d0 & t.block_mask)
                 | (offset & align_mask);
             if broken != 0 {
