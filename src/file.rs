@@ -1237,11 +1237,26 @@ mod tests {
             ("type-huge", &[8], u32::MAX, 0),
             ("misaligned", &[8], 0, 16),
             ("four-dims", &[2, 3, 4, 5], 0, 0),
+            // Each side of `FAST_DIM_BITS`, dimension by dimension.
+            ("dim0-below-bound", &[(1 << 22) - 1, 1 << 21], 0, 0),
+            ("dim0-at-bound", &[1 << 22, 3], 0, 0),
+            ("dim1-at-bound", &[32, 1 << 22], 8, 0),
+            ("dim2-below-bound", &[2, 3, 4095, 31], 0, 0),
+            ("dim2-at-bound", &[2, 3, 4096], 0, 0),
+            ("dim3-at-bound", &[2, 3, 4, 32], 0, 0),
+            ("wide-f64", &[(1 << 22) - 1, (1 << 22) - 1, 4095, 31], 28, 0),
+            // Products that wrap to a count or a size small enough to fit in the file: 2^64 + 2
+            // elements, and 2^61 + 2 elements of 8 bytes.
+            ("elements-wrap", &[26_563_938, 694_428_065_361], 0, 0),
+            ("bytes-wrap", &[14_865_121, 155_117_675_074], 28, 0),
         ];
         for info in edge {
-            // Alone after an ordinary info, and before one (so that the walk goes on after it).
+            // After an ordinary info, its data after that info's (in order, so that what the
+            // fast walk accepts is not checked again), and before one (so that the walk goes on
+            // after it).
+            let (name, dims, ty, offset) = *info;
             for infos in [
-                vec![("a", &[8][..], 0, 0), *info],
+                vec![("a", &[8][..], 0, 0), (name, dims, ty, offset + 32)],
                 vec![*info, ("z", &[8][..], 0, 0)],
             ] {
                 let bytes = file(&infos, 64);
