@@ -23,11 +23,17 @@
 # The standard library of each target is built from Debian's rust-web-src (-Zbuild-std) by
 # Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs;
 # GGUF_CROSS_DIR names another root than target/cross, e.g. to time a build from nothing).
+# Each target's directory takes about 4 GB; GGUF_CROSS_PRUNE=1 (set by .ci/run, whose machine
+# starts empty and whose disk is not ours to size) removes it once the target is done, so the run
+# never needs more than one target's worth at a time.
 # Missing Debian packages are installed first (`apt-get update` once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 export CARGO_TERM_COLOR=never
+# Incremental caches of the crate and its tests (1.8 GB a target) would only serve a rebuild of
+# the same target after an edit, which is not what this script is for.
+export CARGO_INCREMENTAL=0
 
 # Tests that drive tools only the host has are run by `make test` on the host, never here:
 #   c_api's valgrind_*       valgrind (host only); the c_test_* run here, without the host's
@@ -334,6 +340,10 @@ for t in "${triples[@]}"; do
       ;;
   esac
   [ "$ok" = ok ] || failed=1
+  if [ "${GGUF_CROSS_PRUNE:-0}" = 1 ]; then
+    echo "== $t: removing $CARGO_TARGET_DIR ($(du -sh "$CARGO_TARGET_DIR" | cut -f1); GGUF_CROSS_PRUNE=1)"
+    rm -rf "$CARGO_TARGET_DIR"
+  fi
   summary+=("$(printf '%-28s %-7s %-6s %4ds' "$t" "$what" "$ok" $((SECONDS - start)))")
 done
 
