@@ -79,8 +79,6 @@ struct Parsed {
     kvs: Vec<KvRecord>,
     /// Where each tensor info lies (its name's length field).
     tensors: Vec<usize>,
-    /// Sum of the tensor names' lengths (sizes the C handle's string arena without a pass).
-    tensor_name_bytes: usize,
     key_index: NameIndex,
     tensor_index: NameIndex,
 }
@@ -277,9 +275,10 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
         &self.parsed.kvs
     }
 
-    /// Sum of the lengths of every tensor name.
+    /// Sum of the lengths of every tensor name: a pass over the names, made when asked (the C
+    /// handle sizes its string arena with it) rather than on the open path.
     pub(crate) fn tensor_name_bytes(&self) -> usize {
-        self.parsed.tensor_name_bytes
+        self.tensors().map(|t| t.name.len()).sum()
     }
 
     pub(crate) fn layout(&self) -> Layout {
@@ -422,7 +421,6 @@ fn parse(bytes: &[u8], size: u64) -> Result<Parsed> {
     let TensorInfos {
         tensors,
         end,
-        name_bytes: tensor_name_bytes,
         tensor_index,
         in_order,
         max_end,
@@ -452,7 +450,6 @@ fn parse(bytes: &[u8], size: u64) -> Result<Parsed> {
         size,
         kvs,
         tensors,
-        tensor_name_bytes,
         key_index,
         tensor_index,
     })
@@ -559,8 +556,6 @@ struct TensorInfos {
     tensors: Vec<usize>,
     /// Offset just past the last tensor info.
     end: usize,
-    /// Sum of the names' lengths.
-    name_bytes: usize,
     tensor_index: NameIndex,
     /// Whether the tensors with data lie in file order without overlapping.
     in_order: bool,
@@ -594,7 +589,6 @@ fn read_tensor_infos(
         index: NameIndex::with_capacity(count),
         hashes: vec![0; count],
         accepted: 0,
-        name_bytes: 0,
         in_order: true,
         prev_end: 0,
         max_end: 0,
@@ -618,7 +612,6 @@ fn read_tensor_infos(
         tensors,
         mut index,
         hashes,
-        name_bytes,
         in_order,
         max_end,
         ..
@@ -636,7 +629,6 @@ fn read_tensor_infos(
     Ok(TensorInfos {
         tensors,
         end: pos,
-        name_bytes,
         tensor_index: index,
         in_order,
         max_end,
@@ -657,7 +649,6 @@ struct Walk<'a> {
     /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
     accepted: usize,
-    name_bytes: usize,
     in_order: bool,
     prev_end: u64,
     max_end: u64,
@@ -669,7 +660,6 @@ impl Walk<'_> {
     fn accept(&mut self, raw: &RawTensorInfo) -> Result<usize> {
         let (bytes, layout) = (self.bytes, self.layout);
         let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
-        self.name_bytes += raw.name.len;
         let i = self.accepted;
         self.hashes[i] = self.index.hash(raw.name.of(bytes));
         let end = raw.offset.saturating_add(size);
@@ -728,19 +718,15 @@ const FAST_TYPES: [FastType; 65] = {
 const MAX_DIMS_U32: u32 = MAX_DIMS as u32;
 
 /// Per dimension count (0 to 4): for each of the four dimension slots, a mask that keeps the
-/// stored word (all ones if the info has that dimension, else 0), and what to put in its place
-/// (1 if the info has no such dimension, else 0).
-const KEEP_DIMS: [[[u64; MAX_DIMS]; 2]; MAX_DIMS + 1] = {
-    let mut table = [[[0u64; MAX_DIMS]; 2]; MAX_DIMS + 1];
+/// stored word: all ones if the info has that dimension, else 0 (and then the mask + 1, which is
+/// 1, takes the word's place).
+const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
+    let mut table = [[0u64; MAX_DIMS]; MAX_DIMS + 1];
     let mut n = 0;
     while n <= MAX_DIMS {
         let mut k = 0;
-        while k < MAX_DIMS {
-            if k < n {
-                table[n][0][k] = u64::MAX;
-            } else {
-                table[n][1][k] = 1;
-            }
+        while k < n {
+            table[n][k] = u64::MAX;
             k += 1;
         }
         n += 1;
@@ -777,7 +763,6 @@ impl Walk<'_> {
         let bytes = self.bytes;
         let align_mask = self.alignment - 1;
         let hasher = self.index.hasher();
-        let mut name_bytes = self.name_bytes;
         let mut prev_end = self.prev_end;
         let done = self.accepted;
         let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
@@ -801,8 +786,8 @@ impl Walk<'_> {
             // Dimensions past the count are 1: each is loaded, then kept or replaced through a
             // mask from a table (a table, not a comparison, so that the compiler makes no branch
             // of it and the loads stay unconditional).
-            let [keep, ones] = &KEEP_DIMS[nd];
-            let dim = |k: usize| (window_u64(w, 4 + 8 * k) & keep[k]) | ones[k];
+            let keep = &KEEP_DIMS[nd];
+            let dim = |k: usize| (window_u64(w, 4 + 8 * k) & keep[k]) | keep[k].wrapping_add(1);
             let type_at = 4 + 8 * nd;
             let type_id = window_u64(w, type_at) & 0xFFFF_FFFF;
             let offset = window_u64(w, type_at + 4);
@@ -836,13 +821,11 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            name_bytes += len;
             (*at, *hash_of) = (pos, hash);
             accepted += 1;
             pos += 8 + len + type_at + 12;
         }
         self.accepted = done + accepted;
-        self.name_bytes = name_bytes;
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
     }
