@@ -278,7 +278,8 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// Sum of the lengths of every tensor name: a pass over the names, made when asked (the C
     /// handle sizes its string arena with it) rather than on the open path.
     pub(crate) fn tensor_name_bytes(&self) -> usize {
-        self.tensors().map(|t| t.name.len()).sum()
+        let (bytes, p) = (self.bytes(), &self.parsed);
+        p.tensors.iter().map(|&at| tensor_name(bytes, at, p.layout).len()).sum()
     }
 
     pub(crate) fn layout(&self) -> Layout {
