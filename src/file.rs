@@ -279,7 +279,10 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// handle sizes its string arena with it) rather than on the open path.
     pub(crate) fn tensor_name_bytes(&self) -> usize {
         let (bytes, p) = (self.bytes(), &self.parsed);
-        p.tensors.iter().map(|&at| tensor_name(bytes, at, p.layout).len()).sum()
+        p.tensors
+            .iter()
+            .map(|&at| tensor_name(bytes, at, p.layout).len())
+            .sum()
     }
 
     pub(crate) fn layout(&self) -> Layout {
