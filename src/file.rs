@@ -3,11 +3,13 @@
 
 use crate::error::{AlignmentFound, Error, ErrorKind, FirstSeen, Result, Shortfall};
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
-use crate::index::NameIndex;
+use crate::index::{NameHasher, NameIndex};
 use crate::reader::{ByteReader, Span};
 use crate::types::{DataType, ValueType};
 use crate::value::{self, RawValue, Value};
 use std::path::Path;
+
+mod split;
 
 /// Where one metadata entry lies.
 #[derive(Clone, Copy, Debug)]
@@ -583,24 +585,28 @@ fn read_tensor_infos(
     let fast = layout.wide && layout.order == ByteOrder::Little;
     #[cfg(test)]
     let fast = fast && !tests::GENERAL_ONLY.get();
-    let mut walk = Walk {
+    // Positions and hashes are written by place (`count` is bounded by the bytes: `read_count`).
+    // The positions are allocated before the index table, the hashes after: in that order the
+    // allocator reuses the same memory when files are opened one after another.
+    let tensors = vec![0; count];
+    let mut names = NameIndexing::new(count);
+    let hasher = names.index.hasher();
+    let mut walk = Walk::new(
         bytes,
         size,
         layout,
         alignment,
-        // Written by position (`count` is bounded by the bytes: `read_count`).
-        tensors: vec![0; count],
-        index: NameIndex::with_capacity(count),
-        hashes: vec![0; count],
-        accepted: 0,
-        in_order: true,
-        prev_end: 0,
-        max_end: 0,
-    };
+        hasher,
+        tensors,
+        vec![0; count],
+    );
     let mut pos = at;
+    if fast && count >= split::SPLIT_FROM {
+        pos = walk.split(pos, count, &mut names);
+    }
     while walk.accepted < count {
         if fast {
-            pos = walk.run_le64(pos);
+            pos = walk.run_le64::<false>(pos, usize::MAX, usize::MAX);
             if walk.accepted == count {
                 break;
             }
@@ -614,7 +620,6 @@ fn read_tensor_infos(
     }
     let Walk {
         tensors,
-        mut index,
         hashes,
         in_order,
         max_end,
@@ -622,7 +627,8 @@ fn read_tensor_infos(
     } = walk;
     // Names are indexed in file order, so the first duplicate is the one a reader meets.
     let name_of = |k: usize| tensor_name(bytes, tensors[k], layout);
-    if let Some((a, b)) = index.insert_all(&hashes, |j, k| name_of(j) == name_of(k)) {
+    names.add(&hashes[names.done..], |j, k| name_of(j) == name_of(k));
+    if let Some((a, b)) = names.duplicate {
         return Err(Error::at_with(tensors[b] as u64, || {
             ErrorKind::DuplicateTensor {
                 tensor: quote(tensor_name(bytes, tensors[b], layout)),
@@ -633,7 +639,7 @@ fn read_tensor_infos(
     Ok(TensorInfos {
         tensors,
         end: pos,
-        tensor_index: index,
+        tensor_index: names.index,
         in_order,
         max_end,
     })
@@ -649,13 +655,69 @@ struct Walk<'a> {
     /// Each accepted info's position, by its place in the file (`count` entries, the first
     /// `accepted` written).
     tensors: Vec<usize>,
-    index: NameIndex,
+    hasher: NameHasher,
     /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
     accepted: usize,
     in_order: bool,
     prev_end: u64,
     max_end: u64,
+}
+
+impl<'a> Walk<'a> {
+    /// A walk that writes each info's position and name hash into `tensors` and `hashes` by
+    /// its place (their length bounds the infos it accepts).
+    fn new(
+        bytes: &'a [u8],
+        size: u64,
+        layout: Layout,
+        alignment: u64,
+        hasher: NameHasher,
+        tensors: Vec<usize>,
+        hashes: Vec<u64>,
+    ) -> Self {
+        Walk {
+            bytes,
+            size,
+            layout,
+            alignment,
+            tensors,
+            hasher,
+            hashes,
+            accepted: 0,
+            in_order: true,
+            prev_end: 0,
+            max_end: 0,
+        }
+    }
+}
+
+/// The tensor-name index as the walk fills it, in file order: entries `..done` are in. The
+/// first name found given twice is kept rather than returned, because a malformed info
+/// anywhere in the file is reported before a duplicate name.
+struct NameIndexing {
+    index: NameIndex,
+    done: usize,
+    duplicate: Option<(usize, usize)>,
+}
+
+impl NameIndexing {
+    fn new(count: usize) -> NameIndexing {
+        NameIndexing {
+            index: NameIndex::with_capacity(count),
+            done: 0,
+            duplicate: None,
+        }
+    }
+
+    /// Indexes the next `hashes.len()` entries ([`NameIndex::insert_all`]), unless a name was
+    /// already found twice.
+    fn add(&mut self, hashes: &[u64], same_name: impl Fn(usize, usize) -> bool) {
+        if self.duplicate.is_none() {
+            self.duplicate = self.index.insert_all(self.done, hashes, same_name);
+        }
+        self.done += hashes.len();
+    }
 }
 
 impl Walk<'_> {
@@ -665,7 +727,7 @@ impl Walk<'_> {
         let (bytes, layout) = (self.bytes, self.layout);
         let size = check_tensor_info(raw, bytes, layout, self.alignment)?.size;
         let i = self.accepted;
-        self.hashes[i] = self.index.hash(raw.name.of(bytes));
+        self.hashes[i] = self.hasher.hash(raw.name.of(bytes));
         let end = raw.offset.saturating_add(size);
         if size > 0 {
             self.in_order &= raw.offset >= self.prev_end;
@@ -762,16 +824,32 @@ impl Walk<'_> {
     /// where, at the first info it cannot accept (one that breaks a rule, has no elements, an
     /// unusual type, or lies too near the end of the bytes): the general path then reads that
     /// one, and words its error exactly as for any layout.
+    ///
+    /// `BOUNDED` (the walk on two threads, [`split`]) also stops before the info at or past
+    /// `stop_at`, and once `upto` infos are accepted; without it, both are ignored, and the
+    /// loop has no more to do than a walk on one thread needs.
     #[inline(never)]
-    fn run_le64(&mut self, mut pos: usize) -> usize {
+    fn run_le64<const BOUNDED: bool>(
+        &mut self,
+        mut pos: usize,
+        stop_at: usize,
+        upto: usize,
+    ) -> usize {
         let bytes = self.bytes;
         let align_mask = self.alignment - 1;
-        let hasher = self.index.hasher();
+        let hasher = self.hasher;
         let mut prev_end = self.prev_end;
         let done = self.accepted;
-        let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
+        let (tensors, hashes) = if BOUNDED {
+            (&mut self.tensors[done..upto], &mut self.hashes[done..upto])
+        } else {
+            (&mut self.tensors[done..], &mut self.hashes[done..])
+        };
         let mut accepted = 0;
         for (at, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
+            if BOUNDED && pos >= stop_at {
+                break;
+            }
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
@@ -1102,7 +1180,9 @@ mod tests {
     }
 
     /// What opening `bytes` gives: every tensor's fields and the file's facts, or the error.
-    fn outcome(bytes: &[u8]) -> std::result::Result<String, (ErrorCode, Option<u64>, String)> {
+    pub(super) fn outcome(
+        bytes: &[u8],
+    ) -> std::result::Result<String, (ErrorCode, Option<u64>, String)> {
         match GgufFile::from_bytes(bytes) {
             Ok(g) => {
                 let mut s = format!(
@@ -1122,7 +1202,7 @@ mod tests {
     }
 
     /// [`outcome`] with the general path only.
-    fn general_outcome(
+    pub(super) fn general_outcome(
         bytes: &[u8],
     ) -> std::result::Result<String, (ErrorCode, Option<u64>, String)> {
         GENERAL_ONLY.set(true);
@@ -1133,7 +1213,7 @@ mod tests {
 
     /// A version-3 little-endian file with these tensor infos (name, dims, type, offset) and
     /// `data` zero bytes after the aligned header.
-    fn file(infos: &[(&str, &[u64], u32, u64)], data: usize) -> Vec<u8> {
+    pub(super) fn file(infos: &[(&str, &[u64], u32, u64)], data: usize) -> Vec<u8> {
         let mut f = b"GGUF".to_vec();
         f.extend_from_slice(&3u32.to_le_bytes());
         f.extend_from_slice(&(infos.len() as u64).to_le_bytes());

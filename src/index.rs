@@ -172,32 +172,48 @@ impl NameIndex {
         let hash = self.hash(name);
         // Below 2^32 (`with_capacity`).
         let entry = u32::try_from(i + 1).unwrap_or(0);
-        self.place(entry, hash, |j| name_of(j) == name)
+        NameIndex::place(&mut self.slots, self.tag_mask, entry, hash, |j| {
+            name_of(j) == name
+        })
     }
 
-    /// [`NameIndex::insert`] of entries `0..hashes.len()` in order, `hashes[i]` being entry
-    /// `i`'s hash (from [`NameIndex::hash`]); `same_name(j, i)` tells whether entries `j` and
-    /// `i` have the same name (asked only when their hash bits match). Stops at the first entry
-    /// whose name an earlier one has, returning both positions (earlier first).
+    /// [`NameIndex::insert`] of entries `first..first + hashes.len()` in order, `hashes[k]`
+    /// being entry `first + k`'s hash (from [`NameIndex::hash`]); `same_name(j, i)` tells
+    /// whether entries `j` and `i` have the same name (asked only when their hash bits match).
+    /// The entries before `first` must have been inserted. Stops at the first entry whose name
+    /// an earlier one has, returning both positions (earlier first).
     ///
     /// Inserting is a random access into a table that, past a few thousand entries, no longer
     /// fits in the cache: in a loop that does nothing else the processor overlaps the misses of
     /// several inserts.
+    #[inline(always)]
     pub fn insert_all(
         &mut self,
+        first: usize,
         hashes: &[u64],
         same_name: impl Fn(usize, usize) -> bool,
     ) -> Option<(usize, usize)> {
-        let mask = self.slots.len() - 1;
+        // In locals, so that they stay in registers when the index itself is in memory.
+        let (slots, tag_mask) = (&mut *self.slots, self.tag_mask);
+        let mask = slots.len() - 1;
         let same_name = &same_name;
         // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
-        for ((i, entry), &hash) in (0..).zip(1u32..).zip(hashes) {
+        let entries = u32::try_from(first + 1).unwrap_or(u32::MAX)..;
+        for ((i, entry), &hash) in (first..).zip(entries).zip(hashes) {
             // Most entries find their first slot free (the table is at most a quarter full):
             // that case is all this loop does, so that it keeps its few values in registers.
             let home = low_bits(hash) & mask;
-            if let Some(slot @ 0) = self.slots.get_mut(home) {
-                *slot = (high_half(hash) & self.tag_mask) | entry;
-            } else if let Err(j) = self.place_after(entry, hash, &move |j| same_name(j, i)) {
+            let stored = (high_half(hash) & tag_mask) | entry;
+            let first = slots.get(home).copied().unwrap_or(0);
+            let next = (home + 1) & mask;
+            if first == 0 {
+                slots[home] = stored;
+            } else if (first ^ stored) & tag_mask != 0 && slots.get(next) == Some(&0) {
+                // The first slot holds another name (its hash bits differ), the next is free.
+                slots[next] = stored;
+            } else if let Err(j) =
+                NameIndex::place_after(slots, tag_mask, entry, hash, &move |j| same_name(j, i))
+            {
                 return Some((j, i));
             }
         }
@@ -208,36 +224,38 @@ impl NameIndex {
     #[cold]
     #[inline(never)]
     fn place_after(
-        &mut self,
+        slots: &mut [u32],
+        tag_mask: u32,
         entry: u32,
         hash: u64,
         same_name: &dyn Fn(usize) -> bool,
     ) -> Result<(), usize> {
-        self.place(entry, hash, same_name)
+        NameIndex::place(slots, tag_mask, entry, hash, same_name)
     }
 
-    /// Puts an entry, stored as `entry` (its position + 1), in the first free slot from its
-    /// hash's, unless a slot holds an entry with the same hash bits for which `same_name` holds:
-    /// then returns that entry's position.
+    /// Puts an entry, stored as `entry` (its position + 1), in the first free slot of `slots`
+    /// (an index's, with its `tag_mask`) from its hash's, unless a slot holds an entry with the
+    /// same hash bits for which `same_name` holds: then returns that entry's position.
     #[inline(always)]
     fn place(
-        &mut self,
+        slots: &mut [u32],
+        tag_mask: u32,
         entry: u32,
         hash: u64,
         same_name: impl Fn(usize) -> bool,
     ) -> Result<(), usize> {
-        let mask = self.slots.len() - 1;
-        let tag = high_half(hash) & self.tag_mask;
+        let mask = slots.len() - 1;
+        let tag = high_half(hash) & tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
-            let slot = self.slots[at];
+            let slot = slots[at];
             if slot == 0 {
                 // `entry` lies below the hash bits (`with_capacity`).
-                self.slots[at] = tag | entry;
+                slots[at] = tag | entry;
                 return Ok(());
             }
-            let j = (slot & !self.tag_mask) as usize - 1;
-            if (slot ^ tag) & self.tag_mask == 0 && same_name(j) {
+            let j = (slot & !tag_mask) as usize - 1;
+            if (slot ^ tag) & tag_mask == 0 && same_name(j) {
                 return Err(j);
             }
             at = (at + 1) & mask;
@@ -300,15 +318,21 @@ pub(crate) mod tests {
         let hashes: Vec<u64> = names.iter().map(|n| index.hash(n)).collect();
         // The first name given again (in order) is reported, with its first position.
         let same = |j: usize, k: usize| names[j] == names[k];
-        assert_eq!(index.insert_all(&hashes, same), Some((1, 3)));
+        assert_eq!(index.insert_all(0, &hashes, same), Some((1, 3)));
         assert_eq!(index.find(b"c", |j| &names[j]), Some(2));
         assert_eq!(index.find(b"bb", |j| &names[j]), Some(1));
         let mut index = NameIndex::with_capacity(3);
         let hashes: Vec<u64> = names[..3].iter().map(|n| index.hash(n)).collect();
-        assert_eq!(index.insert_all(&hashes, same), None);
+        // In two parts, as a walk on two threads inserts them.
+        assert_eq!(index.insert_all(0, &hashes[..1], same), None);
+        assert_eq!(index.insert_all(1, &hashes[1..], same), None);
         for (i, n) in names[..3].iter().enumerate() {
             assert_eq!(index.find(n, |j| &names[j]), Some(i));
         }
+        let mut index = NameIndex::with_capacity(names.len());
+        let hashes: Vec<u64> = names.iter().map(|n| index.hash(n)).collect();
+        assert_eq!(index.insert_all(0, &hashes[..2], same), None);
+        assert_eq!(index.insert_all(2, &hashes[2..], same), Some((1, 3)));
     }
 
     #[test]
