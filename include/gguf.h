@@ -1189,6 +1189,10 @@ GGUF_API const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, 
  * new bytes. Open with GGUF_OPEN_FLAG_READ to hold a private copy instead, or replace model files
  * atomically (write a new file and rename it over the old one, as the writer does): an open
  * handle keeps the old file alive.
+ *
+ * The tensor infos of a file with 8192 tensors or more are read on two threads: the calling
+ * one and one started by this call, which has ended when the call returns. Where only one
+ * thread runs at a time (one CPU, or wasm32), the calling thread reads them all.
  */
 GGUF_API GGUFFile gguf_open(const char *path);
 
