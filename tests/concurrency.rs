@@ -1,7 +1,8 @@
 //! Many threads share one handle, call every getter and race the lazy array builders and the
 //! upload plans: every thread must see the same pointers and values, and a plan of its own per
 //! call. CI also runs this under ThreadSanitizer (`make tsan`); it has its own `main` (no libtest
-//! harness) so that TSan sees no thread but the test's own.
+//! harness) so that TSan sees no thread but the test's own. Several threads also open a file large
+//! enough that each open reads its tensor infos on two threads.
 
 use gguf::ffi::*;
 use gguf::{DataType, MetadataValue as V, ValueType, Writer};
@@ -167,7 +168,60 @@ fn threads_share_one_handle() {
     unsafe { gguf_close(h) };
 }
 
+/// Threads that each open a file of 20000 tensors (its infos walked on two threads an open),
+/// at once, and look tensors up.
+fn threads_open_large_files() {
+    const N: usize = 20_000;
+    let mut w = Writer::new();
+    for i in 0..N {
+        w.add_tensor(
+            format!("blk.{}.ffn_up.{}.weight", i / 64, i % 64),
+            &[8],
+            DataType::F32,
+            vec![0; 32],
+        )
+        .unwrap();
+    }
+    let bytes = w.to_bytes().unwrap();
+    let barrier = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        // Joined here, not left to the scope: TSan does not see the scope's own joins.
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (bytes, barrier) = (&bytes, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    for round in 0..3 {
+                        // SAFETY: `bytes` outlives the handle, closed below.
+                        let h = unsafe { gguf_open_memory(bytes.as_ptr().cast(), bytes.len()) };
+                        assert!(!h.is_null());
+                        // SAFETY: `h` is open.
+                        assert_eq!(unsafe { gguf_tensor_count(h) }, N as u64);
+                        let i = (t * 997 + round * 7919) % N;
+                        let name = CString::new(format!("blk.{}.ffn_up.{}.weight", i / 64, i % 64))
+                            .unwrap();
+                        // SAFETY: `h` is open, `name` is NUL-terminated.
+                        let info = unsafe { gguf_get_tensor(h, name.as_ptr()) };
+                        assert!(!info.is_null());
+                        // SAFETY: tensor infos live until `gguf_close`, their names too.
+                        let (found, offset) =
+                            unsafe { (CStr::from_ptr((*info).name), (*info).offset) };
+                        // The writer lays the 32-byte tensors out one after another.
+                        assert_eq!((found, offset), (name.as_c_str(), 32 * i as u64));
+                        // SAFETY: no other thread uses `h`.
+                        unsafe { gguf_close(h) };
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+    });
+}
+
 fn main() {
     threads_share_one_handle();
-    println!("concurrency: 1 passed, 0 failed");
+    threads_open_large_files();
+    println!("concurrency: 2 passed, 0 failed");
 }
