@@ -14,7 +14,7 @@
 
 use super::{decode_tensor_info_le64, NameIndexing, Walk, FAST_TYPES};
 use crate::platform;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// From how many tensor infos the walk is split: below this, starting a thread costs more
@@ -123,11 +123,12 @@ impl Drop for SetOnDrop<'_> {
     }
 }
 
-/// Waits, without sleeping (waking a sleeping thread costs tens of µs), until `done` is set.
+/// Waits until `done` is set: spinning first (waking a sleeping thread costs tens of µs), then
+/// yielding, in case the other thread waits for this one's processor.
 fn wait_for(done: &AtomicBool) {
     let mut spins = 0u32;
     while !done.load(Ordering::Acquire) {
-        if spins < 1 << 16 {
+        if spins < 1 << 12 {
             spins += 1;
             std::hint::spin_loop();
         } else {
@@ -135,6 +136,12 @@ fn wait_for(done: &AtomicBool) {
         }
     }
 }
+
+/// Who walks the second part: not decided yet, the second thread (which started in time), or
+/// this one (the second thread had not started when this one got there).
+const UNCLAIMED: u8 = 0;
+const SECOND: u8 = 1;
+const FIRST: u8 = 2;
 
 impl Walk<'_> {
     /// Walks from the info at `pos` (the first; nothing accepted yet) on two threads, and
@@ -181,10 +188,16 @@ impl Walk<'_> {
             marks: Vec::with_capacity(quota / CHUNK + 1),
         });
         let (done, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+        let claim = AtomicU8::new(UNCLAIMED);
         let second = || {
             // Set however the walk ends, a panic included (then the lock is poisoned, and the
             // walk not used).
             let _done = SetOnDrop(&done);
+            let claimed =
+                claim.compare_exchange(UNCLAIMED, SECOND, Ordering::Acquire, Ordering::Relaxed);
+            if claimed.is_err() {
+                return;
+            }
             if let Ok(mut tail) = tail.lock() {
                 tail.run(sync, &stop);
             }
@@ -205,6 +218,13 @@ impl Walk<'_> {
                 return pos;
             }
             self.index_names(names);
+            // A thread started late (its processor asleep, or busy) would make this one wait
+            // longer than walking on alone.
+            let alone =
+                claim.compare_exchange(UNCLAIMED, FIRST, Ordering::Relaxed, Ordering::Relaxed);
+            if alone.is_ok() {
+                return pos;
+            }
             wait_for(&done);
             match tail.lock() {
                 Ok(tail) => self.adopt(&tail, sync, count, names).unwrap_or(pos),
