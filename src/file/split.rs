@@ -189,10 +189,18 @@ impl Walk<'_> {
         });
         let (done, stop) = (AtomicBool::new(false), AtomicBool::new(false));
         let claim = AtomicU8::new(UNCLAIMED);
+        // (A test has the second thread start too late.)
+        #[cfg(test)]
+        let late = tests::ALONE.get();
+        #[cfg(not(test))]
+        let late = false;
         let second = || {
             // Set however the walk ends, a panic included (then the lock is poisoned, and the
             // walk not used).
             let _done = SetOnDrop(&done);
+            if late {
+                return;
+            }
             let claimed =
                 claim.compare_exchange(UNCLAIMED, SECOND, Ordering::Acquire, Ordering::Relaxed);
             if claimed.is_err() {
@@ -213,16 +221,23 @@ impl Walk<'_> {
                     Err(_) => break,
                 }
             }
+            let claim_first =
+                || claim.compare_exchange(UNCLAIMED, FIRST, Ordering::Relaxed, Ordering::Relaxed);
             if pos != sync || self.accepted == count {
+                // Not to be used: the second thread is kept from starting, or stopped.
+                let _ = claim_first();
                 stop.store(true, Ordering::Relaxed);
                 return pos;
             }
             self.index_names(names);
             // A thread started late (its processor asleep, or busy) would make this one wait
-            // longer than walking on alone.
-            let alone =
-                claim.compare_exchange(UNCLAIMED, FIRST, Ordering::Relaxed, Ordering::Relaxed);
-            if alone.is_ok() {
+            // longer than walking on alone. (Tests wait, so that what they check does not
+            // depend on when the thread starts.)
+            #[cfg(test)]
+            let may_go_alone = !tests::FORCE.get() || late;
+            #[cfg(not(test))]
+            let may_go_alone = true;
+            if may_go_alone && claim_first().is_ok() {
                 return pos;
             }
             wait_for(&done);
@@ -286,6 +301,9 @@ mod tests {
     thread_local! {
         /// Set by a test to split the walk even on a machine that runs one thread at a time.
         pub(super) static FORCE: Cell<bool> = const { Cell::new(false) };
+        /// Set by a test to have this thread walk the second part too, as when the second
+        /// thread starts late.
+        pub(super) static ALONE: Cell<bool> = const { Cell::new(false) };
         /// Set by a test to start the second walk one byte past the infos it found.
         pub(super) static MISS: Cell<bool> = const { Cell::new(false) };
         /// Infos taken from second walks on this thread.
@@ -419,6 +437,15 @@ mod tests {
         MISS.set(true);
         let (same, taken, opened) = split_outcome(&experts(N, |_, _| {}));
         MISS.set(false);
+        assert!(same && opened);
+        assert_eq!(taken, 0);
+    }
+
+    #[test]
+    fn a_second_thread_that_starts_late_is_not_waited_for() {
+        ALONE.set(true);
+        let (same, taken, opened) = split_outcome(&experts(N, |_, _| {}));
+        ALONE.set(false);
         assert!(same && opened);
         assert_eq!(taken, 0);
     }
