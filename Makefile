@@ -59,6 +59,9 @@ test-prereqs:
 test: test-prereqs venv ggml
 	$(CARGO) build --lib
 	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml $(CARGO) test
+	@# The kernels again as optimized for release, the build engines ship: the optimizer may
+	@# reorder what the debug build does in the written order (it swapped an add's operands).
+	GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml $(CARGO) test --release --test simd --test dequant
 
 # The concurrency test under ThreadSanitizer (nightly toolchain).
 tsan:

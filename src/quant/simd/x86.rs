@@ -29,6 +29,16 @@ pub(super) fn has(isa: Isa) -> bool {
     }
 }
 
+/// Converts one block `b` of `dtype` into `y` with the scalar kernel: for the blocks of Q4_1 and
+/// Q5_1 whose scales are not both finite. Only there do two NaNs meet in one operation (`q * d`
+/// and `m` in their sum), and x86 then keeps the first operand's; the kernels add in ggml's
+/// order, but LLVM may swap an add's operands, and in release builds it did.
+#[cold]
+#[inline(never)]
+fn scalar_block(dtype: DataType, b: &[u8], y: &mut [f32]) {
+    crate::quant::scalar_kernel(dtype)(b, y);
+}
+
 /// Little-endian `u16` at `at` (callers have checked the block's length).
 #[inline(always)]
 fn le16(b: &[u8], at: usize) -> u16 {
@@ -376,7 +386,7 @@ macro_rules! block_kernels {
     ($name:ident, $h:ident, $feat:literal) => {
         mod $name {
             use super::$h::*;
-            use super::{half, half_bits, le16, q5_high_bits};
+            use super::{half, half_bits, le16, q5_high_bits, scalar_block};
             use crate::quant::blocks::{
                 iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, mxfp4, q2_0,
                 q2_k, q3_k, q4_0, q4_1, q5_0, q5_1, q5_k, q6_k, tq1_0, tq2_0,
@@ -388,6 +398,7 @@ macro_rules! block_kernels {
                 IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
                 KSIGNS_IQ2XS, KVALUES_IQ4NL, KVALUES_MXFP4,
             };
+            use crate::types::DataType;
             use core::arch::x86_64::*;
 
             #[target_feature(enable = $feat)]
@@ -441,11 +452,16 @@ macro_rules! block_kernels {
             pub unsafe fn q4_1(x: &[u8], y: &mut [f32]) {
                 let m4 = _mm_set1_epi8(0x0f);
                 for (b, y) in x.chunks_exact(20).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: the kernel's features include F16C.
+                    let (d, m) = unsafe { (half(b, q4_1::D), half(b, q4_1::M)) };
+                    if !(d.is_finite() && m.is_finite()) {
+                        scalar_block(DataType::Q4_1, b, y);
+                        continue;
+                    }
                     // SAFETY: a block is 20 bytes (4 + 16 quants) and y is 32 floats; the kernel's
                     // features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, q4_1::D));
-                        let m = splat(half(b, q4_1::M));
+                        let (d, m) = (splat(d), splat(m));
                         let qs = _mm_loadu_si128(b.as_ptr().add(q4_1::QS).cast());
                         let lo = _mm_and_si128(qs, m4);
                         let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
@@ -479,11 +495,16 @@ macro_rules! block_kernels {
             pub unsafe fn q5_1(x: &[u8], y: &mut [f32]) {
                 let m4 = _mm_set1_epi8(0x0f);
                 for (b, y) in x.chunks_exact(24).zip(y.chunks_exact_mut(32)) {
+                    // SAFETY: the kernel's features include F16C.
+                    let (d, m) = unsafe { (half(b, q5_1::D), half(b, q5_1::M)) };
+                    if !(d.is_finite() && m.is_finite()) {
+                        scalar_block(DataType::Q5_1, b, y);
+                        continue;
+                    }
                     // SAFETY: a block is 24 bytes (4 + 4 + 16 quants) and y is 32 floats; the kernel's
                     // features are the helpers'.
                     unsafe {
-                        let d = splat(half(b, q5_1::D));
-                        let m = splat(half(b, q5_1::M));
+                        let (d, m) = (splat(d), splat(m));
                         let (h0, h1) = q5_high_bits(b, q5_1::QH);
                         let qs = _mm_loadu_si128(b.as_ptr().add(q5_1::QS).cast());
                         let lo = _mm_or_si128(_mm_and_si128(qs, m4), h0);
