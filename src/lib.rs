@@ -5,6 +5,12 @@
 // No 64-bit size or offset is cut to a 32-bit `usize` (CI runs clippy with -D warnings).
 #![warn(clippy::cast_possible_truncation)]
 
+// The Rust guide's examples run as doctests too (tests/readme.rs checks every document with
+// one is here).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/rust.md")]
+struct RustGuide;
+
 mod atomic_file;
 pub mod digest;
 pub mod error;
