@@ -21,7 +21,7 @@ mod stream;
 mod tensor;
 
 use encode::Encoder;
-pub(crate) use from_model::Owner;
+pub(crate) use from_model::OwnedRange;
 pub(crate) use output::Api;
 pub use stream::TensorStream;
 pub(crate) use tensor::check_dim_count;

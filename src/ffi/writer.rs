@@ -10,7 +10,9 @@ use crate::format::{ByteOrder, Layout};
 use crate::reader::ByteReader;
 use crate::types::{DataType, ValueType};
 use crate::value::{read_value, Element};
-use crate::writer::{check_dim_count, Api, MetadataValue, Owner, TensorData, TensorStream, Writer};
+use crate::writer::{
+    check_dim_count, Api, MetadataValue, OwnedRange, TensorData, TensorStream, Writer,
+};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -48,7 +50,7 @@ impl AsRef<[u8]> for Lent {
 }
 
 /// Lent bytes as a writer's tensor data source.
-fn lent(ptr: *const u8, len: usize) -> (Owner, std::ops::Range<usize>) {
+fn lent(ptr: *const u8, len: usize) -> OwnedRange {
     (Arc::new(Lent { ptr, len }), 0..len)
 }
 

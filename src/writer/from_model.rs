@@ -12,6 +12,9 @@ use std::sync::Arc;
 /// Bytes that stay alive as long as their owner, as [`TensorData::shared`] takes them.
 pub(crate) type Owner = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
+/// Bytes in memory: their owner and their range in it.
+pub(crate) type OwnedRange = (Owner, Range<usize>);
+
 /// The bytes of one shard of a shared model.
 struct ShardBytes(Arc<Model<Source>>, usize);
 
@@ -44,7 +47,7 @@ impl Writer {
     /// the shard and the tensor's data, the owner of those bytes and their range in it.
     pub(crate) fn copy_of(
         model: &Model<Source>,
-        memory: &mut dyn FnMut(usize, &[u8]) -> Result<(Owner, Range<usize>)>,
+        memory: &mut dyn FnMut(usize, &[u8]) -> Result<OwnedRange>,
     ) -> Result<Writer> {
         let first = model.first();
         let mut writer = Writer::new();
