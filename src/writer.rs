@@ -11,8 +11,9 @@
 use crate::error::{AlignmentFound, Error, ErrorCode, ErrorKind, FirstSeen, Result};
 use crate::file::GgufFile;
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT};
+use crate::reader::ByteReader;
 use crate::types::{DataType, ValueType};
-use crate::value::Value;
+use crate::value::{read_value, Value};
 
 mod encode;
 mod from_model;
@@ -327,6 +328,54 @@ impl Writer {
             None => self.kvs.push((key.to_vec(), value)),
         }
         Ok(self)
+    }
+
+    /// Sets `key` to an array of `count` elements of the type whose id is `elem_type`, given
+    /// as a little-endian version-3 file encodes them: `elements` holds exactly the elements
+    /// (a string as a u64 length and its bytes; a nested array as its element type, u64 count
+    /// and elements). They are checked with the reader's rules (a refusal's offset counts from
+    /// the start of `elements`), kept as given (one buffer) and written in this writer's version
+    /// and byte order. Replaces the value of an existing key where it stands. This is how an
+    /// array's raw bytes from a little-endian file are copied.
+    pub fn set_array_encoded(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        elem_type: u32,
+        count: u64,
+        elements: &[u8],
+    ) -> Result<&mut Writer> {
+        let size = elements.len();
+        let mut encoded = Vec::with_capacity(12 + size);
+        encoded.extend_from_slice(&elem_type.to_le_bytes());
+        encoded.extend_from_slice(&count.to_le_bytes());
+        encoded.extend_from_slice(elements);
+        let layout = Layout::new(3, ByteOrder::Little);
+        let mut reader = ByteReader::new(&encoded, 0, layout);
+        // The 12 bytes parsed before the elements are `elem_type` and `count`: errors about
+        // them concern no byte of `elements`.
+        read_value(&mut reader, ValueType::Array, "the encoded array").map_err(|e| {
+            match e.offset() {
+                Some(at) if at >= 12 => e.with_offset(Some(at - 12)),
+                _ => e.with_offset(None),
+            }
+        })?;
+        if reader.remaining() != 0 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{count} elements end after {} of the {size} bytes given",
+                    reader.pos() - 12
+                ),
+            ));
+        }
+        let elem = ValueType::from_id(elem_type).ok_or_else(|| {
+            Error::msg(
+                ErrorCode::Internal,
+                format!("element type {elem_type} passed the reader's check"),
+            )
+        })?;
+        encoded.drain(..12);
+        self.set_encoded_array(key.as_ref(), elem, count, encoded, layout)
     }
 
     /// Removes a metadata entry; returns whether the key was set.

@@ -6,10 +6,9 @@ use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::file::quote;
-use crate::format::{ByteOrder, Layout};
-use crate::reader::ByteReader;
+use crate::format::ByteOrder;
 use crate::types::{DataType, ValueType};
-use crate::value::{read_value, Element};
+use crate::value::Element;
 use crate::writer::{
     check_dim_count, Api, MetadataValue, OwnedRange, TensorData, TensorStream, Writer,
 };
@@ -466,39 +465,10 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         let key = unsafe { c_str(key, "key")? };
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let elements = unsafe { bytes(data.cast(), size, "data")? };
-        let mut encoded = Vec::with_capacity(12 + size);
-        encoded.extend_from_slice(&elem_type.to_le_bytes());
-        encoded.extend_from_slice(&count.to_le_bytes());
-        encoded.extend_from_slice(elements);
-        let layout = Layout::new(3, ByteOrder::Little);
-        let mut reader = ByteReader::new(&encoded, 0, layout);
-        read_value(&mut reader, ValueType::Array, "the encoded array").map_err(offset_in_data)?;
-        if reader.remaining() != 0 {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "{count} elements end after {} of the {size} bytes given",
-                    reader.pos() - 12
-                ),
-            ));
-        }
-        let elem = ValueType::from_id(elem_type).ok_or_else(|| null("elem_type"))?;
-        // Kept as given (one buffer), as arrays copied from a file are.
-        encoded.drain(..12);
         w.writer
-            .set_encoded_array(key, elem, count, encoded, layout)?;
+            .set_array_encoded(key, elem_type, count, elements)?;
         Ok(true)
     })
-}
-
-/// An error of `gguf_writer_set_array_encoded` with its offset counted from the caller's `data`:
-/// the 12 bytes parsed before it are the `elem_type` and `count` arguments, errors about which
-/// concern no byte.
-fn offset_in_data(e: Error) -> Error {
-    match e.offset() {
-        Some(at) if at >= 12 => e.with_offset(Some(at - 12)),
-        _ => e.with_offset(None),
-    }
 }
 
 /// Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
