@@ -1,6 +1,7 @@
 //! Every output and every source of tensor data write the same file: `Writer::write_file`,
 //! `Writer::to_bytes`, `Writer::write_to_slice` and a stream (`Writer::begin_file`), from bytes
-//! owned or shared, a range of an open file, or a model (`Writer::from_model`). And the refusals
+//! owned or shared, a range of an open file, or a model, mapped, in memory or read by position
+//! (`Writer::from_model`). And the refusals
 //! of each, which change nothing.
 
 use gguf::source::Source;
@@ -138,10 +139,20 @@ fn a_model_is_copied_from_any_source() {
     let lent: &'static [u8] = Vec::leak(expected.clone());
     let models = [
         Model::open(&path, Default::default()).unwrap(),
+        // Not mapped: only the header is in memory, the data is read by position.
+        Model::open(
+            &path,
+            gguf::OpenOptions {
+                no_map: true,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
         GgufFile::from_bytes(Source::Lent(lent))
             .and_then(|f| Model::single(f, "<memory>".to_string()))
             .unwrap(),
     ];
+    assert!(!models[1].first().source().in_memory());
     for m in models {
         let m = Arc::new(m);
         let w = Writer::from_model(&m).unwrap();

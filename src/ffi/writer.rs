@@ -118,9 +118,10 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
 /// A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
 /// model, whose tensors are all gathered into one file), version, byte order, and every tensor
 /// with its data read from `src` when the file is written (copied inside the kernel from a
-/// mapped file, else from its memory). Change what you like, then write it: `src` must stay
-/// open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
-/// `src` keeps reading the old contents until closed). NULL if `src` is NULL.
+/// mapped file, else from its memory, or read from its source for a handle that does not map
+/// its file, such as `GGUF_OPEN_FLAG_NO_MAP`). Change what you like, then write it: `src` must
+/// stay open until then. Writing over `src`'s own path is safe (the file is replaced
+/// atomically, and `src` keeps reading the old contents until closed). NULL if `src` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
@@ -676,7 +677,8 @@ pub unsafe extern "C" fn gguf_writer_set_sync(w: GGUFWriter, sync: bool) -> bool
 mod tests {
     use super::*;
     use crate::ffi::gguf_tensor_count;
-    use crate::ffi::{gguf_close, gguf_last_error_code, gguf_open, gguf_open_memory};
+    use crate::ffi::OpenFlag;
+    use crate::ffi::{gguf_close, gguf_last_error_code, gguf_open, gguf_open_ex, gguf_open_memory};
 
     /// The writer to memory writes what the writer to a file writes, byte for byte, and a
     /// buffer too small is refused and left untouched.
@@ -724,6 +726,22 @@ mod tests {
             gguf_close(again);
             gguf_writer_free(w);
             gguf_close(src);
+        }
+
+        // A handle that does not map its file: the data is read from it, the same bytes.
+        // SAFETY: a NUL-terminated path.
+        let unmapped = unsafe { gguf_open_ex(path.as_ptr().cast(), OpenFlag::NoMap as u32) };
+        assert!(!unmapped.is_null());
+        // SAFETY: a live handle, and a writer freed before it is closed.
+        unsafe {
+            let w = gguf_writer_from_file(unmapped);
+            assert!(!w.is_null(), "{}", gguf_last_error_code());
+            assert_eq!(gguf_writer_memory_size(w), size as u64);
+            let mut copy = vec![0u8; size];
+            assert!(gguf_writer_write_memory(w, copy.as_mut_ptr().cast(), size));
+            assert!(copy == buf[..size], "the unmapped copy differs");
+            gguf_writer_free(w);
+            gguf_close(unmapped);
         }
     }
 }

@@ -28,7 +28,8 @@ impl Writer {
     /// A writer holding everything `model` holds: its metadata (minus the `split.*` keys of a
     /// split model, whose tensors are all gathered into one file), version, byte order, and
     /// every tensor, its data read from `model` when the file is written (copied inside the
-    /// kernel from a mapped file, else from memory). Change what you like, then write it; the
+    /// kernel from a mapped file, else from memory, or read from the source of a model that is
+    /// not mapped). Change what you like, then write it; the
     /// writer keeps `model` alive. Writing over the model's own path is safe: the file is
     /// replaced atomically, and `model` keeps reading the old contents.
     pub fn from_model(model: &Arc<Model<Source>>) -> Result<Writer> {
@@ -79,12 +80,23 @@ impl Writer {
                 )
             })?;
             let info = t.info;
-            let (owner, range) = memory(t.shard, info.data)?;
-            let data = match files.get(t.shard).and_then(Option::as_ref) {
-                Some(file) => {
-                    TensorData::file_range_mapped(Arc::clone(file), info.file_offset, owner, range)?
+            let source = model.shards()[t.shard].source();
+            let positioned = source.positioned().filter(|_| !source.in_memory());
+            let data = match (positioned, files.get(t.shard).and_then(Option::as_ref)) {
+                // Only the header is in memory: the data is read from the source.
+                (Some(source), _) => TensorData::read_at(Arc::clone(source), info.file_offset),
+                (None, file) => {
+                    let (owner, range) = memory(t.shard, info.data)?;
+                    match file {
+                        Some(file) => TensorData::file_range_mapped(
+                            Arc::clone(file),
+                            info.file_offset,
+                            owner,
+                            range,
+                        )?,
+                        None => TensorData::shared(owner, range)?,
+                    }
                 }
-                None => TensorData::shared(owner, range)?,
             };
             writer.add_tensor_data(
                 info.name,

@@ -6,6 +6,7 @@ use super::Writer;
 use crate::atomic_file::AtomicFile;
 use crate::error::{quote, Error, ErrorCode, Result};
 use crate::format;
+use crate::read_at::{read_exact_at, ReadAt};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -13,6 +14,8 @@ use std::path::Path;
 /// Tensors smaller than this are written from memory even when they could be copied inside the
 /// kernel: a copy call costs more than the bytes.
 const KERNEL_COPY_MIN: u64 = 64 * 1024;
+/// The most bytes read at once from a source read by position.
+const READ_PIECE: u64 = 1 << 20;
 
 /// Whose words a refusal uses to say what to call instead: the Rust API's or the C API's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +34,18 @@ pub(super) trait Sink {
     fn zeros(&mut self, n: u64) -> Result<()>;
     /// Copies `len` bytes of `file` from `offset` on.
     fn copy_range(&mut self, file: &File, offset: u64, len: u64) -> Result<()>;
+    /// Copies `len` bytes of `source` from `offset` on, a piece at a time.
+    fn copy_read_at(&mut self, source: &dyn ReadAt, offset: u64, len: u64) -> Result<()> {
+        let mut buf = vec![0u8; crate::size::in_memory(len.min(READ_PIECE))];
+        let mut done = 0u64;
+        while done < len {
+            let piece = &mut buf[..crate::size::in_memory((len - done).min(READ_PIECE))];
+            read_exact_at(source, offset + done, piece)?;
+            self.put(piece)?;
+            done += piece.len() as u64;
+        }
+        Ok(())
+    }
     /// Whether `len` bytes of a file are better copied from the file than from memory.
     fn prefers_copy(&self, _len: u64) -> bool {
         false
@@ -99,6 +114,7 @@ impl<W: Write> Sink for WriteSink<'_, W> {
 pub(super) enum Chunk<'a> {
     Memory(&'a [u8]),
     File(&'a File, u64, Option<&'a [u8]>),
+    Positioned(&'a dyn ReadAt, u64),
 }
 
 /// Writes one tensor of `size` bytes and its padding to `alignment`: the step of the write loop,
@@ -115,6 +131,10 @@ pub(super) fn put_tensor(
             None
         }
         Chunk::File(_, _, memory) => memory,
+        Chunk::Positioned(source, offset) => {
+            sink.copy_read_at(source, offset, size)?;
+            None
+        }
         Chunk::Memory(bytes) => Some(bytes),
     };
     if let Some(bytes) = memory {
@@ -163,6 +183,7 @@ impl Writer {
                     offset,
                     memory,
                 } => Chunk::File(file, *offset, memory.as_ref().map(Bytes::get)),
+                Origin::Positioned { source, offset } => Chunk::Positioned(&**source, *offset),
                 Origin::Streamed => return self.missing_data(Api::Rust),
             };
             put_tensor(sink, chunk, t.size, alignment)?;

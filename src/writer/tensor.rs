@@ -4,6 +4,7 @@
 use crate::error::quote;
 use crate::error::{Error, ErrorCode, ErrorKind, FirstSeen, Result};
 use crate::format::MAX_DIMS;
+use crate::read_at::ReadAt;
 use crate::types::DataType;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
@@ -29,6 +30,12 @@ pub(super) enum Origin {
         file: Arc<File>,
         offset: u64,
         memory: Option<Bytes>,
+    },
+    /// The tensor's bytes in a source read by position (a file descriptor, a callback, a
+    /// server), from `offset` on.
+    Positioned {
+        source: Arc<dyn ReadAt>,
+        offset: u64,
     },
     /// Given by the caller after the header.
     Streamed,
@@ -99,6 +106,12 @@ impl TensorData {
         }))
     }
 
+    /// The tensor's bytes at `offset` of `source`, a source read by position (a file descriptor,
+    /// a read callback, a server): read when the file is written.
+    pub fn read_at(source: Arc<dyn ReadAt>, offset: u64) -> TensorData {
+        TensorData(Origin::Positioned { source, offset })
+    }
+
     /// No bytes yet: the caller streams them after the header.
     pub fn streamed() -> TensorData {
         TensorData(Origin::Streamed)
@@ -130,6 +143,13 @@ impl std::fmt::Debug for TensorData {
         match &self.0 {
             Origin::Memory(b) => write!(f, "TensorData::Memory({} bytes)", b.range.len()),
             Origin::File { offset, .. } => write!(f, "TensorData::File(at {offset})"),
+            Origin::Positioned { source, offset } => {
+                write!(
+                    f,
+                    "TensorData::Positioned({} at {offset})",
+                    source.describe()
+                )
+            }
             Origin::Streamed => f.write_str("TensorData::Streamed"),
         }
     }
