@@ -1595,9 +1595,10 @@ GGUF_API GGUFWriter gguf_writer_new(void);
  * A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
  * model, whose tensors are all gathered into one file), version, byte order, and every tensor
  * with its data read from `src` when the file is written (copied inside the kernel from a
- * mapped file, else from its memory). Change what you like, then write it: `src` must stay
- * open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
- * `src` keeps reading the old contents until closed). NULL if `src` is NULL.
+ * mapped file, else from its memory, or read from its source for a handle that does not map
+ * its file, such as `GGUF_OPEN_FLAG_NO_MAP`). Change what you like, then write it: `src` must
+ * stay open until then. Writing over `src`'s own path is safe (the file is replaced
+ * atomically, and `src` keeps reading the old contents until closed). NULL if `src` is NULL.
  */
 GGUF_API GGUFWriter gguf_writer_from_file(GGUFFile src);
 

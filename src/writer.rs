@@ -1,19 +1,33 @@
 //! The writer: builds GGUF files with any metadata (all 13 value types, nested arrays) and
 //! tensors of any data type, in any supported version and byte order. It refuses what the reader
 //! would refuse, so everything it writes opens.
+//!
+//! A tensor's bytes come from memory, from a range of an open file, or from the caller, who
+//! streams them after the header ([`TensorData`]). One loop writes a whole file (the header,
+//! then each tensor and its padding) to a file replaced atomically ([`Writer::write_file`]),
+//! any `Write` ([`Writer::write_to`]) or a buffer ([`Writer::write_to_slice`]); a stream
+//! ([`Writer::begin_file`]) takes the same steps as the caller gives each tensor.
 
-use crate::atomic_file::AtomicFile;
 use crate::error::{AlignmentFound, Error, ErrorCode, ErrorKind, FirstSeen, Result};
 use crate::file::GgufFile;
-use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS};
+use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT};
 use crate::reader::ByteReader;
 use crate::types::{DataType, ValueType};
 use crate::value::{read_value, Value};
-use foldhash::fast::RandomState;
-use hashbrown::HashTable;
-use std::hash::BuildHasher;
-use std::io::Write;
-use std::path::Path;
+
+mod encode;
+mod from_model;
+mod output;
+mod stream;
+mod tensor;
+
+use encode::Encoder;
+pub(crate) use from_model::OwnedRange;
+pub(crate) use output::Api;
+pub use stream::TensorStream;
+pub(crate) use tensor::check_dim_count;
+pub use tensor::TensorData;
+use tensor::{check_tensor, PendingTensor, TensorNames};
 
 /// An owned metadata value, for writing.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,15 +156,6 @@ impl Stored {
     }
 }
 
-struct PendingTensor {
-    name: Vec<u8>,
-    dims: Vec<u64>,
-    dtype: DataType,
-    size: u64,
-    /// `None` for a tensor whose data the caller streams after the header.
-    data: Option<Vec<u8>>,
-}
-
 /// Builds a GGUF file in memory and writes it out.
 pub struct Writer {
     version: u32,
@@ -161,39 +166,6 @@ pub struct Writer {
     names: TensorNames,
     /// Whether files written are flushed to stable storage before they replace the destination.
     sync: bool,
-}
-
-/// Tensor positions found by name; the names stay in the tensors.
-#[derive(Default)]
-struct TensorNames {
-    table: HashTable<usize>,
-    hasher: RandomState,
-}
-
-impl TensorNames {
-    fn find(&self, tensors: &[PendingTensor], name: &[u8]) -> Option<usize> {
-        self.table
-            .find(self.hasher.hash_one(name), |&i| tensors[i].name == name)
-            .copied()
-    }
-
-    /// Records that the last of `tensors` is at its position (its name is not yet recorded).
-    fn push(&mut self, tensors: &[PendingTensor]) {
-        let i = tensors.len() - 1;
-        let hasher = &self.hasher;
-        self.table
-            .insert_unique(hasher.hash_one(&tensors[i].name[..]), i, |&j| {
-                hasher.hash_one(&tensors[j].name[..])
-            });
-    }
-
-    fn of(tensors: &[PendingTensor]) -> TensorNames {
-        let mut names = TensorNames::default();
-        for i in 1..=tensors.len() {
-            names.push(&tensors[..i]);
-        }
-        names
-    }
 }
 
 impl std::fmt::Debug for Writer {
@@ -358,6 +330,54 @@ impl Writer {
         Ok(self)
     }
 
+    /// Sets `key` to an array of `count` elements of the type whose id is `elem_type`, given
+    /// as a little-endian version-3 file encodes them: `elements` holds exactly the elements
+    /// (a string as a u64 length and its bytes; a nested array as its element type, u64 count
+    /// and elements). They are checked with the reader's rules (a refusal's offset counts from
+    /// the start of `elements`), kept as given (one buffer) and written in this writer's version
+    /// and byte order. Replaces the value of an existing key where it stands. This is how an
+    /// array's raw bytes from a little-endian file are copied.
+    pub fn set_array_encoded(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        elem_type: u32,
+        count: u64,
+        elements: &[u8],
+    ) -> Result<&mut Writer> {
+        let size = elements.len();
+        let mut encoded = Vec::with_capacity(12 + size);
+        encoded.extend_from_slice(&elem_type.to_le_bytes());
+        encoded.extend_from_slice(&count.to_le_bytes());
+        encoded.extend_from_slice(elements);
+        let layout = Layout::new(3, ByteOrder::Little);
+        let mut reader = ByteReader::new(&encoded, 0, layout);
+        // The 12 bytes parsed before the elements are `elem_type` and `count`: errors about
+        // them concern no byte of `elements`.
+        read_value(&mut reader, ValueType::Array, "the encoded array").map_err(|e| {
+            match e.offset() {
+                Some(at) if at >= 12 => e.with_offset(Some(at - 12)),
+                _ => e.with_offset(None),
+            }
+        })?;
+        if reader.remaining() != 0 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{count} elements end after {} of the {size} bytes given",
+                    reader.pos() - 12
+                ),
+            ));
+        }
+        let elem = ValueType::from_id(elem_type).ok_or_else(|| {
+            Error::msg(
+                ErrorCode::Internal,
+                format!("element type {elem_type} passed the reader's check"),
+            )
+        })?;
+        encoded.drain(..12);
+        self.set_encoded_array(key.as_ref(), elem, count, encoded, layout)
+    }
+
     /// Removes a metadata entry; returns whether the key was set.
     pub fn remove_metadata(&mut self, key: impl AsRef<[u8]>) -> bool {
         let before = self.kvs.len();
@@ -412,68 +432,35 @@ impl Writer {
         dtype: DataType,
         data: Vec<u8>,
     ) -> Result<&mut Writer> {
-        self.push_tensor(name.as_ref(), dims, dtype, Some(data))
+        self.add_tensor_data(name, dims, dtype, TensorData::bytes(data))
     }
 
-    /// Adds a tensor whose data is not in memory: write the file with
-    /// [`Writer::header_bytes`], then each tensor's data at [`Writer::tensor_offsets`] (relative
-    /// to the end of the header), each padded to the alignment. For files larger than memory.
+    /// Adds a tensor whose data is not in memory: stream it after the header
+    /// ([`Writer::begin_file`]), or write the file yourself with [`Writer::header_bytes`], then
+    /// each tensor's data at [`Writer::tensor_offsets`] (relative to the end of the header),
+    /// each padded to the alignment. For files larger than memory.
     pub fn add_tensor_info(
         &mut self,
         name: impl AsRef<[u8]>,
         dims: &[u64],
         dtype: DataType,
     ) -> Result<&mut Writer> {
-        self.push_tensor(name.as_ref(), dims, dtype, None)
+        self.add_tensor_data(name, dims, dtype, TensorData::streamed())
     }
 
-    fn push_tensor(
+    /// Adds a tensor whose bytes come from `data`: memory (owned or shared), a range of an open
+    /// file, or streamed. The same checks as [`Writer::add_tensor`]; bytes in memory must be
+    /// exactly the tensor's size.
+    pub fn add_tensor_data(
         &mut self,
-        name: &[u8],
+        name: impl AsRef<[u8]>,
         dims: &[u64],
         dtype: DataType,
-        data: Option<Vec<u8>>,
+        data: TensorData,
     ) -> Result<&mut Writer> {
-        let quoted = crate::file::quote(name);
-        if self.names.find(&self.tensors, name).is_some() {
-            return Err(Error::new(ErrorKind::DuplicateTensor {
-                tensor: quoted,
-                first: FirstSeen::Given,
-            }));
-        }
-        if dims.len() > MAX_DIMS {
-            return Err(Error::new(ErrorKind::TooManyDims {
-                tensor: quoted,
-                found: dims.len() as u64,
-                max: MAX_DIMS,
-                refused: true,
-            }));
-        }
-        let first = dims.first().copied().unwrap_or(1);
-        if first % dtype.block_elems() != 0 {
-            return Err(Error::new(ErrorKind::BadBlockMultiple {
-                tensor: quoted,
-                first,
-                data_type: dtype,
-            }));
-        }
-        let size = dtype.tensor_bytes(dims).ok_or_else(|| {
-            Error::new(ErrorKind::SizeOverflow {
-                tensor: Some(quoted.clone()),
-                what: "size overflows".to_string(),
-            })
-        })?;
-        if let Some(data) = &data {
-            if size != data.len() as u64 {
-                return Err(Error::msg(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "tensor {quoted}: expected {size} bytes of data, found {}",
-                        data.len()
-                    ),
-                ));
-            }
-        }
+        let name = name.as_ref();
+        let taken = self.names.find(&self.tensors, name).is_some();
+        let size = check_tensor(taken, name, dims, dtype, &data)?;
         self.tensors.push(PendingTensor {
             name: name.to_vec(),
             dims: dims.to_vec(),
@@ -506,28 +493,6 @@ impl Writer {
                 Ok(offset)
             })
             .collect()
-    }
-
-    /// The whole file.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.write_to(&mut out)?;
-        Ok(out)
-    }
-
-    /// Writes the file to `path`, atomically: the bytes go to a temporary file in the same
-    /// directory (`.<name>.gguf-tmp-<pid>-<random>`, with the permissions an existing file at
-    /// `path` had), which is synced (see [`Writer::set_sync`]) and renamed over `path`. On any
-    /// failure `path` is exactly what it was and the temporary file is removed. `path` may be
-    /// the file the tensor data was read from: handles that mapped it keep the old file.
-    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
-        let mut out = AtomicFile::create(path.as_ref(), self.sync)?;
-        let shown = out.shown().to_string();
-        self.write_to(&mut out).map_err(|e| match e.path() {
-            Some(_) => e,
-            None => e.in_file(shown),
-        })?;
-        out.commit()
     }
 
     /// Splits the model into shards of at most `max_tensors` tensors each, as llama.cpp's
@@ -621,27 +586,6 @@ impl Writer {
         );
         Ok(enc.buf)
     }
-
-    /// Writes the file to `out`. Every tensor must have been given its data.
-    pub fn write_to(&self, out: &mut impl Write) -> Result<()> {
-        let io = |e: std::io::Error| Error::io("cannot write", e);
-        out.write_all(&self.header_bytes()?).map_err(io)?;
-        let alignment = self.alignment();
-        for t in &self.tensors {
-            let Some(data) = &t.data else {
-                return Err(Error::msg(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "tensor {} has no data: write the header, then stream it",
-                        crate::file::quote(&t.name)
-                    ),
-                ));
-            };
-            out.write_all(data).map_err(io)?;
-            write_zeros(out, pad_to(t.size, alignment) - t.size).map_err(io)?;
-        }
-        out.flush().map_err(io)
-    }
 }
 
 /// The alignment a `general.alignment` value sets: it must be a UINT32 (checked for range by
@@ -656,124 +600,6 @@ fn alignment_value(value: MetadataValue) -> Result<u32> {
     }
 }
 
-/// Writes `n` zero bytes from a static buffer.
-pub(crate) fn write_zeros(out: &mut impl Write, mut n: u64) -> std::io::Result<()> {
-    static ZEROS: [u8; 4096] = [0; 4096];
-    while n > 0 {
-        let step = usize::try_from(n).map_or(ZEROS.len(), |n| n.min(ZEROS.len()));
-        out.write_all(&ZEROS[..step])?;
-        n -= step as u64;
-    }
-    Ok(())
-}
-
 fn pad_to(pos: u64, alignment: u64) -> u64 {
     format::align_up(pos, alignment).unwrap_or(pos)
-}
-
-/// Encodes numbers in the file's byte order and lengths in the version's width.
-struct Encoder {
-    buf: Vec<u8>,
-    layout: Layout,
-}
-
-impl Encoder {
-    fn put<const N: usize>(&mut self, le: [u8; N]) {
-        let mut bytes = le;
-        if self.layout.order == ByteOrder::Big {
-            bytes.reverse();
-        }
-        self.buf.extend_from_slice(&bytes);
-    }
-
-    fn u32(&mut self, v: u32) {
-        self.put(v.to_le_bytes());
-    }
-
-    fn u64(&mut self, v: u64) {
-        self.put(v.to_le_bytes());
-    }
-
-    fn len(&mut self, v: u64) -> Result<()> {
-        if self.layout.wide {
-            self.u64(v);
-        } else {
-            let narrow = u32::try_from(v).map_err(|_| {
-                Error::msg(
-                    ErrorCode::InvalidArgument,
-                    format!("version 1 cannot store the count or length {v}"),
-                )
-            })?;
-            self.u32(narrow);
-        }
-        Ok(())
-    }
-
-    fn string(&mut self, s: &[u8]) -> Result<()> {
-        self.len(s.len() as u64)?;
-        self.buf.extend_from_slice(s);
-        Ok(())
-    }
-
-    fn stored(&mut self, v: &Stored) -> Result<()> {
-        match v {
-            Stored::Value(v) => self.value(v),
-            Stored::Encoded {
-                elem,
-                count,
-                bytes,
-                layout,
-            } if *layout == self.layout => {
-                self.u32(elem.id());
-                self.len(*count)?;
-                self.buf.extend_from_slice(bytes);
-                Ok(())
-            }
-            Stored::Encoded {
-                elem,
-                count,
-                bytes,
-                layout,
-            } => {
-                // Decoded with the reader's rules from the layout it was stored in, then
-                // written in this file's.
-                let mut source = Encoder {
-                    buf: Vec::with_capacity(12 + bytes.len()),
-                    layout: *layout,
-                };
-                source.u32(elem.id());
-                source.len(*count)?;
-                source.buf.extend_from_slice(bytes);
-                let mut r = ByteReader::new(&source.buf, 0, *layout);
-                let raw = read_value(&mut r, ValueType::Array, "a copied array")?;
-                self.value(&MetadataValue::from(raw.view(&source.buf, *layout)))
-            }
-        }
-    }
-
-    fn value(&mut self, v: &MetadataValue) -> Result<()> {
-        use MetadataValue::*;
-        match v {
-            U8(x) => self.put(x.to_le_bytes()),
-            I8(x) => self.put(x.to_le_bytes()),
-            U16(x) => self.put(x.to_le_bytes()),
-            I16(x) => self.put(x.to_le_bytes()),
-            U32(x) => self.put(x.to_le_bytes()),
-            I32(x) => self.put(x.to_le_bytes()),
-            F32(x) => self.put(x.to_le_bytes()),
-            Bool(x) => self.put([u8::from(*x)]),
-            String(s) => self.string(s)?,
-            Array(elem, items) => {
-                self.u32(elem.id());
-                self.len(items.len() as u64)?;
-                for item in items {
-                    self.value(item)?;
-                }
-            }
-            U64(x) => self.put(x.to_le_bytes()),
-            I64(x) => self.put(x.to_le_bytes()),
-            F64(x) => self.put(x.to_le_bytes()),
-        }
-        Ok(())
-    }
 }

@@ -1,16 +1,17 @@
 //! The writer never loses a file: every output is written to a temporary file beside the
 //! destination and renamed over it, so that a failure (file size limit, full file system, an
 //! I/O error, the process killed at any instant) leaves the destination exactly as it was.
+//! These tests use the Rust API (`Writer`, `TensorStream`); `c_tests/test_writer.c` covers the
+//! same through the C functions, which wrap it.
 //!
-//! * In-place editing (`gguf_writer_from_file` then `gguf_writer_write_file` over the source)
-//!   for every kind of handle: mapped, `GGUF_OPEN_FLAG_READ`, `gguf_open_memory`, a split model
-//!   gathered over its first shard. The new file reads back right and the old handle keeps
-//!   reading the old contents until closed.
+//! * In-place editing (`Writer::from_model` then `Writer::write_file` over the source) for
+//!   every kind of model: mapped, read into memory (`OpenOptions::read`), lent memory, a split
+//!   model gathered over its first shard. The new file reads back right and the old model keeps
+//!   reading the old contents until dropped.
 //! * A file size limit (`RLIMIT_FSIZE`, SIGXFSZ ignored: writes fail with EFBIG) in a child
-//!   process, always run: `Writer::write_file`, `gguf_writer_write_file` and streaming fail,
-//!   the destination keeps its old bytes, no temporary file remains, `gguf_writer_write_file`
-//!   can be retried to another path, and a streaming failure sticks (same code and message)
-//!   until `gguf_writer_begin_file`.
+//!   process, always run: `Writer::write_file` and streaming fail, the destination keeps its old
+//!   bytes, no temporary file remains, the writer can write again to another path, and a
+//!   streaming failure sticks (same code and message) until another file is begun.
 //! * A full 1 MiB tmpfs (`mount -t tmpfs`), run where mounting is permitted (root with
 //!   CAP_SYS_ADMIN); where it is refused the test says so on stderr and the file size limit test
 //!   above is the one that always asserts.
@@ -18,18 +19,21 @@
 //!   before `finish`) and at random instants of a loop of complete writes. The destination is
 //!   always the old bytes (or absent) or a complete new file, and the only other files are the
 //!   recognisable temporary ones.
-//! * Exact path bytes (`caf\xe9.gguf`), the old permissions kept, a symbolic link kept.
+//! * Exact path bytes (`caf\xe9.gguf`, through the C API, whose paths are bytes), the old
+//!   permissions kept, a symbolic link kept.
 
 mod common;
 
 use gguf::ffi::*;
-use gguf::{DataType, ErrorCode, GgufFile, MetadataValue, Writer};
+use gguf::source::Source;
+use gguf::{DataType, ErrorCode, GgufFile, MetadataValue, Model, OpenOptions, Writer};
 use std::ffi::{CStr, CString, OsStr};
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 /// Set in a child process: the name of the scenario it runs.
 const CHILD: &str = "GGUF_DURABILITY_CHILD";
@@ -162,18 +166,6 @@ fn c_u32(f: GGUFFile, key: &str) -> u32 {
     }
 }
 
-/// Reads tensor `name`'s bytes through the C API.
-fn c_tensor(f: GGUFFile, name: &str) -> Vec<u8> {
-    // SAFETY: `f` is a live handle; the data lives as long as it.
-    unsafe {
-        let t = gguf_get_tensor(f, c(name).as_ptr());
-        assert!(!t.is_null(), "{name}: {}", last_error());
-        let data = gguf_tensor_data(f, t);
-        assert!(!data.is_null());
-        std::slice::from_raw_parts(data.cast::<u8>(), (*t).size_bytes as usize).to_vec()
-    }
-}
-
 /// The command that runs this test binary's scenario `name` in a child process.
 fn child(name: &str) -> Command {
     let mut cmd = common::this_test_binary();
@@ -215,33 +207,33 @@ fn edit_in_place(kind: Kind) {
             p
         }
     };
-    let memory = std::fs::read(&path).unwrap();
-    // SAFETY: the paths are NUL-terminated; `memory` outlives the handle.
-    let src = unsafe {
+    let src: Arc<Model<Source>> = Arc::new(
         match kind {
-            Kind::Mapped | Kind::Split => gguf_open(c_path(&path).as_ptr()),
-            Kind::Read => gguf_open_ex(c_path(&path).as_ptr(), OpenFlag::Read as u32),
-            Kind::Memory => gguf_open_memory(memory.as_ptr().cast(), memory.len()),
+            Kind::Mapped | Kind::Split => Model::open(&path, OpenOptions::default()),
+            Kind::Read => Model::open(
+                &path,
+                OpenOptions {
+                    read: true,
+                    ..OpenOptions::default()
+                },
+            ),
+            Kind::Memory => {
+                let memory: &'static [u8] = Vec::leak(std::fs::read(&path).unwrap());
+                GgufFile::from_bytes(Source::Lent(memory))
+                    .and_then(|f| Model::single(f, "<memory>".to_string()))
+            }
         }
-    };
-    assert!(!src.is_null(), "{kind:?}: {}", last_error());
+        .unwrap_or_else(|e| panic!("{kind:?}: {e}")),
+    );
     if let Kind::Split = kind {
-        // SAFETY: `src` is live.
-        assert_eq!(unsafe { gguf_shard_count(src) }, SIZES.len() as u32);
+        assert_eq!(src.shards().len(), SIZES.len());
     }
-    // SAFETY: `src` is live and stays open until the writer is freed.
-    unsafe {
-        let w = gguf_writer_from_file(src);
-        assert!(!w.is_null(), "{}", last_error());
-        assert!(gguf_writer_set_uint32(w, c("edit.n").as_ptr(), 2));
-        // Each tensor's new contents: version 2's bytes for tensor 1, the old ones elsewhere.
-        assert!(
-            gguf_writer_write_file(w, c_path(&path).as_ptr()),
-            "{kind:?}: {}",
-            last_error()
-        );
-        gguf_writer_free(w);
-    }
+    let mut w = Writer::from_model(&src).unwrap();
+    w.set_metadata("edit.n", MetadataValue::U32(2)).unwrap();
+    // Each tensor's new contents: version 2's bytes for tensor 1, the old ones elsewhere.
+    w.write_file(&path)
+        .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+    drop(w);
     // The new file: the key changed, every tensor as it was, no split keys.
     let f = GgufFile::open(&path).unwrap();
     assert_eq!(f.get("edit.n").and_then(|v| v.as_u64()), Some(2));
@@ -260,16 +252,19 @@ fn edit_in_place(kind: Kind) {
     for key in ["split.no", "split.count", "split.tensors.count"] {
         assert!(f.get(key).is_none(), "{kind:?}: {key}");
     }
-    // The old handle still reads the old contents, every byte of every tensor.
-    assert_eq!(c_u32(src, "edit.n"), 1, "{kind:?}: old handle");
+    // The old model still reads the old contents, every byte of every tensor.
+    assert_eq!(
+        src.first().get("edit.n").and_then(|v| v.as_u64()),
+        Some(1),
+        "{kind:?}: old model"
+    );
     for (i, &size) in SIZES.iter().enumerate() {
         assert!(
-            c_tensor(src, &format!("t.{i}")) == tensor_data(1, i, size),
-            "{kind:?}: old handle, tensor {i}"
+            src.tensor(format!("t.{i}")).unwrap().info.data == tensor_data(1, i, size),
+            "{kind:?}: old model, tensor {i}"
         );
     }
-    // SAFETY: `src` is live and closed once.
-    unsafe { gguf_close(src) };
+    drop(src);
     // No temporary file is left.
     let shards: Vec<String> = (0..SIZES.len())
         .map(|i| Writer::shard_path("m", i, SIZES.len()))
@@ -362,91 +357,68 @@ fn failures_leave_everything_as_it_was(
     assert!(e.to_string().contains("model.gguf"), "{e}");
     unchanged("Writer::write_file");
 
-    // The C writer, whole: fails, changes nothing, and the same writer writes elsewhere later.
+    // A writer whose data is in memory: fails, changes nothing, and writes elsewhere later.
     let big: Vec<Vec<u8>> = SIZES
         .iter()
         .enumerate()
         .map(|(i, &s)| tensor_data(2, i, s))
         .collect();
-    // SAFETY: every pointer is live for the writer's lifetime.
-    unsafe {
-        let w = gguf_writer_new();
-        assert!(gguf_writer_set_uint32(w, c("edit.n").as_ptr(), 2));
-        for (i, data) in big.iter().enumerate() {
-            let dims = [data.len() as u64];
-            assert!(gguf_writer_add_tensor(
-                w,
-                c(&format!("t.{i}")).as_ptr(),
-                1,
-                dims.as_ptr(),
-                DataType::I8.id(),
-                data.as_ptr().cast(),
-                data.len() as u64
-            ));
-        }
-        assert!(!gguf_writer_write_file(w, c_path(&dest).as_ptr()));
-        assert_eq!(gguf_last_error_code(), ErrorCode::Io as u32);
-        assert!(last_error().contains(expected_message), "{}", last_error());
-        unchanged("gguf_writer_write_file");
-        allow();
-        let other = dir.join("other.gguf");
-        assert!(
-            gguf_writer_write_file(w, c_path(&other).as_ptr()),
-            "the writer is reusable after a failure: {}",
-            last_error()
-        );
-        let f = GgufFile::open(&other).unwrap();
-        assert_eq!(f.get("edit.n").and_then(|v| v.as_u64()), Some(2));
-        assert!(f.tensor("t.1").unwrap().data == big[1]);
-        drop(f);
-        std::fs::remove_file(&other).unwrap();
-
-        // Streaming: the first failure sticks, the temporary file goes, the destination stays.
-        fail_on();
-        assert!(gguf_writer_begin_file(w, c_path(&dest).as_ptr()));
-        assert!(gguf_writer_write_tensor_data(
-            w,
-            big[0].as_ptr().cast(),
-            big[0].len() as u64
-        ));
-        assert!(!gguf_writer_write_tensor_data(
-            w,
-            big[1].as_ptr().cast(),
-            big[1].len() as u64
-        ));
-        let code = gguf_last_error_code();
-        let message = last_error();
-        assert_eq!(code, ErrorCode::Io as u32);
-        assert!(message.contains(expected_message), "{message}");
-        unchanged("a failed stream");
-        allow();
-        // A retry of the failed tensor, the next one, and finish: all fail the same way.
-        for (i, data) in [(1, &big[1]), (2, &big[2])] {
-            assert!(
-                !gguf_writer_write_tensor_data(w, data.as_ptr().cast(), data.len() as u64),
-                "tensor {i} after a failure"
-            );
-            assert_eq!(gguf_last_error_code(), code);
-            assert_eq!(last_error(), message);
-        }
-        assert!(!gguf_writer_finish(w));
-        assert_eq!(gguf_last_error_code(), code);
-        assert_eq!(last_error(), message);
-        assert!(!gguf_writer_finish(w));
-        assert_eq!(last_error(), message);
-        unchanged("after retries");
-        // A new file starts afresh.
-        assert!(gguf_writer_begin_file(w, c_path(&dest).as_ptr()));
-        for data in &big {
-            assert!(gguf_writer_write_tensor_data(
-                w,
-                data.as_ptr().cast(),
-                data.len() as u64
-            ));
-        }
-        assert!(gguf_writer_finish(w), "{}", last_error());
-        gguf_writer_free(w);
+    let mut w = Writer::new();
+    w.set_metadata("edit.n", MetadataValue::U32(2)).unwrap();
+    for (i, data) in big.iter().enumerate() {
+        w.add_tensor(
+            format!("t.{i}"),
+            &[data.len() as u64],
+            DataType::I8,
+            data.clone(),
+        )
+        .unwrap();
     }
+    let e = w.write_file(&dest).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Io);
+    assert!(e.to_string().contains(expected_message), "{e}");
+    unchanged("Writer::write_file of a writer kept");
+    allow();
+    let other = dir.join("other.gguf");
+    w.write_file(&other)
+        .unwrap_or_else(|e| panic!("the writer is reusable after a failure: {e}"));
+    let f = GgufFile::open(&other).unwrap();
+    assert_eq!(f.get("edit.n").and_then(|v| v.as_u64()), Some(2));
+    assert!(f.tensor("t.1").unwrap().data == big[1]);
+    drop(f);
+    std::fs::remove_file(&other).unwrap();
+
+    // Streaming: the first failure sticks, the temporary file goes, the destination stays.
+    fail_on();
+    let mut stream = w.begin_file(&dest).unwrap();
+    stream.write_tensor_data(&big[0]).unwrap();
+    let e = stream.write_tensor_data(&big[1]).unwrap_err();
+    let code = e.code();
+    let message = e.to_string();
+    assert_eq!(code, ErrorCode::Io);
+    assert!(message.contains(expected_message), "{message}");
+    unchanged("a failed stream");
+    allow();
+    // A retry of the failed tensor, the next one, and finish: all fail the same way.
+    for (i, data) in [(1, &big[1]), (2, &big[2])] {
+        let e = stream
+            .write_tensor_data(data)
+            .expect_err(&format!("tensor {i} after a failure"));
+        assert_eq!(e.code(), code);
+        assert_eq!(e.to_string(), message);
+    }
+    let e = stream.finish().unwrap_err();
+    assert_eq!(e.code(), code);
+    assert_eq!(e.to_string(), message);
+    let e = stream.finish().unwrap_err();
+    assert_eq!(e.to_string(), message);
+    unchanged("after retries");
+    // A new file starts afresh.
+    let mut stream = w.begin_file(&dest).unwrap();
+    for data in &big {
+        stream.write_tensor_data(data).unwrap();
+    }
+    stream.finish().unwrap();
     let f = GgufFile::open(&dest).unwrap();
     assert_eq!(f.get("edit.n").and_then(|v| v.as_u64()), Some(2));
     for (i, data) in big.iter().enumerate() {
@@ -550,44 +522,19 @@ fn a_full_file_system_changes_nothing() {
         .enumerate()
         .map(|(i, &s)| tensor_data(2, i, s))
         .collect();
-    // SAFETY: every pointer is live while used.
-    unsafe {
-        let w = gguf_writer_new();
-        for (i, d) in data.iter().enumerate() {
-            let dims = [d.len() as u64];
-            assert!(gguf_writer_add_tensor(
-                w,
-                c(&format!("t.{i}")).as_ptr(),
-                1,
-                dims.as_ptr(),
-                DataType::I8.id(),
-                std::ptr::null(),
-                0
-            ));
-        }
-        assert!(gguf_writer_begin_file(w, c_path(&dest).as_ptr()));
-        assert!(gguf_writer_write_tensor_data(
-            w,
-            data[0].as_ptr().cast(),
-            16
-        ));
-        assert!(!gguf_writer_write_tensor_data(
-            w,
-            data[1].as_ptr().cast(),
-            data[1].len() as u64
-        ));
-        let message = last_error();
-        assert!(message.contains("No space left"), "{message}");
-        assert!(!gguf_writer_write_tensor_data(
-            w,
-            data[1].as_ptr().cast(),
-            data[1].len() as u64
-        ));
-        assert_eq!(last_error(), message);
-        assert!(!gguf_writer_finish(w));
-        assert_eq!(last_error(), message);
-        gguf_writer_free(w);
+    let mut w = Writer::new();
+    for (i, d) in data.iter().enumerate() {
+        w.add_tensor_info(format!("t.{i}"), &[d.len() as u64], DataType::I8)
+            .unwrap();
     }
+    let mut stream = w.begin_file(&dest).unwrap();
+    stream.write_tensor_data(&data[0][..16]).unwrap();
+    let message = stream.write_tensor_data(&data[1]).unwrap_err().to_string();
+    assert!(message.contains("No space left"), "{message}");
+    let again = stream.write_tensor_data(&data[1]).unwrap_err();
+    assert_eq!(again.to_string(), message);
+    assert_eq!(stream.finish().unwrap_err().to_string(), message);
+    drop(stream);
     assert!(std::fs::read(&dest).unwrap() == old);
     assert_eq!(
         others(&dir, &[OsStr::new("model.gguf")]),
@@ -598,45 +545,30 @@ fn a_full_file_system_changes_nothing() {
 // ---------------------------------------------------------------------------------------------
 // kill -9.
 
-/// Streams model `version` to `dest` through the C API; `pause(stage)` is called after the
-/// header (0), after each tensor (1 to 4) and after finish (5).
+/// Streams model `version` to `dest`; `pause(stage)` is called after the header (0), after
+/// each tensor (1 to 4) and after finish (5).
 fn stream_model(dest: &Path, version: u32, sync: bool, pause: &dyn Fn(usize)) {
     let data: Vec<Vec<u8>> = SIZES
         .iter()
         .enumerate()
         .map(|(i, &s)| tensor_data(version, i, s))
         .collect();
-    // SAFETY: every pointer is live while used.
-    unsafe {
-        let w = gguf_writer_new();
-        assert!(gguf_writer_set_sync(w, sync));
-        assert!(gguf_writer_set_uint32(w, c("edit.n").as_ptr(), version));
-        for (i, d) in data.iter().enumerate() {
-            let dims = [d.len() as u64];
-            assert!(gguf_writer_add_tensor(
-                w,
-                c(&format!("t.{i}")).as_ptr(),
-                1,
-                dims.as_ptr(),
-                DataType::I8.id(),
-                std::ptr::null(),
-                0
-            ));
-        }
-        assert!(gguf_writer_begin_file(w, c_path(dest).as_ptr()));
-        pause(0);
-        for (i, d) in data.iter().enumerate() {
-            assert!(gguf_writer_write_tensor_data(
-                w,
-                d.as_ptr().cast(),
-                d.len() as u64
-            ));
-            pause(i + 1);
-        }
-        assert!(gguf_writer_finish(w), "{}", last_error());
-        pause(SIZES.len() + 1);
-        gguf_writer_free(w);
+    let mut w = Writer::new();
+    w.set_sync(sync);
+    w.set_metadata("edit.n", MetadataValue::U32(version))
+        .unwrap();
+    for (i, d) in data.iter().enumerate() {
+        w.add_tensor_info(format!("t.{i}"), &[d.len() as u64], DataType::I8)
+            .unwrap();
     }
+    let mut stream = w.begin_file(dest).unwrap();
+    pause(0);
+    for (i, d) in data.iter().enumerate() {
+        stream.write_tensor_data(d).unwrap();
+        pause(i + 1);
+    }
+    stream.finish().unwrap_or_else(|e| panic!("{e}"));
+    pause(SIZES.len() + 1);
 }
 
 /// Run in a child: streams to `$DEST` and, at stage `$STAGE`, says so and waits to be killed;

@@ -271,3 +271,38 @@ fn streamed_tensors_match_tensors_given_in_memory() {
     bytes.resize(bytes.len().div_ceil(32) * 32, 0);
     assert_eq!(bytes, whole.to_bytes().unwrap());
 }
+
+/// An array given as a little-endian version-3 file encodes it is checked by the reader's rules
+/// and written in the writer's own layout.
+#[test]
+fn encoded_arrays_are_checked_and_re_encoded() {
+    let elements = [1u8, 0, 2, 0, 3, 0];
+    let mut w = Writer::new();
+    w.set_byte_order(ByteOrder::Big);
+    w.set_array_encoded("e", ValueType::Uint16.id(), 3, &elements)
+        .unwrap();
+    let e = w
+        .set_array_encoded("f", ValueType::Uint16.id(), 3, &[1, 0, 2, 0, 3, 0, 9])
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert!(
+        e.to_string()
+            .contains("3 elements end after 6 of the 7 bytes given"),
+        "{e}"
+    );
+    let e = w
+        .set_array_encoded("f", ValueType::Uint16.id(), 3, &elements[..5])
+        .unwrap_err();
+    assert_ne!(e.code(), ErrorCode::None);
+    assert!(w
+        .set_array_encoded("", ValueType::Uint8.id(), 0, &[])
+        .is_err());
+    let f = GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap();
+    assert_eq!(f.metadata_count(), 1);
+    let Some(Value::Array(a)) = f.get("e") else {
+        panic!("e is not an array")
+    };
+    let got: Vec<MetadataValue> = a.iter().map(MetadataValue::from).collect();
+    use MetadataValue::U16;
+    assert_eq!(got, [U16(1), U16(2), U16(3)]);
+}

@@ -4,50 +4,53 @@
 
 use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::atomic_file::{reopen_mapped, AtomicFile};
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::file::quote;
-use crate::format::{ByteOrder, Layout, MAX_DIMS};
-use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
-use crate::reader::ByteReader;
-use crate::source::Source;
+use crate::format::ByteOrder;
 use crate::types::{DataType, ValueType};
-use crate::value::{read_value, Element};
-use crate::writer::{write_zeros, MetadataValue, Writer};
+use crate::value::Element;
+use crate::writer::{
+    check_dim_count, Api, MetadataValue, OwnedRange, TensorData, TensorStream, Writer,
+};
 use std::ffi::{c_char, c_void};
-
-/// A file being streamed: its temporary file, renamed over the destination by `finish`.
-struct Stream {
-    out: AtomicFile,
-    /// The next tensor whose data is expected.
-    next: usize,
-}
-
-/// Where a tensor's data is, when it is given before the file is written.
-#[derive(Clone, Copy)]
-struct Data {
-    ptr: *const u8,
-    size: u64,
-    /// For a tensor of a mapped source file: its shard (a position in `files`) and the offset
-    /// of its data there, so that the bytes can be copied inside the kernel.
-    file: Option<(usize, u64)>,
-}
-
-/// Tensors smaller than this are written from memory even when they could be copied inside the
-/// kernel: a copy call costs more than the bytes.
-const KERNEL_COPY_MIN: u64 = 64 * 1024;
+use std::sync::Arc;
 
 /// The opaque state behind a `GGUFWriter`.
 pub struct GGUFWriterImpl {
     writer: Writer,
-    /// Per tensor, in order: its data, if given when the tensor was added.
-    data: Vec<Option<Data>>,
-    /// Per shard of the file given to `gguf_writer_from_file`: the mapped file, opened again.
-    files: Vec<Option<std::fs::File>>,
-    stream: Option<Stream>,
-    /// The first failure of the file being streamed. It sticks, as `ferror` does: every later
-    /// `write_tensor_data` and `finish` returns it, until `begin_file` starts another file.
-    failed: Option<Error>,
+    /// The file being streamed, or the failure of the last one (which sticks, as `ferror`
+    /// does, until `gguf_writer_begin_file` starts another file). `None` when no file is begun
+    /// or the last one finished.
+    stream: Option<TensorStream>,
+}
+
+/// Bytes lent by the C caller, who keeps them valid until the file is written (the header's
+/// contract for `gguf_writer_add_tensor`'s data and `gguf_writer_from_file`'s source).
+struct Lent {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the bytes are only read, and the caller keeps them valid and unchanged while the
+// writer may read them, from whichever thread uses the writer.
+unsafe impl Send for Lent {}
+// SAFETY: as above; reading from several threads at once is reading shared memory.
+unsafe impl Sync for Lent {}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: non-NULL (checked when lent) and `len` readable bytes while the writer uses
+        // them (the header's contract).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// Lent bytes as a writer's tensor data source.
+fn lent(ptr: *const u8, len: usize) -> OwnedRange {
+    (Arc::new(Lent { ptr, len }), 0..len)
 }
 
 /// A handle to a GGUF file being built. Not for use from several threads at once.
@@ -65,12 +68,12 @@ impl GGUFWriterImpl {
 
     /// Fails once the header is written: metadata and tensor infos are then frozen.
     fn editable(&self) -> Result<&GGUFWriterImpl> {
-        match &self.stream {
+        match self.stream.as_ref().filter(|s| s.is_open()) {
             Some(s) => Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 "the header is already written: metadata and tensors can no longer change",
             )
-            .in_file(s.out.shown())),
+            .in_file(s.shown())),
             None => Ok(self),
         }
     }
@@ -107,10 +110,7 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
         Ok(Box::into_raw(Box::new(GGUFWriterImpl {
             writer: Writer::new(),
-            data: Vec::new(),
-            files: Vec::new(),
             stream: None,
-            failed: None,
         })))
     })
 }
@@ -118,57 +118,19 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
 /// A writer holding everything `src` holds: its metadata (minus the `split.*` keys of a split
 /// model, whose tensors are all gathered into one file), version, byte order, and every tensor
 /// with its data read from `src` when the file is written (copied inside the kernel from a
-/// mapped file, else from its memory). Change what you like, then write it: `src` must stay
-/// open until then. Writing over `src`'s own path is safe (the file is replaced atomically, and
-/// `src` keeps reading the old contents until closed). NULL if `src` is NULL.
+/// mapped file, else from its memory, or read from its source for a handle that does not map
+/// its file, such as `GGUF_OPEN_FLAG_NO_MAP`). Change what you like, then write it: `src` must
+/// stay open until then. Writing over `src`'s own path is safe (the file is replaced
+/// atomically, and `src` keeps reading the old contents until closed). NULL if `src` is NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
         // SAFETY: `src` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(src)? };
-        let first = f.model.first();
-        let mut writer = Writer::new();
-        writer
-            .set_version(first.version())?
-            .set_byte_order(first.byte_order());
-        writer.copy_metadata_from(first)?;
-        if f.model.shards().len() > 1 {
-            for key in [SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS_COUNT] {
-                writer.remove_metadata(key);
-            }
-        }
-        // Mapped files are opened again (checked to be the very file mapped), so that unchanged
-        // tensor data is copied inside the kernel rather than through the mapping.
-        let files: Vec<Option<std::fs::File>> = f
-            .model
-            .shards()
-            .iter()
-            .zip(f.model.shard_paths())
-            .map(|(shard, path)| match shard.source() {
-                Source::Mapped(_, mapped) => reopen_mapped(path, mapped),
-                _ => None,
-            })
-            .collect();
-        let mut data = Vec::with_capacity(f.model.tensor_count());
-        for i in 0..f.model.tensor_count() {
-            let t = f.model.tensor_at(i).ok_or_else(|| null("tensor"))?;
-            let info = t.info;
-            writer.add_tensor_info(info.name, &info.dims[..info.n_dims as usize], info.dtype)?;
-            data.push(Some(Data {
-                ptr: info.data.as_ptr(),
-                size: info.size,
-                file: files
-                    .get(t.shard)
-                    .is_some_and(Option::is_some)
-                    .then_some((t.shard, info.file_offset)),
-            }));
-        }
+        let writer = Writer::copy_of(&f.model, &mut |_, data| Ok(lent(data.as_ptr(), data.len())))?;
         Ok(Box::into_raw(Box::new(GGUFWriterImpl {
             writer,
-            data,
-            files,
             stream: None,
-            failed: None,
         })))
     })
 }
@@ -504,39 +466,10 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         let key = unsafe { c_str(key, "key")? };
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let elements = unsafe { bytes(data.cast(), size, "data")? };
-        let mut encoded = Vec::with_capacity(12 + size);
-        encoded.extend_from_slice(&elem_type.to_le_bytes());
-        encoded.extend_from_slice(&count.to_le_bytes());
-        encoded.extend_from_slice(elements);
-        let layout = Layout::new(3, ByteOrder::Little);
-        let mut reader = ByteReader::new(&encoded, 0, layout);
-        read_value(&mut reader, ValueType::Array, "the encoded array").map_err(offset_in_data)?;
-        if reader.remaining() != 0 {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "{count} elements end after {} of the {size} bytes given",
-                    reader.pos() - 12
-                ),
-            ));
-        }
-        let elem = ValueType::from_id(elem_type).ok_or_else(|| null("elem_type"))?;
-        // Kept as given (one buffer), as arrays copied from a file are.
-        encoded.drain(..12);
         w.writer
-            .set_encoded_array(key, elem, count, encoded, layout)?;
+            .set_array_encoded(key, elem_type, count, elements)?;
         Ok(true)
     })
-}
-
-/// An error of `gguf_writer_set_array_encoded` with its offset counted from the caller's `data`:
-/// the 12 bytes parsed before it are the `elem_type` and `count` arguments, errors about which
-/// concern no byte.
-fn offset_in_data(e: Error) -> Error {
-    match e.offset() {
-        Some(at) if at >= 12 => e.with_offset(Some(at - 12)),
-        _ => e.with_offset(None),
-    }
 }
 
 /// Removes `key`. False, recording GGUF_ERROR_CODE_NOT_FOUND, if it is not set.
@@ -578,14 +511,8 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
         w.editable()?;
         // SAFETY: `name` is NULL or NUL-terminated (the header's contract).
         let name = unsafe { c_str(name, "name")? };
-        if n_dims as usize > MAX_DIMS {
-            return Err(Error::new(ErrorKind::TooManyDims {
-                tensor: quote(name),
-                found: n_dims.into(),
-                max: MAX_DIMS,
-                refused: true,
-            }));
-        }
+        // Refused before `dims` is read: it holds `n_dims` values.
+        check_dim_count(name, n_dims.into())?;
         // SAFETY: `dims` points to `n_dims` values (the header's contract).
         let dims_bytes = unsafe { bytes(dims.cast(), n_dims as usize * 8, "dims")? };
         let dims: Vec<u64> = dims_bytes
@@ -599,48 +526,17 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
                 refused: true,
             })
         })?;
-        let expected = dtype.tensor_bytes(&dims);
-        if !data.is_null() && expected.is_some_and(|e| e != size) {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "tensor {}: {} {dims:?} takes {} bytes, {size} given",
-                    quote(name),
-                    dtype.name(),
-                    expected.unwrap_or_default()
-                ),
-            ));
-        }
-        w.writer.add_tensor_info(name, &dims, dtype)?;
-        w.data.push((!data.is_null()).then_some(Data {
-            ptr: data.cast::<u8>(),
-            size,
-            file: None,
-        }));
+        let data = if data.is_null() {
+            TensorData::streamed()
+        } else {
+            let len =
+                usize::try_from(size).map_err(|_| Error::size_overflow(format!("{size} bytes")))?;
+            let (owner, range) = lent(data.cast(), len);
+            TensorData::shared(owner, range)?
+        };
+        w.writer.add_tensor_data(name, &dims, dtype, data)?;
         Ok(true)
     })
-}
-
-/// Creates the temporary file for `path` and writes the header into it.
-fn begin(w: &GGUFWriterImpl, path: &std::path::Path) -> Result<AtomicFile> {
-    w.editable()?;
-    let header = w.writer.header_bytes()?;
-    let mut out = AtomicFile::create(path, w.writer.sync())?;
-    out.put(&header)?;
-    Ok(out)
-}
-
-/// Writes one tensor's data and its padding.
-fn put_tensor(out: &mut AtomicFile, data: &[u8], alignment: u64) -> Result<()> {
-    out.put(data)?;
-    pad(out, data.len() as u64, alignment)
-}
-
-/// Writes the padding after a tensor of `size` bytes.
-fn pad(out: &mut AtomicFile, size: u64, alignment: u64) -> Result<()> {
-    let padding = crate::format::align_up(size, alignment).unwrap_or(size) - size;
-    let shown = out.shown().to_string();
-    write_zeros(out, padding).map_err(|e| Error::io("cannot write", e).in_file(shown))
 }
 
 /// Creates a temporary file beside `path` and writes the header (metadata and tensor infos)
@@ -653,50 +549,10 @@ pub unsafe extern "C" fn gguf_writer_begin_file(w: GGUFWriter, path: *const c_ch
     with_writer(w, false, |w| {
         // SAFETY: `path` is NULL or NUL-terminated (the header's contract).
         let path = unsafe { c_path(path, "path")? };
-        let out = begin(w, &path)?;
-        w.stream = Some(Stream { out, next: 0 });
-        w.failed = None;
+        w.editable()?;
+        w.stream = Some(w.writer.begin_file(&path)?);
         Ok(true)
     })
-}
-
-fn write_next(w: &mut GGUFWriterImpl, data: &[u8]) -> Result<()> {
-    if let Some(e) = &w.failed {
-        return Err(e.clone());
-    }
-    let Some(stream) = w.stream.as_mut() else {
-        return Err(Error::msg(
-            ErrorCode::InvalidArgument,
-            "no file is being written: call gguf_writer_begin_file first",
-        ));
-    };
-    let size = w.writer.tensor_size(stream.next).ok_or_else(|| {
-        Error::msg(
-            ErrorCode::InvalidArgument,
-            "every tensor's data is already written",
-        )
-        .in_file(stream.out.shown())
-    })?;
-    if data.len() as u64 != size {
-        return Err(Error::msg(
-            ErrorCode::InvalidArgument,
-            format!(
-                "tensor {} takes {size} bytes, {} given",
-                stream.next,
-                data.len()
-            ),
-        )
-        .in_file(stream.out.shown()));
-    }
-    // A refused call above changes nothing; a failed write below may have written part of the
-    // data, so the file is abandoned (its temporary file removed) and the failure sticks.
-    if let Err(e) = put_tensor(&mut stream.out, data, w.writer.alignment()) {
-        w.stream = None;
-        w.failed = Some(e.clone());
-        return Err(e);
-    }
-    stream.next += 1;
-    Ok(())
 }
 
 /// Writes the data of the next tensor (in the order tensors were added): exactly its size in
@@ -717,35 +573,15 @@ pub unsafe extern "C" fn gguf_writer_write_tensor_data(
             usize::try_from(size).map_err(|_| Error::size_overflow(format!("{size} bytes")))?;
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let data = unsafe { bytes(data.cast(), len, "data")? };
-        write_next(w, data)?;
+        let stream = w.stream.as_mut().ok_or_else(|| {
+            Error::msg(
+                ErrorCode::InvalidArgument,
+                "no file is being written: call gguf_writer_begin_file first",
+            )
+        })?;
+        stream.write_tensor_data(data)?;
         Ok(true)
     })
-}
-
-fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
-    if let Some(e) = &w.failed {
-        return Err(e.clone());
-    }
-    let Some(stream) = w.stream.take() else {
-        return Err(Error::msg(
-            ErrorCode::InvalidArgument,
-            "no file is being written",
-        ));
-    };
-    let total = w.writer.tensor_count();
-    if stream.next != total {
-        let message = format!(
-            "only {} of the {total} tensors' data were written",
-            stream.next
-        );
-        let e = Error::msg(ErrorCode::InvalidArgument, message).in_file(stream.out.shown());
-        w.stream = Some(stream);
-        return Err(e);
-    }
-    stream
-        .out
-        .commit()
-        .inspect_err(|e| w.failed = Some(e.clone()))
 }
 
 /// Finishes the file begun with `gguf_writer_begin_file`: checks every tensor's data was
@@ -756,7 +592,12 @@ fn finish(w: &mut GGUFWriterImpl) -> Result<()> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_finish(w: GGUFWriter) -> bool {
     with_writer(w, false, |w| {
-        finish(w)?;
+        let stream = w
+            .stream
+            .as_mut()
+            .ok_or_else(|| Error::msg(ErrorCode::InvalidArgument, "no file is being written"))?;
+        stream.finish()?;
+        w.stream = None;
         Ok(true)
     })
 }
@@ -773,73 +614,12 @@ pub unsafe extern "C" fn gguf_writer_finish(w: GGUFWriter) -> bool {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_write_file(w: GGUFWriter, path: *const c_char) -> bool {
     with_writer(w, false, |w| {
-        if let Some(i) = w.data.iter().position(Option::is_none) {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!("tensor {i} has no data: stream it with gguf_writer_begin_file"),
-            ));
-        }
         // SAFETY: `path` is NULL or NUL-terminated (the header's contract).
         let path = unsafe { c_path(path, "path")? };
-        let mut out = begin(w, &path)?;
-        let alignment = w.writer.alignment();
-        for &d in &w.data {
-            let d = d.ok_or_else(|| null("data"))?;
-            let source = d.file.and_then(|(shard, offset)| {
-                let file = w.files.get(shard)?.as_ref()?;
-                (d.size >= KERNEL_COPY_MIN).then_some((file, offset))
-            });
-            if let Some((file, offset)) = source {
-                out.copy_range(file, offset, d.size)?;
-                pad(&mut out, d.size, alignment)?;
-                continue;
-            }
-            let len = usize::try_from(d.size)
-                .map_err(|_| Error::size_overflow(format!("{} bytes", d.size)))?;
-            // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
-            // given to gguf_writer_from_file) valid until the file is written (the header's
-            // contract).
-            let data = unsafe { bytes(d.ptr, len, "data")? };
-            put_tensor(&mut out, data, alignment)?;
-        }
-        out.commit()?;
+        w.editable()?;
+        w.writer.write_file_for(&path, Api::C)?;
         Ok(true)
     })
-}
-
-/// Every tensor's data as given to `gguf_writer_add_tensor` (or `gguf_writer_from_file`), in
-/// order; fails naming the first tensor without.
-fn all_data(w: &GGUFWriterImpl) -> Result<Vec<Data>> {
-    w.data
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            d.ok_or_else(|| {
-                Error::msg(
-                    ErrorCode::InvalidArgument,
-                    format!("tensor {i} has no data: stream it with gguf_writer_begin_file"),
-                )
-            })
-        })
-        .collect()
-}
-
-/// The size of the whole file: the header, then every tensor's data padded to the alignment.
-fn file_size(w: &GGUFWriterImpl) -> Result<u64> {
-    let header = w.writer.header_bytes()?.len() as u64;
-    let alignment = w.writer.alignment();
-    let offsets = w.writer.tensor_offsets()?;
-    let data = match (
-        offsets.last(),
-        w.writer.tensor_size(offsets.len().wrapping_sub(1)),
-    ) {
-        (Some(&offset), Some(size)) => offset
-            .checked_add(size)
-            .and_then(|end| crate::format::align_up(end, alignment)),
-        _ => Some(0),
-    };
-    data.and_then(|d| d.checked_add(header))
-        .ok_or_else(|| Error::size_overflow("the file passes 2^64 bytes"))
 }
 
 /// The size in bytes of the file `gguf_writer_write_memory` would write now (what its buffer
@@ -849,7 +629,7 @@ fn file_size(w: &GGUFWriterImpl) -> Result<u64> {
 pub unsafe extern "C" fn gguf_writer_memory_size(w: GGUFWriter) -> u64 {
     with_writer(w, 0, |w| {
         w.editable()?;
-        file_size(w)
+        w.writer.file_size()
     })
 }
 
@@ -868,38 +648,13 @@ pub unsafe extern "C" fn gguf_writer_write_memory(
 ) -> bool {
     with_writer(w, false, |w| {
         w.editable()?;
-        let data = all_data(w)?;
         if buffer.is_null() {
             return Err(null("buffer"));
         }
-        let size = file_size(w)?;
-        if size > capacity as u64 {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "the buffer holds {capacity} bytes; the file takes {size} \
-                     (gguf_writer_memory_size)"
-                ),
-            ));
-        }
         // SAFETY: non-NULL, and the caller lends `capacity` writable bytes at `buffer`, which
         // no other reference touches during this call.
-        let mut out: &mut [u8] =
-            unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), capacity) };
-        let io = |e: std::io::Error| Error::io("cannot write to the buffer", e);
-        std::io::Write::write_all(&mut out, &w.writer.header_bytes()?).map_err(io)?;
-        let alignment = w.writer.alignment();
-        for d in data {
-            let len = usize::try_from(d.size)
-                .map_err(|_| Error::size_overflow(format!("{} bytes", d.size)))?;
-            // SAFETY: the caller keeps the data given to gguf_writer_add_tensor (or the file
-            // given to gguf_writer_from_file) valid until the file is written (the header's
-            // contract).
-            let bytes = unsafe { bytes(d.ptr, len, "data")? };
-            std::io::Write::write_all(&mut out, bytes).map_err(io)?;
-            let padding = crate::format::align_up(d.size, alignment).unwrap_or(d.size) - d.size;
-            write_zeros(&mut out, padding).map_err(io)?;
-        }
+        let buffer = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), capacity) };
+        w.writer.write_to_slice_for(buffer, Api::C)?;
         Ok(true)
     })
 }
@@ -922,7 +677,8 @@ pub unsafe extern "C" fn gguf_writer_set_sync(w: GGUFWriter, sync: bool) -> bool
 mod tests {
     use super::*;
     use crate::ffi::gguf_tensor_count;
-    use crate::ffi::{gguf_close, gguf_last_error_code, gguf_open, gguf_open_memory};
+    use crate::ffi::OpenFlag;
+    use crate::ffi::{gguf_close, gguf_last_error_code, gguf_open, gguf_open_ex, gguf_open_memory};
 
     /// The writer to memory writes what the writer to a file writes, byte for byte, and a
     /// buffer too small is refused and left untouched.
@@ -970,6 +726,22 @@ mod tests {
             gguf_close(again);
             gguf_writer_free(w);
             gguf_close(src);
+        }
+
+        // A handle that does not map its file: the data is read from it, the same bytes.
+        // SAFETY: a NUL-terminated path.
+        let unmapped = unsafe { gguf_open_ex(path.as_ptr().cast(), OpenFlag::NoMap as u32) };
+        assert!(!unmapped.is_null());
+        // SAFETY: a live handle, and a writer freed before it is closed.
+        unsafe {
+            let w = gguf_writer_from_file(unmapped);
+            assert!(!w.is_null(), "{}", gguf_last_error_code());
+            assert_eq!(gguf_writer_memory_size(w), size as u64);
+            let mut copy = vec![0u8; size];
+            assert!(gguf_writer_write_memory(w, copy.as_mut_ptr().cast(), size));
+            assert!(copy == buf[..size], "the unmapped copy differs");
+            gguf_writer_free(w);
+            gguf_close(unmapped);
         }
     }
 }

@@ -1,0 +1,147 @@
+//! Streaming a file: the header is written when the stream begins, then the caller gives each
+//! tensor's data in order, then the file replaces its destination. Files larger than memory
+//! never need their data in memory at once.
+
+use super::output::{put_tensor, Chunk};
+use super::Writer;
+use crate::atomic_file::AtomicFile;
+use crate::error::{Error, ErrorCode, Result};
+use std::path::Path;
+
+/// A file being written one tensor at a time (see [`Writer::begin_file`]). Dropped before
+/// [`TensorStream::finish`] succeeds, the file is abandoned: its temporary file is removed and
+/// the destination is left as it was.
+pub struct TensorStream {
+    state: State,
+    /// Each tensor's size in bytes, in order.
+    sizes: Vec<u64>,
+    alignment: u64,
+    /// The destination as the caller named it (escaped), for messages.
+    shown: String,
+}
+
+enum State {
+    /// The header is written, and the data of tensors before `next`.
+    Open { out: AtomicFile, next: usize },
+    /// Writing failed: the temporary file is removed, and the failure sticks.
+    Failed(Error),
+    /// The file replaced its destination.
+    Finished,
+}
+
+impl std::fmt::Debug for TensorStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorStream")
+            .field("path", &self.shown)
+            .field("written", &self.written())
+            .field("tensors", &self.sizes.len())
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Creates a temporary file beside `path` and writes the header (metadata and tensor
+    /// infos) into it. Then give each tensor's data, in the order the tensors were added (all
+    /// of them, those added with data too), with [`TensorStream::write_tensor_data`], and end
+    /// with [`TensorStream::finish`], which renames the file over `path` (synced as
+    /// [`Writer::set_sync`] says). Until then `path` is untouched, and it stays so if anything
+    /// fails. The stream keeps what it needs: later changes to the writer concern later files.
+    pub fn begin_file(&self, path: impl AsRef<Path>) -> Result<TensorStream> {
+        let header = self.header_bytes()?;
+        let mut out = AtomicFile::create(path.as_ref(), self.sync)?;
+        out.put(&header)?;
+        Ok(TensorStream {
+            shown: out.shown().to_string(),
+            state: State::Open { out, next: 0 },
+            sizes: self.tensors.iter().map(|t| t.size).collect(),
+            alignment: self.alignment(),
+        })
+    }
+}
+
+impl TensorStream {
+    /// Whether the header is written and the file is neither finished nor failed.
+    pub fn is_open(&self) -> bool {
+        matches!(self.state, State::Open { .. })
+    }
+
+    /// The number of tensors whose data is written.
+    pub fn written(&self) -> usize {
+        match &self.state {
+            State::Open { next, .. } => *next,
+            State::Failed(_) | State::Finished => 0,
+        }
+    }
+
+    /// The destination as the caller named it (its bytes escaped), as messages show it.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn refusal(&self, message: String) -> Error {
+        Error::msg(ErrorCode::InvalidArgument, message).in_file(self.shown.clone())
+    }
+
+    /// Writes the data of the next tensor: exactly its size in bytes, then the padding to the
+    /// alignment. Refused, changing nothing, if every tensor is already written or `data` is
+    /// not the tensor's size. If writing fails (disk full, file size limit, I/O error) the file
+    /// is abandoned: its temporary file is removed, the destination is untouched, and this call
+    /// and every later one (and [`TensorStream::finish`]) fail with the same error.
+    pub fn write_tensor_data(&mut self, data: &[u8]) -> Result<()> {
+        let next = match &self.state {
+            State::Failed(e) => return Err(e.clone()),
+            State::Finished => return Err(self.refusal("the file is already finished".into())),
+            State::Open { next, .. } => *next,
+        };
+        let size = self
+            .sizes
+            .get(next)
+            .copied()
+            .ok_or_else(|| self.refusal("every tensor's data is already written".into()))?;
+        if data.len() as u64 != size {
+            return Err(self.refusal(format!(
+                "tensor {next} takes {size} bytes, {} given",
+                data.len()
+            )));
+        }
+        let State::Open { out, next } = &mut self.state else {
+            unreachable!("the stream is open (matched above)");
+        };
+        // A refused call above changes nothing; a failed write below may have written part of
+        // the data, so the file is abandoned (its temporary file removed) and the failure sticks.
+        match put_tensor(out, Chunk::Memory(data), size, self.alignment) {
+            Ok(()) => {
+                *next += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.state = State::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Finishes the file: checks every tensor's data was written (if not, refuses and the file
+    /// stays open), flushes it, syncs it to stable storage (unless turned off), renames it over
+    /// the destination and syncs the directory. A failure to write sticks (see
+    /// [`TensorStream::write_tensor_data`]).
+    pub fn finish(&mut self) -> Result<()> {
+        match std::mem::replace(&mut self.state, State::Finished) {
+            State::Failed(e) => {
+                self.state = State::Failed(e.clone());
+                Err(e)
+            }
+            State::Finished => Err(self.refusal("the file is already finished".into())),
+            State::Open { out, next } if next != self.sizes.len() => {
+                self.state = State::Open { out, next };
+                Err(self.refusal(format!(
+                    "only {next} of the {} tensors' data were written",
+                    self.sizes.len()
+                )))
+            }
+            State::Open { out, .. } => out.commit().inspect_err(|e| {
+                self.state = State::Failed(e.clone());
+            }),
+        }
+    }
+}
