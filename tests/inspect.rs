@@ -1187,11 +1187,11 @@ fn verify_fails(path: &Path, why: &str) {
 
 #[test]
 fn verify_passes_good_files_and_prints_no_digest() {
-    // The bundled sample's data is random: ggml, and --verify, refuse its NaN scales (the
-    // files below have finite values, from `filler`).
-    let out = expect(&[OsStr::new("--verify"), sample().as_os_str()], 1);
+    // The bundled sample (random weights, finite scales), by path and with no argument.
+    verify_ok(&sample(), &[sample()]);
+    let out = expect(&["--verify"], 0);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("bad values: "),
+        String::from_utf8_lossy(&out.stdout).ends_with(&format!("* {}: OK\n", sample().display())),
         "{}",
         show(&out)
     );
@@ -2232,6 +2232,17 @@ fn a_url_is_inspected_as_its_file() {
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::copy(sample(), root.join("sample.gguf")).unwrap();
+    // The sample with a NaN planted in one block's scale: --verify fails it, by path and by URL
+    // alike (by URL the values are checked from data read by ranges).
+    let mut bad = std::fs::read(sample()).unwrap();
+    let at = {
+        let f = MappedFile::open(sample()).unwrap();
+        let t = f.tensor("blk.0.attn_q.weight").unwrap();
+        assert_eq!(t.dtype, DataType::Q4_0);
+        t.file_offset as usize + 18 * 3
+    };
+    bad[at..at + 2].copy_from_slice(&[0x00, 0x7e]);
+    std::fs::write(root.join("nan-scale.gguf"), bad).unwrap();
     let mut w = Writer::new();
     w.add_metadata("general.name", MetadataValue::string("split"))
         .unwrap();
@@ -2265,6 +2276,7 @@ fn a_url_is_inspected_as_its_file() {
         ),
         ("sample.gguf", vec!["--hash"]),
         ("sample.gguf", vec!["--verify"]),
+        ("nan-scale.gguf", vec!["--verify"]),
         ("split-00002-of-00002.gguf", vec![]),
         ("split-00002-of-00002.gguf", vec!["--json"]),
         ("split-00001-of-00002.gguf", vec!["--hash"]),
@@ -2273,10 +2285,17 @@ fn a_url_is_inspected_as_its_file() {
     for (name, args) in &cases {
         let path = root.join(name);
         let url = nginx.url(&format!("m/{name}"));
-        // The bundled sample's random blocks hold NaN scales: --verify refuses it (exit 1)
-        // by path and by URL alike.
-        let code = i32::from(*name == "sample.gguf" && args.contains(&"--verify"));
+        let code = i32::from(*name == "nan-scale.gguf");
         let by_path = expect(&[args.clone(), vec![path.to_str().unwrap()]].concat(), code);
+        if code == 1 {
+            let text = String::from_utf8_lossy(&by_path.stdout);
+            assert!(
+                text.contains("FAILED  tensor blk.0.attn_q.weight: bad values: ")
+                    && text.contains("block 3's d is NaN"),
+                "{}",
+                show(&by_path)
+            );
+        }
         nginx.clear_log();
         let by_url = expect(&[args.clone(), vec![url.as_str()]].concat(), code);
         let want_err = String::from_utf8(by_path.stderr.clone())
