@@ -21,14 +21,16 @@
  *                    and overall, exit status 1 if not OK.
  *   --hash, --check MANIFEST
  *                    the digests of gguf_hash.py, and a check against them (see the help).
- *
- * The long modes (--verify, --hash, --check) draw a progress bar on stderr when stderr is a
- * terminal, and only then.
  *   --tensor NAME --values [N]
  *                    the first N values (default 16; 0 for all) of tensor NAME as floats, one a
  *                    line, converted bit for bit as ggml converts them (shortest exact decimal,
  *                    NaN as nan:0x<bits>); exit status 1 if the file has no such tensor or its
  *                    type cannot be converted.
+ *   -h, --help       the help, on stdout. Bad usage gets one line on stderr naming the problem
+ *                    ("unknown option '--x' (see gguf-inspect --help)") and exit status 2.
+ *
+ * The long modes (--verify, --hash, --check) draw a progress bar on stderr when stderr is a
+ * terminal, and only then.
  *
  * With no FILE it inspects the sample model bundled with the library (testdata/sample.gguf).
  * Any shard of a split model (name-00001-of-00003.gguf) opens the whole model.
@@ -166,15 +168,16 @@ static const char *file_type_name(uint64_t v) {
 /* The file type an entry names: general.file_type holding a non-negative integer with a name;
  * NULL otherwise. */
 static const char *entry_file_type(const GGUFMetadataKV *kv) {
-  if (kv->key_len != strlen("general.file_type") || memcmp(kv->key, "general.file_type", (size_t)kv->key_len))
-    return NULL;
+  static const char key[] = "general.file_type";
+  if (kv->key_len != sizeof key - 1 || memcmp(kv->key, key, sizeof key - 1)) return NULL;
   switch (kv->type) {
   case GGUF_VALUE_TYPE_UINT8: case GGUF_VALUE_TYPE_UINT16: case GGUF_VALUE_TYPE_UINT32:
     return file_type_name(kv->value.u32);
   case GGUF_VALUE_TYPE_UINT64: return file_type_name(kv->value.u64);
   case GGUF_VALUE_TYPE_INT8: case GGUF_VALUE_TYPE_INT16: case GGUF_VALUE_TYPE_INT32:
     return kv->value.i32 < 0 ? NULL : file_type_name((uint64_t)kv->value.i32);
-  case GGUF_VALUE_TYPE_INT64: return kv->value.i64 < 0 ? NULL : file_type_name((uint64_t)kv->value.i64);
+  case GGUF_VALUE_TYPE_INT64:
+    return kv->value.i64 < 0 ? NULL : file_type_name((uint64_t)kv->value.i64);
   default: return NULL;
   }
 }
