@@ -12,13 +12,16 @@
 //! on files written with [`gguf::Writer`] (every value type, nested arrays, both byte orders,
 //! several data types, a split model), and with the Rust reader on files the reference cannot
 //! read (version 1, keys that are not UTF-8 or hold NUL); `--tensors`, `--metadata KEY` and
-//! `--verify` (per-shard verdicts, exit status on truncated and corrupt files, the progress bar
-//! only on a terminal) are checked against the Rust reader. `--hash` is compared byte for byte
+//! `--verify` (the sample passes; per-shard verdicts, exit status on truncated and corrupt files
+//! and on NaN scales) are checked against the Rust reader. `--hash` is compared byte for byte
 //! with the reference's `gguf_hash.py` (the sample, random files from the reference writer, every
 //! shard of split models, names it skips), and `--check` with manifests from `--hash`,
-//! `gguf_hash.py` and in `llama-gguf-hash`'s format (a flipped byte in any tensor is named).
+//! `gguf_hash.py` and in `llama-gguf-hash`'s format (a flipped byte in any tensor is named). The
+//! long modes draw a progress bar only on a terminal (a pseudo-terminal here).
+//! For people: sizes in binary units beside byte counts, the parameter count, and
+//! `general.file_type` by its llama.cpp name (every name of the reference's `LlamaFileType`).
 //! Hardening: keys holding NUL, control bytes escaped in every text output, `--metadata` without
-//! a key, `--version`, `--help` naming every option.
+//! a key, `--version`, `--help` on stdout naming every option, bad usage in one line.
 
 mod common;
 #[path = "url/servers.rs"]
