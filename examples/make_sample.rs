@@ -1,10 +1,13 @@
 //! Writes `testdata/sample.gguf`: a tiny llama-style model with a tokenizer vocabulary (tokens,
 //! scores, token types) and tensors of several data types, made with this crate's writer. The
+//! weights are random bytes, except that every float value and every quantized block's scale is
+//! finite, as ggml requires of a model it runs (so `gguf-inspect --verify` passes it). The
 //! inspector shows it when run without an argument; `tests/sample.rs` checks the committed file
 //! is exactly what this program writes.
 //!
 //! cargo run --example make_sample [OUTPUT]
 
+use gguf::quant::blocks::{self, FieldKind};
 use gguf::{DataType, MetadataValue as V, ValueType, Writer};
 
 const EMBED: u64 = 256;
@@ -21,6 +24,32 @@ fn bytes(seed: u64, n: usize) -> Vec<u8> {
             (x >> 32) as u8
         })
         .collect()
+}
+
+/// Makes every float field of `data` (tensor bytes of `dtype`, little-endian) finite: a value or
+/// scale whose exponent is all ones (an infinity or a NaN, which ggml refuses) gets the top bit of
+/// its exponent cleared. Only those bytes change; the rest stay as `bytes` made them.
+fn finite_floats(dtype: DataType, data: &mut [u8]) {
+    let size = dtype.block_bytes() as usize;
+    for block in data.chunks_exact_mut(size) {
+        for field in blocks::fields(dtype) {
+            // The byte holding the sign and the top of the exponent, and the exponent's bits in
+            // it and in the byte below.
+            let (top, low_mask) = match field.kind {
+                FieldKind::F16 => (field.offset + 1, 0x00),
+                FieldKind::F32 => (field.offset + 3, 0x80),
+                _ => continue,
+            };
+            let high_mask = if field.kind == FieldKind::F16 {
+                0x7c
+            } else {
+                0x7f
+            };
+            if block[top] & high_mask == high_mask && block[top - 1] & low_mask == low_mask {
+                block[top] &= !0x40;
+            }
+        }
+    }
 }
 
 fn vocabulary() -> Vec<String> {
@@ -110,8 +139,9 @@ pub fn sample_model() -> Vec<u8> {
     let mut tensor = |name: &str, dims: &[u64], dtype: DataType| {
         seed += 1;
         let size = dtype.tensor_bytes(dims).expect("valid shape") as usize;
-        w.add_tensor(name, dims, dtype, bytes(seed, size))
-            .expect("valid tensor");
+        let mut data = bytes(seed, size);
+        finite_floats(dtype, &mut data);
+        w.add_tensor(name, dims, dtype, data).expect("valid tensor");
     };
     tensor("token_embd.weight", &[EMBED, n_vocab], DataType::Q8_0);
     for l in 0..LAYERS {

@@ -12,13 +12,16 @@
 //! on files written with [`gguf::Writer`] (every value type, nested arrays, both byte orders,
 //! several data types, a split model), and with the Rust reader on files the reference cannot
 //! read (version 1, keys that are not UTF-8 or hold NUL); `--tensors`, `--metadata KEY` and
-//! `--verify` (per-shard verdicts, exit status on truncated and corrupt files, the progress bar
-//! only on a terminal) are checked against the Rust reader. `--hash` is compared byte for byte
+//! `--verify` (the sample passes; per-shard verdicts, exit status on truncated and corrupt files
+//! and on NaN scales) are checked against the Rust reader. `--hash` is compared byte for byte
 //! with the reference's `gguf_hash.py` (the sample, random files from the reference writer, every
 //! shard of split models, names it skips), and `--check` with manifests from `--hash`,
-//! `gguf_hash.py` and in `llama-gguf-hash`'s format (a flipped byte in any tensor is named).
+//! `gguf_hash.py` and in `llama-gguf-hash`'s format (a flipped byte in any tensor is named). The
+//! long modes draw a progress bar only on a terminal (a pseudo-terminal here).
+//! For people: sizes in binary units beside byte counts, the parameter count, and
+//! `general.file_type` by its llama.cpp name (every name of the reference's `LlamaFileType`).
 //! Hardening: keys holding NUL, control bytes escaped in every text output, `--metadata` without
-//! a key, `--version`, `--help` naming every option.
+//! a key, `--version`, `--help` on stdout naming every option, bad usage in one line.
 
 mod common;
 #[path = "url/servers.rs"]
@@ -125,20 +128,35 @@ fn with_no_argument_it_dumps_the_bundled_sample() {
 
     // The header, the counts, and nothing but one line per entry and per tensor.
     has(&format!("* File: {}", sample().display()));
+    // Sizes also in binary units, and the model's parameters: every tensor's elements.
     has(&format!(
-        "* GGUF version 3, little-endian, {} bytes, alignment {}, data section at offset {}",
+        "* GGUF version 3, little-endian, {} bytes (1011.59 KiB), alignment {}, data section at \
+         offset {}",
         f.file_size(),
         f.alignment(),
         f.data_offset()
+    ));
+    let params: u64 = f.tensors().map(|t| t.n_elements).sum();
+    let data: u64 = f.tensors().map(|t| t.size).sum();
+    assert_eq!((params, data), (1_454_848, 1_027_696));
+    has(&format!(
+        "* {params} parameter(s) (1.45 M) in 21 tensor(s), {data} bytes of tensor data \
+         (1003.61 KiB)"
     ));
     has("* Dumping 18 key/value pair(s)");
     has("* Dumping 21 tensor(s)");
     assert_eq!(
         lines.len(),
-        2 + 1 + f.metadata_count() + 2 + f.tensor_count(),
+        3 + 1 + f.metadata_count() + 2 + f.tensor_count(),
         "{}",
         show(&output)
     );
+    // general.file_type with its name.
+    assert_eq!(f.get("general.file_type"), Some(Value::U32(7)));
+    has(&format!(
+        "{:7}: UINT32     |        1 | general.file_type = 7 (MOSTLY_Q8_0)",
+        f.metadata_index("general.file_type").unwrap() + 1
+    ));
 
     // Every metadata entry: its index, type, count and key, in file order.
     for (i, entry) in f.metadata().enumerate() {
@@ -149,9 +167,9 @@ fn with_no_argument_it_dumps_the_bundled_sample() {
         };
         let prefix = format!("{:7}: {type_name:<10} | {count:8} | {key} = ", i + 1);
         assert!(
-            lines[3 + i].starts_with(&prefix),
+            lines[4 + i].starts_with(&prefix),
             "line {} is not entry {i} ({prefix:?})\n{}",
-            3 + i + 1,
+            4 + i + 1,
             show(&output)
         );
     }
@@ -178,7 +196,7 @@ fn with_no_argument_it_dumps_the_bundled_sample() {
     ));
 
     // Every tensor row, in file order, after the table's heading.
-    let table = 3 + f.metadata_count() + 1;
+    let table = 4 + f.metadata_count() + 1;
     assert!(
         lines[table]
             .trim_start()
@@ -243,35 +261,277 @@ fn a_file_it_cannot_open_exits_1_with_the_library_error() {
     let _ = std::fs::remove_file(not_gguf);
 }
 
+/// Bad usage: exit status 2, nothing on stdout, and one line on stderr that names the problem
+/// (ending `(see PROGRAM --help)`), not the whole help. Returns that line.
+fn bad_usage_line(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "{}", show(out));
+    assert!(out.stdout.is_empty(), "{}", show(out));
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    let exe = inspector().display().to_string();
+    assert!(
+        stderr.starts_with(&format!("{exe}: "))
+            && stderr.ends_with(&format!(" (see {exe} --help)\n"))
+            && stderr.lines().count() == 1,
+        "not one line naming the problem and --help\n{}",
+        show(out)
+    );
+    stderr
+}
+
 #[test]
-fn help_exits_0_and_bad_usage_exits_2() {
+fn help_goes_to_stdout_and_bad_usage_is_one_line() {
     for flag in ["--help", "-h"] {
         let output = inspect(&[flag.as_ref()]);
         assert_eq!(output.status.code(), Some(0), "{}", show(&output));
-        assert!(output.stdout.is_empty(), "{}", show(&output));
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        // On stdout, so that `gguf-inspect --help | less` shows it.
+        assert!(output.stderr.is_empty(), "{}", show(&output));
+        let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
-            stderr.starts_with("usage: ") && stderr.contains("[FILE.gguf]"),
+            stdout.starts_with("usage: ") && stdout.contains("[FILE.gguf]"),
             "{}",
             show(&output)
         );
         // The default it names is the sample this build was given.
         assert!(
-            stderr.contains(&*sample().to_string_lossy()),
+            stdout.contains(&*sample().to_string_lossy()),
             "{}",
             show(&output)
         );
     }
 
-    let sample = sample();
-    let output = inspect(&[sample.as_os_str(), sample.as_os_str()]);
-    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
-    assert!(output.stdout.is_empty(), "{}", show(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).starts_with("usage: "),
-        "{}",
-        show(&output)
+    // An unknown option: named, with the way to the help.
+    let exe = inspector().display().to_string();
+    let line = bad_usage_line(&inspect(&["--x".as_ref()]));
+    assert_eq!(
+        line,
+        format!("{exe}: unknown option '--x' (see {exe} --help)\n")
     );
+    // Escaped like every text output, quote included.
+    let line = bad_usage_line(&inspect(&["--it's\x1b[2J".as_ref()]));
+    assert_eq!(
+        line,
+        format!("{exe}: unknown option '--it\\'s\\x1b[2J' (see {exe} --help)\n")
+    );
+
+    let sample = sample();
+    let line = bad_usage_line(&inspect(&[sample.as_os_str(), sample.as_os_str()]));
+    assert_eq!(
+        line,
+        format!(
+            "{exe}: a second FILE '{}' (see {exe} --help)\n",
+            sample.display()
+        )
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Sizes, parameters and file types, as a person reads them.
+// ------------------------------------------------------------------------------------------------
+
+/// A model of one I8 tensor of shape `dims` whose data is a hole (a sparse file): as large as a
+/// real model, written at once. The header is written by hand, as the format lays it out.
+fn sparse_model(path: &Path, dims: &[u64]) {
+    use std::io::Write;
+    let mut h = Vec::new();
+    h.extend_from_slice(b"GGUF");
+    h.extend_from_slice(&3u32.to_le_bytes());
+    h.extend_from_slice(&1u64.to_le_bytes()); // tensors
+    h.extend_from_slice(&0u64.to_le_bytes()); // metadata entries
+    let name = b"big.weight";
+    h.extend_from_slice(&(name.len() as u64).to_le_bytes());
+    h.extend_from_slice(name);
+    h.extend_from_slice(&(dims.len() as u32).to_le_bytes());
+    for d in dims {
+        h.extend_from_slice(&d.to_le_bytes());
+    }
+    h.extend_from_slice(&DataType::I8.id().to_le_bytes());
+    h.extend_from_slice(&0u64.to_le_bytes()); // offset in the data section
+    h.resize(h.len().next_multiple_of(32), 0);
+    let data = DataType::I8.tensor_bytes(dims).unwrap();
+    let mut file = std::fs::File::create(path).unwrap();
+    file.write_all(&h).unwrap();
+    file.set_len(h.len() as u64 + data).unwrap();
+}
+
+/// The header line and the size line of the default output, then `--json`'s sums: byte counts of
+/// 1 KiB and more also in binary units (two decimals), the parameters in K, M or B from 1000.
+#[test]
+fn sizes_are_readable_and_parameters_counted() {
+    let dir = work_dir("sizes");
+    let dump = |path: &Path| -> (String, String, Json) {
+        let out = expect(&[path.as_os_str()], 0);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let doc = json_of(path);
+        (lines[1].to_string(), lines[2].to_string(), doc)
+    };
+    let header = |path: &Path, size: &str| {
+        let f = MappedFile::open(path).unwrap();
+        format!(
+            "* GGUF version 3, little-endian, {} bytes{size}, alignment 32, data section at \
+             offset {}",
+            f.file_size(),
+            f.data_offset()
+        )
+    };
+
+    // 3 GiB of I8: 3.22 billion parameters.
+    let big = dir.join("big.gguf");
+    sparse_model(&big, &[65536, 49152]);
+    let (head, totals, doc) = dump(&big);
+    assert_eq!(head, header(&big, " (3.00 GiB)"));
+    assert_eq!(
+        totals,
+        "* 3221225472 parameter(s) (3.22 B) in 1 tensor(s), 3221225472 bytes of tensor data \
+         (3.00 GiB)"
+    );
+    assert_eq!(doc["parameter_count"], 3_221_225_472u64);
+    assert_eq!(doc["tensor_data_size"], 3_221_225_472u64);
+    assert_eq!(doc["file_type"], Json::Null);
+
+    // Thousands, KiB; and below 1000 parameters and 1 KiB, the counts alone.
+    for (n, params, bytes) in [(1536, " (1.54 K)", " (6.00 KiB)"), (100, "", "")] {
+        let path = dir.join(format!("f32-{n}.gguf"));
+        let mut w = Writer::new();
+        w.add_tensor("w", &[n], DataType::F32, filler(1, 4 * n as usize))
+            .unwrap();
+        w.write_file(&path).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let (head, totals, doc) = dump(&path);
+        let unit = if size < 1024 {
+            String::new()
+        } else {
+            format!(" ({})", in_units(size))
+        };
+        assert_eq!(head, header(&path, &unit));
+        assert_eq!(
+            totals,
+            format!(
+                "* {n} parameter(s){params} in 1 tensor(s), {} bytes of tensor data{bytes}",
+                4 * n
+            )
+        );
+        assert_eq!(doc["parameter_count"], n);
+        assert_eq!(doc["tensor_data_size"], 4 * n);
+    }
+
+    // The sample: MiB and M, its file type named in --json too; --verify gives its data's size.
+    let doc = json_of(&sample());
+    let f = MappedFile::open(sample()).unwrap();
+    assert_eq!(
+        doc["parameter_count"],
+        f.tensors().map(|t| t.n_elements).sum::<u64>()
+    );
+    assert_eq!(
+        doc["tensor_data_size"],
+        f.tensors().map(|t| t.size).sum::<u64>()
+    );
+    assert_eq!(doc["file_type"], "MOSTLY_Q8_0");
+    let out = expect(&[OsStr::new("--verify"), sample().as_os_str()], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.lines().next().unwrap(),
+        format!(
+            "* Verifying {}: 1 shard(s), 21 tensor(s), 1027696 bytes of tensor data \
+             (1003.61 KiB)",
+            sample().display()
+        )
+    );
+    // The binary units up the scale, as the inspector rounds them.
+    assert_eq!(in_units(1023), "");
+    assert_eq!(in_units(1024), "1.00 KiB");
+    assert_eq!(in_units(5 << 20), "5.00 MiB");
+    assert_eq!(in_units((1 << 40) + (1 << 39)), "1.50 TiB");
+}
+
+/// `general.file_type` is printed with its name: every name of the reference package's
+/// `LlamaFileType` (llama.cpp's `llama_ftype`), and the withdrawn values `llama.h` keeps as
+/// comments. A value without a name, a negative one, a string, or the same value under another
+/// key are printed as they are.
+#[test]
+fn file_type_is_printed_with_its_name() {
+    let out = common::run(Command::new(common::reference_python()).args([
+        "-c",
+        "from gguf.constants import LlamaFileType as T\nfor t in T: print(t.value, t.name)",
+    ]));
+    let mut names: Vec<(u32, String)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (v, name) = l.split_once(' ').unwrap();
+            (v.parse().unwrap(), name.to_string())
+        })
+        .collect();
+    assert!(names.len() > 30, "{names:?}");
+    assert!(names.contains(&(15, "MOSTLY_Q4_K_M".to_string())));
+    assert!(names.contains(&(1024, "GUESSED".to_string())));
+    for (v, name) in [
+        (4, "MOSTLY_Q4_1_SOME_F16"),
+        (5, "MOSTLY_Q4_2"),
+        (6, "MOSTLY_Q4_3"),
+        (33, "MOSTLY_Q4_0_4_4"),
+        (34, "MOSTLY_Q4_0_4_8"),
+        (35, "MOSTLY_Q4_0_8_8"),
+    ] {
+        assert!(!names.iter().any(|(w, _)| *w == v), "{v} is named now");
+        names.push((v, name.to_string()));
+    }
+
+    let dir = work_dir("file-type");
+    // The line of `key` in the default output, from " = ", and --json's "file_type".
+    let file_with = |key: &str, value: MetadataValue| -> PathBuf {
+        let path = dir.join("model.gguf");
+        let mut w = Writer::new();
+        w.add_metadata("general.architecture", s("llama")).unwrap();
+        w.add_metadata(key, value).unwrap();
+        w.write_file(&path).unwrap();
+        path
+    };
+    let text_of = |key: &str, value: MetadataValue| -> String {
+        let path = file_with(key, value);
+        let out = expect(&[path.as_os_str()], 0);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("| {key} = ")))
+            .unwrap_or_else(|| panic!("no {key}:\n{text}"));
+        line[line.find(" = ").unwrap() + 3..].to_string()
+    };
+    let shown = |key: &str, value: MetadataValue| -> (String, Json) {
+        let text = text_of(key, value.clone());
+        (text, json_of(&file_with(key, value))["file_type"].clone())
+    };
+    for (v, name) in &names {
+        let value = MetadataValue::U32(*v);
+        if [4, 7, 15, 1024].contains(v) {
+            assert_eq!(
+                shown("general.file_type", value),
+                (format!("{v} ({name})"), json!(name))
+            );
+        } else {
+            assert_eq!(text_of("general.file_type", value), format!("{v} ({name})"));
+        }
+    }
+    assert_eq!(
+        shown("general.file_type", MetadataValue::I32(15)),
+        ("15 (MOSTLY_Q4_K_M)".to_string(), json!("MOSTLY_Q4_K_M"))
+    );
+    assert_eq!(
+        shown("general.file_type", MetadataValue::U64(7)),
+        ("7 (MOSTLY_Q8_0)".to_string(), json!("MOSTLY_Q8_0"))
+    );
+    for (key, value, text) in [
+        ("general.file_type", MetadataValue::U32(999), "999"),
+        ("general.file_type", MetadataValue::I32(-1), "-1"),
+        ("general.file_type", s("15"), "'15'"),
+        ("general.file_typo", MetadataValue::U32(15), "15"),
+    ] {
+        assert_eq!(
+            shown(key, value),
+            (text.to_string(), Json::Null),
+            "{key} = {text}"
+        );
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1111,13 +1371,7 @@ fn usage_errors_exit_2() {
         &["--tensors", "--metadata", "k"],
         &["--verify", "--tensors"],
     ] {
-        let out = expect(args, 2);
-        assert!(out.stdout.is_empty(), "{}", show(&out));
-        assert!(
-            String::from_utf8_lossy(&out.stderr).starts_with("usage: "),
-            "{}",
-            show(&out)
-        );
+        bad_usage_line(&expect(args, 2));
     }
     // `--` ends the options: a file named like one.
     let out = expect(&["--", "--verify"], 1);
@@ -1147,8 +1401,12 @@ fn verify_ok(path: &Path, shards: &[PathBuf]) -> Vec<String> {
         let f = MappedFile::open(shard).unwrap();
         want.push(format!("* Shard {}/{n}: {}", i + 1, shard.display()));
         let bytes: u64 = f.tensors().map(|t| t.size).sum();
+        let size = match in_units(bytes) {
+            s if s.is_empty() => s,
+            s => format!(", {s}"),
+        };
         want.push(format!(
-            "* Shard {}/{n}: OK ({} tensor(s), {bytes} bytes)",
+            "* Shard {}/{n}: OK ({} tensor(s), {bytes} bytes{size})",
             i + 1,
             f.tensor_count()
         ));
@@ -1166,6 +1424,22 @@ fn verify_ok(path: &Path, shards: &[PathBuf]) -> Vec<String> {
     );
     assert_eq!(lines[2..], want[..], "{text}");
     lines
+}
+
+/// A byte count as the inspector gives it beside the count: in the largest binary unit it
+/// reaches, two decimals ("1003.61 KiB"); empty below 1 KiB.
+fn in_units(n: u64) -> String {
+    if n < 1024 {
+        return String::new();
+    }
+    let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = n as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.2} {}", units[u])
 }
 
 fn verify_fails(path: &Path, why: &str) {
@@ -1187,11 +1461,11 @@ fn verify_fails(path: &Path, why: &str) {
 
 #[test]
 fn verify_passes_good_files_and_prints_no_digest() {
-    // The bundled sample's data is random: ggml, and --verify, refuse its NaN scales (the
-    // files below have finite values, from `filler`).
-    let out = expect(&[OsStr::new("--verify"), sample().as_os_str()], 1);
+    // The bundled sample (random weights, finite scales), by path and with no argument.
+    verify_ok(&sample(), &[sample()]);
+    let out = expect(&["--verify"], 0);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("bad values: "),
+        String::from_utf8_lossy(&out.stdout).ends_with(&format!("* {}: OK\n", sample().display())),
         "{}",
         show(&out)
     );
@@ -1421,13 +1695,13 @@ fn split_models_are_inspected_and_verified_as_a_whole() {
     verify_ok(&paths[0], &paths);
 }
 
-/// The progress bar goes to stderr when it is a terminal (a pseudo-terminal here), and the
-/// verdicts to stdout all the same.
-#[test]
-fn verify_draws_a_progress_bar_only_on_a_terminal() {
+/// Runs the inspector with its stderr on a pseudo-terminal: returns its output (stdout captured)
+/// and what it wrote to the terminal.
+fn on_a_terminal<S: AsRef<OsStr>>(args: &[S]) -> (Output, String) {
     use std::io::Read;
     use std::os::fd::{FromRawFd, OwnedFd};
-    // A pseudo-terminal: the inspector's stderr is its follower side; this test reads the leader.
+    // The inspector's stderr is the follower side; this test reads the leader.
+    // SAFETY: libc calls on descriptors this function opens and then owns.
     let (leader, follower) = unsafe {
         let leader = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
         assert!(
@@ -1460,22 +1734,17 @@ fn verify_draws_a_progress_bar_only_on_a_terminal() {
         }
         seen
     });
-    let sample = work_dir("verify-tty").join("good.gguf");
-    write(&sample, &plan(3, ByteOrder::Little, None, true, true));
     let out = Command::new(inspector())
-        .arg("--verify")
-        .arg(&sample)
+        .args(args)
         .stderr(std::fs::File::from(follower))
         .output()
         .unwrap();
     let tty = reader.join().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        stdout.ends_with(&format!("* {}: OK\n", sample.display())),
-        "{stdout}"
-    );
-    let tty = String::from_utf8_lossy(&tty);
+    (out, String::from_utf8_lossy(&tty).into_owned())
+}
+
+/// A progress bar was drawn on the terminal, reached 100% and was cleared at the end.
+fn assert_bar_drawn_and_cleared(tty: &str) {
     assert!(
         tty.contains("\r[") && tty.contains("100.0%"),
         "no progress bar: {tty:?}"
@@ -1484,6 +1753,66 @@ fn verify_draws_a_progress_bar_only_on_a_terminal() {
         tty.ends_with("\r\x1b[K"),
         "the bar is not cleared at the end: {tty:?}"
     );
+}
+
+/// The progress bar goes to stderr when it is a terminal (a pseudo-terminal here), and the
+/// verdicts to stdout all the same.
+#[test]
+fn verify_draws_a_progress_bar_only_on_a_terminal() {
+    let sample = work_dir("verify-tty").join("good.gguf");
+    write(&sample, &plan(3, ByteOrder::Little, None, true, true));
+    let (out, tty) = on_a_terminal(&[OsStr::new("--verify"), sample.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.ends_with(&format!("* {}: OK\n", sample.display())),
+        "{stdout}"
+    );
+    assert_bar_drawn_and_cleared(&tty);
+    // Not a terminal: no bar (verify_ok checks that stderr stays empty).
+    verify_ok(&sample, std::slice::from_ref(&sample));
+}
+
+/// `--hash` and `--check` (digests on threads, the bar drawn by the main thread) draw it too on
+/// a terminal, cleared before the output; their output is the same as without a terminal, where
+/// they draw nothing.
+#[test]
+fn hash_and_check_draw_a_progress_bar_only_on_a_terminal() {
+    let dir = work_dir("hash-tty");
+    let path = dir.join("model.gguf");
+    let mut w = Writer::new();
+    for k in 0..2u64 {
+        w.add_tensor(
+            format!("t{k}"),
+            &[256, 1024],
+            DataType::F32,
+            filler(k, 4 * 256 * 1024),
+        )
+        .unwrap();
+    }
+    w.write_file(&path).unwrap();
+    let plain = expect(&[OsStr::new("--hash"), path.as_os_str()], 0);
+    assert!(plain.stderr.is_empty(), "{}", show(&plain));
+    let (out, tty) = on_a_terminal(&[OsStr::new("--hash"), path.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(out.stdout, plain.stdout);
+    assert_bar_drawn_and_cleared(&tty);
+    // The data's 2 MiB, not the 10 MiB its five digests read.
+    assert!(tty.contains(" 2/2 MiB"), "{tty:?}");
+
+    let manifest = dir.join("model.manifest");
+    std::fs::write(&manifest, &plain.stdout).unwrap();
+    let args = [
+        OsStr::new("--check"),
+        manifest.as_os_str(),
+        path.as_os_str(),
+    ];
+    let plain = expect(&args, 0);
+    assert!(plain.stderr.is_empty(), "{}", show(&plain));
+    let (out, tty) = on_a_terminal(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(out.stdout, plain.stdout);
+    assert_bar_drawn_and_cleared(&tty);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -2012,7 +2341,7 @@ fn control_bytes_are_escaped_in_every_text_output() {
         text.lines().next().unwrap().ends_with("evil\\x1b[2J.gguf"),
         "{text}"
     );
-    assert_eq!(text.lines().count(), 2 + 1 + 2 + 2 + 1, "{text}");
+    assert_eq!(text.lines().count(), 3 + 1 + 2 + 2 + 1, "{text}");
 
     let text = clean(
         &expect(&[OsStr::new("--tensors"), path.as_os_str()], 0),
@@ -2060,25 +2389,27 @@ fn control_bytes_are_escaped_in_every_text_output() {
 #[test]
 fn metadata_without_a_key_says_so() {
     let sample = sample();
-    let out = expect(&[OsStr::new("--metadata"), sample.as_os_str()], 2);
-    assert!(out.stdout.is_empty(), "{}", show(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = bad_usage_line(&expect(&[OsStr::new("--metadata"), sample.as_os_str()], 2));
     assert!(
-        stderr.contains("--metadata needs a KEY before FILE"),
-        "{}",
-        show(&out)
+        stderr.contains(&format!(
+            "--metadata needs a KEY before FILE, and '{}' is a file",
+            sample.display()
+        )),
+        "{stderr}"
     );
     // A key but no file: also refused (not the sample inspected under a wrong name).
-    let out = expect(&["--metadata", "general.architecture"], 2);
+    let stderr = bad_usage_line(&expect(&["--metadata", "general.architecture"], 2));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--metadata KEY needs a FILE"),
-        "{}",
-        show(&out)
+        stderr.contains("--metadata KEY needs a FILE: none after 'general.architecture'"),
+        "{stderr}"
     );
-    let out = expect(&["--hash"], 2);
-    assert!(out.stdout.is_empty(), "{}", show(&out));
-    let out = expect(&[OsStr::new("--check"), sample.as_os_str()], 2);
-    assert!(out.stdout.is_empty(), "{}", show(&out));
+    let stderr = bad_usage_line(&expect(&["--hash"], 2));
+    assert!(stderr.contains("--hash needs a FILE"), "{stderr}");
+    let stderr = bad_usage_line(&expect(&[OsStr::new("--check"), sample.as_os_str()], 2));
+    assert!(
+        stderr.contains("--check needs a MANIFEST and a FILE"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -2093,7 +2424,7 @@ fn version_prints_the_library_version() {
 #[test]
 fn help_documents_every_option() {
     let out = expect(&["--help"], 0);
-    let help = String::from_utf8(out.stderr).unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
     for option in [
         "--json",
         "--tensors",
@@ -2210,13 +2541,7 @@ fn values_prints_a_tensor_s_first_values() {
         &["--tensor"],
         &["--tensor", "plain", "--values=x"],
     ] {
-        let out = expect(args, 2);
-        assert!(out.stdout.is_empty(), "{args:?}: {}", show(&out));
-        assert!(
-            String::from_utf8_lossy(&out.stderr).starts_with("usage: "),
-            "{}",
-            show(&out)
-        );
+        bad_usage_line(&expect(args, 2));
     }
 }
 
@@ -2232,6 +2557,17 @@ fn a_url_is_inspected_as_its_file() {
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::copy(sample(), root.join("sample.gguf")).unwrap();
+    // The sample with a NaN planted in one block's scale: --verify fails it, by path and by URL
+    // alike (by URL the values are checked from data read by ranges).
+    let mut bad = std::fs::read(sample()).unwrap();
+    let at = {
+        let f = MappedFile::open(sample()).unwrap();
+        let t = f.tensor("blk.0.attn_q.weight").unwrap();
+        assert_eq!(t.dtype, DataType::Q4_0);
+        t.file_offset as usize + 18 * 3
+    };
+    bad[at..at + 2].copy_from_slice(&[0x00, 0x7e]);
+    std::fs::write(root.join("nan-scale.gguf"), bad).unwrap();
     let mut w = Writer::new();
     w.add_metadata("general.name", MetadataValue::string("split"))
         .unwrap();
@@ -2265,6 +2601,7 @@ fn a_url_is_inspected_as_its_file() {
         ),
         ("sample.gguf", vec!["--hash"]),
         ("sample.gguf", vec!["--verify"]),
+        ("nan-scale.gguf", vec!["--verify"]),
         ("split-00002-of-00002.gguf", vec![]),
         ("split-00002-of-00002.gguf", vec!["--json"]),
         ("split-00001-of-00002.gguf", vec!["--hash"]),
@@ -2273,10 +2610,17 @@ fn a_url_is_inspected_as_its_file() {
     for (name, args) in &cases {
         let path = root.join(name);
         let url = nginx.url(&format!("m/{name}"));
-        // The bundled sample's random blocks hold NaN scales: --verify refuses it (exit 1)
-        // by path and by URL alike.
-        let code = i32::from(*name == "sample.gguf" && args.contains(&"--verify"));
+        let code = i32::from(*name == "nan-scale.gguf");
         let by_path = expect(&[args.clone(), vec![path.to_str().unwrap()]].concat(), code);
+        if code == 1 {
+            let text = String::from_utf8_lossy(&by_path.stdout);
+            assert!(
+                text.contains("FAILED  tensor blk.0.attn_q.weight: bad values: ")
+                    && text.contains("block 3's d is NaN"),
+                "{}",
+                show(&by_path)
+            );
+        }
         nginx.clear_log();
         let by_url = expect(&[args.clone(), vec![url.as_str()]].concat(), code);
         let want_err = String::from_utf8(by_path.stderr.clone())

@@ -35,3 +35,19 @@ fn sample_reads_as_a_llama_model() {
     assert_eq!(embd.dims[1], tokens.len());
     assert_eq!(f.tensor_count(), 2 + 9 * 2 + 1);
 }
+
+/// The weights are random, but every float value and block scale is finite: ggml would run the
+/// sample, and `gguf-inspect --verify` passes it.
+#[test]
+fn sample_values_are_all_finite() {
+    let f = MappedFile::open(SAMPLE).unwrap();
+    let mut quantized = 0;
+    for t in f.tensors() {
+        let name = String::from_utf8(t.name.to_vec()).unwrap();
+        gguf::quant::validate::validate(name, t.dtype, t.data, f.byte_order(), t.file_offset)
+            .unwrap();
+        quantized += usize::from(t.dtype.block_elems() > 1);
+    }
+    // Most tensors are quantized: the check covered block scales, not only plain floats.
+    assert!(quantized > f.tensor_count() / 2);
+}

@@ -4,8 +4,10 @@
  *
  *   gguf-inspect [OPTION] [FILE.gguf]
  *
- *   (no option)      header, metadata (long arrays summarized: their length and first items) and
- *                    the tensor table
+ *   (no option)      header, the model's size (parameters, bytes of tensor data), metadata
+ *                    (long arrays summarized: their length and first items; general.file_type
+ *                    with its llama.cpp name, as "15 (MOSTLY_Q4_K_M)") and the tensor table;
+ *                    sizes of 1 KiB and more also in KiB, MiB, GiB... beside the byte count
  *   --json           all of it as JSON, arrays in full (format below)
  *   --tensors        only the tensor table (with --json: the JSON array of tensors)
  *   --metadata KEY   only the value of KEY, arrays in full (with --json: its JSON entry); exit
@@ -16,13 +18,19 @@
  *                    one), and prints
  *                    "DIGEST  NAME" (FNV-1a 64 of the bytes as stored, 16 hex digits; backslashes
  *                    and control bytes of NAME escaped as \\ and \xNN); OK or FAILED per shard
- *                    and overall, exit status 1 if not OK. A progress bar goes to stderr when
- *                    stderr is a terminal.
+ *                    and overall, exit status 1 if not OK.
+ *   --hash, --check MANIFEST
+ *                    the digests of gguf_hash.py, and a check against them (see the help).
  *   --tensor NAME --values [N]
  *                    the first N values (default 16; 0 for all) of tensor NAME as floats, one a
  *                    line, converted bit for bit as ggml converts them (shortest exact decimal,
  *                    NaN as nan:0x<bits>); exit status 1 if the file has no such tensor or its
  *                    type cannot be converted.
+ *   -h, --help       the help, on stdout. Bad usage gets one line on stderr naming the problem
+ *                    ("unknown option '--x' (see gguf-inspect --help)") and exit status 2.
+ *
+ * The long modes (--verify, --hash, --check) draw a progress bar on stderr when stderr is a
+ * terminal, and only then.
  *
  * With no FILE it inspects the sample model bundled with the library (testdata/sample.gguf).
  * Any shard of a split model (name-00001-of-00003.gguf) opens the whole model.
@@ -39,7 +47,9 @@
  * (key, value, tensor name, path) that is valid UTF-8 is a JSON string; one that is not is the
  * object {"hex": "<its bytes in hex>"}, so no byte is lost or guessed. Arrays are
  * {"type": "ARRAY", "array_type": T, "count": N, "value": [...]}; elements of a nested array are
- * such objects themselves.
+ * such objects themselves. Besides the file's own facts, the document gives "parameter_count"
+ * (every tensor's elements) and "tensor_data_size" (bytes), null if a sum exceeds 2^64, and
+ * "file_type", general.file_type's name (null if the key is missing or its value has none).
  *
  * Exit status: 0 success, 1 the file cannot be opened, KEY is missing or verification failed,
  * 2 bad usage.
@@ -57,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef GGUF_INSPECT_DEFAULT_SAMPLE
@@ -128,6 +139,105 @@ static void print_quoted(const char *s, uint64_t len) {
   putchar('\'');
   put_escaped(stdout, s, len, '\'');
   putchar('\'');
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names and readable quantities.                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The name of a general.file_type value: llama.cpp's llama_ftype (llama.h) without its
+ * LLAMA_FTYPE_ prefix, as the reference Python package's LlamaFileType has them, plus the values
+ * llama.h keeps as comments (types since withdrawn, which older files still carry). NULL for a
+ * value with no name. */
+static const char *file_type_name(uint64_t v) {
+  static const char *const names[] = {
+      "ALL_F32", "MOSTLY_F16", "MOSTLY_Q4_0", "MOSTLY_Q4_1", "MOSTLY_Q4_1_SOME_F16",
+      "MOSTLY_Q4_2", "MOSTLY_Q4_3", "MOSTLY_Q8_0", "MOSTLY_Q5_0", "MOSTLY_Q5_1",
+      "MOSTLY_Q2_K", "MOSTLY_Q3_K_S", "MOSTLY_Q3_K_M", "MOSTLY_Q3_K_L", "MOSTLY_Q4_K_S",
+      "MOSTLY_Q4_K_M", "MOSTLY_Q5_K_S", "MOSTLY_Q5_K_M", "MOSTLY_Q6_K", "MOSTLY_IQ2_XXS",
+      "MOSTLY_IQ2_XS", "MOSTLY_Q2_K_S", "MOSTLY_IQ3_XS", "MOSTLY_IQ3_XXS", "MOSTLY_IQ1_S",
+      "MOSTLY_IQ4_NL", "MOSTLY_IQ3_S", "MOSTLY_IQ3_M", "MOSTLY_IQ2_S", "MOSTLY_IQ2_M",
+      "MOSTLY_IQ4_XS", "MOSTLY_IQ1_M", "MOSTLY_BF16", "MOSTLY_Q4_0_4_4", "MOSTLY_Q4_0_4_8",
+      "MOSTLY_Q4_0_8_8", "MOSTLY_TQ1_0", "MOSTLY_TQ2_0", "MOSTLY_MXFP4_MOE", "MOSTLY_NVFP4",
+      "MOSTLY_Q1_0",
+  };
+  if (v < sizeof names / sizeof *names) return names[v];
+  return v == 1024 ? "GUESSED" : NULL;
+}
+
+/* The file type an entry names: general.file_type holding a non-negative integer with a name;
+ * NULL otherwise. */
+static const char *entry_file_type(const GGUFMetadataKV *kv) {
+  static const char key[] = "general.file_type";
+  if (kv->key_len != sizeof key - 1 || memcmp(kv->key, key, sizeof key - 1)) return NULL;
+  switch (kv->type) {
+  case GGUF_VALUE_TYPE_UINT8: case GGUF_VALUE_TYPE_UINT16: case GGUF_VALUE_TYPE_UINT32:
+    return file_type_name(kv->value.u32);
+  case GGUF_VALUE_TYPE_UINT64: return file_type_name(kv->value.u64);
+  case GGUF_VALUE_TYPE_INT8: case GGUF_VALUE_TYPE_INT16: case GGUF_VALUE_TYPE_INT32:
+    return kv->value.i32 < 0 ? NULL : file_type_name((uint64_t)kv->value.i32);
+  case GGUF_VALUE_TYPE_INT64:
+    return kv->value.i64 < 0 ? NULL : file_type_name((uint64_t)kv->value.i64);
+  default: return NULL;
+  }
+}
+
+/* "1.50 KiB": a byte count in the largest binary unit it reaches (two decimals), with `before`
+ * and `after` around it; empty below 1 KiB, where the count says it all. */
+static void readable_bytes(char *buf, size_t size, uint64_t n, const char *before,
+                           const char *after) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (n < 1024) {
+    buf[0] = 0;
+    return;
+  }
+  double v = (double)n / 1024;
+  unsigned u = 0;
+  while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(buf, size, "%s%.2f %s%s", before, v, units[u], after);
+}
+
+/* " (1.18 M)": a count in thousands (K), millions (M), billions (B) or trillions (T), as
+ * llama.cpp gives a model's parameters; empty below 1000. */
+static void readable_count(char *buf, size_t size, uint64_t n) {
+  static const char *const units[] = {"K", "M", "B", "T"};
+  if (n < 1000) {
+    buf[0] = 0;
+    return;
+  }
+  double v = (double)n / 1000;
+  unsigned u = 0;
+  while (v >= 1000 && u + 1 < sizeof units / sizeof *units) {
+    v /= 1000;
+    u++;
+  }
+  snprintf(buf, size, " (%.2f %s)", v, units[u]);
+}
+
+/* a + b, or UINT64_MAX (and *overflow set) if that does not fit. */
+static uint64_t add_checked(uint64_t a, uint64_t b, int *overflow) {
+  if (a > UINT64_MAX - b) {
+    *overflow = 1;
+    return UINT64_MAX;
+  }
+  return a + b;
+}
+
+/* The model's parameters (every tensor's elements) and tensor data bytes; false if a sum
+ * overflows 64 bits (a file can claim that much, not hold it). */
+static int model_totals(GGUFFile f, uint64_t *params, uint64_t *bytes) {
+  int overflow = 0;
+  *params = *bytes = 0;
+  uint64_t n = gguf_tensor_count(f);
+  for (uint64_t i = 0; i < n; i++) {
+    const GGUFTensorInfo *t = gguf_get_tensor_by_index(f, i);
+    *params = add_checked(*params, t->n_elements, &overflow);
+    *bytes = add_checked(*bytes, t->size_bytes, &overflow);
+  }
+  return !overflow;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -493,9 +603,11 @@ static void print_shards(GGUFFile f) {
     const GGUFShardInfo *s = gguf_get_shard(f, i);
     printf("*   shard %" PRIu32 ": ", i + 1);
     put_escaped_c(stdout, s->path);
-    printf(": GGUF version %" PRIu32 ", %" PRIu64 " bytes, alignment %" PRIu64
+    char size[32];
+    readable_bytes(size, sizeof size, s->file_size, " (", ")");
+    printf(": GGUF version %" PRIu32 ", %" PRIu64 " bytes%s, alignment %" PRIu64
            ", data section at offset %" PRIu64 ", %" PRIu64 " tensor(s) from #%" PRIu64 "\n",
-           s->version, s->file_size, s->alignment, s->data_offset,
+           s->version, s->file_size, size, s->alignment, s->data_offset,
            s->tensor_count, s->first_tensor + 1);
   }
 }
@@ -526,10 +638,28 @@ static void print_tensor_table(GGUFFile f) {
 }
 
 static void print_header_line(GGUFFile f) {
-  printf("* GGUF version %" PRIu32 ", %s-endian, %" PRIu64 " bytes, alignment %" PRIu64
+  char size[32];
+  readable_bytes(size, sizeof size, gguf_file_size(f), " (", ")");
+  printf("* GGUF version %" PRIu32 ", %s-endian, %" PRIu64 " bytes%s, alignment %" PRIu64
          ", data section at offset %" PRIu64 "\n",
          gguf_version(f), gguf_byte_order(f) == GGUF_BYTE_ORDER_BIG ? "big" : "little",
-         gguf_file_size(f), gguf_alignment(f), gguf_data_offset(f));
+         gguf_file_size(f), size, gguf_alignment(f), gguf_data_offset(f));
+}
+
+/* The model's size: its parameters (every tensor's elements) and bytes of tensor data. */
+static void print_totals(GGUFFile f) {
+  uint64_t params, bytes;
+  if (!model_totals(f, &params, &bytes)) {
+    printf("* Parameters: more than 2^64 in total (the tensor records claim more than a file can "
+           "hold)\n");
+    return;
+  }
+  char count[32], size[32];
+  readable_count(count, sizeof count, params);
+  readable_bytes(size, sizeof size, bytes, " (", ")");
+  printf("* %" PRIu64 " parameter(s)%s in %" PRIu64 " tensor(s), %" PRIu64
+         " bytes of tensor data%s\n",
+         params, count, gguf_tensor_count(f), bytes, size);
 }
 
 static int dump_default(GGUFFile f, const char *path) {
@@ -539,6 +669,7 @@ static int dump_default(GGUFFile f, const char *path) {
   putchar('\n');
   print_header_line(f);
   print_shards(f);
+  print_totals(f);
   printf("* Dumping %" PRIu64 " key/value pair(s)\n", n_kv);
   for (uint64_t i = 0; i < n_kv; i++) {
     const GGUFMetadataKV *kv = gguf_get_metadata_by_index(f, i);
@@ -553,6 +684,8 @@ static int dump_default(GGUFFile f, const char *path) {
     put_escaped(stdout, kv->key, kv->key_len, 0);
     printf(" = ");
     print_value(f, kv);
+    const char *file_type = entry_file_type(kv);
+    if (file_type) printf(" (%s)", file_type);
     putchar('\n');
   }
   print_tensor_table(f);
@@ -578,10 +711,23 @@ static int dump_json(GGUFFile f, const char *path) {
            s->version, s->file_size, s->alignment, s->data_offset, s->tensor_count,
            s->first_tensor);
   }
-  uint64_t n_kv = gguf_metadata_count(f);
-  printf("\n  ],\n  \"metadata_count\": %" PRIu64 ",\n  \"tensor_count\": %" PRIu64
-         ",\n  \"metadata\": [",
+  uint64_t n_kv = gguf_metadata_count(f), params, bytes;
+  printf("\n  ],\n  \"metadata_count\": %" PRIu64 ",\n  \"tensor_count\": %" PRIu64,
          n_kv, gguf_tensor_count(f));
+  /* The sums (null if they overflow), and general.file_type's name (null if none). */
+  if (model_totals(f, &params, &bytes)) {
+    printf(",\n  \"parameter_count\": %" PRIu64 ",\n  \"tensor_data_size\": %" PRIu64, params,
+           bytes);
+  } else {
+    printf(",\n  \"parameter_count\": null,\n  \"tensor_data_size\": null");
+  }
+  const GGUFMetadataKV *ftype = gguf_get_metadata(f, "general.file_type");
+  const char *ftype_name = ftype ? entry_file_type(ftype) : NULL;
+  gguf_clear_error();
+  printf(",\n  \"file_type\": ");
+  if (ftype_name) json_cstring(ftype_name);
+  else printf("null");
+  printf(",\n  \"metadata\": [");
   for (uint64_t i = 0; i < n_kv; i++) {
     printf("%s\n    ", i ? "," : "");
     ok &= emit_entry_json(f, gguf_get_metadata_by_index(f, i));
@@ -628,21 +774,32 @@ static void on_bus(int sig) {
   raise(sig);
 }
 
+/* The progress bar of the long modes (--verify, --hash, --check): drawn on stderr, only when
+ * stderr is a terminal, and cleared before each line of the output. `done` and `total` count
+ * bytes read over all `passes` (--hash reads the data once per digest); the bar shows the data's
+ * MiB, once. */
 typedef struct {
   int enabled, visible;
   uint64_t total, done;
   int shown_permille;
+  unsigned passes;
 } Progress;
+
+static Progress progress_start(uint64_t total, unsigned passes) {
+  Progress p = {isatty(STDERR_FILENO), 0, total, 0, -1, passes ? passes : 1};
+  return p;
+}
 
 static void progress_draw(Progress *p) {
   if (!p->enabled) return;
-  int permille = p->total ? (int)(p->done * 1000 / p->total) : 1000;
+  int permille = p->total ? (int)((double)p->done / (double)p->total * 1000) : 1000;
+  if (permille > 1000) permille = 1000;
   if (p->visible && permille == p->shown_permille) return;
   enum { WIDTH = 40 };
   int filled = permille * WIDTH / 1000;
   fprintf(stderr, "\r[%.*s%*s] %3d.%d%% %" PRIu64 "/%" PRIu64 " MiB", filled,
           "########################################", WIDTH - filled, "", permille / 10,
-          permille % 10, p->done >> 20, p->total >> 20);
+          permille % 10, p->done / p->passes >> 20, p->total / p->passes >> 20);
   fflush(stderr);
   p->visible = 1;
   p->shown_permille = permille;
@@ -862,18 +1019,19 @@ static int verify(const char *path) {
     return 1;
   }
   uint32_t n_shards = gguf_shard_count(f);
-  uint64_t n_tensors = gguf_tensor_count(f), total = 0;
-  for (uint64_t i = 0; i < n_tensors; i++) total += gguf_get_tensor_by_index(f, i)->size_bytes;
+  uint64_t n_tensors = gguf_tensor_count(f), params, total;
+  model_totals(f, &params, &total); /* a total past 2^64 fails below: the bytes are not there */
+  char size[32];
+  readable_bytes(size, sizeof size, total, " (", ")");
   printf("* Verifying ");
   put_escaped_c(stdout, path);
-  printf(": %" PRIu32 " shard(s), %" PRIu64 " tensor(s), %" PRIu64 " bytes of tensor data\n",
-         n_shards, n_tensors, total);
+  printf(": %" PRIu32 " shard(s), %" PRIu64 " tensor(s), %" PRIu64 " bytes of tensor data%s\n",
+         n_shards, n_tensors, total, size);
   printf("* Checks the format's rules, every entry and tensor record, that every byte of tensor "
          "data can be read and that no value or scale is NaN or infinite (as ggml checks); not "
          "whether the data changed (use --hash, --check)\n");
 
-  Progress pg = {0, 0, total, 0, -1};
-  pg.enabled = isatty(STDERR_FILENO);
+  Progress pg = progress_start(total, 1);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_bus;
@@ -885,7 +1043,7 @@ static int verify(const char *path) {
   uint64_t next = 0;
   for (uint32_t si = 0; si < n_shards; si++) {
     const GGUFShardInfo *s = gguf_get_shard(f, si);
-    int ok = 1;
+    int ok = 1, overflow = 0; /* bytes saturate: tensors may overlap */
     uint64_t bytes = 0;
     progress_clear(&pg);
     printf("* Shard %" PRIu32 "/%" PRIu32 ": ", si + 1, n_shards);
@@ -899,13 +1057,14 @@ static int verify(const char *path) {
       for (uint64_t i = s->first_tensor; i < s->first_tensor + s->tensor_count; i++) {
         const GGUFTensorInfo *t = gguf_get_tensor_by_index(f, i);
         ok &= verify_tensor(f, t, si, s, &pg);
-        bytes += t->size_bytes;
+        bytes = add_checked(bytes, t->size_bytes, &overflow);
       }
       next += s->tensor_count;
     }
     progress_clear(&pg);
-    printf("* Shard %" PRIu32 "/%" PRIu32 ": %s (%" PRIu64 " tensor(s), %" PRIu64 " bytes)\n",
-           si + 1, n_shards, ok ? "OK" : "FAILED", s->tensor_count, bytes);
+    readable_bytes(size, sizeof size, bytes, ", ", "");
+    printf("* Shard %" PRIu32 "/%" PRIu32 ": %s (%" PRIu64 " tensor(s), %" PRIu64 " bytes%s)\n",
+           si + 1, n_shards, ok ? "OK" : "FAILED", s->tensor_count, bytes, size);
     progress_line_done(&pg);
     all_ok &= ok;
   }
@@ -939,10 +1098,42 @@ typedef struct {
   size_t size;                    /* gguf_digest_size(algorithm) */
   int ok;
   char error[512];
+  struct Tally *tally;            /* where the job counts its bytes, for the progress bar */
 } DigestJob;
 
+/* The bytes the jobs have digested and how many jobs have ended, for the main thread to draw. */
+typedef struct Tally {
+  pthread_mutex_t lock;
+  uint64_t done;
+  size_t ended;
+} Tally;
+
+static void tally_add(Tally *t, uint64_t bytes, int ended) {
+  if (!t) return;
+  pthread_mutex_lock(&t->lock);
+  t->done += bytes;
+  t->ended += (size_t)ended;
+  pthread_mutex_unlock(&t->lock);
+}
+
+/* The bytes a job reads. */
+static uint64_t job_bytes(const DigestJob *j) {
+  uint64_t sum = 0;
+  int overflow = 0;
+  for (uint64_t i = 0; i < j->n; i++)
+    if (!j->feed || j->feed[i]) sum = add_checked(sum, j->tensors[i]->size_bytes, &overflow);
+  return sum;
+}
+
+typedef struct {
+  GGUFDigester d;
+  Tally *tally;
+} DigestSink;
+
 static int digest_piece(void *ctx, const unsigned char *p, size_t n) {
-  return gguf_digester_update(ctx, p, n);
+  DigestSink *sink = ctx;
+  tally_add(sink->tally, n, 0);
+  return gguf_digester_update(sink->d, p, n);
 }
 
 static void *run_digest_job(void *arg) {
@@ -951,25 +1142,28 @@ static void *run_digest_job(void *arg) {
   if (j->per_tensor) {
     for (uint64_t i = 0; i < j->n && j->ok; i++) {
       j->ok = gguf_tensor_digest(j->f, j->tensors[i], j->algorithm, j->out + i * j->size, j->size);
+      tally_add(j->tally, j->tensors[i]->size_bytes, 0);
     }
   } else {
-    GGUFDigester d = gguf_digester_new(j->algorithm);
+    DigestSink sink = {gguf_digester_new(j->algorithm), j->tally};
     /* A handle without a mapping (a URL) is read by position, in pieces, into buf. */
     unsigned char *buf = gguf_is_mapped(j->f) ? NULL : malloc(CHUNK);
-    j->ok = d != NULL && (gguf_is_mapped(j->f) || buf != NULL);
+    j->ok = sink.d != NULL && (gguf_is_mapped(j->f) || buf != NULL);
     for (uint64_t i = 0; i < j->n && j->ok; i++) {
       if (j->feed && !j->feed[i]) continue;
-      j->ok = for_each_piece(j->f, j->tensors[i], buf, digest_piece, d);
+      j->ok = for_each_piece(j->f, j->tensors[i], buf, digest_piece, &sink);
     }
-    if (j->ok) j->ok = gguf_digester_finish(d, j->out, j->size);
-    gguf_digester_free(d);
+    if (j->ok) j->ok = gguf_digester_finish(sink.d, j->out, j->size);
+    gguf_digester_free(sink.d);
     free(buf);
   }
   if (!j->ok) snprintf(j->error, sizeof j->error, "%s", gguf_last_error());
+  tally_add(j->tally, 0, 1);
   return NULL;
 }
 
-/* Runs every job, each on a thread when one can be started. False (printing why) if one failed. */
+/* Runs every job, each on a thread when one can be started, while this thread draws the progress
+ * bar (if stderr is a terminal). False (printing why) if one failed. */
 static int run_digest_jobs(DigestJob *jobs, size_t n_jobs, const char *argv0) {
   pthread_t *threads = calloc(n_jobs ? n_jobs : 1, sizeof *threads);
   int *started = calloc(n_jobs ? n_jobs : 1, sizeof *started);
@@ -979,13 +1173,36 @@ static int run_digest_jobs(DigestJob *jobs, size_t n_jobs, const char *argv0) {
     fprintf(stderr, "%s: out of memory\n", argv0);
     return 0;
   }
+  uint64_t total = 0;
+  int overflow = 0;
+  for (size_t i = 0; i < n_jobs; i++) total = add_checked(total, job_bytes(&jobs[i]), &overflow);
+  Progress pg = progress_start(total, (unsigned)n_jobs);
+  Tally tally;
+  tally.done = 0;
+  tally.ended = 0;
+  if (pg.enabled && pthread_mutex_init(&tally.lock, NULL) != 0) pg.enabled = 0;
+  for (size_t i = 0; i < n_jobs; i++) jobs[i].tally = pg.enabled ? &tally : NULL;
   for (size_t i = 0; i < n_jobs; i++) {
     started[i] = pthread_create(&threads[i], NULL, run_digest_job, &jobs[i]) == 0;
     if (!started[i]) run_digest_job(&jobs[i]);
   }
+  while (pg.enabled) {
+    pthread_mutex_lock(&tally.lock);
+    pg.done = tally.done;
+    size_t ended = tally.ended;
+    pthread_mutex_unlock(&tally.lock);
+    progress_draw(&pg);
+    if (ended == n_jobs) break;
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
   int ok = 1;
   for (size_t i = 0; i < n_jobs; i++) {
     if (started[i]) pthread_join(threads[i], NULL);
+  }
+  if (pg.enabled) pthread_mutex_destroy(&tally.lock);
+  progress_clear(&pg);
+  for (size_t i = 0; i < n_jobs; i++) {
     if (!jobs[i].ok) {
       fprintf(stderr, "%s: %s\n", argv0, jobs[i].error);
       ok = 0;
@@ -1055,17 +1272,20 @@ static GGUFFile open_single(const char *path) {
  * and UUID) in one pass over the data, read by position. */
 typedef struct {
   GGUFDigester d[5];
+  Progress pg;
 } FiveDigesters;
 
 static int digest_piece_five(void *ctx, const unsigned char *p, size_t n) {
   FiveDigesters *all = ctx;
   for (int k = 0; k < 5; k++)
     if (!gguf_digester_update(all->d[k], p, n)) return 0;
+  all->pg.done += n;
+  progress_draw(&all->pg);
   return 1;
 }
 
 static int hash_in_one_pass(DigestJob *jobs, const char *argv0) {
-  FiveDigesters all = {{NULL}};
+  FiveDigesters all = {{NULL}, progress_start(job_bytes(&jobs[0]), 1)};
   unsigned char *buf = malloc(CHUNK);
   int ok = buf != NULL;
   for (int k = 2; k < 5 && ok; k++) ok = (all.d[k] = gguf_digester_new(jobs[k].algorithm)) != NULL;
@@ -1082,6 +1302,7 @@ static int hash_in_one_pass(DigestJob *jobs, const char *argv0) {
     if (ok) ok = gguf_digester_finish(all.d[k], jobs[k].out, jobs[k].size);
     gguf_digester_free(all.d[k]);
   }
+  progress_clear(&all.pg);
   if (!ok) fprintf(stderr, "%s: %s\n", argv0, buf ? gguf_last_error() : "out of memory");
   free(buf);
   return ok;
@@ -1106,11 +1327,11 @@ static int hash_file(const char *path, const char *argv0) {
   }
   unsigned char *sha1s = out, *sha256s = out + n * 20, *model = out + n * 52;
   DigestJob jobs[5] = {
-      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA1, 1, sha1s, 20, 0, ""},
-      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 1, sha256s, 32, 0, ""},
-      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA1, 0, model, 20, 0, ""},
-      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 0, model + 20, 32, 0, ""},
-      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_UUID, 0, model + 52, 16, 0, ""},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA1, 1, sha1s, 20, 0, "", NULL},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 1, sha256s, 32, 0, "", NULL},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA1, 0, model, 20, 0, "", NULL},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_SHA256, 0, model + 20, 32, 0, "", NULL},
+      {f, tensors, NULL, n, GGUF_DIGEST_ALGORITHM_UUID, 0, model + 52, 16, 0, "", NULL},
   };
   /* Mapped: five passes over the mapping on threads. Read by position (a URL): one pass, each
    * piece fed to the five digests, so the data crosses the network once. */
@@ -1393,7 +1614,7 @@ static int check_file(const char *manifest_path, const char *path, const char *a
   }
   for (uint32_t a = 1; ok && a < N_ALG; a++) {
     size_t size = gguf_digest_size(a);
-    DigestJob base = {f, tensors, NULL, n, a, 0, NULL, size, 0, ""};
+    DigestJob base = {f, tensors, NULL, n, a, 0, NULL, size, 0, "", NULL};
     if (tensor_alg[a]) {
       per_tensor[a] = malloc((size_t)(n ? n : 1) * size);
       ok = per_tensor[a] != NULL;
@@ -1543,7 +1764,9 @@ static void usage(FILE *out, const char *argv0) {
           "       %s --check MANIFEST FILE.gguf\n"
           "       %s --tensor NAME --values [N] [FILE.gguf]\n"
           "       %s --version | --help\n"
-          "Prints a GGUF file's header, metadata (long arrays summarized) and tensor table.\n"
+          "Prints a GGUF file's header, size (parameters, bytes of tensor data; KiB, MiB, GiB\n"
+          "  beside byte counts), metadata (long arrays summarized; general.file_type with its\n"
+          "  llama.cpp name) and tensor table.\n"
           "  With no FILE (where FILE is optional), inspects %s\n"
           "  Any shard of a split model (NAME-00001-of-00003.gguf) opens the whole model,\n"
           "  except with --hash and --check, which digest the one file given.\n"
@@ -1565,9 +1788,9 @@ static void usage(FILE *out, const char *argv0) {
           "                  every byte of tensor data (a truncated file or an I/O error fails)\n"
           "                  and checks its values (a NaN or infinity where ggml refuses one,\n"
           "                  in a float tensor or a quantized block's scale, fails);\n"
-          "                  OK or FAILED per shard and overall, exit status 1 if not OK; a\n"
-          "                  progress bar when stderr is a terminal. It cannot tell whether data\n"
-          "                  changed: that takes a digest to compare with (--hash, --check)\n"
+          "                  OK or FAILED per shard and overall, exit status 1 if not OK. It\n"
+          "                  cannot tell whether data changed: that takes a digest to compare\n"
+          "                  with (--hash, --check)\n"
           "  --hash          per-tensor SHA-1 and SHA-256 of the file's tensor data, then the\n"
           "                  SHA-1, SHA-256 and UUID of all of it: byte for byte what\n"
           "                  `python -m gguf.scripts.gguf_hash FILE` prints (the same tensors\n"
@@ -1589,24 +1812,30 @@ static void usage(FILE *out, const char *argv0) {
           "                  if there is no such tensor or its type cannot be converted)\n"
           "  --version       the version of libgguf in use\n"
           "  -h, --help      this help\n"
-          "--hash and --check read a file through its mapping: a file truncated by another\n"
-          "  process meanwhile kills them with SIGBUS.\n"
+          "--verify, --hash and --check draw a progress bar on stderr when stderr is a\n"
+          "  terminal. --hash and --check read a file through its mapping: a file truncated by\n"
+          "  another process meanwhile kills them with SIGBUS.\n"
           "JSON: numbers are exact: floats are the shortest decimal reading back to the same\n"
           "  bits, non-finite ones the strings \"inf\", \"-inf\", \"nan:0x<bits>\".\n"
           "  Strings that are valid UTF-8 are JSON strings, others {\"hex\": \"<bytes in hex>\"}.\n"
+          "  \"parameter_count\" and \"tensor_data_size\" sum the tensors; \"file_type\" names\n"
+          "  general.file_type's value (null if none).\n"
           "exit status: 0 OK, 1 cannot open, key missing, verification or check failed,\n"
           "  2 bad usage or a malformed manifest\n",
           argv0, argv0, argv0, argv0, argv0, argv0, argv0, GGUF_INSPECT_DEFAULT_SAMPLE);
 }
 
-static int bad_usage(const char *argv0, const char *why, const char *arg) {
-  usage(stderr, argv0);
-  fprintf(stderr, "%s: %s", argv0, why);
+/* Bad usage: one line on stderr, "PROGRAM: BEFORE'ARG'AFTER (see PROGRAM --help)" (ARG, if
+ * any, quoted and escaped), and exit status 2. */
+static int bad_usage(const char *argv0, const char *before, const char *arg, const char *after) {
+  fputs(argv0, stderr);
+  fprintf(stderr, ": %s", before);
   if (arg) {
-    fprintf(stderr, ": ");
-    put_escaped_c(stderr, arg);
+    fputc('\'', stderr);
+    put_escaped(stderr, arg, strlen(arg), '\'');
+    fputc('\'', stderr);
   }
-  fputc('\n', stderr);
+  fprintf(stderr, "%s (see %s --help)\n", after, argv0);
   return 2;
 }
 
@@ -1619,8 +1848,8 @@ int main(int argc, char **argv) {
     if (!options_done && a[0] == '-' && a[1]) {
       if (!strcmp(a, "--")) options_done = 1;
       else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-        usage(stderr, argv[0]);
-        return 0;
+        usage(stdout, argv[0]);
+        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
       } else if (!strcmp(a, "--version")) {
         printf("libgguf %s\n", gguf_library_version());
         return 0;
@@ -1640,25 +1869,25 @@ int main(int argc, char **argv) {
           errno = 0;
           unsigned long long v = strtoull(count, &end, 10);
           if (!*count || *end || errno || count[0] == '-')
-            return bad_usage(argv[0], "--values takes a count of values", count);
+            return bad_usage(argv[0], "--values takes a count of values, not ", count, "");
           n_values = v;
         }
         values = 1;
       } else if (!strcmp(a, "--tensor")) {
-        if (++i == argc) return bad_usage(argv[0], "--tensor needs a NAME", NULL);
+        if (++i == argc) return bad_usage(argv[0], "--tensor needs a NAME", NULL, "");
         tensor = argv[i];
       } else if (!strncmp(a, "--tensor=", 9)) tensor = a + 9;
       else if (!strcmp(a, "--metadata") || !strcmp(a, "--check")) {
         if (++i == argc)
           return bad_usage(argv[0], a[2] == 'm' ? "--metadata needs a KEY" : "--check needs a MANIFEST",
-                           NULL);
+                           NULL, "");
         if (a[2] == 'm') key = argv[i];
         else manifest = argv[i];
       } else if (!strncmp(a, "--metadata=", 11)) key = a + 11;
       else if (!strncmp(a, "--check=", 8)) manifest = a + 8;
-      else return bad_usage(argv[0], "unknown option", a);
+      else return bad_usage(argv[0], "unknown option ", a, "");
     } else if (path) {
-      return bad_usage(argv[0], "more than one FILE", a);
+      return bad_usage(argv[0], "a second FILE ", a, "");
     } else {
       path = a;
     }
@@ -1668,22 +1897,20 @@ int main(int argc, char **argv) {
     return bad_usage(argv[0],
                      "--tensors, --metadata, --verify, --hash, --check and --values exclude each "
                      "other; --json goes with none of the last four",
-                     NULL);
+                     NULL, "");
   if (values != (tensor != NULL))
     return bad_usage(argv[0], values ? "--values needs --tensor NAME" : "--tensor goes with --values",
-                     NULL);
+                     NULL, "");
   /* These take an argument before FILE: a forgotten one would silently turn FILE into it. */
   if (!path && key) {
-    return bad_usage(argv[0], access(key, F_OK) == 0
-                                  ? "--metadata needs a KEY before FILE (the one argument given "
-                                    "names a file)"
-                                  : "--metadata KEY needs a FILE",
-                     key);
+    return access(key, F_OK) == 0
+               ? bad_usage(argv[0], "--metadata needs a KEY before FILE, and ", key, " is a file")
+               : bad_usage(argv[0], "--metadata KEY needs a FILE: none after ", key, "");
   }
   if (!path && manifest) {
-    return bad_usage(argv[0], "--check needs a MANIFEST and a FILE", manifest);
+    return bad_usage(argv[0], "--check needs a MANIFEST and a FILE: only ", manifest, " given");
   }
-  if (!path && hash) return bad_usage(argv[0], "--hash needs a FILE", NULL);
+  if (!path && hash) return bad_usage(argv[0], "--hash needs a FILE", NULL, "");
   if (!path) path = GGUF_INSPECT_DEFAULT_SAMPLE;
   if (verify_mode) return verify(path);
   if (hash) return hash_file(path, argv[0]);
