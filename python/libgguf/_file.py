@@ -228,6 +228,7 @@ class _FileReader:
 
     def _read(self, _user: Any, offset: int, dst: int, size: int) -> int:
         if _native.exiting():
+            self.error = _native.exit_error()
             return -1
         with _native.in_callback():
             try:
@@ -295,6 +296,8 @@ def _open_reader(lib: Any, f: Any, flags: int) -> "GGUFFile":
     with _native.calls_back():
         ptr = lib.gguf_open_reader(reader.callback, None, _convert.u64(size, "size"), flags)
     if not ptr:
+        if reader.error is not None and not isinstance(reader.error, Exception):
+            raise reader.error  # KeyboardInterrupt, SystemExit: not turned into a GGUFError
         raise lib.error() from reader.error
     name = getattr(f, "name", None)
     return GGUFFile(_Handle(lib, ptr, reader), name if isinstance(name, str) else "<reader>")
@@ -1305,6 +1308,7 @@ class GGUFFile:
 
             def report(_user: Any, done: int, total: int) -> bool:
                 if _native.exiting():
+                    error.append(_native.exit_error())
                     return False
                 with _native.in_callback():
                     try:

@@ -625,7 +625,10 @@ class _Gated:
 
         def gated(*args: Any) -> Any:
             with calls_back():
-                return attr(*args)
+                result = attr(*args)
+            if not result and _exiting:  # failed because a callback was refused
+                raise exit_error()
+            return result
 
         return gated
 
@@ -645,13 +648,15 @@ _callback_threads: dict[int, int] = {}
 EXIT_WAIT = 5.0
 
 
-class _Exiting(BaseException):
-    """Raised in a thread running a callback when the interpreter exits."""
-
-
 def exiting() -> bool:
     """Whether the interpreter is exiting: callbacks then fail at once."""
     return _exiting or sys.is_finalizing()
+
+
+def exit_error() -> SystemExit:
+    """What a call refused at exit raises: ``SystemExit``, which ends a thread without a
+    traceback, as the exit would."""
+    return SystemExit("libgguf: the interpreter is exiting: calls into Python are refused")
 
 
 @contextlib.contextmanager
@@ -661,9 +666,7 @@ def calls_back() -> Any:
     global _calls
     with _gate:
         if exiting():
-            raise RuntimeError(
-                "libgguf: the interpreter is exiting: no call that calls back into Python starts"
-            )
+            raise exit_error()
         _calls += 1
     try:
         yield
@@ -714,7 +717,8 @@ def _at_exit() -> None:
     with _gate:
         _exiting = True
         for ident in _callback_threads:
-            _set_async_exc(ident, _Exiting)
+            # SystemExit itself: a thread it ends is ended without a traceback.
+            _set_async_exc(ident, SystemExit)
         _gate.wait_for(lambda: _calls == 0, timeout=EXIT_WAIT)
 
 
