@@ -232,11 +232,12 @@ pub extern "C" fn gguf_open_fd(fd: i32, offset: u64, length: u64, flags: u32) ->
 /// does: it is then asked again for the rest, at the offset that follows, until the request is
 /// filled. A callback that returns a negative count, more than asked, or 0 before the end of
 /// `size` fails the call with an error naming `<reader>` and the offset. `read` must not call the
-/// library on the handle it serves: a read of it from inside the callback fails at once with
-/// GGUF_ERROR_CODE_INVALID_ARGUMENT (instead of waiting for itself), and `gguf_close` of it there
-/// is undefined behaviour; other handles may be used. `flags` may be 0, GGUF_OPEN_FLAG_NO_MAP or
-/// GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone either way). Returns NULL
-/// on failure, recording why.
+/// library on the handle it serves: a read of it from inside the callback, on the callback's
+/// thread, fails at once with GGUF_ERROR_CODE_INVALID_ARGUMENT (instead of waiting for itself);
+/// one on another thread that the callback waits for would wait forever, and `gguf_close` of it
+/// there is undefined behaviour. Other handles may be used. `flags` may be 0,
+/// GGUF_OPEN_FLAG_NO_MAP or GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone
+/// either way). Returns NULL on failure, recording why.
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_open_reader(
     read: GGUFReadFn,
