@@ -214,7 +214,8 @@ def _open_fd(lib: Any, fd: int, offset: int, length: int, flags: int) -> "GGUFFi
     )
     if not ptr:
         raise lib.error()
-    return GGUFFile(_Handle(lib, ptr, None), f"file descriptor {fd} at offset {offset}")
+    name = f"file descriptor {fd}" + (f" at offset {offset}" if offset else "")
+    return GGUFFile(_Handle(lib, ptr, None), name)
 
 
 class _FileReader:
