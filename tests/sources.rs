@@ -1327,10 +1327,60 @@ fn a_read_callback_reading_its_own_handle_fails_instead_of_waiting_for_itself() 
     assert_eq!(read_every_tensor(h3, 0), data);
     let (ok, _, msg) = outer.reentry.clone().unwrap();
     assert!(ok, "{msg}");
+    // A cycle: A's callback reads B, whose callback reads A (whose lock this thread holds).
+    let mut a = callback(&bytes, Mode::Reenter);
+    let mut b = callback(&bytes, Mode::Reenter);
+    let ha = open_callback(&mut a, bytes.len() as u64);
+    let hb = open_callback(&mut b, bytes.len() as u64);
+    a.handle = hb;
+    b.handle = ha;
+    assert_eq!(read_every_tensor(ha, 0), data);
+    let (ok, code, msg) = b.reentry.clone().unwrap();
+    assert!(!ok && code == ErrorCode::InvalidArgument as u32, "{msg}");
+    assert!(a.reentry.clone().unwrap().0);
     // SAFETY: the handles are live and used by no other thread.
     unsafe {
         gguf_close(h);
         gguf_close(h2);
         gguf_close(h3);
+        gguf_close(ha);
+        gguf_close(hb);
     }
+}
+
+/// A callback that takes its time, so that another thread's read finds it running.
+unsafe extern "C" fn slow_read(
+    user: *mut std::ffi::c_void,
+    offset: u64,
+    dst: *mut std::ffi::c_void,
+    size: u64,
+) -> i64 {
+    std::thread::sleep(std::time::Duration::from_micros(200));
+    // SAFETY: as for `callback_read`; `Half` mode records nothing another thread reads.
+    unsafe { callback_read(user, offset, dst, size) }
+}
+
+#[test]
+fn threads_reading_one_reader_wait_for_each_other_and_are_not_taken_for_reentry() {
+    let (bytes, data) = model_file(6, 3000);
+    let mut cb = callback(&bytes, Mode::Half);
+    let h = gguf_open_reader(
+        Some(slow_read),
+        std::ptr::from_mut(&mut *cb).cast(),
+        bytes.len() as u64,
+        0,
+    );
+    assert!(!h.is_null(), "{}", common::last_error());
+    let handle = h as usize;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..5 {
+                    assert_eq!(read_every_tensor(handle as GGUFFile, 0), data);
+                }
+            });
+        }
+    });
+    // SAFETY: no other thread uses `h` now.
+    unsafe { gguf_close(h) };
 }
