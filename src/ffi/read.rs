@@ -164,8 +164,8 @@ fn source_flags(flags: u32, what: &str) -> Result<bool> {
 /// that way without the flag (`gguf_is_mapped` says false). A split model's shards are not
 /// looked for: the file is opened alone. On Windows `fd` is a C runtime descriptor (`_open`,
 /// `_fileno`). Returns NULL on failure, recording why: errors name `file descriptor FD`, and
-/// `at offset OFFSET` when `offset` is not 0; a failed read names its offset in the descriptor's
-/// file (and in the embedded file). An offset or length past the file's end is
+/// `at offset OFFSET` when `offset` is not 0 (a system call's failure names the offset in the
+/// descriptor's file it was given). An offset or length past the file's end is
 /// GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`, once no other thread
 /// uses it.
 #[unsafe(no_mangle)]
