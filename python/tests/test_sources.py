@@ -240,6 +240,39 @@ class Sources(unittest.TestCase):
         with libgguf.open(Dribble(data)) as f:
             self.check_file(f)
 
+    def test_closing_while_other_threads_read_is_safe(self):
+        # A call in progress keeps the handle alive; calls after close() raise ValueError.
+        import threading
+
+        for how in ("reader", "descriptor"):
+            fd = os.open(SAMPLE, os.O_RDONLY)
+            f = libgguf.open(io.BytesIO(self.bytes)) if how == "reader" else libgguf.open((fd, 0))
+            os.close(fd)  # the handle has its own descriptor
+            tensors = list(f.tensors)
+            outcomes = []
+
+            def read():
+                for _ in range(200):
+                    try:
+                        outs = f.read_tensors(tensors)
+                    except ValueError as e:
+                        outcomes.append(str(e))
+                        return
+                    same = [bytes(o) for o in outs] == [self.raw[n] for n in self.names]
+                    outcomes.append("read" if same else "wrong bytes")
+
+            threads = [threading.Thread(target=read) for _ in range(3)]
+            for t in threads:
+                t.start()
+            while not outcomes:
+                pass
+            f.close()
+            for t in threads:
+                t.join()
+            self.assertIn("read", outcomes, how)
+            self.assertIn("libgguf: the file is closed", outcomes, how)
+            self.assertNotIn("wrong bytes", outcomes, how)
+
     def test_an_interrupt_in_a_file_object_is_raised_as_it_is(self):
         class Interrupted(io.BytesIO):
             def readinto(self, b):
