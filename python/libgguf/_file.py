@@ -229,13 +229,14 @@ class _FileReader:
 
     def _read(self, _user: Any, offset: int, dst: int, size: int) -> int:
         if _native.exiting():
-            self.error = _native.exit_error()
+            self.error = _native.refuse()
             return -1
         with _native.in_callback():
             try:
                 return self._fill(offset, dst, size)
             except BaseException as e:  # noqa: BLE001 (reported as the call's cause)
-                self.error = e
+                # Interrupted at exit (or failing then): the call ends its thread.
+                self.error = _native.refuse() if _native.exiting() else e
                 return -1
 
     def _fill(self, offset: int, dst: int, size: int) -> int:
@@ -1309,13 +1310,13 @@ class GGUFFile:
 
             def report(_user: Any, done: int, total: int) -> bool:
                 if _native.exiting():
-                    error.append(_native.exit_error())
+                    error.append(_native.refuse())
                     return False
                 with _native.in_callback():
                     try:
                         return progress is None or progress(done, total) is not False
                     except BaseException as e:  # noqa: BLE001 (re-raised below)
-                        error.append(e)
+                        error.append(_native.refuse() if _native.exiting() else e)
                         return False
 
             callback = _native.PROGRESS_FN(report)

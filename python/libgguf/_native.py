@@ -624,9 +624,10 @@ class _Gated:
             return attr
 
         def gated(*args: Any) -> Any:
+            _refused.flag = False
             with calls_back():
                 result = attr(*args)
-            if not result and _exiting:  # failed because a callback was refused
+            if _refused.flag:  # a callback of this call was refused: the call failed for it
                 raise exit_error()
             return result
 
@@ -651,6 +652,17 @@ EXIT_WAIT = 5.0
 def exiting() -> bool:
     """Whether the interpreter is exiting: callbacks then fail at once."""
     return _exiting or sys.is_finalizing()
+
+
+#: Whether a callback on this thread was refused because the interpreter is exiting.
+_refused = threading.local()
+
+
+def refuse() -> SystemExit:
+    """For a callback that refuses to run at exit: marks the thread's call as failed for that
+    reason and returns what the call raises."""
+    _refused.flag = True
+    return exit_error()
 
 
 def exit_error() -> SystemExit:

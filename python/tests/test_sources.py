@@ -343,6 +343,18 @@ class Sources(unittest.TestCase):
                         sum(range(1000))
                 run(lambda: f.read_tensors(progress=progress))
             """.replace("{SAMPLE!r}", repr(SAMPLE)),
+            "reader of an open file looping in Python": """
+                class Busy(io.BytesIO):
+                    busy = False
+                    def readinto(self, b):
+                        while Busy.busy:
+                            started.set()
+                            time.sleep(0.001)
+                        return super().readinto(b)
+                f = libgguf.open(Busy(data))
+                Busy.busy = True
+                run(lambda: f.read_tensor(f.tensors[0]))
+            """,
             "between callbacks": """
                 class Late(io.BytesIO):
                     calls = 0
