@@ -979,6 +979,8 @@ fn descriptors_that_are_not_readable_regular_files_are_refused_saying_what_they_
     unsafe { (libc::close(pipe[0]), libc::close(pipe[1])) };
     let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
     refused(a.as_raw_fd(), "is a socket");
+    let null = std::fs::File::open("/dev/null").unwrap();
+    refused(null.as_raw_fd(), "is a character device");
     let dir = std::fs::File::open(tmp("")).unwrap().into_raw_fd();
     refused(dir, "is a directory");
     // SAFETY: ours, not used again.
