@@ -148,9 +148,10 @@ impl FileAt {
 
 impl FileAt {
     /// What failed, for a read at offset `at` of the open file: the file and the offset its
-    /// system call was given (the error's file names the source, and so where it starts).
+    /// system call was given (the error's file names the source, and so where it starts). For
+    /// every read of the open file, direct ones included (`crate::load`).
     #[cold]
-    fn cannot_read(&self, at: u64) -> String {
+    pub(crate) fn cannot_read(&self, at: u64) -> String {
         format!("cannot read {} at offset {at}", self.file_name)
     }
 }
