@@ -13,8 +13,15 @@
  * equal to the mapping's, bounds refused, threads 0/1/3, direct and buffered, progress reported
  * on the calling thread and a cancel giving GGUF_ERROR_CODE_CANCELLED.
  *
+ * Read callbacks that answer short (half of every request, or of the one reaching the header's
+ * end) are asked again for the rest; one that reads its own handle fails at once instead of
+ * waiting for itself. Descriptors: O_DIRECT ones read as any other (the caller's keeps its
+ * flag), O_RDWR|O_APPEND ones too; write-only descriptors, pipes, sockets and directories are
+ * refused saying what they are; the caller's descriptor may be closed while threads read.
+ *
  * Usage: test_sources FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
+#define _GNU_SOURCE /* O_DIRECT */
 #include "gguf.h"
 
 #include <fcntl.h>
@@ -24,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +46,10 @@ struct reader {
     int too_many;        /* returns one byte more than asked */
     pthread_t thread;    /* the thread expected to call */
     int calls;
+    int half;            /* returns half of every request */
+    int64_t half_at;     /* returns half of the request that reaches this offset; -1: never */
+    GGUFFile self;       /* when set, the callback reads this handle (its own) once */
+    int reentry_ok, reentry_refused;
 };
 
 static int64_t read_cb(void *user, uint64_t offset, void *dst, uint64_t size) {
@@ -49,18 +61,31 @@ static int64_t read_cb(void *user, uint64_t offset, void *dst, uint64_t size) {
     }
     if (r->fail_from >= 0 && offset >= (uint64_t)r->fail_from) return -1;
     if (r->short_from >= 0 && offset >= (uint64_t)r->short_from) return 0;
+    if (r->self != NULL) {
+        GGUFFile self = r->self;
+        r->self = NULL;
+        unsigned char byte;
+        r->reentry_ok = gguf_read_tensor(self, gguf_get_tensor_by_index(self, 0), 0, &byte, 1);
+        r->reentry_refused = gguf_last_error_code() == GGUF_ERROR_CODE_INVALID_ARGUMENT &&
+                             strstr(gguf_last_error(), "must not read its own handle") != NULL;
+        gguf_clear_error();
+    }
+    uint64_t want = size;
+    if (r->half || (r->half_at >= 0 && offset <= (uint64_t)r->half_at && (uint64_t)r->half_at < offset + size))
+        want = size > 1 ? size / 2 : size;
     if (fseek(r->fp, (long)offset, SEEK_SET) != 0) return -1;
-    size_t n = fread(dst, 1, (size_t)size, r->fp);
+    size_t n = fread(dst, 1, (size_t)want, r->fp);
     if (ferror(r->fp)) return -1;
     return (int64_t)n + (r->too_many ? 1 : 0);
 }
 
 static struct reader reader_of(const char *path) {
-    struct reader r = {fopen(path, "rb"), 0, -1, -1, 0, pthread_self(), 0};
+    struct reader r = {fopen(path, "rb"), 0, -1, -1, 0, pthread_self(), 0, 0, -1, NULL, 0, 0};
     CHECK(r.fp != NULL);
     struct stat st;
     CHECK(stat(path, &st) == 0);
     r.size = (uint64_t)st.st_size;
+    r.half_at = -1;
     return r;
 }
 
@@ -130,7 +155,7 @@ static void lying_callbacks_are_refused(void) {
     r.short_from = 64;
     gguf_clear_error();
     CHECK(gguf_open_reader(read_cb, &r, r.size + 100000, 0) == NULL);
-    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_IO, "ended at offset", OFFSET_ANY);
+    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_IO, "ended early: it declared", (int64_t)r.size);
     r.short_from = -1;
     /* NULL callback; flags that concern mapping a path. */
     FAILS(gguf_open_reader(NULL, &r, r.size, 0) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "read");
@@ -333,12 +358,134 @@ static void every_kind_of_handle_reads_alike(void) {
     gguf_close(split);
 }
 
+static void short_answers_are_asked_again_and_reading_its_own_handle_fails(void) {
+    const char *path = fixture("full.gguf");
+    GGUFFile ref = gguf_open(path);
+    CHECK(ref != NULL);
+    struct reader r = reader_of(path);
+    r.half = 1;
+    GGUFFile f = gguf_open_reader(read_cb, &r, r.size, 0);
+    CHECK(f != NULL);
+    reads_match(f, ref);
+    gguf_close(f);
+    r.half = 0;
+    r.half_at = (int64_t)gguf_data_offset(ref) - 1; /* the request reaching the header's end */
+    int before = r.calls;
+    f = gguf_open_reader(read_cb, &r, r.size, 0);
+    CHECK(f != NULL);
+    CHECK(r.calls >= before + 2); /* asked again for what was not given */
+    reads_match(f, ref);
+    gguf_close(f);
+    r.half_at = -1;
+
+    /* The callback reads its own handle: that read fails at once, the outer one works. */
+    f = gguf_open_reader(read_cb, &r, r.size, 0);
+    CHECK(f != NULL);
+    const GGUFTensorInfo *info = gguf_get_tensor_by_index(f, 1);
+    unsigned char *buf = malloc(info->size_bytes);
+    CHECK(buf != NULL);
+    r.self = f;
+    CHECK(gguf_read_tensor(f, info, 0, buf, info->size_bytes));
+    CHECK(r.self == NULL && !r.reentry_ok && r.reentry_refused);
+    CHECK(memcmp(buf, gguf_tensor_data(ref, gguf_get_tensor_by_index(ref, 1)), info->size_bytes) == 0);
+    /* Reading another handle from inside the callback works. */
+    GGUFFile other = gguf_open(path);
+    r.self = other;
+    CHECK(gguf_read_tensor(f, info, 0, buf, info->size_bytes));
+    CHECK(r.self == NULL && r.reentry_ok);
+    gguf_close(other);
+    free(buf);
+    gguf_close(f);
+    fclose(r.fp);
+    gguf_close(ref);
+}
+
+struct reading {
+    GGUFFile f, ref;
+};
+
+static void *read_every_tensor_often(void *arg) {
+    struct reading *rd = arg;
+    for (int round = 0; round < 20; round++) {
+        for (uint64_t k = 0; k < gguf_tensor_count(rd->f); k++) {
+            const GGUFTensorInfo *a = gguf_get_tensor_by_index(rd->f, k);
+            const GGUFTensorInfo *e = gguf_get_tensor_by_index(rd->ref, k);
+            if (a->size_bytes == 0) continue;
+            unsigned char *buf = malloc(a->size_bytes);
+            CHECK(buf != NULL);
+            CHECK(gguf_read_tensor(rd->f, a, 0, buf, a->size_bytes));
+            CHECK(memcmp(buf, gguf_tensor_data(rd->ref, e), a->size_bytes) == 0);
+            free(buf);
+        }
+    }
+    return NULL;
+}
+
+static void descriptors_of_every_kind(void) {
+    const char *path = fixture("full.gguf");
+    GGUFFile ref = gguf_open(path);
+    CHECK(ref != NULL);
+    for (uint32_t flags = 0; flags <= GGUF_OPEN_FLAG_NO_MAP; flags += GGUF_OPEN_FLAG_NO_MAP) {
+#ifdef O_DIRECT
+        int fd = open(path, O_RDONLY | O_DIRECT);
+        CHECK(fd >= 0);
+        GGUFFile f = gguf_open_fd(fd, 0, 0, flags);
+        CHECK(f != NULL);
+        CHECK(gguf_is_mapped(f) == (flags == 0));
+        reads_match(f, ref);
+        gguf_close(f);
+        CHECK((fcntl(fd, F_GETFL) & O_DIRECT) != 0); /* the caller's keeps its flag */
+        close(fd);
+#endif
+        int rw = open(path, O_RDWR | O_APPEND);
+        CHECK(rw >= 0);
+        GGUFFile a = gguf_open_fd(rw, 0, 0, flags);
+        CHECK(a != NULL);
+        reads_match(a, ref);
+        gguf_close(a);
+        close(rw);
+
+        int wr = open(path, O_WRONLY);
+        CHECK(wr >= 0);
+        FAILS(gguf_open_fd(wr, 0, 0, flags) == NULL, GGUF_ERROR_CODE_IO, "is open for writing only");
+        close(wr);
+        int p[2];
+        CHECK(pipe(p) == 0);
+        FAILS(gguf_open_fd(p[0], 0, 0, flags) == NULL, GGUF_ERROR_CODE_IO, "is a FIFO");
+        close(p[0]);
+        close(p[1]);
+        int sv[2];
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+        FAILS(gguf_open_fd(sv[0], 0, 0, flags) == NULL, GGUF_ERROR_CODE_IO, "is a socket");
+        close(sv[0]);
+        close(sv[1]);
+        int dir = open(fixture("a_directory.gguf"), O_RDONLY);
+        CHECK(dir >= 0);
+        FAILS(gguf_open_fd(dir, 0, 0, flags) == NULL, GGUF_ERROR_CODE_IO, "is a directory");
+        close(dir);
+
+        /* The caller closes its descriptor while two threads read through the handle. */
+        int own = open(path, O_RDONLY);
+        CHECK(own >= 0);
+        struct reading rd = {gguf_open_fd(own, 0, 0, flags), ref};
+        CHECK(rd.f != NULL);
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, read_every_tensor_often, &rd) == 0);
+        CHECK(close(own) == 0);
+        for (int i = 0; i < 2; i++) CHECK(pthread_join(t[i], NULL) == 0);
+        gguf_close(rd.f); /* once no other thread uses it */
+    }
+    gguf_close(ref);
+}
+
 int main(int argc, char **argv) {
     g_argc = argc;
     g_argv = argv;
     every_fixture_opens_alike();
     lying_callbacks_are_refused();
     every_kind_of_handle_reads_alike();
+    short_answers_are_asked_again_and_reading_its_own_handle_fails();
+    descriptors_of_every_kind();
     printf("test_sources: ok\n");
     return 0;
 }

@@ -870,7 +870,8 @@ typedef struct GGUFUploadPlan {
 
 /**
  * Fills `dst` with up to `size` bytes at `offset` of the caller's source; returns the count
- * read (less only at the source's end) or -1 on error.
+ * read (fewer than `size` is allowed: the library asks again for the rest; 0 only at the
+ * source's end) or -1 on error.
  */
 typedef int64_t (*GGUFReadFn)(void *user, uint64_t offset, void *dst, uint64_t size);
 
@@ -1336,17 +1337,27 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
 /**
  * Opens a GGUF file stored inside another file: `length` bytes from `offset` of the open file
  * descriptor `fd` (0 = to the end of the file), such as an Android APK asset, a llamafile or a
- * tar member. The descriptor is duplicated: the caller may close `fd` after the call. The
- * bytes are mapped (from the page boundary at or before `offset`), so tensor pointers and plan
- * views work as for `gguf_open`; file offsets reported (`file_offset`, `gguf_data_offset`,
- * `gguf_file_size`, error offsets) are relative to the embedded file. With
- * GGUF_OPEN_FLAG_NO_MAP nothing is mapped: the header is read by positioned reads and tensor
- * data only through `gguf_read_tensor(s)` (`gguf_tensor_data` then returns NULL). A file too
- * large for the address space is opened that way without the flag (`gguf_is_mapped` says
- * false). A split model's shards are not looked for: the file is opened alone. On Windows `fd`
- * is a C runtime descriptor (`_open`, `_fileno`). Returns NULL on failure, recording why
- * (errors name `file descriptor FD at offset OFFSET`); an offset or length past the file's end
- * is GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`.
+ * tar member. The handle reads through a descriptor of its own: the caller may close `fd` after
+ * the call, or while other threads use the handle; the handle never changes `fd`'s flags or
+ * position. `fd` must be open for reading (O_RDONLY or O_RDWR; O_APPEND and O_NONBLOCK change
+ * nothing) on a regular file: a write-only descriptor (and Linux's O_PATH), a pipe, FIFO,
+ * socket, device or directory is refused (GGUF_ERROR_CODE_IO, saying which). A descriptor
+ * opened with O_DIRECT (Linux, Android), whose reads need aligned buffers, is opened again
+ * without it through `/proc/self/fd` (the caller's keeps its flag): every read works as for any
+ * descriptor, and GGUF_READ_FLAG_DIRECT still bypasses the page cache; where `/proc` is not
+ * mounted, such a descriptor is refused, saying so. The bytes are mapped (from the page
+ * boundary at or before `offset`), so tensor pointers and plan views work as for `gguf_open`;
+ * file offsets reported (`file_offset`, `gguf_data_offset`, `gguf_file_size`, error offsets)
+ * are relative to the embedded file. With GGUF_OPEN_FLAG_NO_MAP nothing is mapped: the header
+ * is read by positioned reads and tensor data only through `gguf_read_tensor(s)`
+ * (`gguf_tensor_data` then returns NULL). A file too large for the address space is opened
+ * that way without the flag (`gguf_is_mapped` says false). A split model's shards are not
+ * looked for: the file is opened alone. On Windows `fd` is a C runtime descriptor (`_open`,
+ * `_fileno`). Returns NULL on failure, recording why: errors name `file descriptor FD`, and
+ * `at offset OFFSET` when `offset` is not 0 (a system call's failure names the offset in the
+ * descriptor's file it was given). An offset or length past the file's end is
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`, once no other thread
+ * uses it.
  */
 GGUF_API GGUFFile gguf_open_fd(int32_t fd, uint64_t offset, uint64_t length, uint32_t flags);
 
@@ -1357,11 +1368,17 @@ GGUF_API GGUFFile gguf_open_fd(int32_t fd, uint64_t offset, uint64_t length, uin
  * source: `gguf_tensor_data` returns NULL (with a clear error) and `gguf_read_tensor` and
  * `gguf_read_tensors` read it. `read` is called under a lock (never from two threads at once),
  * and only from threads that call the library with this handle (`gguf_read_tensors` reads on
- * the calling thread); `read` and `user` must stay valid until `gguf_close`. A callback that
- * returns -1, more than asked, or less before the end of `size` fails the call with an error
- * naming `<reader>` and the offset. `flags` may be 0, GGUF_OPEN_FLAG_NO_MAP or
- * GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone either way). Returns NULL
- * on failure, recording why.
+ * the calling thread); `read` and `user` must stay valid until `gguf_close`, which must not run
+ * while another thread uses the handle. `read` may return fewer bytes than asked, as `pread`
+ * does: it is then asked again for the rest, at the offset that follows, until the request is
+ * filled. A callback that returns a negative count, more than asked, or 0 before the end of
+ * `size` fails the call with an error naming `<reader>` and the offset. `read` must not call the
+ * library on the handle it serves: a read of it from inside the callback, on the callback's
+ * thread, fails at once with GGUF_ERROR_CODE_INVALID_ARGUMENT (instead of waiting for itself);
+ * one on another thread that the callback waits for would wait forever, and `gguf_close` of it
+ * there is undefined behaviour. Other handles may be used. `flags` may be 0,
+ * GGUF_OPEN_FLAG_NO_MAP or GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone
+ * either way). Returns NULL on failure, recording why.
  */
 GGUF_API GGUFFile gguf_open_reader(GGUFReadFn read, void *user, uint64_t size, uint32_t flags);
 

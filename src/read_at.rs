@@ -41,8 +41,9 @@ pub trait ReadAt: Send + Sync {
 }
 
 /// Fills `dst` from `offset` of `source`, which must hold those bytes: a source that returns
-/// fewer before the end it declared (or more than asked) gives an error naming it and the
-/// offset.
+/// fewer than asked is asked again for the rest; one that returns nothing before the end it
+/// declared (or more than asked) gives an error naming it and the offset (the error's offset,
+/// said once).
 pub fn read_exact_at(source: &dyn ReadAt, offset: u64, dst: &mut [u8]) -> Result<()> {
     let mut done = 0usize;
     while done < dst.len() {
@@ -60,7 +61,7 @@ pub fn read_exact_at(source: &dyn ReadAt, offset: u64, dst: &mut [u8]) -> Result
                 source,
                 at,
                 format!(
-                    "ended at offset {at}, but it declared {} bytes (needed {} more)",
+                    "ended early: it declared {} bytes, and {} more were needed",
                     source.len(),
                     dst.len() - done
                 ),
@@ -89,7 +90,10 @@ pub struct FileAt {
     file: File,
     offset: u64,
     len: u64,
+    /// What the source is (`describe`): the file it holds.
     name: String,
+    /// The open file itself, for a failed read: `name` unless set by [`FileAt::file_named`].
+    file_name: String,
 }
 
 impl FileAt {
@@ -99,8 +103,17 @@ impl FileAt {
             file,
             offset,
             len,
+            file_name: name.clone(),
             name,
         }
+    }
+
+    /// The same source, whose open file is called `file_name` where a read of it fails (`name`
+    /// says what the source holds, such as `file descriptor 7 at offset 4096`; `file_name` the
+    /// descriptor, `file descriptor 7`, whose offsets a failed read names).
+    pub fn file_named(mut self, file_name: String) -> FileAt {
+        self.file_name = file_name;
+        self
     }
 
     /// The open file.
@@ -123,13 +136,23 @@ impl FileAt {
         while done < want {
             let at = self.offset + offset + done as u64;
             let n = platform::read_at(file, &mut dst[done..want], at)
-                .map_err(|e| Error::io(format!("cannot read {} at offset {at}", self.name), e))?;
+                .map_err(|e| Error::io(self.cannot_read(at), e))?;
             if n == 0 {
                 break;
             }
             done += n;
         }
         Ok(done)
+    }
+}
+
+impl FileAt {
+    /// What failed, for a read at offset `at` of the open file: the file and the offset its
+    /// system call was given (the error's file names the source, and so where it starts). For
+    /// every read of the open file, direct ones included (`crate::load`).
+    #[cold]
+    pub(crate) fn cannot_read(&self, at: u64) -> String {
+        format!("cannot read {} at offset {at}", self.file_name)
     }
 }
 

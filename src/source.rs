@@ -73,7 +73,7 @@ pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
 }
 
 /// What a file that is not a regular file is, for a message.
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+pub(crate) fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     if let Some(kind) = platform::special_kind(meta) {
         return kind;
     }

@@ -265,7 +265,10 @@ fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
     assert_eq!(e.offset(), Some(100), "{e}");
     let msg = e.to_string();
     assert!(msg.contains("<test source>"), "{msg}");
-    assert!(msg.contains("ended at offset 100"), "{msg}");
+    assert!(
+        msg.contains("offset 100: the source <test source> ended early: it declared"),
+        "{msg}"
+    );
     assert!(
         msg.contains(&format!("declared {} bytes", bytes.len())),
         "{msg}"
@@ -844,4 +847,542 @@ fn values_and_validation_read_by_position_as_over_the_map() {
     assert_eq!(mapped, by_position);
     assert!(!mapped[0].2 && mapped[1].2, "{mapped:?}");
     assert!(mapped[0].3.contains("block 37"), "{}", mapped[0].3);
+}
+
+/// Every tensor of the handle `h` read with `gguf_read_tensors` (`flags`, one thread) and, one at
+/// a time, with `gguf_read_tensor`; both must agree.
+fn read_every_tensor(h: GGUFFile, flags: u32) -> Vec<Vec<u8>> {
+    // SAFETY: `h` is a live handle; every buffer holds its tensor's size.
+    unsafe {
+        let n = gguf_tensor_count(h);
+        let infos: Vec<*const GGUFTensorInfo> =
+            (0..n).map(|k| gguf_get_tensor_by_index(h, k)).collect();
+        let mut bufs: Vec<Vec<u8>> = infos
+            .iter()
+            .map(|&i| vec![0xEE; (*i).size_bytes as usize])
+            .collect();
+        let dsts: Vec<*mut std::ffi::c_void> =
+            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        let ok = gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            n,
+            1,
+            flags,
+            None,
+            std::ptr::null_mut(),
+        );
+        assert!(ok, "{}", common::last_error());
+        for (k, &info) in infos.iter().enumerate() {
+            let mut one = vec![0u8; (*info).size_bytes as usize];
+            let ok = gguf_read_tensor(h, info, 0, one.as_mut_ptr().cast(), one.len() as u64);
+            assert!(ok, "{}", common::last_error());
+            assert_eq!(one, bufs[k]);
+        }
+        bufs
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_descriptor_opened_with_o_direct_is_read_buffered_and_keeps_its_flag() {
+    use std::os::fd::IntoRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let (bytes, data) = model_file(4, 3001);
+    let path = tar_member(&bytes, 0, "direct.gguf");
+    let outer = tar_member(&bytes, 4096 + 100, "direct.tar");
+    for (path, offset) in [(&path, 0u64), (&outer, 4196)] {
+        for flags in [0, OpenFlag::NoMap as u32] {
+            let fd = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+                .unwrap()
+                .into_raw_fd();
+            let h = gguf_open_fd(fd, offset, bytes.len() as u64, flags);
+            assert!(!h.is_null(), "{}", common::last_error());
+            // SAFETY: `h` is live; `fd` is ours.
+            unsafe {
+                assert_eq!(gguf_is_mapped(h), flags == 0);
+                assert_eq!(read_every_tensor(h, 0), data);
+                assert_eq!(read_every_tensor(h, ReadFlag::Direct as u32), data);
+                gguf_close(h);
+                // The caller's descriptor keeps its flag.
+                assert_ne!(libc::fcntl(fd, libc::F_GETFL) & libc::O_DIRECT, 0);
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn descriptors_that_are_not_readable_regular_files_are_refused_saying_what_they_are() {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    let (bytes, data) = model_file(3, 500);
+    let path = tar_member(&bytes, 0, "flags.gguf");
+    let refused = |fd: i32, needle: &str| {
+        for flags in [0, OpenFlag::NoMap as u32] {
+            assert!(gguf_open_fd(fd, 0, 0, flags).is_null(), "{needle}");
+            assert_eq!(gguf_last_error_code(), ErrorCode::Io as u32, "{needle}");
+            let msg = common::last_error();
+            assert!(
+                msg.contains(&format!("file descriptor {fd} {needle}")),
+                "{msg}"
+            );
+            assert!(!msg.contains("at offset"), "{msg}");
+        }
+    };
+    let wronly = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    refused(wronly.as_raw_fd(), "is open for writing only (O_WRONLY)");
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let o_path = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(&path)
+            .unwrap();
+        refused(o_path.as_raw_fd(), "is an O_PATH descriptor");
+    }
+    // Read-write with O_APPEND, and O_NONBLOCK: read as any other.
+    let before = std::fs::read(&path).unwrap();
+    for custom in [libc::O_APPEND, libc::O_NONBLOCK] {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(custom == libc::O_APPEND)
+            .custom_flags(custom)
+            .open(&path)
+            .unwrap();
+        for flags in [0, OpenFlag::NoMap as u32] {
+            let h = gguf_open_fd(file.as_raw_fd(), 0, 0, flags);
+            assert!(!h.is_null(), "{}", common::last_error());
+            assert_eq!(read_every_tensor(h, 0), data);
+            // SAFETY: `h` is live.
+            unsafe { gguf_close(h) };
+        }
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "the file is unchanged"
+        );
+    }
+    // A pipe (non-blocking, as a FIFO would be opened), a socket, a directory.
+    let mut pipe = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array.
+    assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
+    // SAFETY: F_SETFL on a descriptor of ours.
+    unsafe { libc::fcntl(pipe[0], libc::F_SETFL, libc::O_NONBLOCK) };
+    refused(pipe[0], "is a FIFO (named pipe)");
+    // SAFETY: ours, not used again.
+    unsafe { (libc::close(pipe[0]), libc::close(pipe[1])) };
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    refused(a.as_raw_fd(), "is a socket");
+    let null = std::fs::File::open("/dev/null").unwrap();
+    refused(null.as_raw_fd(), "is a character device");
+    let dir = std::fs::File::open(tmp("")).unwrap().into_raw_fd();
+    refused(dir, "is a directory");
+    // SAFETY: ours, not used again.
+    unsafe { libc::close(dir) };
+}
+
+#[cfg(unix)]
+#[test]
+fn a_failed_descriptor_read_says_each_offset_once() {
+    use std::os::fd::IntoRawFd;
+    // The open file itself fails every read: it is open for writing only.
+    let path = tmp("unreadable.bin");
+    std::fs::write(&path, vec![0u8; 10000]).unwrap();
+    for (base, name, at) in [
+        (0u64, "file descriptor 9", 8160),
+        (100, "file descriptor 9 at offset 100", 8260),
+    ] {
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let source = FileAt::new(file, base, 9000, name.to_string())
+            .file_named("file descriptor 9".to_string());
+        assert_eq!(source.describe(), name);
+        let e = source.read_at(8160, &mut [0u8; 16]).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Io);
+        assert_eq!(
+            e.message(),
+            format!(
+                "cannot read file descriptor 9 at offset {at}: Bad file descriptor (os error 9)"
+            )
+        );
+    }
+    // Through the C API: a file truncated under a handle that reads it by position.
+    let (bytes, _) = model_file(3, 5000);
+    for offset in [0u64, 700] {
+        let path = tar_member(&bytes, offset as usize, "shrinks.tar");
+        let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
+        let h = gguf_open_fd(fd, offset, bytes.len() as u64, OpenFlag::NoMap as u32);
+        assert!(!h.is_null(), "{}", common::last_error());
+        // SAFETY: `h` is live; the buffer holds the tensor.
+        unsafe {
+            let info = gguf_get_tensor_by_index(h, 2);
+            let cut = offset + (*info).file_offset;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            let mut dst = vec![0u8; (*info).size_bytes as usize];
+            assert!(!gguf_read_tensor(
+                h,
+                info,
+                0,
+                dst.as_mut_ptr().cast(),
+                dst.len() as u64
+            ));
+            let msg = common::last_error();
+            let name = match offset {
+                0 => format!("file descriptor {fd}"),
+                _ => format!("file descriptor {fd} at offset {offset}"),
+            };
+            let rel = (*info).file_offset;
+            assert_eq!(
+                msg,
+                format!(
+                    "gguf: {name}: offset {rel}: the source {name} ended early: it declared {} \
+                     bytes, and {} more were needed",
+                    bytes.len(),
+                    (*info).size_bytes
+                )
+            );
+            gguf_close(h);
+            libc::close(fd);
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn the_callers_descriptor_may_be_closed_while_other_threads_read_the_handle() {
+    use std::os::fd::IntoRawFd;
+    let (bytes, data) = model_file(4, 20000);
+    let path = tar_member(&bytes, 333, "closed.tar");
+    for flags in [0, OpenFlag::NoMap as u32] {
+        let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
+        let h = gguf_open_fd(fd, 333, bytes.len() as u64, flags);
+        assert!(!h.is_null(), "{}", common::last_error());
+        let handle = h as usize;
+        let started = std::sync::Barrier::new(3);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    started.wait();
+                    for _ in 0..20 {
+                        assert_eq!(read_every_tensor(handle as GGUFFile, 0), data);
+                    }
+                });
+            }
+            started.wait();
+            // SAFETY: `fd` is ours; the handle has its own descriptor.
+            assert_eq!(unsafe { libc::close(fd) }, 0);
+        });
+        // SAFETY: no other thread uses `h` now.
+        unsafe { gguf_close(h) };
+    }
+}
+
+/// A read callback over bytes in memory that misbehaves as `mode` says, recording its calls.
+struct Callback {
+    bytes: Vec<u8>,
+    mode: Mode,
+    calls: Vec<(u64, u64, i64)>,
+    /// The handle it serves, for a callback that reads it.
+    handle: GGUFFile,
+    /// What the read of its own handle gave: the call's result, code and message.
+    reentry: Option<(bool, u32, String)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Mode {
+    /// Half of every request (at least one byte).
+    Half,
+    /// Half of the request that reaches `.0`, all of every other.
+    HalfAt(u64),
+    /// One byte, then all, then one byte, ...
+    Alternate,
+    /// Returns this count, whatever was asked.
+    Returns(i64),
+    /// Returns this count from offset `.0` on.
+    ReturnsFrom(u64, i64),
+    /// Reads its own handle (tensor 0) once the handle exists.
+    Reenter,
+}
+
+unsafe extern "C" fn callback_read(
+    user: *mut std::ffi::c_void,
+    offset: u64,
+    dst: *mut std::ffi::c_void,
+    size: u64,
+) -> i64 {
+    // SAFETY: `user` is the test's `Callback`, used by one call at a time.
+    let cb = unsafe { &mut *user.cast::<Callback>() };
+    let left = cb.bytes.len() as u64 - offset.min(cb.bytes.len() as u64);
+    let all = size.min(left);
+    let n = match cb.mode {
+        Mode::Half => all.div_ceil(2),
+        Mode::HalfAt(at) if offset <= at && at < offset + size => all.div_ceil(2),
+        Mode::Alternate if cb.calls.len() % 2 == 0 => all.min(1),
+        Mode::Returns(n) => {
+            cb.calls.push((offset, size, n));
+            return n;
+        }
+        // The bytes before `from`, as a short read.
+        Mode::ReturnsFrom(from, _) if offset < from && offset + size > from => from - offset,
+        Mode::ReturnsFrom(from, n) if offset >= from => {
+            cb.calls.push((offset, size, n));
+            return n;
+        }
+        Mode::Reenter if !cb.handle.is_null() && cb.reentry.is_none() => {
+            let mut byte = 0u8;
+            // SAFETY: the handle is live; one byte is written to `byte`.
+            let ok = unsafe {
+                let info = gguf_get_tensor_by_index(cb.handle, 0);
+                gguf_read_tensor(cb.handle, info, 0, (&raw mut byte).cast(), 1)
+            };
+            cb.reentry = Some((ok, gguf_last_error_code(), common::last_error()));
+            all
+        }
+        _ => all,
+    };
+    // SAFETY: `dst` holds `size >= n` bytes; the source holds `n` from `offset`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            cb.bytes.as_ptr().add(offset as usize),
+            dst.cast::<u8>(),
+            n as usize,
+        )
+    };
+    cb.calls.push((offset, size, n as i64));
+    n as i64
+}
+
+fn callback(bytes: &[u8], mode: Mode) -> Box<Callback> {
+    Box::new(Callback {
+        bytes: bytes.to_vec(),
+        mode,
+        calls: Vec::new(),
+        handle: std::ptr::null_mut(),
+        reentry: None,
+    })
+}
+
+fn open_callback(cb: &mut Callback, size: u64) -> GGUFFile {
+    gguf_open_reader(Some(callback_read), std::ptr::from_mut(cb).cast(), size, 0)
+}
+
+#[test]
+fn a_read_callback_returning_less_than_asked_is_asked_again_for_the_rest() {
+    // A header of about 1.3 MiB: read in several growing requests.
+    let mut w = Writer::new();
+    let tokens = (0..60000)
+        .map(|i| MetadataValue::string(format!("token number {i}")))
+        .collect();
+    w.add_metadata("tokens", MetadataValue::Array(ValueType::String, tokens))
+        .unwrap();
+    let mut data = Vec::new();
+    for k in 0..3u8 {
+        let t: Vec<u8> = (0..40000u32).map(|i| (i as u8) ^ k).collect();
+        w.add_tensor(format!("t{k}"), &[10000], DataType::F32, t.clone())
+            .unwrap();
+        data.push(t);
+    }
+    let bytes = w.to_bytes().unwrap();
+    let header_end = GgufFile::from_bytes(&bytes[..]).unwrap().data_offset();
+    assert!(header_end > 1 << 20, "{header_end}");
+    for mode in [
+        Mode::Half,
+        Mode::HalfAt(1 << 20),
+        Mode::HalfAt(header_end - 1),
+        Mode::Alternate,
+    ] {
+        let mut cb = callback(&bytes, mode);
+        let h = open_callback(&mut cb, bytes.len() as u64);
+        assert!(!h.is_null(), "{mode:?}: {}", common::last_error());
+        assert_eq!(read_every_tensor(h, 0), data, "{mode:?}");
+        // SAFETY: `h` is live.
+        unsafe { gguf_close(h) };
+        // Every short answer was followed by a request for the rest, where it stopped.
+        let calls = &cb.calls;
+        let mut shorts = 0;
+        for pair in calls.windows(2) {
+            let ((offset, size, n), (next, rest, _)) = (pair[0], pair[1]);
+            if (n as u64) < size && offset + (n as u64) < bytes.len() as u64 {
+                shorts += 1;
+                assert_eq!(
+                    (next, rest),
+                    (offset + n as u64, size - n as u64),
+                    "{mode:?}"
+                );
+            }
+        }
+        assert!(shorts >= 1, "{mode:?}: {calls:?}");
+    }
+}
+
+#[test]
+fn read_callbacks_that_misbehave_are_refused_naming_the_offset() {
+    let (bytes, _) = model_file(3, 1000);
+    let cases: [(Mode, u64, ErrorCode, &str); 7] = [
+        (Mode::Returns(-1), 0, ErrorCode::Io, "failed (returned -1)"),
+        (Mode::Returns(-7), 0, ErrorCode::Io, "failed (returned -7)"),
+        (
+            Mode::Returns(i64::MIN),
+            0,
+            ErrorCode::Io,
+            "failed (returned",
+        ),
+        (
+            Mode::Returns(i64::MAX),
+            0,
+            ErrorCode::Io,
+            "returned 9223372036854775807 bytes when asked",
+        ),
+        (Mode::ReturnsFrom(64, 0), 64, ErrorCode::Io, "ended early"),
+        (
+            Mode::ReturnsFrom(64, 1 << 40),
+            64,
+            ErrorCode::Io,
+            "when asked for",
+        ),
+        (
+            Mode::ReturnsFrom(100, -1),
+            100,
+            ErrorCode::Io,
+            "failed (returned -1)",
+        ),
+    ];
+    for (mode, at, code, needle) in cases {
+        let mut cb = callback(&bytes, mode);
+        assert!(
+            open_callback(&mut cb, bytes.len() as u64).is_null(),
+            "{mode:?}"
+        );
+        assert_eq!(gguf_last_error_code(), code as u32, "{mode:?}");
+        assert_eq!(gguf_last_error_offset(), at as i64, "{mode:?}");
+        let msg = common::last_error();
+        assert!(
+            msg.contains("<reader>") && msg.contains(needle),
+            "{mode:?}: {msg}"
+        );
+        // Refused at the first bad answer, never asked again.
+        assert_eq!(cb.calls.last().unwrap().0, at, "{mode:?}");
+    }
+    // Past the header: the handle opens, reading data fails the same way.
+    let mut cb = callback(&bytes, Mode::Half);
+    let h = open_callback(&mut cb, bytes.len() as u64);
+    assert!(!h.is_null(), "{}", common::last_error());
+    cb.mode = Mode::Returns(-3);
+    // SAFETY: `h` is live; the buffer holds the tensor.
+    unsafe {
+        let info = gguf_get_tensor_by_index(h, 0);
+        let mut dst = vec![0u8; (*info).size_bytes as usize];
+        assert!(!gguf_read_tensor(
+            h,
+            info,
+            0,
+            dst.as_mut_ptr().cast(),
+            dst.len() as u64
+        ));
+        assert_eq!(gguf_last_error_code(), ErrorCode::Io as u32);
+        assert!(common::last_error().contains("failed (returned -3)"));
+        gguf_close(h);
+    }
+    // A size larger than the source: ends early; size 0: nothing to read.
+    let mut cb = callback(&bytes, Mode::Half);
+    assert!(open_callback(&mut cb, u64::MAX).is_null());
+    assert!(common::last_error().contains("ended early"));
+    assert!(open_callback(&mut cb, 0).is_null());
+    assert_eq!(gguf_last_error_code(), ErrorCode::Truncated as u32);
+}
+
+#[test]
+fn a_read_callback_reading_its_own_handle_fails_instead_of_waiting_for_itself() {
+    let (bytes, data) = model_file(3, 1000);
+    let mut cb = callback(&bytes, Mode::Reenter);
+    let h = open_callback(&mut cb, bytes.len() as u64);
+    assert!(!h.is_null(), "{}", common::last_error());
+    cb.handle = h;
+    // The outer read works (the callback answers in full after its own read failed).
+    assert_eq!(read_every_tensor(h, 0), data);
+    let (ok, code, msg) = cb.reentry.clone().expect("the callback read its handle");
+    assert!(!ok);
+    assert_eq!(code, ErrorCode::InvalidArgument as u32, "{msg}");
+    assert!(
+        msg.contains(
+            "the read callback of <reader> called the library to read the handle it serves"
+        ),
+        "{msg}"
+    );
+    // Another handle over the same bytes may be read from inside a callback.
+    let mut other = callback(&bytes, Mode::Half);
+    let h2 = open_callback(&mut other, bytes.len() as u64);
+    assert!(!h2.is_null());
+    let mut outer = callback(&bytes, Mode::Reenter);
+    let h3 = open_callback(&mut outer, bytes.len() as u64);
+    outer.handle = h2;
+    assert_eq!(read_every_tensor(h3, 0), data);
+    let (ok, _, msg) = outer.reentry.clone().unwrap();
+    assert!(ok, "{msg}");
+    // A cycle: A's callback reads B, whose callback reads A (whose lock this thread holds).
+    let mut a = callback(&bytes, Mode::Reenter);
+    let mut b = callback(&bytes, Mode::Reenter);
+    let ha = open_callback(&mut a, bytes.len() as u64);
+    let hb = open_callback(&mut b, bytes.len() as u64);
+    a.handle = hb;
+    b.handle = ha;
+    assert_eq!(read_every_tensor(ha, 0), data);
+    let (ok, code, msg) = b.reentry.clone().unwrap();
+    assert!(!ok && code == ErrorCode::InvalidArgument as u32, "{msg}");
+    assert!(a.reentry.clone().unwrap().0);
+    // SAFETY: the handles are live and used by no other thread.
+    unsafe {
+        gguf_close(h);
+        gguf_close(h2);
+        gguf_close(h3);
+        gguf_close(ha);
+        gguf_close(hb);
+    }
+}
+
+/// A callback that takes its time, so that another thread's read finds it running.
+unsafe extern "C" fn slow_read(
+    user: *mut std::ffi::c_void,
+    offset: u64,
+    dst: *mut std::ffi::c_void,
+    size: u64,
+) -> i64 {
+    std::thread::sleep(std::time::Duration::from_micros(200));
+    // SAFETY: as for `callback_read`; `Half` mode records nothing another thread reads.
+    unsafe { callback_read(user, offset, dst, size) }
+}
+
+#[test]
+fn threads_reading_one_reader_wait_for_each_other_and_are_not_taken_for_reentry() {
+    let (bytes, data) = model_file(6, 3000);
+    let mut cb = callback(&bytes, Mode::Half);
+    let h = gguf_open_reader(
+        Some(slow_read),
+        std::ptr::from_mut(&mut *cb).cast(),
+        bytes.len() as u64,
+        0,
+    );
+    assert!(!h.is_null(), "{}", common::last_error());
+    let handle = h as usize;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..5 {
+                    assert_eq!(read_every_tensor(handle as GGUFFile, 0), data);
+                }
+            });
+        }
+    });
+    // SAFETY: no other thread uses `h` now.
+    unsafe { gguf_close(h) };
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import mmap
+import operator
 import os
 import stat
 import struct
@@ -93,9 +94,10 @@ class _Handle:
 
     __slots__ = ("ptr", "lib", "lent", "__weakref__")
 
-    def __init__(self, lib: Any, ptr: int, pin: Pin | None, lent: bool = False):
+    def __init__(self, lib: Any, ptr: int, pin: Any, lent: bool = False):
         self.ptr = ptr
-        self.lib = lib
+        # A handle read through a file object calls back into Python from its calls.
+        self.lib = _native._Gated(lib) if isinstance(pin, _FileReader) else lib
         # Whether the file's bytes are the caller's memory (`open_memory`), which a writable
         # array could alias; a mapping or the library's own buffers cannot be.
         self.lent = lent
@@ -205,13 +207,15 @@ def _open_url(
 
 
 def _open_fd(lib: Any, fd: int, offset: int, length: int, flags: int) -> "GGUFFile":
-    fd = _convert.u32(fd, "file descriptor") if fd >= 0 else fd
+    # An ``int`` in C: anything outside its range would be wrapped into another descriptor.
+    fd = _convert.integer(fd, -(2**31), 2**31 - 1, "file descriptor")
     ptr = lib.gguf_open_fd(
         fd, _convert.u64(offset, "offset"), _convert.u64(length, "length"), flags
     )
     if not ptr:
         raise lib.error()
-    return GGUFFile(_Handle(lib, ptr, None), f"file descriptor {fd} at offset {offset}")
+    name = f"file descriptor {fd}" + (f" at offset {offset}" if offset else "")
+    return GGUFFile(_Handle(lib, ptr, None), name)
 
 
 class _FileReader:
@@ -224,27 +228,65 @@ class _FileReader:
         self.callback = _native.READ_FN(self._read)
 
     def _read(self, _user: Any, offset: int, dst: int, size: int) -> int:
-        try:
-            f = self.f
-            f.seek(offset)
-            out = (ctypes.c_char * size).from_address(dst)
-            view = memoryview(out).cast("B")
-            done = 0
-            readinto = getattr(f, "readinto", None)
-            while done < size:
-                if readinto is not None:
-                    n = readinto(view[done:])
-                else:
-                    chunk = f.read(size - done)
-                    n = len(chunk)
-                    view[done : done + n] = chunk
-                if not n:
-                    break
-                done += n
-            return done
-        except BaseException as e:  # noqa: BLE001 (reported as the open's cause)
-            self.error = e
+        if _native.exiting():
+            self.error = _native.refuse()
             return -1
+        with _native.in_callback():
+            try:
+                return self._fill(offset, dst, size)
+            except BaseException as e:  # noqa: BLE001 (reported as the call's cause)
+                # Interrupted at exit (or failing then): the call ends its thread.
+                self.error = _native.refuse() if _native.exiting() else e
+                return -1
+
+    def _fill(self, offset: int, dst: int, size: int) -> int:
+        """Reads up to ``size`` bytes at ``offset`` into ``dst``; fewer only at the end. A file
+        object that answers what a blocking binary file cannot (``None``, a negative count,
+        more than asked, not an integer) raises, failing the call."""
+        f = self.f
+        f.seek(offset)
+        out = (ctypes.c_char * size).from_address(dst)
+        view = memoryview(out).cast("B")
+        done = 0
+        readinto = getattr(f, "readinto", None)
+        name = type(f).__name__
+        while done < size:
+            asked = size - done
+            if readinto is not None:
+                n = readinto(view[done:])
+                if n is None:
+                    raise BlockingIOError(
+                        f"libgguf: {name}.readinto returned None (no data without blocking): "
+                        "a file object read by the library must block"
+                    )
+                try:
+                    n = operator.index(n)
+                except TypeError:
+                    raise TypeError(
+                        f"libgguf: {name}.readinto returned {type(n).__name__}, not a count"
+                    ) from None
+                if not 0 <= n <= asked:
+                    raise ValueError(
+                        f"libgguf: {name}.readinto returned {n} when asked for {asked} bytes"
+                    )
+            else:
+                chunk = f.read(asked)
+                if chunk is None:
+                    raise BlockingIOError(
+                        f"libgguf: {name}.read returned None (no data without blocking): "
+                        "a file object read by the library must block"
+                    )
+                chunk = memoryview(chunk).cast("B")
+                n = chunk.nbytes
+                if n > asked:
+                    raise ValueError(
+                        f"libgguf: {name}.read returned {n} bytes when asked for {asked}"
+                    )
+                view[done : done + n] = chunk
+            if not n:
+                break
+            done += n
+        return done
 
     def release(self) -> None:
         self.f = None
@@ -253,8 +295,11 @@ class _FileReader:
 def _open_reader(lib: Any, f: Any, flags: int) -> "GGUFFile":
     size = f.seek(0, os.SEEK_END)
     reader = _FileReader(f)
-    ptr = lib.gguf_open_reader(reader.callback, None, _convert.u64(size, "size"), flags)
+    with _native.calls_back():
+        ptr = lib.gguf_open_reader(reader.callback, None, _convert.u64(size, "size"), flags)
     if not ptr:
+        if reader.error is not None and not isinstance(reader.error, Exception):
+            raise reader.error  # KeyboardInterrupt, SystemExit: not turned into a GGUFError
         raise lib.error() from reader.error
     name = getattr(f, "name", None)
     return GGUFFile(_Handle(lib, ptr, reader), name if isinstance(name, str) else "<reader>")
@@ -1264,17 +1309,23 @@ class GGUFFile:
             error: list = []
 
             def report(_user: Any, done: int, total: int) -> bool:
-                try:
-                    return progress is None or progress(done, total) is not False
-                except BaseException as e:  # noqa: BLE001 (re-raised below)
-                    error.append(e)
+                if _native.exiting():
+                    error.append(_native.refuse())
                     return False
+                with _native.in_callback():
+                    try:
+                        return progress is None or progress(done, total) is not False
+                    except BaseException as e:  # noqa: BLE001 (re-raised below)
+                        error.append(_native.refuse() if _native.exiting() else e)
+                        return False
 
             callback = _native.PROGRESS_FN(report)
             h = self._handle()
             flags = _native.READ_FLAG_DIRECT if direct else 0
             threads = _convert.u32(threads, "threads")
-            if not h.lib.gguf_read_tensors(h.ptr, infos, dsts, n, threads, flags, callback, None):
+            with _native.calls_back():
+                ok = h.lib.gguf_read_tensors(h.ptr, infos, dsts, n, threads, flags, callback, None)
+            if not ok:
                 if error:
                     raise error[0]
                 raise h.lib.error()

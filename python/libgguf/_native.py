@@ -6,12 +6,15 @@ the Rust definitions by ``tests/python.rs`` (``GGUF_FFI_LAYOUT``).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import ctypes.util
 import enum
 import os
 import sys
 import threading
+from typing import Any
 from ctypes import (
     POINTER,
     Structure,
@@ -606,6 +609,129 @@ class _Library:
         if not msg:
             msg = f"gguf: error {code}"
         return GGUFError(code, None if offset < 0 else offset, msg)
+
+
+class _Gated:
+    """The library, for a handle whose calls may call back into Python (a file object read
+    through ``gguf_open_reader``): every ``gguf_*`` call runs inside :func:`calls_back`."""
+
+    def __init__(self, lib: _Library):
+        self._lib = lib
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._lib, name)
+        if not name.startswith("gguf_"):
+            return attr
+
+        def gated(*args: Any) -> Any:
+            _refused.flag = False
+            with calls_back():
+                result = attr(*args)
+            if _refused.flag:  # a callback of this call was refused: the call failed for it
+                raise exit_error()
+            return result
+
+        return gated
+
+
+# Callbacks at interpreter exit. A thread that takes the GIL back once the interpreter is
+# finalizing is ended by Python with pthread_exit, whose forced unwinding aborts the process
+# ("FATAL: exception not rethrown") when it meets the library's frames below a callback. So no
+# library call that may call back is left running when finalization starts: at exit (atexit
+# handlers run before it), new ones are refused, callbacks already running are interrupted and
+# fail, callbacks not yet started fail at once, and the exit waits for the calls to return.
+_gate = threading.Condition(threading.Lock())
+_exiting = False
+_calls = 0
+_callback_threads: dict[int, int] = {}
+#: How long the exit waits for calls to return (a callback blocked in a system call cannot be
+#: interrupted; it is left to the process's end).
+EXIT_WAIT = 5.0
+
+
+def exiting() -> bool:
+    """Whether the interpreter is exiting: callbacks then fail at once."""
+    return _exiting or sys.is_finalizing()
+
+
+#: Whether a callback on this thread was refused because the interpreter is exiting.
+_refused = threading.local()
+
+
+def refuse() -> SystemExit:
+    """For a callback that refuses to run at exit: marks the thread's call as failed for that
+    reason and returns what the call raises."""
+    _refused.flag = True
+    return exit_error()
+
+
+def exit_error() -> SystemExit:
+    """What a call refused at exit raises: ``SystemExit``, which ends a thread without a
+    traceback, as the exit would."""
+    return SystemExit("libgguf: the interpreter is exiting: calls into Python are refused")
+
+
+@contextlib.contextmanager
+def calls_back() -> Any:
+    """Around a library call that may call back into Python: refused once the interpreter is
+    exiting, and waited for by the exit."""
+    global _calls
+    with _gate:
+        if exiting():
+            raise exit_error()
+        _calls += 1
+    try:
+        yield
+    finally:
+        with _gate:
+            _calls -= 1
+            _gate.notify_all()
+
+
+@contextlib.contextmanager
+def in_callback() -> Any:
+    """Around a callback's Python code: at exit, the thread is interrupted there (an exception
+    raised in it, which the callback turns into a failure)."""
+    ident = threading.get_ident()
+    with _gate:
+        _callback_threads[ident] = _callback_threads.get(ident, 0) + 1
+    try:
+        yield
+    finally:
+        with _gate:
+            left = _callback_threads.pop(ident) - 1
+            if left:
+                _callback_threads[ident] = left
+            elif _exiting:
+                # An interruption not yet delivered must not land outside the callback.
+                _set_async_exc(ident, None)
+
+
+_RAISE_IN = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+_CLEAR_IN = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+
+
+def _set_async_exc(ident: int, exc: Any) -> None:
+    """Raises ``exc`` in thread ``ident`` at its next bytecode (``None``: clears a pending one)."""
+    if exc is None:
+        _CLEAR_IN(ident, None)
+    else:
+        _RAISE_IN(ident, exc)
+
+
+@atexit.register
+def _at_exit() -> None:
+    global _exiting
+    with _gate:
+        _exiting = True
+        for ident in _callback_threads:
+            # SystemExit itself: a thread it ends is ended without a traceback.
+            _set_async_exc(ident, SystemExit)
+        _gate.wait_for(lambda: _calls == 0, timeout=EXIT_WAIT)
 
 
 _loaded: _Library | None = None

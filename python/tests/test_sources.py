@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import tempfile
+import textwrap
 import unittest
 import zipfile
 
@@ -155,6 +158,227 @@ class Sources(unittest.TestCase):
 
             with self.assertRaises(KeyError):
                 f.read_tensors(progress=boom)
+
+    def test_a_descriptor_outside_a_c_int_raises_overflow_error(self):
+        fd = os.open(SAMPLE, os.O_RDONLY)
+        try:
+            for bad in (fd - 2**32, 2**31 + fd, fd + 2**32, -(2**31) - 1, 2**64 + fd):
+                with self.assertRaises(OverflowError, msg=bad):
+                    libgguf.open((bad, 0))
+                with self.assertRaises(OverflowError, msg=bad):
+                    libgguf.open(bad, offset=0)
+            with self.assertRaises(TypeError):
+                libgguf.open((float(fd), 0))
+            with libgguf.open((fd, 0)) as f:  # the real one still opens
+                self.check_file(f)
+        finally:
+            os.close(fd)
+
+    def test_a_file_object_that_answers_wrongly_fails_the_call(self):
+        data = self.bytes
+
+        def answering(answer, method="readinto"):
+            class Odd(io.RawIOBase):
+                calls = 0
+
+                def __init__(self):
+                    self.pos = 0
+
+                def seekable(self):
+                    return True
+
+                def seek(self, pos, whence=0):
+                    self.pos = pos if whence == 0 else len(data) + pos
+                    return self.pos
+
+                def readinto(self, b):
+                    Odd.calls += 1
+                    if Odd.calls > 1000:  # never loop forever, whatever the package does
+                        raise RuntimeError("asked 1000 times")
+                    return answer(len(b))
+
+            if method == "read":
+                class OddRead:  # only seek and read
+                    def seek(self, pos, whence=0):
+                        return len(data) if whence else pos
+
+                    def read(self, n):
+                        return answer(n)
+
+                return OddRead()
+            return Odd()
+
+        cases = [
+            (lambda n: -1, ValueError),
+            (lambda n: -(2**40), ValueError),
+            (lambda n: n + 1, ValueError),
+            (lambda n: 10**30, ValueError),
+            (lambda n: None, BlockingIOError),
+            (lambda n: float(n), TypeError),
+            (lambda n: str(n), TypeError),
+        ]
+        for answer, cause in cases:
+            with self.assertRaises(GGUFError) as e:
+                libgguf.open(answering(answer))
+            self.assertEqual(e.exception.code, ErrorCode.IO)
+            self.assertIn("<reader>", str(e.exception))
+            self.assertIsInstance(e.exception.__cause__, cause)
+            self.assertIn("libgguf: ", str(e.exception.__cause__))
+        for answer, cause in [
+            (lambda n: None, BlockingIOError),
+            (lambda n: b"\0" * (n + 1), ValueError),
+            (lambda n: 5, TypeError),
+        ]:
+            with self.assertRaises(GGUFError) as e:
+                libgguf.open(answering(answer, "read"))
+            self.assertIsInstance(e.exception.__cause__, cause)
+        # Fewer bytes than asked is allowed: the library asks again for the rest.
+        class Dribble(io.BytesIO):
+            def readinto(self, b):
+                return super().readinto(memoryview(b)[: max(1, len(b) // 3)])
+
+        with libgguf.open(Dribble(data)) as f:
+            self.check_file(f)
+
+    def test_closing_while_other_threads_read_is_safe(self):
+        # A call in progress keeps the handle alive; calls after close() raise ValueError.
+        import threading
+
+        for how in ("reader", "descriptor"):
+            fd = os.open(SAMPLE, os.O_RDONLY)
+            f = libgguf.open(io.BytesIO(self.bytes)) if how == "reader" else libgguf.open((fd, 0))
+            os.close(fd)  # the handle has its own descriptor
+            tensors = list(f.tensors)
+            outcomes = []
+
+            def read():
+                for _ in range(200):
+                    try:
+                        outs = f.read_tensors(tensors)
+                    except ValueError as e:
+                        outcomes.append(str(e))
+                        return
+                    same = [bytes(o) for o in outs] == [self.raw[n] for n in self.names]
+                    outcomes.append("read" if same else "wrong bytes")
+
+            threads = [threading.Thread(target=read) for _ in range(3)]
+            for t in threads:
+                t.start()
+            while not outcomes:
+                pass
+            f.close()
+            for t in threads:
+                t.join()
+            self.assertIn("read", outcomes, how)
+            self.assertIn("libgguf: the file is closed", outcomes, how)
+            self.assertNotIn("wrong bytes", outcomes, how)
+
+    def test_an_interrupt_in_a_file_object_is_raised_as_it_is(self):
+        class Interrupted(io.BytesIO):
+            def readinto(self, b):
+                raise KeyboardInterrupt
+
+        with self.assertRaises(KeyboardInterrupt):
+            libgguf.open(Interrupted(self.bytes))
+
+    def test_a_file_object_reading_its_own_handle_fails_instead_of_waiting(self):
+        handle = []
+        inner = []
+
+        class Reentrant(io.BytesIO):
+            def readinto(self, b):
+                if handle and not inner:
+                    try:
+                        handle[0].read_tensor(handle[0].tensors[0])
+                    except GGUFError as e:
+                        inner.append(e)
+                        raise
+                return super().readinto(b)
+
+        with libgguf.open(Reentrant(self.bytes)) as f:
+            handle.append(f)
+            with self.assertRaises(GGUFError) as outer:
+                f.read_tensor(f.tensors[0])
+            self.assertEqual(outer.exception.code, ErrorCode.IO)
+            self.assertEqual(inner[0].code, ErrorCode.INVALID_ARGUMENT)
+            self.assertIn("must not read its own handle", str(inner[0]))
+            handle.clear()
+            self.check_file(f)
+
+    def test_a_daemon_thread_inside_a_callback_does_not_abort_the_exit(self):
+        # Each script leaves a daemon thread inside a library call that calls back into Python
+        # (looping in Python, blocked in a system call, or between callbacks) and exits.
+        prelude = f"""
+            import io, sys, threading, time
+            import libgguf
+            data = open({SAMPLE!r}, "rb").read()
+            started = threading.Event()
+            def run(target):
+                threading.Thread(target=target, daemon=True).start()
+                started.wait()
+                print("main exits", flush=True)
+        """
+        scripts = {
+            "reader looping in Python": """
+                class Busy(io.BytesIO):
+                    def readinto(self, b):
+                        started.set()
+                        while True:
+                            time.sleep(0.001)
+                run(lambda: libgguf.open(Busy(data)))
+            """,
+            "reader blocked in a system call": """
+                class Slow(io.BytesIO):
+                    def readinto(self, b):
+                        started.set()
+                        time.sleep(0.5)
+                        return super().readinto(b)
+                run(lambda: libgguf.open(Slow(data)))
+            """,
+            "progress looping in Python": """
+                f = libgguf.open(data and {SAMPLE!r}, no_map=True)
+                def progress(done, total):
+                    started.set()
+                    while True:
+                        sum(range(1000))
+                run(lambda: f.read_tensors(progress=progress))
+            """.replace("{SAMPLE!r}", repr(SAMPLE)),
+            "reader of an open file looping in Python": """
+                class Busy(io.BytesIO):
+                    busy = False
+                    def readinto(self, b):
+                        while Busy.busy:
+                            started.set()
+                            time.sleep(0.001)
+                        return super().readinto(b)
+                f = libgguf.open(Busy(data))
+                Busy.busy = True
+                run(lambda: f.read_tensor(f.tensors[0]))
+            """,
+            "between callbacks": """
+                class Late(io.BytesIO):
+                    calls = 0
+                    def readinto(self, b):
+                        Late.calls += 1
+                        if Late.calls == 1:
+                            return super().readinto(b)
+                        started.set()
+                        return super().readinto(b)
+                def load():
+                    f = libgguf.open(Late(data))
+                    while True:
+                        f.read_tensors()
+                run(load)
+            """,
+        }
+        for what, body in scripts.items():
+            code = textwrap.dedent(prelude) + textwrap.dedent(body)
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+            )
+            self.assertEqual(out.returncode, 0, f"{what}: {out.stderr}")
+            self.assertIn("main exits", out.stdout, what)
+            self.assertEqual(out.stderr, "", f"{what}: {out.stderr}")
 
 
 if __name__ == "__main__":

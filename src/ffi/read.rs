@@ -12,10 +12,12 @@ use crate::model::Model;
 use crate::read_at::{lying, FileAt, ReadAt};
 use crate::source::{map_range, Source};
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Fills `dst` with up to `size` bytes at `offset` of the caller's source; returns the count
-/// read (less only at the source's end) or -1 on error.
+/// read (fewer than `size` is allowed: the library asks again for the rest; 0 only at the
+/// source's end) or -1 on error.
 pub type GGUFReadFn = Option<
     unsafe extern "C" fn(user: *mut c_void, offset: u64, dst: *mut c_void, size: u64) -> i64,
 >;
@@ -35,12 +37,36 @@ pub enum ReadFlag {
 
 /// A caller's read callback. It is called under a lock, so never from two threads at once,
 /// and only from threads that call the library with its handle (`parallel` is false:
-/// `gguf_read_tensors` reads such a source on the calling thread).
+/// `gguf_read_tensors` reads such a source on the calling thread). A callback that calls the
+/// library to read the handle it serves would wait forever on that lock: `serving` marks which
+/// thread is inside the callback, and such a read fails at once instead.
 struct CallbackSource {
     read: unsafe extern "C" fn(*mut c_void, u64, *mut c_void, u64) -> i64,
     user: *mut c_void,
     size: u64,
     lock: Mutex<()>,
+    /// [`thread_mark`] of the thread running the callback, 0 when none is.
+    serving: AtomicUsize,
+}
+
+thread_local! {
+    /// A byte whose address tells this thread from every other live thread (no destructor, so
+    /// the thread of a C caller is not registered with Rust's runtime).
+    static MARK: u8 = const { 0 };
+}
+
+/// This thread's mark: an address no other live thread has, never 0.
+fn thread_mark() -> usize {
+    MARK.with(|m| std::ptr::from_ref(m) as usize)
+}
+
+/// Clears `serving` when the callback returns (or a panic unwinds past it).
+struct Serving<'a>(&'a AtomicUsize);
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
 }
 
 // SAFETY: the callback and its `user` pointer are only used under `lock`, from threads that
@@ -59,7 +85,22 @@ impl ReadAt for CallbackSource {
         if want == 0 {
             return Ok(0);
         }
+        // Only this thread stores its own mark, and it clears it before leaving the callback:
+        // finding it here means this thread is inside the callback, which holds the lock.
+        let me = thread_mark();
+        if self.serving.load(Ordering::Acquire) == me {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "the read callback of <reader> called the library to read the handle it \
+                     serves ({want} bytes at offset {offset}): a read callback must not read its \
+                     own handle (it would wait for itself)"
+                ),
+            ));
+        }
         let _held = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.serving.store(me, Ordering::Release);
+        let _serving = Serving(&self.serving);
         // SAFETY: `dst` is valid for writes of `want <= dst.len()` bytes; the callback and
         // `user` are the caller's, valid until gguf_close (the header's contract).
         let n = unsafe { (self.read)(self.user, offset, dst.as_mut_ptr().cast(), want) };
@@ -106,31 +147,49 @@ fn source_flags(flags: u32, what: &str) -> Result<bool> {
 
 /// Opens a GGUF file stored inside another file: `length` bytes from `offset` of the open file
 /// descriptor `fd` (0 = to the end of the file), such as an Android APK asset, a llamafile or a
-/// tar member. The descriptor is duplicated: the caller may close `fd` after the call. The
-/// bytes are mapped (from the page boundary at or before `offset`), so tensor pointers and plan
-/// views work as for `gguf_open`; file offsets reported (`file_offset`, `gguf_data_offset`,
-/// `gguf_file_size`, error offsets) are relative to the embedded file. With
-/// GGUF_OPEN_FLAG_NO_MAP nothing is mapped: the header is read by positioned reads and tensor
-/// data only through `gguf_read_tensor(s)` (`gguf_tensor_data` then returns NULL). A file too
-/// large for the address space is opened that way without the flag (`gguf_is_mapped` says
-/// false). A split model's shards are not looked for: the file is opened alone. On Windows `fd`
-/// is a C runtime descriptor (`_open`, `_fileno`). Returns NULL on failure, recording why
-/// (errors name `file descriptor FD at offset OFFSET`); an offset or length past the file's end
-/// is GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`.
+/// tar member. The handle reads through a descriptor of its own: the caller may close `fd` after
+/// the call, or while other threads use the handle; the handle never changes `fd`'s flags or
+/// position. `fd` must be open for reading (O_RDONLY or O_RDWR; O_APPEND and O_NONBLOCK change
+/// nothing) on a regular file: a write-only descriptor (and Linux's O_PATH), a pipe, FIFO,
+/// socket, device or directory is refused (GGUF_ERROR_CODE_IO, saying which). A descriptor
+/// opened with O_DIRECT (Linux, Android), whose reads need aligned buffers, is opened again
+/// without it through `/proc/self/fd` (the caller's keeps its flag): every read works as for any
+/// descriptor, and GGUF_READ_FLAG_DIRECT still bypasses the page cache; where `/proc` is not
+/// mounted, such a descriptor is refused, saying so. The bytes are mapped (from the page
+/// boundary at or before `offset`), so tensor pointers and plan views work as for `gguf_open`;
+/// file offsets reported (`file_offset`, `gguf_data_offset`, `gguf_file_size`, error offsets)
+/// are relative to the embedded file. With GGUF_OPEN_FLAG_NO_MAP nothing is mapped: the header
+/// is read by positioned reads and tensor data only through `gguf_read_tensor(s)`
+/// (`gguf_tensor_data` then returns NULL). A file too large for the address space is opened
+/// that way without the flag (`gguf_is_mapped` says false). A split model's shards are not
+/// looked for: the file is opened alone. On Windows `fd` is a C runtime descriptor (`_open`,
+/// `_fileno`). Returns NULL on failure, recording why: errors name `file descriptor FD`, and
+/// `at offset OFFSET` when `offset` is not 0 (a system call's failure names the offset in the
+/// descriptor's file it was given). An offset or length past the file's end is
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT. Close the handle with `gguf_close`, once no other thread
+/// uses it.
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_open_fd(fd: i32, offset: u64, length: u64, flags: u32) -> GGUFFile {
     guard(std::ptr::null_mut(), || {
-        let name = format!("file descriptor {fd} at offset {offset}");
+        // The handle's name: the descriptor, and where the GGUF file starts in it.
+        let descriptor = format!("file descriptor {fd}");
+        let name = match offset {
+            0 => descriptor.clone(),
+            _ => format!("{descriptor} at offset {offset}"),
+        };
         let no_map = source_flags(flags, "gguf_open_fd")?;
-        let io = |what: &str, e| Error::io(format!("{what} {name}"), e).in_file(&name);
-        let file = crate::platform::dup_fd(fd).map_err(|e| io("cannot use", e))?;
+        // Errors before parsing name the descriptor in their message, not as the file.
+        let file = crate::platform::dup_for_reading(fd, &descriptor)?;
         let meta = file
             .metadata()
-            .map_err(|e| io("cannot read the size of", e))?;
+            .map_err(|e| Error::io(format!("cannot read the size of {descriptor}"), e))?;
         if !meta.is_file() {
             return Err(Error::msg(
                 ErrorCode::Io,
-                format!("{name} is not a regular file: only regular files are read by position"),
+                format!(
+                    "{descriptor} is {}: only regular files are read by position",
+                    crate::source::kind_of(&meta)
+                ),
             ));
         }
         let size = meta.len();
@@ -148,7 +207,7 @@ pub extern "C" fn gguf_open_fd(fd: i32, offset: u64, length: u64, flags: u32) ->
                 ),
             ));
         }
-        let at = Arc::new(FileAt::new(file, offset, length, name.clone()));
+        let at = Arc::new(FileAt::new(file, offset, length, name.clone()).file_named(descriptor));
         let fits = usize::try_from(length).is_ok();
         let model = if no_map || !fits {
             Model::open_source(&name, at)?
@@ -168,11 +227,17 @@ pub extern "C" fn gguf_open_fd(fd: i32, offset: u64, length: u64, flags: u32) ->
 /// source: `gguf_tensor_data` returns NULL (with a clear error) and `gguf_read_tensor` and
 /// `gguf_read_tensors` read it. `read` is called under a lock (never from two threads at once),
 /// and only from threads that call the library with this handle (`gguf_read_tensors` reads on
-/// the calling thread); `read` and `user` must stay valid until `gguf_close`. A callback that
-/// returns -1, more than asked, or less before the end of `size` fails the call with an error
-/// naming `<reader>` and the offset. `flags` may be 0, GGUF_OPEN_FLAG_NO_MAP or
-/// GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone either way). Returns NULL
-/// on failure, recording why.
+/// the calling thread); `read` and `user` must stay valid until `gguf_close`, which must not run
+/// while another thread uses the handle. `read` may return fewer bytes than asked, as `pread`
+/// does: it is then asked again for the rest, at the offset that follows, until the request is
+/// filled. A callback that returns a negative count, more than asked, or 0 before the end of
+/// `size` fails the call with an error naming `<reader>` and the offset. `read` must not call the
+/// library on the handle it serves: a read of it from inside the callback, on the callback's
+/// thread, fails at once with GGUF_ERROR_CODE_INVALID_ARGUMENT (instead of waiting for itself);
+/// one on another thread that the callback waits for would wait forever, and `gguf_close` of it
+/// there is undefined behaviour. Other handles may be used. `flags` may be 0,
+/// GGUF_OPEN_FLAG_NO_MAP or GGUF_OPEN_FLAG_SINGLE_SHARD (a split model's shard is opened alone
+/// either way). Returns NULL on failure, recording why.
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_open_reader(
     read: GGUFReadFn,
@@ -188,6 +253,7 @@ pub extern "C" fn gguf_open_reader(
             user,
             size,
             lock: Mutex::new(()),
+            serving: AtomicUsize::new(0),
         });
         let name = "<reader>".to_string();
         let model = Model::open_source(&name, source)?;

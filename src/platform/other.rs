@@ -79,8 +79,11 @@ pub fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<u
     Err(unsupported())
 }
 
-pub fn dup_fd(_fd: i32) -> std::io::Result<File> {
-    Err(unsupported())
+pub fn dup_for_reading(_fd: i32, name: &str) -> Result<File> {
+    Err(crate::source::io_error(
+        &format!("cannot use {name}"),
+        unsupported(),
+    ))
 }
 
 pub fn open_direct(_file: &File) -> Option<File> {

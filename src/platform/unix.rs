@@ -194,6 +194,61 @@ pub fn dup_fd(fd: i32) -> std::io::Result<File> {
     Ok(unsafe { File::from_raw_fd(new) })
 }
 
+/// A descriptor of its own for positioned, buffered reads of the open file `fd`, leaving the
+/// caller's descriptor as it was (the caller may close it): a duplicate (close-on-exec). A
+/// descriptor not open for reading (`O_WRONLY`, Linux's `O_PATH`) is refused. One opened with
+/// `O_DIRECT` (whose reads need aligned buffers, offsets and sizes, and fail with EINVAL
+/// otherwise) is replaced by the same file opened again read-only through `/proc/self/fd`: a new
+/// open file description, as clearing the flag on a duplicate would clear it on the caller's
+/// descriptor too; where that reopening fails, the descriptor is refused, saying so. `name` names
+/// the descriptor in messages.
+pub fn dup_for_reading(fd: i32, name: &str) -> Result<File> {
+    use std::os::fd::AsRawFd;
+    let file = dup_fd(fd).map_err(|e| Error::io(format!("cannot use {name}"), e))?;
+    // SAFETY: F_GETFL reads the status flags of a descriptor this function owns.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(Error::io(format!("cannot read the flags of {name}"), e));
+    }
+    let refuse = |why: &str| {
+        Err(Error::msg(
+            ErrorCode::Io,
+            format!("{name} {why}: a model is read from a descriptor open for reading"),
+        ))
+    };
+    if flags & libc::O_ACCMODE == libc::O_WRONLY {
+        return refuse("is open for writing only (O_WRONLY)");
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        if flags & libc::O_PATH != 0 {
+            return refuse("is an O_PATH descriptor, which cannot be read");
+        }
+        if flags & libc::O_DIRECT != 0 {
+            let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+            // O_NONBLOCK: whatever the descriptor is, the open must not wait (on a regular
+            // file the flag changes nothing).
+            return std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .map_err(|e| {
+                    Error::io(
+                        format!(
+                            "{name} was opened with O_DIRECT, whose reads need aligned buffers, \
+                             and it could not be opened again without it (through {path}); open \
+                             the file without O_DIRECT"
+                        ),
+                        e,
+                    )
+                });
+        }
+    }
+    Ok(file)
+}
+
 /// The same file opened again for reads that bypass the page cache, or `None` where the
 /// platform cannot: Linux and Android reopen it with `O_DIRECT` (through `/proc/self/fd`, so
 /// that the new open file description does not change the caller's), macOS and iOS set

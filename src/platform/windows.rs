@@ -148,6 +148,12 @@ pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usiz
     }
 }
 
+/// A handle of its own for positioned reads of the C runtime's file descriptor `fd` (see the
+/// Unix version; Windows has no flag that changes how a handle is read).
+pub fn dup_for_reading(fd: i32, name: &str) -> Result<File> {
+    dup_fd(fd).map_err(|e| Error::io(format!("cannot use {name}"), e))
+}
+
 /// A new handle for the C runtime's file descriptor `fd` (`_get_osfhandle`, then
 /// `DuplicateHandle`): the caller may close `fd`.
 pub fn dup_fd(fd: i32) -> std::io::Result<File> {
