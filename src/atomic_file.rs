@@ -24,12 +24,6 @@ const DIRECT: usize = 64 * 1024;
 /// The buffer's capacity.
 const BUFFER: usize = 256 * 1024;
 
-/// A path from the bytes a C caller gave, exactly: any bytes on Unix; elsewhere, paths are
-/// Unicode, so bytes that are not UTF-8 are refused rather than altered.
-pub(crate) fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
-    platform::path_from_bytes(bytes)
-}
-
 /// The file at `path` opened again (its own file offset, so that its bytes can be copied inside
 /// the kernel), if it is still the very file `mapped` that a handle maps; `None` where that
 /// cannot be proven (the path now names another file, the platform cannot tell), and the bytes
@@ -56,7 +50,7 @@ impl AtomicFile {
     pub fn create(dest: &Path, sync: bool) -> Result<AtomicFile> {
         let shown = crate::error::path_text(dest);
         let fail = |what: &str, e: std::io::Error| {
-            crate::source::io_error(&format!("cannot write{what}"), e).in_file(shown.clone())
+            crate::platform::io_error(&format!("cannot write{what}"), e).in_file(shown.clone())
         };
         // A symbolic link stays a link: its target is what gets replaced.
         let dest = match std::fs::symlink_metadata(dest) {
@@ -222,17 +216,12 @@ impl Drop for AtomicFile {
 
 #[cfg(unix)]
 mod platform {
-    use crate::error::Result;
     use std::ffi::{OsStr, OsString};
     use std::fs::{File, Metadata};
     use std::hash::{BuildHasher, Hasher};
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    use std::path::{Path, PathBuf};
-
-    pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
-        Ok(PathBuf::from(OsStr::from_bytes(bytes)))
-    }
+    use std::path::Path;
 
     /// `.<name>.gguf-tmp-<pid>-<random>`, the name cut so the whole fits in 255 bytes.
     pub fn temp_name(name: &OsStr) -> OsString {
@@ -293,20 +282,10 @@ mod platform {
 
 #[cfg(not(unix))]
 mod platform {
-    use crate::error::{Error, ErrorCode, Result};
     use std::ffi::{OsStr, OsString};
     use std::fs::{File, Metadata};
     use std::hash::{BuildHasher, Hasher};
-    use std::path::{Path, PathBuf};
-
-    pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
-        std::str::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
-            Error::msg(
-                ErrorCode::InvalidArgument,
-                "the path is not valid UTF-8 (paths on this platform are Unicode)",
-            )
-        })
-    }
+    use std::path::Path;
 
     pub fn temp_name(name: &OsStr) -> OsString {
         let random = std::collections::hash_map::RandomState::new()
@@ -381,7 +360,7 @@ mod tests {
 
     #[test]
     fn paths_are_shown_escaped() {
-        let p = path_from_bytes(b"dir/caf\xe9.gguf").unwrap();
+        let p = crate::platform::path_from_bytes(b"dir/caf\xe9.gguf").unwrap();
         assert_eq!(crate::error::path_text(&p), "dir/caf\\xe9.gguf");
     }
 }

@@ -22,6 +22,19 @@ pub const ALIGNMENT_KEY: &[u8] = b"general.alignment";
 /// Anything larger is refused rather than trusted to size padding.
 pub const MAX_ALIGNMENT: u64 = 1 << 24;
 
+/// Key holding a split model's shard number (0-based).
+pub const SPLIT_NO: &str = "split.no";
+/// Key holding the number of shards of a split model.
+pub const SPLIT_COUNT: &str = "split.count";
+/// Key holding the number of tensors in all shards together.
+pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
+
+/// The file name of shard `no` (0-based) of `count`: `<prefix>-<no+1:05>-of-<count:05>.gguf`,
+/// as llama.cpp's `llama-gguf-split` names them.
+pub fn shard_file_name(prefix: &str, no: usize, count: usize) -> String {
+    format!("{prefix}-{:05}-of-{count:05}.gguf", no + 1)
+}
+
 /// Largest number of dimensions a tensor may have (ggml's `GGML_MAX_DIMS`).
 pub const MAX_DIMS: usize = 4;
 

@@ -12,12 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Key holding a shard's 0-based number.
-pub const SPLIT_NO: &str = "split.no";
-/// Key holding the number of shards.
-pub const SPLIT_COUNT: &str = "split.count";
-/// Key holding the number of tensors in all shards together.
-pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
+pub use crate::format::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
 /// Most shards a split model can have: `split.count` is written as a UINT16.
 const MAX_SHARDS: u64 = u16::MAX as u64;
 
@@ -89,8 +84,7 @@ fn strip_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
 
 /// The path of shard `no` (0-based) of `count`, given the path of shard `given` of the model.
 fn shard_path(given_path: &Path, given: u16, no: u16, count: u16) -> Result<PathBuf> {
-    // The naming rule lives in the writer, which makes such files.
-    let name = |no: u16| crate::writer::Writer::shard_path("", no.into(), count.into());
+    let name = |no: u16| crate::format::shard_file_name("", no.into(), count.into());
     let suffix = name(given);
     let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
         Error::new(ErrorKind::ShardMismatch {

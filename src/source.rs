@@ -4,6 +4,8 @@
 
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::platform;
+use crate::platform::io_error;
+pub use crate::platform::Paging;
 use memmap2::{Mmap, MmapOptions};
 use std::fs::File;
 use std::io::Read;
@@ -29,47 +31,6 @@ pub struct OpenOptions {
     /// Do not map the file: read its header by positioned reads, and its tensor data only when
     /// asked (`gguf_read_tensor`, `gguf_read_tensors`). For files larger than the address space.
     pub no_map: bool,
-}
-
-/// Paging advice for a range of mapped bytes (`madvise`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Paging {
-    /// No special treatment.
-    Normal = 0,
-    /// The range will be needed soon: read it ahead.
-    WillNeed = 1,
-    /// The range is not needed now: its pages may be dropped (they are re-read from the file if
-    /// touched again; nothing is lost, the mapping is read-only).
-    DontNeed = 2,
-    /// The range will be read sequentially: read ahead aggressively, drop behind.
-    Sequential = 3,
-    /// The range will be read randomly: do not read ahead.
-    Random = 4,
-}
-
-impl Paging {
-    /// The advice with this id, if there is one.
-    pub fn from_id(id: u32) -> Option<Paging> {
-        [
-            Paging::Normal,
-            Paging::WillNeed,
-            Paging::DontNeed,
-            Paging::Sequential,
-            Paging::Random,
-        ]
-        .get(id as usize)
-        .copied()
-    }
-}
-
-pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
-    // A platform without files (wasm32) says so: that is not an I/O failure.
-    if e.kind() == std::io::ErrorKind::Unsupported {
-        let advice = platform::unsupported_advice();
-        return Error::msg(ErrorCode::Unsupported, format!("{what}: {e}{advice}"));
-    }
-    Error::io(what, e)
 }
 
 /// What a file that is not a regular file is, for a message.

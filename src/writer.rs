@@ -500,7 +500,7 @@ impl Writer {
     /// `split.no` (0-based, UINT16), `split.count` (UINT16) and `split.tensors.count` (INT32).
     /// Write shard `i` of `n` to `<prefix>-<i+1:05>-of-<n:05>.gguf` (see [`Writer::shard_path`]).
     pub fn into_shards(self, max_tensors: usize) -> Result<Vec<Writer>> {
-        use crate::model::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
+        use crate::format::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
         if max_tensors == 0 {
             return Err(Error::msg(
                 ErrorCode::InvalidArgument,
@@ -550,7 +550,7 @@ impl Writer {
 
     /// The file name of shard `no` (0-based) of `count`: `<prefix>-<no+1:05>-of-<count:05>.gguf`.
     pub fn shard_path(prefix: &str, no: usize, count: usize) -> String {
-        format!("{prefix}-{:05}-of-{count:05}.gguf", no + 1)
+        crate::format::shard_file_name(prefix, no, count)
     }
 
     /// The header: magic, counts, metadata and tensor infos, padded to the alignment. The data

@@ -42,13 +42,13 @@ pub(crate) unsafe fn c_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a [u8
 }
 
 /// A path argument: the exact bytes of a NUL-terminated C string (see
-/// `crate::atomic_file::path_from_bytes`).
+/// `crate::platform::path_from_bytes`).
 ///
 /// # Safety
 /// `ptr` is NULL or points to a NUL-terminated string.
 pub(crate) unsafe fn c_path(ptr: *const c_char, what: &str) -> Result<std::path::PathBuf> {
     // SAFETY: the caller's contract is c_str's.
-    crate::atomic_file::path_from_bytes(unsafe { c_str(ptr, what)? })
+    crate::platform::path_from_bytes(unsafe { c_str(ptr, what)? })
 }
 
 /// Writes `value` through an optional out-pointer.

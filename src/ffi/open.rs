@@ -2,10 +2,10 @@
 
 use super::boundary::{c_str, guard};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::atomic_file::path_from_bytes;
 use crate::error::Result;
 use crate::file::GgufFile;
 use crate::model::Model;
+use crate::platform::path_from_bytes;
 use crate::source::{OpenOptions, Source};
 use std::ffi::{c_char, c_void};
 

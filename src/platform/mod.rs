@@ -1,7 +1,7 @@
 //! What differs per operating system, one module per family: how a file is opened without
 //! blocking, what kind of special file it is, the page size, the process's memory limits (for
 //! messages), paging advice, pre-faulting and locking of mapped bytes. The rest of the crate is
-//! the same everywhere; `crate::source` calls these.
+//! the same everywhere; the sources and the writer call these.
 //!
 //! - `unix`: Linux, macOS, iOS, Android (`libc`: `fcntl`, `sysconf`, `getrlimit`, `madvise`,
 //!   `mlock`).
@@ -30,6 +30,70 @@ pub fn unsupported_advice() -> &'static str {
 mod other;
 #[cfg(not(any(unix, windows)))]
 pub use other::*;
+
+use crate::error::{Error, ErrorCode, Result};
+use std::path::PathBuf;
+
+/// A path from the bytes a C caller gave, exactly: any bytes on Unix.
+#[cfg(unix)]
+pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+/// A path from the bytes a C caller gave: paths here are Unicode, so bytes that are not UTF-8
+/// are refused rather than altered.
+#[cfg(not(unix))]
+pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    std::str::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
+        Error::msg(
+            ErrorCode::InvalidArgument,
+            "the path is not valid UTF-8 (paths on this platform are Unicode)",
+        )
+    })
+}
+
+/// Paging advice for a range of mapped bytes (`madvise`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paging {
+    /// No special treatment.
+    Normal = 0,
+    /// The range will be needed soon: read it ahead.
+    WillNeed = 1,
+    /// The range is not needed now: its pages may be dropped (they are re-read from the file if
+    /// touched again; nothing is lost, the mapping is read-only).
+    DontNeed = 2,
+    /// The range will be read sequentially: read ahead aggressively, drop behind.
+    Sequential = 3,
+    /// The range will be read randomly: do not read ahead.
+    Random = 4,
+}
+
+impl Paging {
+    /// The advice with this id, if there is one.
+    pub fn from_id(id: u32) -> Option<Paging> {
+        [
+            Paging::Normal,
+            Paging::WillNeed,
+            Paging::DontNeed,
+            Paging::Sequential,
+            Paging::Random,
+        ]
+        .get(id as usize)
+        .copied()
+    }
+}
+
+/// An I/O failure as an error: `what` failed because of `e`.
+pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
+    // A platform without files (wasm32) says so: that is not an I/O failure.
+    if e.kind() == std::io::ErrorKind::Unsupported {
+        let advice = unsupported_advice();
+        return Error::msg(ErrorCode::Unsupported, format!("{what}: {e}{advice}"));
+    }
+    Error::io(what, e)
+}
 
 /// Runs `work` on `n` new threads while `main` runs on the calling thread; returns `main`'s
 /// result once every thread has finished. Like `std::thread::scope`, but without registering

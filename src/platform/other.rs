@@ -1,8 +1,8 @@
 //! Platforms without files or memory maps (wasm32): memory lent by the caller and the writer to
 //! memory work; opening a file reports unsupported (std has no file system there).
 
+use super::Paging;
 use crate::error::{Error, ErrorCode, Result};
-use crate::source::Paging;
 use memmap2::Mmap;
 use std::fs::File;
 use std::path::Path;
@@ -80,7 +80,7 @@ pub fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<u
 }
 
 pub fn dup_for_reading(_fd: i32, name: &str) -> Result<File> {
-    Err(crate::source::io_error(
+    Err(super::io_error(
         &format!("cannot use {name}"),
         unsupported(),
     ))

@@ -1,7 +1,7 @@
 //! Unix (Linux, macOS, iOS, Android): `libc` and memmap2's advice and lock.
 
+use super::{io_error, Paging};
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
-use crate::source::{io_error, Paging};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 use std::fs::File;
 use std::path::Path;

@@ -1,8 +1,8 @@
 //! Windows: Win32 through `windows-sys`. Paths reach the wide (UTF-16) API through std, which
 //! converts the UTF-8 paths the C API takes.
 
+use super::Paging;
 use crate::error::{Error, ErrorCode, Result};
-use crate::source::Paging;
 use memmap2::Mmap;
 use std::fs::File;
 use std::path::Path;

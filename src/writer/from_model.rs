@@ -4,7 +4,8 @@
 use super::{TensorData, Writer};
 use crate::atomic_file::reopen_mapped;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{Model, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
+use crate::format::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};
+use crate::model::Model;
 use crate::source::Source;
 use std::ops::Range;
 use std::sync::Arc;
