@@ -397,6 +397,7 @@ class GGUFUrlOptions(Structure):
         ("bearer_token", c_char_p),
         ("timeout_ms", c_uint32),
         ("max_redirects", c_uint32),
+        ("deadline_ms", c_uint32),
     ]
 
 
