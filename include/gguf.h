@@ -929,7 +929,8 @@ typedef struct GGUFShardInfo {
  * it sets a field the library does not know.
  *
  * The two timeouts bound different things: `timeout_ms` each wait (a server silent that long),
- * `deadline_ms` the whole call (a server that keeps answering slowly).
+ * `deadline_ms` the whole open, then each range request of a read (a server that keeps
+ * answering, slowly).
  */
 typedef struct GGUFUrlOptions {
   /**

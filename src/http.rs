@@ -478,8 +478,7 @@ fn check_url(url: &str) -> std::result::Result<Uri, String> {
 /// The agent for one source: no automatic redirects (see `HttpSource::get`), statuses as
 /// responses, the caller's timeout on connecting and on every read and write, and for HTTPS the
 /// system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR first, as OpenSSL does). Name lookups
-/// are left to the system resolver's own timeouts: with a timeout of its own, the client would
-/// start a thread per request to wait on it.
+/// are left to the system resolver's own timeouts (see [`BlockingResolver`]).
 fn agent(uri: &Uri, options: &HttpOptions) -> Result<ureq::Agent> {
     let timeout = Some(options.timeout);
     let mut config = ureq::Agent::config_builder()
@@ -499,7 +498,34 @@ fn agent(uri: &Uri, options: &HttpOptions) -> Result<ureq::Agent> {
                 .build(),
         );
     }
-    Ok(config.build().new_agent())
+    Ok(ureq::Agent::with_parts(
+        config.build(),
+        ureq::unversioned::transport::DefaultConnector::default(),
+        BlockingResolver::default(),
+    ))
+}
+
+/// The client's resolver, told to wait as long as the system's own resolver does: given a
+/// timeout (a deadline sets one), the client would look the name up on a thread of its own, one
+/// per connection, and the library starts no thread the caller did not ask for. A lookup is
+/// bounded by the system's resolver settings; the deadline still bounds everything after it.
+#[derive(Debug, Default)]
+struct BlockingResolver(ureq::unversioned::resolver::DefaultResolver);
+
+impl ureq::unversioned::resolver::Resolver for BlockingResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        _timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> std::result::Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        // No timeout: looked up on this thread.
+        self.0.resolve(
+            uri,
+            config,
+            ureq::unversioned::transport::NextTimeout::default(),
+        )
+    }
 }
 
 /// The system's trusted roots; Mozilla's (compiled in) only where the system has none.

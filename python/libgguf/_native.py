@@ -448,6 +448,7 @@ _PROTOTYPES = {
     "gguf_open_fd": (_FILE, [ctypes.c_int32, c_uint64, c_uint64, c_uint32]),
     "gguf_open_reader": (_FILE, [READ_FN, c_void_p, c_uint64, c_uint32]),
     "gguf_open_url_ex": (_FILE, [c_char_p, POINTER(GGUFUrlOptions), c_uint32]),
+    "gguf_open_url_with": (_FILE, [c_char_p, POINTER(GGUFUrlOptions), c_size_t, c_uint32]),
     "gguf_is_mapped": (ctypes.c_bool, [_FILE]),
     "gguf_read_tensor": (ctypes.c_bool, [_FILE, c_void_p, c_uint64, c_void_p, c_uint64]),
     "gguf_read_tensors": (

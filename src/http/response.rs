@@ -351,6 +351,14 @@ pub fn resolve(base: &str, location: &str) -> Result<String, String> {
     if location.is_empty() {
         return Err("an empty Location".to_string());
     }
+    if let Some(c) = location
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "a Location with {c:?} inside (a URL holds no blanks or control characters)"
+        ));
+    }
     let r = split(location);
     let b = split(base);
     let scheme = match r.scheme {
@@ -478,6 +486,8 @@ mod tests {
             assert!(e.contains("not http or https"), "{reference}: {e}");
         }
         assert!(resolve(BASE, "").is_err());
+        assert!(resolve(BASE, "< #\u{8}").unwrap_err().contains("' '"));
+        assert!(resolve(BASE, "a\tb").is_err());
         assert!(resolve(BASE, "1a:b").unwrap_err().contains("not a scheme"));
     }
 

@@ -400,10 +400,17 @@ struct Log {
     accept_encodings: Arc<Mutex<Vec<String>>>,
 }
 
+/// What a server reads of a request.
+struct Request {
+    path: String,
+    /// `Range: bytes=A-B`.
+    range: Option<(u64, u64)>,
+    /// `Accept-Encoding`, or "" without one.
+    accept: String,
+}
+
 /// The request's path, `Range: bytes=A-B` and `Accept-Encoding`, read up to its blank line.
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-) -> std::io::Result<(String, Option<(u64, u64)>, String)> {
+fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Err(std::io::ErrorKind::UnexpectedEof.into());
@@ -425,7 +432,11 @@ fn read_request(
             accept = v.trim().to_string();
         }
     }
-    Ok((path, range, accept))
+    Ok(Request {
+        path,
+        range,
+        accept,
+    })
 }
 
 /// Writes `bytes` one at a time, `every` apart.
@@ -443,7 +454,11 @@ fn serve(stream: TcpStream, how: Misbehaviour, file: &[u8], log: &Log) -> std::i
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     loop {
-        let (path, range, accept) = read_request(&mut reader)?;
+        let Request {
+            path,
+            range,
+            accept,
+        } = read_request(&mut reader)?;
         let first = {
             let mut requests = requests.lock().unwrap();
             requests.push(format!("{path} {range:?}"));
