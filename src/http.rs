@@ -463,7 +463,7 @@ fn parse_url(url: &str) -> Result<Uri> {
 
 /// `url` as the client takes it, if it is an absolute http(s) URL with a host; or why not.
 fn check_url(url: &str) -> std::result::Result<Uri, String> {
-    let uri: Uri = url.parse().map_err(|e| format!("{e}"))?;
+    let uri: Uri = url.parse().map_err(|e| format!("not a valid URI ({e})"))?;
     match uri.scheme_str() {
         Some("http") | Some("https") => {}
         Some(other) => return Err(format!("the scheme is {other:?}")),

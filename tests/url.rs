@@ -925,6 +925,13 @@ mod with_net {
             assert!(text.contains("bytes 0-262143"), "{text}");
             assert_eq!(server.requests.lock().unwrap().len(), 1);
         }
+        for (path, want) in [
+            ("nohost", "to \"http:///m.gguf\": no host (nothing between"),
+            ("latin1", "with a Location that is not ASCII text"),
+        ] {
+            let text = open_fails(&server, path);
+            assert!(text.contains(want), "{path}: {text}");
+        }
     }
 
     #[test]

@@ -415,6 +415,9 @@ pub fn resolve(base: &str, location: &str) -> Result<String, String> {
             r.query,
         )
     };
+    if authority.is_empty() {
+        return Err("no host (nothing between '//' and the path)".to_string());
+    }
     let path = if path.is_empty() { "/" } else { &path };
     let query = query.map(|q| format!("?{q}")).unwrap_or_default();
     Ok(format!("{scheme}://{authority}{path}{query}"))
@@ -488,6 +491,7 @@ mod tests {
         assert!(resolve(BASE, "").is_err());
         assert!(resolve(BASE, "< #\u{8}").unwrap_err().contains("' '"));
         assert!(resolve(BASE, "a\tb").is_err());
+        assert!(resolve(BASE, "http:///x").unwrap_err().contains("no host"));
         assert!(resolve(BASE, "1a:b").unwrap_err().contains("not a scheme"));
     }
 

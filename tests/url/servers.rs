@@ -319,7 +319,8 @@ pub enum Misbehaviour {
     GzipAfterFirst,
     /// Redirects by relative references and to other schemes: `/model.gguf` to `?x=1`,
     /// `/next` to `/other.gguf?next=http://x`, `/dots/x/y` to `../../m.gguf?d`, `/js` to
-    /// `javascript:alert(1)`, `/ftp` to `ftp://127.0.0.1/m.gguf`; `/model.gguf?x=1`,
+    /// `javascript:alert(1)`, `/ftp` to `ftp://127.0.0.1/m.gguf`, `/nohost` to `http:///m.gguf`,
+    /// `/latin1` to `/café.gguf` (UTF-8, not ASCII); `/model.gguf?x=1`,
     /// `/other.gguf?next=http://x` and `/m.gguf?d` answer honestly, anything else is a 404.
     Redirects,
     /// Sends the response's headers, then its body one byte every 250 ms.
@@ -560,6 +561,8 @@ fn serve(stream: TcpStream, how: Misbehaviour, file: &[u8], log: &Log) -> std::i
                     "/dots/x/y" => Some("../../m.gguf?d"),
                     "/js" => Some("javascript:alert(1)"),
                     "/ftp" => Some("ftp://127.0.0.1/m.gguf"),
+                    "/nohost" => Some("http:///m.gguf"),
+                    "/latin1" => Some("/caf\u{e9}.gguf"),
                     _ => None,
                 };
                 match location {
