@@ -223,6 +223,8 @@ mod with_net {
         let text = e.to_string();
         assert!(text.contains(&url), "{text}");
         assert!(text.to_lowercase().contains("certificate"), "{text}");
+        println!("{text}");
+        says_once(&text);
     }
 
     #[test]
@@ -423,6 +425,8 @@ mod with_net {
         let e = HttpSource::open(&url, &options(2000)).unwrap_err();
         assert!(e.to_string().contains(&url), "{e}");
         assert!(e.to_string().contains("bytes 0-262143"), "{e}");
+        println!("{e}");
+        says_once(&e.to_string());
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -751,6 +755,8 @@ mod with_net {
             assert!(text.contains(&url), "{text}");
             let range = format!("bytes {}-{}", at + 24, at + 24 + 999);
             assert!(text.contains(&range), "{text}");
+            println!("{text}");
+            says_once(&text);
             gguf_close(f);
         }
     }
