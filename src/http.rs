@@ -71,7 +71,8 @@ struct OpenCall {
 impl OpenCall {
     fn start(options: &HttpOptions) -> Arc<OpenCall> {
         Arc::new(OpenCall {
-            until: options.deadline.map(|d| Instant::now() + d),
+            // One too far to represent is none.
+            until: options.deadline.and_then(|d| Instant::now().checked_add(d)),
             over: AtomicBool::new(false),
         })
     }
@@ -192,8 +193,9 @@ impl HttpSource {
                 });
             }
         }
-        self.options.deadline.map(|d| Deadline {
-            until: Instant::now() + d,
+        let until = Instant::now().checked_add(self.options.deadline?)?;
+        Some(Deadline {
+            until,
             of_open: false,
         })
     }

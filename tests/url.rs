@@ -1030,6 +1030,14 @@ mod with_net {
             assert_eq!(tensors_of(f)[0].1, data_of(&local, &t));
             gguf_close(f);
         }
+        // A deadline too far to represent is none (no overflow).
+        let o = HttpOptions {
+            deadline: Some(Duration::MAX),
+            ..options(5000)
+        };
+        let bytes = std::fs::read(root.join("small.gguf")).unwrap();
+        let source = HttpSource::open(&nginx.url("m/small.gguf"), &o).unwrap();
+        assert_eq!(read_all(&source, 0, bytes.len()), bytes);
     }
 
     #[test]
