@@ -1,6 +1,6 @@
 /*
- * test_url.c: models opened by URL (gguf_open_url, gguf_open_url_ex) from the nginx that
- * tests/url.rs starts on the loopback, and their tensors read by ranges.
+ * test_url.c: models opened by URL (gguf_open_url, gguf_open_url_ex, gguf_open_url_with) from
+ * the nginx that tests/url.rs starts on the loopback, and their tensors read by ranges.
  *
  * The models (tests/url.rs): vocab.gguf (a 262144-token vocabulary; tensors t0, t1, t2 of 1M,
  * 256 and 1M FLOAT32 elements), small.gguf (s0, s1 of 1024 FLOAT32 elements), and
@@ -14,7 +14,9 @@
  * test's own certificate authority (SSL_CERT_FILE, set by the driver); the bearer token (401
  * without it; gguf_open_url and gguf_open_url_ex); a split model by its second shard's URL (every
  * shard's path is its URL); and the errors: NULL, a scheme that is not http(s), a flag about
- * mapping, a 404, a silent server past a 200 ms timeout.
+ * mapping, a 404, a silent server past a 200 ms timeout; gguf_open_url_with reading the options
+ * by their size (a newer header's larger struct, unset fields accepted, set ones refused) and a
+ * 300 ms deadline bounding a call whose wait may last 10 s.
  *
  * Usage: test_url HTTP_BASE HTTPS_BASE SILENT_URL (bases end with '/'; HTTPS_BASE '-' leaves
  * HTTPS out, as the valgrind run does: memcheck cannot follow ring's assembly).
@@ -182,6 +184,37 @@ static void errors(const char *base, const char *silent) {
           "no data from the server for 200 ms");
 }
 
+/* gguf_open_url_with: the options read by their size, the deadline bounding the call. */
+static void options_by_size(const char *base, const char *silent) {
+    GGUFUrlOptions o = {0};
+    o.timeout_ms = 10000;
+    o.deadline_ms = 300;
+    FAILS(gguf_open_url_with(silent, &o, sizeof o, 0) == NULL, GGUF_ERROR_CODE_IO,
+          "the open's deadline of 300 ms passed");
+    GGUFFile f = gguf_open_url_with(url(base, "m/small.gguf"), &o, sizeof o, 0);
+    CHECK(f != NULL);
+    check_tensor(f, 1, 1);
+    gguf_close(f);
+    /* A newer header's larger struct, its extra fields unset; then one of them set. */
+    struct {
+        GGUFUrlOptions o;
+        uint32_t more[3];
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    newer.o.timeout_ms = 10000;
+    f = gguf_open_url_with(url(base, "m/small.gguf"), &newer.o, sizeof newer, 0);
+    CHECK(f != NULL);
+    gguf_close(f);
+    newer.more[1] = 1;
+    FAILS(gguf_open_url_with(url(base, "m/small.gguf"), &newer.o, sizeof newer, 0) == NULL,
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "built for a newer header");
+    FAILS(gguf_open_url_with(url(base, "m/small.gguf"), &o, 4, 0) == NULL,
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "smaller than the first GGUFUrlOptions");
+    f = gguf_open_url_with(url(base, "m/small.gguf"), NULL, 0, 0);
+    CHECK(f != NULL);
+    gguf_close(f);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: %s HTTP_BASE HTTPS_BASE SILENT_URL\n", argv[0]);
@@ -193,6 +226,7 @@ int main(int argc, char **argv) {
     bearer_token(argv[1]);
     split_model(argv[1]);
     errors(argv[1], argv[3]);
+    options_by_size(argv[1], argv[3]);
     printf("test_url: ok\n");
     return 0;
 }

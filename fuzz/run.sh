@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(open roundtrip)
+[ ${#targets[@]} -gt 0 ] || targets=(open roundtrip http_response)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

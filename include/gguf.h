@@ -922,8 +922,16 @@ typedef struct GGUFShardInfo {
 } GGUFShardInfo;
 
 /**
- * How `gguf_open_url_ex` fetches a URL. Zero-initialise it (`GGUFUrlOptions o = {0};`) and set
- * what you need: a zero field takes its default.
+ * How `gguf_open_url_with` (all fields) and `gguf_open_url_ex` (the fields before
+ * `deadline_ms`) fetch a URL. Zero-initialise it (`GGUFUrlOptions o = {0};`) and set what you
+ * need: a zero field takes its default. Fields are only ever appended: `gguf_open_url_with`
+ * takes `sizeof(GGUFUrlOptions)` and reads that many bytes, so a program built against an older
+ * header keeps working with a newer library, and one built against a newer header is told when
+ * it sets a field the library does not know.
+ *
+ * The two timeouts bound different things: `timeout_ms` each wait (a server silent that long),
+ * `deadline_ms` the whole open, then each range request of a read (a server that keeps
+ * answering, slowly).
  */
 typedef struct GGUFUrlOptions {
   /**
@@ -935,13 +943,25 @@ typedef struct GGUFUrlOptions {
   /**
    * The longest wait, in milliseconds, for a connection or for any byte of a response
    * while one is awaited or read; a server silent for longer fails the call that reads
-   * (`gguf_open_url*`, `gguf_read_tensor`, `gguf_read_tensors`). 0: 30000.
+   * (`gguf_open_url*`, `gguf_read_tensor`, `gguf_read_tensors`). It bounds each wait, not a
+   * whole response: a server sending a byte now and then never trips it (see
+   * `deadline_ms`). 0: 30000.
    */
   uint32_t timeout_ms;
   /**
    * The most redirects one request follows. 0: 10.
    */
   uint32_t max_redirects;
+  /**
+   * The longest, in milliseconds, that `gguf_open_url_with` may take, all its requests
+   * together (the header's chunks, redirects, every shard of a split model); after the open,
+   * the longest each range request of a read may take (`gguf_read_tensor` makes one;
+   * `gguf_read_tensors` one per piece of at most about 8 MiB), its redirects and body
+   * included. A server that keeps a response going by sending a little at a time, which
+   * `timeout_ms` never catches, fails the call with GGUF_ERROR_CODE_IO once it passes.
+   * 0: no deadline. Read by `gguf_open_url_with` only (`gguf_open_url_ex` predates it).
+   */
+  uint32_t deadline_ms;
 } GGUFUrlOptions;
 
 /**
@@ -1513,10 +1533,17 @@ GGUF_API const char *gguf_value_type_name(uint32_t type);
  * named by the same rule as files; `GGUF_OPEN_FLAG_SINGLE_SHARD` opens that one alone.
  *
  * `bearer_token` (NUL-terminated, or NULL) is sent as `Authorization: Bearer <token>` to the
- * URL's host only. Redirects are followed (at most 10; a loop fails at once, naming it), with a
- * 30 s timeout on every wait: `gguf_open_url_ex` sets both. HTTPS checks the server's
- * certificate against the system's trusted roots (`SSL_CERT_FILE` or `SSL_CERT_DIR` name
- * others, as for OpenSSL).
+ * URL's host only. Redirects are followed (at most 10; a loop fails at once, naming it), each
+ * `Location` resolved against the URL it came from as RFC 3986 says (`/p?q`, `p`, `../p`,
+ * `?q`, `//host/p`, absolute); one to a scheme other than http and https (`javascript:`,
+ * `file:`, `ftp:`) fails the call. Every wait times out after 30 s, and the call has no
+ * deadline: `gguf_open_url_with` sets these. HTTPS checks the server's certificate against the
+ * system's trusted roots (`SSL_CERT_FILE` or `SSL_CERT_DIR` name others, as for OpenSSL).
+ * Ranges are asked for as the file's own bytes (`Accept-Encoding: identity`): a range in any
+ * other content coding (`Content-Encoding: gzip`) or transfer coding than chunked fails the
+ * read. Every response after the first must carry the same file size and, if the first had
+ * one, the same `ETag`: a file replaced on the server fails the read rather than mixing two
+ * files' bytes.
  *
  * `flags`: 0 or `GGUF_OPEN_FLAG_SINGLE_SHARD` (`GGUF_OPEN_FLAG_NO_MAP` is accepted: a URL is
  * never mapped); the flags about mapping fail with GGUF_ERROR_CODE_INVALID_ARGUMENT.
@@ -1524,7 +1551,9 @@ GGUF_API const char *gguf_value_type_name(uint32_t type);
  * Returns NULL on failure, recording why (see `gguf_last_error`): GGUF_ERROR_CODE_IO naming the
  * URL and the byte range for a server that answers with an error status, ignores range
  * requests (answering 200 with the whole file: refused before its body is read), redirects in
- * a loop, cuts the connection, sends more bytes than asked, or stalls past the timeout;
+ * a loop or to another scheme, cuts the connection, sends more bytes than asked or a range
+ * other than asked, encodes the range, changes the file, stalls past the timeout or runs past
+ * the deadline;
  * GGUF_ERROR_CODE_INVALID_ARGUMENT for a URL that is not http(s); GGUF_ERROR_CODE_UNSUPPORTED
  * in a library built without network support (cargo feature `net`); otherwise the format's
  * codes, as `gguf_open`. Close the handle with `gguf_close`. The handle's reads may be made from
@@ -1533,14 +1562,33 @@ GGUF_API const char *gguf_value_type_name(uint32_t type);
 GGUF_API GGUFFile gguf_open_url(const char *url, const char *bearer_token, uint32_t flags);
 
 /**
- * `gguf_open_url` with options (see `GGUFUrlOptions`): a bearer token, the timeout, the redirect
- * limit. `options` may be NULL (no token, the defaults); it is read during the call only.
- * Returns NULL on failure, recording why, as `gguf_open_url` does.
+ * `gguf_open_url` with options: those of `GGUFUrlOptions` before `deadline_ms` (a bearer
+ * token, the timeout, the redirect limit), the layout this function was made with; it never
+ * reads `deadline_ms` (use `gguf_open_url_with`). `options` may be NULL (no token, the
+ * defaults); it is read during the call only. Returns NULL on failure, recording why, as
+ * `gguf_open_url` does.
  */
 GGUF_API
 GGUFFile gguf_open_url_ex(const char *url,
                           const struct GGUFUrlOptions *options,
                           uint32_t flags);
+
+/**
+ * `gguf_open_url` with every option of `GGUFUrlOptions`, the deadline among them: pass
+ * `sizeof(GGUFUrlOptions)` as `options_size` (or `sizeof` of your own copy of it). The first
+ * `options_size` bytes of `*options` are read, during the call only; fields past them take
+ * their defaults, so a program built against an older header (a smaller struct) keeps working.
+ * `options_size` may exceed what this library knows only if the bytes past it are zero (fields
+ * of a newer header left unset); otherwise, or if it does not cover `timeout_ms` and
+ * `max_redirects` whole, the call fails with GGUF_ERROR_CODE_INVALID_ARGUMENT. `options` may be
+ * NULL (with any `options_size`): no token, the defaults. Returns NULL on failure, recording
+ * why, as `gguf_open_url` does.
+ */
+GGUF_API
+GGUFFile gguf_open_url_with(const char *url,
+                            const struct GGUFUrlOptions *options,
+                            size_t options_size,
+                            uint32_t flags);
 
 /**
  * Checks a tensor's values as ggml's `ggml_validate_row_data` does: no NaN or infinity among

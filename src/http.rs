@@ -6,7 +6,9 @@
 //! Only servers that answer ranges are used: a `200` with the whole file is refused at once,
 //! before its body is read, since reading a multi-gigabyte model to get its header is never what
 //! the caller wants. Redirects are followed by hand (not by the client) so that a loop is named
-//! as one and the bearer token never leaves its host.
+//! as one, the bearer token never leaves its host, and each target is resolved as RFC 3986 says.
+//! What a response means (its status, `Content-Range`, `Content-Length`, encodings) is decided
+//! by a pure function over its headers (`http/response.rs`), fuzzed on its own.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
@@ -16,9 +18,13 @@ use crate::size::in_memory;
 use crate::source::Source;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use ureq::http::{header, StatusCode, Uri};
+
+mod response;
+use response::{Answer, Asked};
 
 /// How a URL is fetched.
 #[derive(Clone, Debug)]
@@ -27,10 +33,15 @@ pub struct HttpOptions {
     /// host over HTTPS), never to another host a redirect leads to.
     pub bearer_token: Option<String>,
     /// The longest wait for a connection, or for any bytes while a response is awaited or
-    /// read: a server that stalls that long fails the read.
+    /// read: a server that stalls that long fails the read. A server that keeps sending a
+    /// little at a time is bounded by `deadline` alone.
     pub timeout: Duration,
     /// The most redirects one request follows.
     pub max_redirects: u32,
+    /// If set, the longest the open may take, every request of it together (the header's
+    /// chunks, redirects, every shard of a split model), and after the open the longest each
+    /// range request may take (one read of [`ReadAt::read_at`], redirects and body included).
+    pub deadline: Option<Duration>,
 }
 
 /// 30 s without a byte, as the `timeout_ms` of 0 in `GGUFUrlOptions` means.
@@ -44,7 +55,30 @@ impl Default for HttpOptions {
             bearer_token: None,
             timeout: DEFAULT_TIMEOUT,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            deadline: None,
         }
+    }
+}
+
+/// One open's deadline, shared by the sources it opens (the shards of a split model): it bounds
+/// their requests until the open is over, then each request has `HttpOptions::deadline` alone.
+#[derive(Debug)]
+struct OpenCall {
+    until: Option<Instant>,
+    over: AtomicBool,
+}
+
+impl OpenCall {
+    fn start(options: &HttpOptions) -> Arc<OpenCall> {
+        Arc::new(OpenCall {
+            // One too far to represent is none.
+            until: options.deadline.and_then(|d| Instant::now().checked_add(d)),
+            over: AtomicBool::new(false),
+        })
+    }
+
+    fn end(&self) {
+        self.over.store(true, Ordering::Release);
     }
 }
 
@@ -62,6 +96,17 @@ pub struct HttpSource {
     len: u64,
     /// The file's first bytes, from the first response.
     head: Vec<u8>,
+    /// The first response's entity tag: every later one must be the same (the same file).
+    etag: Option<String>,
+    /// The open this source belongs to, for its deadline.
+    call: Arc<OpenCall>,
+}
+
+/// When a request must be over, and why (for the message).
+#[derive(Clone, Copy, Debug)]
+struct Deadline {
+    until: Instant,
+    of_open: bool,
 }
 
 impl std::fmt::Debug for HttpSource {
@@ -76,7 +121,15 @@ impl std::fmt::Debug for HttpSource {
 impl HttpSource {
     /// Connects to `url` (`http://` or `https://`) and asks for its first bytes, which tells
     /// its size; fails if the server does not answer ranges, or with the server's status.
+    /// `options.deadline` bounds this open; then each later request.
     pub fn open(url: &str, options: &HttpOptions) -> Result<HttpSource> {
+        let call = OpenCall::start(options);
+        let source = HttpSource::open_in(url, options, call.clone());
+        call.end();
+        source
+    }
+
+    fn open_in(url: &str, options: &HttpOptions, call: Arc<OpenCall>) -> Result<HttpSource> {
         let uri = parse_url(url)?;
         let agent = agent(&uri, options).map_err(|e| e.in_file(url))?;
         let mut source = HttpSource {
@@ -85,10 +138,13 @@ impl HttpSource {
             options: options.clone(),
             len: 0,
             head: Vec::new(),
+            etag: None,
+            call,
         };
-        let (len, head) = source.probe()?;
+        let (len, head, etag) = source.probe()?;
         source.len = len;
         source.head = head;
+        source.etag = etag;
         Ok(source)
     }
 
@@ -107,77 +163,120 @@ impl HttpSource {
     }
 
     /// The first request: bytes 0 to `PROBE_BYTES - 1`, or the whole file if smaller.
-    fn probe(&self) -> Result<(u64, Vec<u8>)> {
-        let mut response = self.get(0, PROBE_BYTES)?;
-        let status = response.status();
-        let length = response
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
-        if status == StatusCode::OK && length == Some(0) {
-            // The whole file, empty: nginx answers a range of an empty file so.
-            return Ok((0, Vec::new()));
-        }
-        if status == StatusCode::RANGE_NOT_SATISFIABLE {
-            // Even byte 0 is out of range: an empty file (`Content-Range: bytes */0`).
-            return match content_range_total(&response) {
-                Some(0) => Ok((0, Vec::new())),
-                _ => Err(self.error(format_args!(
-                    "the server refused the range bytes=0-{} (HTTP 416) without saying the \
-                     file's size",
-                    PROBE_BYTES - 1
-                ))),
-            };
-        }
-        let range = self.check_partial(&response, 0, PROBE_BYTES)?;
-        let len = range.total;
+    fn probe(&self) -> Result<(u64, Vec<u8>, Option<String>)> {
+        let deadline = self.deadline();
+        let mut response = self.get(0, PROBE_BYTES, deadline)?;
+        let asked = Asked {
+            start: 0,
+            count: PROBE_BYTES,
+            len: None,
+        };
+        let range = match self.check(&response, asked)? {
+            Answer::Empty => return Ok((0, Vec::new(), None)),
+            Answer::Range(range) => range,
+        };
+        let etag = response::etag(&headers_of(&response)).map(str::to_string);
         let count = range.end - range.start;
         let mut head = vec![0; in_memory(count)];
-        self.read_body(&mut response, 0, &mut head)?;
-        Ok((len, head))
+        self.read_body(&mut response, 0, &mut head, deadline)?;
+        Ok((range.total, head, etag))
     }
 
-    /// Sends `GET` for bytes `start..start + count`, following redirects; returns the final
-    /// response, whatever its status.
-    fn get(&self, start: u64, count: u64) -> Result<ureq::http::Response<ureq::Body>> {
-        let range = format!("bytes {start}-{}", start + count - 1);
+    /// The deadline of a request starting now: the open's while it lasts, then the request's
+    /// own, if the options set one.
+    fn deadline(&self) -> Option<Deadline> {
+        if !self.call.over.load(Ordering::Acquire) {
+            if let Some(until) = self.call.until {
+                return Some(Deadline {
+                    until,
+                    of_open: true,
+                });
+            }
+        }
+        let until = Instant::now().checked_add(self.options.deadline?)?;
+        Some(Deadline {
+            until,
+            of_open: false,
+        })
+    }
+
+    /// "the deadline ... passed", for a message.
+    fn deadline_text(&self, deadline: Option<Deadline>) -> String {
+        let ms = self.options.deadline.unwrap_or_default().as_millis();
+        match deadline {
+            Some(Deadline { of_open: true, .. }) => {
+                format!("timed out: the open's deadline of {ms} ms passed")
+            }
+            _ => format!("timed out: the request's deadline of {ms} ms passed"),
+        }
+    }
+
+    /// Sends `GET` for bytes `start..start + count`, following redirects, by `deadline`;
+    /// returns the final response, whatever its status.
+    fn get(
+        &self,
+        start: u64,
+        count: u64,
+        deadline: Option<Deadline>,
+    ) -> Result<ureq::http::Response<ureq::Body>> {
+        let range = Asked {
+            start,
+            count,
+            len: None,
+        }
+        .text();
         let mut url = self.url.clone();
         let mut uri = parse_url(&url)?;
         let origin = uri.clone();
         let mut visited: Vec<String> = Vec::new();
         loop {
-            let mut request = self
-                .agent
-                .get(&url)
-                .header(header::RANGE, range.replace(' ', "="));
+            let mut request = self.agent.get(&url);
+            if let Some(deadline) = deadline {
+                // What is left of it covers this request, its body included.
+                let left = deadline.until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    let via = via(&url, &self.url);
+                    return Err(self.error(format_args!(
+                        "request for {range}{via} not sent: {}",
+                        self.deadline_text(Some(deadline))
+                    )));
+                }
+                request = request.config().timeout_global(Some(left)).build();
+            }
+            let mut request = request.header(header::RANGE, range.replacen(' ', "=", 1));
             if let Some(token) = &self.options.bearer_token {
                 if token_may_go(&origin, &uri) {
                     request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
                 }
             }
-            let response = request
-                .call()
-                .map_err(|e| self.error(request_failure(&url, &self.url, &range, e, self)))?;
+            let response = request.call().map_err(|e| {
+                self.error(request_failure(&url, &self.url, &range, e, self, deadline))
+            })?;
             if !response.status().is_redirection() || response.status() == StatusCode::NOT_MODIFIED
             {
                 return Ok(response);
             }
-            let location = response
-                .headers()
-                .get(header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| {
+            let status = response.status().as_u16();
+            let location = match response.headers().get(header::LOCATION) {
+                None => {
+                    return Err(self.error(format_args!(
+                        "HTTP {status} redirect from {} without a Location header ({range})",
+                        shown(&url)
+                    )))
+                }
+                Some(v) => v.to_str().map_err(|_| {
                     self.error(format_args!(
-                        "HTTP {} redirect from {} without a Location header ({range})",
-                        response.status().as_u16(),
+                        "HTTP {status} redirect from {} with a Location that is not ASCII \
+                         text ({range})",
                         shown(&url)
                     ))
-                })?;
-            let next = join(&uri, location).map_err(|why| {
+                })?,
+            };
+            let (next, next_uri) = join(&url, location).map_err(|why| {
                 self.error(format_args!(
-                    "HTTP {} redirect from {} to {location:?}: {why}",
-                    response.status().as_u16(),
-                    shown(&url)
+                    "HTTP {status} redirect from {} to {:?}: {why} ({range})",
+                    shown(&url),
+                    shown(location)
                 ))
             })?;
             visited.push(url);
@@ -196,86 +295,27 @@ impl HttpSource {
                     shown(&next)
                 )));
             }
-            uri = parse_url(&next).map_err(|e| e.in_file(self.url.clone()))?;
+            uri = next_uri;
             url = next;
         }
     }
 
-    /// Checks that `response` is the `206` for bytes `start..start + count` (or the part of them
-    /// the file holds), and returns the range it carries.
-    fn check_partial(
-        &self,
-        response: &ureq::http::Response<ureq::Body>,
-        start: u64,
-        count: u64,
-    ) -> Result<ContentRange> {
-        let asked = format!("bytes {start}-{}", start + count - 1);
-        let status = response.status();
-        if status == StatusCode::OK {
-            return Err(self.error(format_args!(
-                "the server ignored the range request for {asked} and answered HTTP 200 with \
-                 the whole file{}: models are read by ranges only (the body was not \
-                 downloaded)",
-                match response.body().content_length() {
-                    Some(n) => format!(" ({n} bytes)"),
-                    None => String::new(),
-                }
-            )));
-        }
-        if status != StatusCode::PARTIAL_CONTENT {
-            return Err(self.error(format_args!(
-                "HTTP {}{} for {asked}",
-                status.as_u16(),
-                status
-                    .canonical_reason()
-                    .map(|r| format!(" {r}"))
-                    .unwrap_or_default()
-            )));
-        }
-        let text = response
-            .headers()
-            .get(header::CONTENT_RANGE)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                self.error(format_args!(
-                    "HTTP 206 for {asked} without a Content-Range header"
-                ))
-            })?;
-        let range = ContentRange::parse(text).ok_or_else(|| {
-            self.error(format_args!(
-                "HTTP 206 for {asked} with a Content-Range that is not \
-                 'bytes FIRST-LAST/SIZE': {text:?}"
-            ))
-        })?;
-        // The server must send the bytes asked for, cut only at the end of the file, and the
-        // same size every time (a file replaced on the server mid-read is a different file).
-        let want_end = (start + count).min(range.total);
-        if range.start != start || range.end != want_end {
-            return Err(self.error(format_args!(
-                "asked for {asked}, the server sent {text:?}{}",
-                if range.end > want_end {
-                    " (more bytes than asked)"
-                } else {
-                    ""
-                }
-            )));
-        }
-        if self.len != 0 && range.total != self.len {
-            return Err(self.error(format_args!(
-                "the file's size changed on the server from {} to {} bytes (reading {asked})",
-                self.len, range.total
-            )));
-        }
-        if let Some(length) = response.body().content_length() {
-            if length != range.end - range.start {
+    /// What `response` answers to `asked` (see `response::check`), and for a range, that it is
+    /// the same file as the first response's (its size and entity tag).
+    fn check(&self, response: &ureq::http::Response<ureq::Body>, asked: Asked) -> Result<Answer> {
+        let headers = headers_of(response);
+        let answer = response::check(response.status().as_u16(), &headers, asked)
+            .map_err(|why| self.error(why))?;
+        if let (Some(first), Some(now)) = (&self.etag, response::etag(&headers)) {
+            if first != now {
                 return Err(self.error(format_args!(
-                    "asked for {asked}, the server announced {length} bytes (Content-Length) \
-                     for {} bytes of Content-Range {text:?}",
-                    range.end - range.start
+                    "the file changed on the server: its ETag was {first} and is now {now} \
+                     (reading {})",
+                    asked.text()
                 )));
             }
         }
-        Ok(range)
+        Ok(answer)
     }
 
     /// Reads the body of a checked `206` into `dst` (exactly its length), and checks that
@@ -285,6 +325,7 @@ impl HttpSource {
         response: &mut ureq::http::Response<ureq::Body>,
         start: u64,
         dst: &mut [u8],
+        deadline: Option<Deadline>,
     ) -> Result<()> {
         let end = start + dst.len() as u64;
         let mut reader = response.body_mut().as_reader();
@@ -305,7 +346,7 @@ impl HttpSource {
                         "reading bytes {start}-{} failed after {got} of {} bytes: {}",
                         end - 1,
                         dst.len(),
-                        io_text(&e, self)
+                        io_text(&e, self, deadline)
                     )))
                 }
             }
@@ -322,7 +363,7 @@ impl HttpSource {
             Err(e) => Err(self.error(format_args!(
                 "after bytes {start}-{}: {}",
                 end - 1,
-                io_text(&e, self)
+                io_text(&e, self, deadline)
             ))),
         }
     }
@@ -332,28 +373,44 @@ impl HttpSource {
         if dst.is_empty() {
             return Ok(());
         }
-        let mut response = self.get(start, dst.len() as u64)?;
-        self.check_partial(&response, start, dst.len() as u64)?;
-        self.read_body(&mut response, start, dst)
+        let deadline = self.deadline();
+        let mut response = self.get(start, dst.len() as u64, deadline)?;
+        let asked = Asked {
+            start,
+            count: dst.len() as u64,
+            len: Some(self.len),
+        };
+        match self.check(&response, asked)? {
+            Answer::Range(_) => self.read_body(&mut response, start, dst, deadline),
+            Answer::Empty => unreachable!("an empty file is an answer to the first request only"),
+        }
     }
 }
 
 /// Opens the model at `url`: its header read by ranges and parsed by the one parser; if it is a
 /// shard of a split model (and `single_shard` is not set), every shard by its URL, named by the
 /// rule for files (`Model::with_siblings`) applied to the URL's path, the query kept for each.
+/// `options.deadline` bounds the whole open, every shard's requests together.
 pub fn open_model(url: &str, options: &HttpOptions, single_shard: bool) -> Result<Model<Source>> {
     let (base, query) = match url.find('?') {
         Some(i) => url.split_at(i),
         None => (url, ""),
     };
+    let call = OpenCall::start(options);
     let open = |name: &Path| -> Result<GgufFile<Source>> {
         // `name` is `base` or a sibling made from it by ASCII suffixes: UTF-8.
         let name = name.to_str().expect("a URL made from a UTF-8 one is UTF-8");
-        let source = HttpSource::open_shared(&format!("{name}{query}"), options)?;
+        let source: Arc<dyn ReadAt> = Arc::new(HttpSource::open_in(
+            &format!("{name}{query}"),
+            options,
+            call.clone(),
+        )?);
         crate::load::parse_source(source)
     };
     let path = Path::new(base);
-    Model::with_siblings(open(path)?, path, single_shard, open)
+    let model = open(path).and_then(|first| Model::with_siblings(first, path, single_shard, open));
+    call.end();
+    model
 }
 
 impl ReadAt for HttpSource {
@@ -388,65 +445,34 @@ impl ReadAt for HttpSource {
     }
 }
 
-/// `Content-Range: bytes FIRST-LAST/SIZE`, as a half-open range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct ContentRange {
-    start: u64,
-    end: u64,
-    total: u64,
-}
-
-impl ContentRange {
-    fn parse(text: &str) -> Option<ContentRange> {
-        let rest = text.trim().strip_prefix("bytes")?.trim_start();
-        let (range, total) = rest.split_once('/')?;
-        let (first, last) = range.split_once('-')?;
-        let number = |s: &str| -> Option<u64> {
-            let s = s.trim();
-            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            s.parse().ok()
-        };
-        let (start, last, total) = (number(first)?, number(last)?, number(total)?);
-        (start <= last && last < total).then_some(ContentRange {
-            start,
-            end: last + 1,
-            total,
-        })
-    }
-}
-
-/// The size in a `416`'s `Content-Range: bytes */SIZE`.
-fn content_range_total(response: &ureq::http::Response<ureq::Body>) -> Option<u64> {
-    let text = response
+/// The response's header fields, as `response::check` takes them.
+fn headers_of(response: &ureq::http::Response<ureq::Body>) -> Vec<(&str, &[u8])> {
+    response
         .headers()
-        .get(header::CONTENT_RANGE)?
-        .to_str()
-        .ok()?;
-    let size = text
-        .trim()
-        .strip_prefix("bytes")?
-        .trim()
-        .strip_prefix("*/")?;
-    size.trim().parse().ok()
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .collect()
 }
 
 fn parse_url(url: &str) -> Result<Uri> {
-    let invalid = |why: &str| {
+    check_url(url).map_err(|why| {
         Error::msg(
             ErrorCode::InvalidArgument,
             format!("{url:?} is not an http:// or https:// URL: {why}"),
         )
-    };
-    let uri: Uri = url.parse().map_err(|e| invalid(&format!("{e}")))?;
+    })
+}
+
+/// `url` as the client takes it, if it is an absolute http(s) URL with a host; or why not.
+fn check_url(url: &str) -> std::result::Result<Uri, String> {
+    let uri: Uri = url.parse().map_err(|e| format!("not a valid URI ({e})"))?;
     match uri.scheme_str() {
         Some("http") | Some("https") => {}
-        Some(other) => return Err(invalid(&format!("the scheme is {other:?}"))),
-        None => return Err(invalid("no scheme")),
+        Some(other) => return Err(format!("the scheme is {other:?}")),
+        None => return Err("no scheme".to_string()),
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err(invalid("no host"));
+        return Err("no host".to_string());
     }
     Ok(uri)
 }
@@ -454,8 +480,7 @@ fn parse_url(url: &str) -> Result<Uri> {
 /// The agent for one source: no automatic redirects (see `HttpSource::get`), statuses as
 /// responses, the caller's timeout on connecting and on every read and write, and for HTTPS the
 /// system's trusted roots (SSL_CERT_FILE and SSL_CERT_DIR first, as OpenSSL does). Name lookups
-/// are left to the system resolver's own timeouts: with a timeout of its own, the client would
-/// start a thread per request to wait on it.
+/// are left to the system resolver's own timeouts (see [`BlockingResolver`]).
 fn agent(uri: &Uri, options: &HttpOptions) -> Result<ureq::Agent> {
     let timeout = Some(options.timeout);
     let mut config = ureq::Agent::config_builder()
@@ -464,6 +489,9 @@ fn agent(uri: &Uri, options: &HttpOptions) -> Result<ureq::Agent> {
         .timeout_connect(timeout)
         .timeout_per_read(timeout)
         .timeout_per_write(timeout)
+        // Ranges are the file's own bytes: no compressed answer is asked for, whatever features
+        // of the client another crate turns on (its decompression would be applied to a range).
+        .accept_encoding("identity")
         .user_agent(concat!("libgguf/", env!("CARGO_PKG_VERSION")));
     if uri.scheme_str() == Some("https") {
         config = config.tls_config(
@@ -472,7 +500,34 @@ fn agent(uri: &Uri, options: &HttpOptions) -> Result<ureq::Agent> {
                 .build(),
         );
     }
-    Ok(config.build().new_agent())
+    Ok(ureq::Agent::with_parts(
+        config.build(),
+        ureq::unversioned::transport::DefaultConnector::default(),
+        BlockingResolver::default(),
+    ))
+}
+
+/// The client's resolver, told to wait as long as the system's own resolver does: given a
+/// timeout (a deadline sets one), the client would look the name up on a thread of its own, one
+/// per connection, and the library starts no thread the caller did not ask for. A lookup is
+/// bounded by the system's resolver settings; the deadline still bounds everything after it.
+#[derive(Debug, Default)]
+struct BlockingResolver(ureq::unversioned::resolver::DefaultResolver);
+
+impl ureq::unversioned::resolver::Resolver for BlockingResolver {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        _timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> std::result::Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        // No timeout: looked up on this thread.
+        self.0.resolve(
+            uri,
+            config,
+            ureq::unversioned::transport::NextTimeout::default(),
+        )
+    }
 }
 
 /// The system's trusted roots; Mozilla's (compiled in) only where the system has none.
@@ -509,30 +564,12 @@ fn token_may_go(origin: &Uri, uri: &Uri) -> bool {
         && (origin.scheme_str() == uri.scheme_str() || uri.scheme_str() == Some("https"))
 }
 
-/// `location` (a redirect's target) resolved against `base`.
-fn join(base: &Uri, location: &str) -> std::result::Result<String, String> {
-    let location = location.trim();
-    if location.contains("://") {
-        return parse_url(location)
-            .map(|_| location.to_string())
-            .map_err(|e| e.to_string());
-    }
-    let scheme = base.scheme_str().unwrap_or("http");
-    if let Some(rest) = location.strip_prefix("//") {
-        return Ok(format!("{scheme}://{rest}"));
-    }
-    let authority = base.authority().map(|a| a.as_str()).unwrap_or("");
-    if location.starts_with('/') {
-        return Ok(format!("{scheme}://{authority}{location}"));
-    }
-    if location.is_empty() {
-        return Err("an empty Location".to_string());
-    }
-    // Relative to the base's directory.
-    let path = base.path();
-    let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
-    let dir = if dir.is_empty() { "/" } else { dir };
-    Ok(format!("{scheme}://{authority}{dir}{location}"))
+/// `location` (a redirect's target) resolved against the URL `base` (RFC 3986), checked to be
+/// an http(s) URL the client takes.
+fn join(base: &str, location: &str) -> std::result::Result<(String, Uri), String> {
+    let next = response::resolve(base, location)?;
+    let uri = check_url(&next)?;
+    Ok((next, uri))
 }
 
 /// A URL for messages, without its query (a redirect's query often holds a signature).
@@ -543,6 +580,15 @@ fn shown(url: &str) -> String {
     }
 }
 
+/// " (redirected to URL)" when `url` is not the one `given`.
+fn via(url: &str, given: &str) -> String {
+    if url == given {
+        String::new()
+    } else {
+        format!(" (redirected to {})", shown(url))
+    }
+}
+
 /// Why a request failed, in words.
 fn request_failure(
     url: &str,
@@ -550,23 +596,20 @@ fn request_failure(
     range: &str,
     e: ureq::Error,
     source: &HttpSource,
+    deadline: Option<Deadline>,
 ) -> String {
-    let via = if url == given {
-        String::new()
-    } else {
-        format!(" (redirected to {})", shown(url))
-    };
     let why = match e {
-        ureq::Error::Timeout(what) => timeout_text(what, source),
-        ureq::Error::Io(e) => io_text(&e, source),
+        ureq::Error::Timeout(what) => timeout_text(what, source, deadline),
+        ureq::Error::Io(e) => io_text(&e, source, deadline),
         other => other.to_string(),
     };
-    format!("request for {range}{via} failed: {why}")
+    format!("request for {range}{} failed: {why}", via(url, given))
 }
 
-fn timeout_text(what: ureq::Timeout, source: &HttpSource) -> String {
+fn timeout_text(what: ureq::Timeout, source: &HttpSource, deadline: Option<Deadline>) -> String {
     let t = source.options.timeout;
     match what {
+        ureq::Timeout::Global => source.deadline_text(deadline),
         ureq::Timeout::Connect | ureq::Timeout::Resolve => {
             format!("timed out connecting ({} ms)", t.as_millis())
         }
@@ -578,10 +621,10 @@ fn timeout_text(what: ureq::Timeout, source: &HttpSource) -> String {
 }
 
 /// An I/O error from the body reader, which wraps the client's own errors (a timeout among them).
-fn io_text(e: &std::io::Error, source: &HttpSource) -> String {
+fn io_text(e: &std::io::Error, source: &HttpSource, deadline: Option<Deadline>) -> String {
     if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<ureq::Error>()) {
         if let ureq::Error::Timeout(what) = inner {
-            return timeout_text(*what, source);
+            return timeout_text(*what, source, deadline);
         }
         return inner.to_string();
     }
@@ -599,39 +642,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn content_range() {
-        assert_eq!(
-            ContentRange::parse("bytes 0-99/1000"),
-            Some(ContentRange {
-                start: 0,
-                end: 100,
-                total: 1000
-            })
-        );
-        assert_eq!(ContentRange::parse("bytes 5-4/1000"), None);
-        assert_eq!(ContentRange::parse("bytes 0-1000/1000"), None);
-        assert_eq!(ContentRange::parse("bytes 0-99/*"), None);
-        assert_eq!(ContentRange::parse("bytes +0-99/1000"), None);
-        assert_eq!(ContentRange::parse("items 0-99/1000"), None);
-    }
-
-    #[test]
     fn joins_locations() {
-        let base: Uri = "https://h.example:8443/a/b/model.gguf?x=1".parse().unwrap();
-        assert_eq!(join(&base, "/c/d").unwrap(), "https://h.example:8443/c/d");
+        let base = "https://h.example:8443/a/b/model.gguf?x=1";
+        assert_eq!(join(base, "/c/d").unwrap().0, "https://h.example:8443/c/d");
         assert_eq!(
-            join(&base, "e.gguf").unwrap(),
+            join(base, "e.gguf").unwrap().0,
             "https://h.example:8443/a/b/e.gguf"
         );
         assert_eq!(
-            join(&base, "//cdn.example/f").unwrap(),
+            join(base, "//cdn.example/f").unwrap().0,
             "https://cdn.example/f"
         );
         assert_eq!(
-            join(&base, "http://o.example/g").unwrap(),
+            join(base, "http://o.example/g").unwrap().0,
             "http://o.example/g"
         );
-        assert!(join(&base, "ftp://o.example/g").is_err());
+        assert!(join(base, "ftp://o.example/g").is_err());
+        assert!(join(base, "javascript:alert(1)").is_err());
+        assert!(join(base, "http:///nohost").is_err());
+        assert!(join(base, "/a b").is_err());
     }
 
     #[test]

@@ -52,7 +52,9 @@ fn ffi_layout() -> Json {
         "GGUFShardInfo": layout!(GGUFShardInfo {
             path, file_size, data_offset, alignment, version, tensor_count, first_tensor, base
         }),
-        "GGUFUrlOptions": layout!(GGUFUrlOptions { bearer_token, timeout_ms, max_redirects }),
+        "GGUFUrlOptions": layout!(GGUFUrlOptions {
+            bearer_token, timeout_ms, max_redirects, deadline_ms
+        }),
     })
 }
 

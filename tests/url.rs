@@ -223,6 +223,8 @@ mod with_net {
         let text = e.to_string();
         assert!(text.contains(&url), "{text}");
         assert!(text.to_lowercase().contains("certificate"), "{text}");
+        println!("{text}");
+        says_once(&text);
     }
 
     #[test]
@@ -300,6 +302,13 @@ mod with_net {
         BadServer::start(how, small_model().to_bytes().unwrap())
     }
 
+    /// Checks that `text` is one message: "gguf: " once (not counting a file name's ".gguf: ").
+    fn says_once(text: &str) {
+        let prefixes = text.matches("gguf: ").count() - text.matches(".gguf: ").count();
+        assert_eq!(prefixes, 1, "{text}");
+        assert!(text.starts_with("gguf: "), "{text}");
+    }
+
     /// Opens `path` on `server` with a 500 ms timeout; returns the error's text, checking it names
     /// the URL and came within 10 s.
     fn open_fails(server: &BadServer, path: &str) -> String {
@@ -310,6 +319,7 @@ mod with_net {
         assert_eq!(e.code(), ErrorCode::Io, "{e}");
         let text = e.to_string();
         assert!(text.contains(&url), "{text}");
+        says_once(&text);
         text
     }
 
@@ -415,6 +425,8 @@ mod with_net {
         let e = HttpSource::open(&url, &options(2000)).unwrap_err();
         assert!(e.to_string().contains(&url), "{e}");
         assert!(e.to_string().contains("bytes 0-262143"), "{e}");
+        println!("{e}");
+        says_once(&e.to_string());
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -695,6 +707,7 @@ mod with_net {
             bearer_token: token.as_ptr(),
             timeout_ms: 5000,
             max_redirects: 0,
+            deadline_ms: 0,
         };
         // SAFETY: the options and strings live through the call.
         let f = unsafe { gguf_open_url_ex(c(&url).as_ptr(), &options, 0) };
@@ -711,6 +724,7 @@ mod with_net {
             bearer_token: std::ptr::null(),
             timeout_ms: 300,
             max_redirects: 0,
+            deadline_ms: 0,
         };
         let start = Instant::now();
         // SAFETY: the options and strings live through the call.
@@ -741,6 +755,380 @@ mod with_net {
             assert!(text.contains(&url), "{text}");
             let range = format!("bytes {}-{}", at + 24, at + 24 + 999);
             assert!(text.contains(&range), "{text}");
+            println!("{text}");
+            says_once(&text);
+            gguf_close(f);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Hostile servers, each case a clear error naming the URL and range, promptly.
+
+    /// A model whose one tensor (512 KiB) lies past the first request's 256 KiB: reading it
+    /// makes a request of its own.
+    fn far_tensor_model() -> Vec<u8> {
+        let mut w = Writer::new();
+        w.add_metadata("general.name", MetadataValue::string("far"))
+            .unwrap();
+        let data = (0..512 << 10).map(|j| pattern(5, j)).collect();
+        w.add_tensor("far", &[128 << 10], DataType::F32, data)
+            .unwrap();
+        w.to_bytes().unwrap()
+    }
+
+    /// Reads the first tensor of the handle over `url` whole; the error's code and text.
+    fn read_first_tensor(url: &str, options: &GGUFUrlOptions) -> Result<Vec<u8>, (u32, String)> {
+        let url = c(url);
+        // SAFETY: the options and strings live through the call; the handle until gguf_close.
+        unsafe {
+            let f = open_url_with(url.as_ptr(), options);
+            assert!(!f.is_null(), "{}", common::last_error());
+            let t = gguf_get_tensor_by_index(f, 0);
+            let mut buf = vec![0u8; (*t).size_bytes as usize];
+            let ok = gguf_read_tensor(f, t, 0, buf.as_mut_ptr().cast(), (*t).size_bytes);
+            let result = if ok {
+                Ok(buf)
+            } else {
+                Err((gguf_last_error_code(), common::last_error()))
+            };
+            gguf_close(f);
+            result
+        }
+    }
+
+    /// gguf_open_url_with with the whole of `options`.
+    ///
+    /// # Safety
+    /// `url` is NUL-terminated.
+    unsafe fn open_url_with(url: *const std::ffi::c_char, options: &GGUFUrlOptions) -> GGUFFile {
+        // SAFETY: the caller's contract; `options` is whole.
+        unsafe { gguf_open_url_with(url, options, std::mem::size_of::<GGUFUrlOptions>(), 0) }
+    }
+
+    fn url_options(timeout_ms: u32, deadline_ms: u32) -> GGUFUrlOptions {
+        GGUFUrlOptions {
+            bearer_token: std::ptr::null(),
+            timeout_ms,
+            max_redirects: 0,
+            deadline_ms,
+        }
+    }
+
+    /// Checks a read's error: GGUF_ERROR_CODE_IO, the URL, the text `want`, one "gguf: ".
+    fn read_fails(result: Result<Vec<u8>, (u32, String)>, url: &str, want: &str) -> String {
+        let (code, text) = result.map(|_| ()).unwrap_err();
+        assert_eq!(code, ErrorCode::Io as u32, "{text}");
+        assert!(text.contains(url), "{text}");
+        assert!(text.contains(want), "{text}");
+        says_once(&text);
+        text
+    }
+
+    #[test]
+    fn open_url_with_reads_options_size_bytes() {
+        let (nginx, _tls, _root) = nginx("options-size");
+        let url = c(&nginx.url("m/small.gguf"));
+        let whole = std::mem::size_of::<GGUFUrlOptions>();
+        let before_deadline = std::mem::offset_of!(GGUFUrlOptions, deadline_ms);
+        // A deadline of 1 ms: read, the open fails; not read, it opens.
+        let o = url_options(5000, 1);
+        let open = |options: *const GGUFUrlOptions, size: usize| {
+            // SAFETY: `options` is NULL or holds `size` readable bytes; `url` lives.
+            let f = unsafe { gguf_open_url_with(url.as_ptr(), options, size, 0) };
+            if f.is_null() {
+                Err((gguf_last_error_code(), common::last_error()))
+            } else {
+                // SAFETY: a live handle.
+                unsafe { gguf_close(f) };
+                Ok(())
+            }
+        };
+        let (code, text) = open(&o, whole).unwrap_err();
+        assert_eq!(code, ErrorCode::Io as u32, "{text}");
+        assert!(text.contains("deadline of 1 ms passed"), "{text}");
+        // A program built against the header before deadline_ms: that field is never read.
+        open(&o, before_deadline).unwrap();
+        // SAFETY: the options and strings live through the call.
+        let f = unsafe { gguf_open_url_ex(url.as_ptr(), &o, 0) };
+        assert!(!f.is_null(), "{}", common::last_error());
+        // SAFETY: a live handle.
+        unsafe { gguf_close(f) };
+        open(std::ptr::null(), 0).unwrap();
+        let (code, text) = open(&o, before_deadline - 1).unwrap_err();
+        assert_eq!(code, ErrorCode::InvalidArgument as u32, "{text}");
+        assert!(
+            text.contains("smaller than the first GGUFUrlOptions"),
+            "{text}"
+        );
+        // A newer header's struct: its unknown fields unset are fine, set are refused.
+        #[repr(C)]
+        struct Newer {
+            options: GGUFUrlOptions,
+            more: [u32; 4],
+        }
+        let mut newer = Newer {
+            options: url_options(5000, 0),
+            more: [0; 4],
+        };
+        let size = std::mem::size_of::<Newer>();
+        open(&newer.options, size).unwrap();
+        newer.more[2] = 7;
+        let (code, text) = open(&newer.options, size).unwrap_err();
+        assert_eq!(code, ErrorCode::InvalidArgument as u32, "{text}");
+        assert!(text.contains("built for a newer header"), "{text}");
+        let (code, _) = open(&newer.options, usize::MAX).unwrap_err();
+        assert_eq!(code, ErrorCode::InvalidArgument as u32);
+    }
+
+    #[test]
+    fn a_compressed_range_is_refused_and_never_asked_for() {
+        let server = bad(Misbehaviour::Gzip);
+        let text = open_fails(&server, "m.gguf");
+        assert!(text.contains("HTTP 206 for bytes 0-262143"), "{text}");
+        assert!(text.contains("Content-Encoding \"gzip\""), "{text}");
+        // Later reads too: the first answer honest, the tensor's labelled gzip.
+        let server = BadServer::start(Misbehaviour::GzipAfterFirst, far_tensor_model());
+        let url = server.url("m.gguf");
+        read_fails(
+            read_first_tensor(&url, &url_options(5000, 0)),
+            &url,
+            "Content-Encoding \"gzip\"",
+        );
+        let asked = server.accept_encodings.lock().unwrap().clone();
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        assert!(asked.iter().all(|a| a == "identity"), "{asked:?}");
+    }
+
+    #[test]
+    fn redirects_resolve_as_rfc_3986_says() {
+        let file = small_model().to_bytes().unwrap();
+        let server = BadServer::start(Misbehaviour::Redirects, file.clone());
+        for (path, target) in [
+            ("model.gguf", "/model.gguf?x=1"),
+            ("next", "/other.gguf?next=http://x"),
+            ("dots/x/y", "/m.gguf?d"),
+        ] {
+            server.requests.lock().unwrap().clear();
+            let source = HttpSource::open(&server.url(path), &options(5000))
+                .unwrap_or_else(|e| panic!("{path}: {e}"));
+            assert_eq!(read_all(&source, 0, file.len()), file);
+            let requests = server.requests.lock().unwrap().clone();
+            assert_eq!(requests.len(), 2, "{requests:?}");
+            assert!(
+                requests[1].starts_with(&format!("{target} ")),
+                "{requests:?}"
+            );
+        }
+        // Another scheme is refused, with the one error, and nothing more is requested.
+        for (path, scheme) in [("js", "\"javascript\""), ("ftp", "\"ftp\"")] {
+            server.requests.lock().unwrap().clear();
+            let text = open_fails(&server, path);
+            assert!(text.contains("HTTP 302 redirect from"), "{text}");
+            assert!(
+                text.contains(&format!("the scheme is {scheme}, not http or https")),
+                "{text}"
+            );
+            assert!(text.contains("bytes 0-262143"), "{text}");
+            assert_eq!(server.requests.lock().unwrap().len(), 1);
+        }
+        for (path, want) in [
+            ("nohost", "to \"http:///m.gguf\": no host (nothing between"),
+            ("latin1", "with a Location that is not ASCII text"),
+        ] {
+            let text = open_fails(&server, path);
+            assert!(text.contains(want), "{path}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_deadline_bounds_a_server_that_drips() {
+        // One byte every 250 ms never trips a 1000 ms wait: the deadline does.
+        for how in [Misbehaviour::DripsBody, Misbehaviour::DripsHeaders] {
+            let server = bad(how);
+            let url = server.url("m.gguf");
+            let o = HttpOptions {
+                deadline: Some(Duration::from_millis(1500)),
+                ..options(1000)
+            };
+            let start = Instant::now();
+            let e = HttpSource::open(&url, &o).unwrap_err();
+            let took = start.elapsed();
+            let text = e.to_string();
+            assert!(
+                took >= Duration::from_millis(1400),
+                "{how:?} {took:?}: {text}"
+            );
+            assert!(took < Duration::from_secs(6), "{how:?} {took:?}: {text}");
+            assert_eq!(e.code(), ErrorCode::Io, "{text}");
+            assert!(text.contains(&url), "{text}");
+            assert!(
+                text.contains("the open's deadline of 1500 ms passed"),
+                "{how:?}: {text}"
+            );
+            assert!(text.contains("bytes 0-"), "{how:?}: {text}");
+            says_once(&text);
+        }
+        // From C: gguf_open_url_with's deadline_ms.
+        let server = bad(Misbehaviour::DripsBody);
+        let url = c(&server.url("m.gguf"));
+        let start = Instant::now();
+        // SAFETY: the options and strings live through the call.
+        let f = unsafe { open_url_with(url.as_ptr(), &url_options(1000, 1500)) };
+        assert!(f.is_null());
+        let text = common::last_error();
+        assert!(start.elapsed() < Duration::from_secs(6), "{text}");
+        assert_eq!(gguf_last_error_code(), ErrorCode::Io as u32, "{text}");
+        assert!(
+            text.contains("the open's deadline of 1500 ms passed"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn after_the_open_the_deadline_bounds_each_request() {
+        // The open's deadline has passed long before the read; each read has its own.
+        let server = BadServer::start(Misbehaviour::DripsLaterBodies, far_tensor_model());
+        let url = server.url("m.gguf");
+        let c_url = c(&url);
+        // SAFETY: the options and strings live through the call; the handle until gguf_close.
+        unsafe {
+            let f = open_url_with(c_url.as_ptr(), &url_options(1000, 1000));
+            assert!(!f.is_null(), "{}", common::last_error());
+            std::thread::sleep(Duration::from_millis(1100));
+            let t = gguf_get_tensor_by_index(f, 0);
+            let mut buf = vec![0u8; (*t).size_bytes as usize];
+            let start = Instant::now();
+            assert!(!gguf_read_tensor(
+                f,
+                t,
+                0,
+                buf.as_mut_ptr().cast(),
+                (*t).size_bytes
+            ));
+            let took = start.elapsed();
+            let text = common::last_error();
+            assert!(took >= Duration::from_millis(900), "{took:?}: {text}");
+            assert!(took < Duration::from_secs(5), "{took:?}: {text}");
+            assert!(
+                text.contains("the request's deadline of 1000 ms passed"),
+                "{text}"
+            );
+            gguf_close(f);
+        }
+        // Against nginx, a deadline that passes after the open leaves the reads working.
+        let (nginx, _tls, root) = nginx("deadline");
+        let local = gguf::GgufFile::open(root.join("split-00001-of-00003.gguf")).unwrap();
+        let t = local.tensors().next().unwrap();
+        let url = nginx.url("m/split-00001-of-00003.gguf");
+        let o = url_options(5000, 1000);
+        let c_url = c(&url);
+        // SAFETY: as above.
+        unsafe {
+            let f = open_url_with(c_url.as_ptr(), &o);
+            assert!(!f.is_null(), "{}", common::last_error());
+            std::thread::sleep(Duration::from_millis(1100));
+            assert_eq!(tensors_of(f)[0].1, data_of(&local, &t));
+            gguf_close(f);
+        }
+        // A deadline too far to represent is none (no overflow).
+        let o = HttpOptions {
+            deadline: Some(Duration::MAX),
+            ..options(5000)
+        };
+        let bytes = std::fs::read(root.join("small.gguf")).unwrap();
+        let source = HttpSource::open(&nginx.url("m/small.gguf"), &o).unwrap();
+        assert_eq!(read_all(&source, 0, bytes.len()), bytes);
+    }
+
+    #[test]
+    fn hostile_responses_to_the_first_request() {
+        for (how, want) in [
+            (
+                Misbehaviour::HugeContentLength,
+                "announced 9223372036854775808 bytes",
+            ),
+            (
+                Misbehaviour::ContentRangeAtTheTop,
+                "a Content-Range that is not 'bytes FIRST-LAST/SIZE'",
+            ),
+        ] {
+            let text = open_fails(&bad(how), "m.gguf");
+            assert!(text.contains(want), "{how:?}: {text}");
+            println!("{how:?}: {text}");
+        }
+        // Headers without end: refused once past the client's limit, not read forever.
+        let server = bad(Misbehaviour::EndlessHeaders);
+        let text = open_fails(&server, "m.gguf");
+        println!("endless headers: {text}");
+        assert!(text.contains("bytes 0-262143"), "{text}");
+        assert!(text.contains("header"), "{text}");
+        std::thread::sleep(Duration::from_millis(200));
+        let sent = server.sent.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(sent < 16 << 20, "{sent} header bytes were sent");
+    }
+
+    #[test]
+    fn hostile_responses_to_later_requests() {
+        for (how, want) in [
+            (
+                Misbehaviour::IgnoresRangesAfterFirst,
+                "ignored the range request",
+            ),
+            (
+                Misbehaviour::ChangesETag,
+                "the file changed on the server: its ETag was \"v1\" and is now \"v2\"",
+            ),
+            (
+                Misbehaviour::ChangesSize,
+                "the file's size changed on the server",
+            ),
+            (Misbehaviour::CutsLaterBodies, "failed after"),
+        ] {
+            let server = BadServer::start(how, far_tensor_model());
+            let url = server.url("m.gguf");
+            let text = read_fails(read_first_tensor(&url, &url_options(5000, 0)), &url, want);
+            assert!(text.contains("bytes 262144-"), "{how:?}: {text}");
+            println!("{how:?}: {text}");
+        }
+    }
+
+    unsafe extern "C" fn stop_after_first(_user: *mut std::ffi::c_void, done: u64, _: u64) -> bool {
+        done == 0
+    }
+
+    #[test]
+    fn a_cancelled_load_leaves_the_handle_working() {
+        let (nginx, _tls, root) = nginx("cancel");
+        let local = gguf::GgufFile::open(root.join("vocab.gguf")).unwrap();
+        let f = open_url(&nginx.url("m/vocab.gguf"), None, 0).unwrap();
+        // SAFETY: a live handle; the buffers outlive the calls.
+        unsafe {
+            let infos: Vec<*const GGUFTensorInfo> =
+                (0..3).map(|i| gguf_get_tensor_by_index(f, i)).collect();
+            let mut bufs: Vec<Vec<u8>> = infos
+                .iter()
+                .map(|t| vec![0u8; (**t).size_bytes as usize])
+                .collect();
+            let dsts: Vec<*mut std::ffi::c_void> =
+                bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+            let ok = gguf_read_tensors(
+                f,
+                infos.as_ptr(),
+                dsts.as_ptr(),
+                3,
+                2,
+                0,
+                Some(stop_after_first),
+                std::ptr::null_mut(),
+            );
+            assert!(!ok);
+            assert_eq!(gguf_last_error_code(), ErrorCode::Cancelled as u32);
+            let want: Vec<Vec<u8>> = local
+                .tensors()
+                .map(|t| data_of(&local, &t).to_vec())
+                .collect();
+            let got: Vec<Vec<u8>> = tensors_of(f).into_iter().map(|(_, d)| d).collect();
+            assert!(got == want, "tensor data differs after a cancelled load");
             gguf_close(f);
         }
     }

@@ -400,6 +400,7 @@ class GGUFUrlOptions(Structure):
         ("bearer_token", c_char_p),
         ("timeout_ms", c_uint32),
         ("max_redirects", c_uint32),
+        ("deadline_ms", c_uint32),
     ]
 
 
@@ -450,6 +451,7 @@ _PROTOTYPES = {
     "gguf_open_fd": (_FILE, [ctypes.c_int32, c_uint64, c_uint64, c_uint32]),
     "gguf_open_reader": (_FILE, [READ_FN, c_void_p, c_uint64, c_uint32]),
     "gguf_open_url_ex": (_FILE, [c_char_p, POINTER(GGUFUrlOptions), c_uint32]),
+    "gguf_open_url_with": (_FILE, [c_char_p, POINTER(GGUFUrlOptions), c_size_t, c_uint32]),
     "gguf_is_mapped": (ctypes.c_bool, [_FILE]),
     "gguf_read_tensor": (ctypes.c_bool, [_FILE, c_void_p, c_uint64, c_void_p, c_uint64]),
     "gguf_read_tensors": (

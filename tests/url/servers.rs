@@ -313,6 +313,36 @@ pub enum Misbehaviour {
     Silent,
     /// Sends the response's headers, then stalls in the body.
     StallsInBody,
+    /// Answers every range with its bytes, labelled `Content-Encoding: gzip`.
+    Gzip,
+    /// Answers the first request honestly, later ones labelled `Content-Encoding: gzip`.
+    GzipAfterFirst,
+    /// Redirects by relative references and to other schemes: `/model.gguf` to `?x=1`,
+    /// `/next` to `/other.gguf?next=http://x`, `/dots/x/y` to `../../m.gguf?d`, `/js` to
+    /// `javascript:alert(1)`, `/ftp` to `ftp://127.0.0.1/m.gguf`, `/nohost` to `http:///m.gguf`,
+    /// `/latin1` to `/café.gguf` (UTF-8, not ASCII); `/model.gguf?x=1`,
+    /// `/other.gguf?next=http://x` and `/m.gguf?d` answer honestly, anything else is a 404.
+    Redirects,
+    /// Sends the response's headers, then its body one byte every 250 ms.
+    DripsBody,
+    /// Answers the first request honestly; later, sends the body one byte every 250 ms.
+    DripsLaterBodies,
+    /// Sends the response's status line and headers one byte every 250 ms.
+    DripsHeaders,
+    /// Sends a status line, then header lines without end.
+    EndlessHeaders,
+    /// A 206 with the range asked for and a Content-Length of 2^63.
+    HugeContentLength,
+    /// A 206 whose Content-Range ends at 2^64 - 1 (`bytes 0-18446744073709551615/5`).
+    ContentRangeAtTheTop,
+    /// Answers the first request honestly, later ones with 200 and the whole file.
+    IgnoresRangesAfterFirst,
+    /// A different ETag on every response.
+    ChangesETag,
+    /// Says the file is one byte longer after the first response.
+    ChangesSize,
+    /// Answers the first request honestly; later, each response ends after half its body.
+    CutsLaterBodies,
 }
 
 /// A server on the loopback misbehaving one way, over `file`'s bytes. Counts the body bytes it
@@ -321,6 +351,8 @@ pub struct BadServer {
     pub port: u16,
     pub sent: Arc<AtomicU64>,
     pub requests: Arc<Mutex<Vec<String>>>,
+    /// Each request's `Accept-Encoding` header, or "" without one.
+    pub accept_encodings: Arc<Mutex<Vec<String>>>,
 }
 
 impl BadServer {
@@ -329,15 +361,22 @@ impl BadServer {
         let port = listener.local_addr().unwrap().port();
         let sent = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let accept_encodings = Arc::new(Mutex::new(Vec::new()));
         let file = Arc::new(file);
         {
-            let (sent, requests) = (sent.clone(), requests.clone());
+            let (sent, requests, accept) =
+                (sent.clone(), requests.clone(), accept_encodings.clone());
             thread::spawn(move || {
                 for stream in listener.incoming() {
                     let Ok(stream) = stream else { continue };
-                    let (sent, requests, file) = (sent.clone(), requests.clone(), file.clone());
+                    let log = Log {
+                        sent: sent.clone(),
+                        requests: requests.clone(),
+                        accept_encodings: accept.clone(),
+                    };
+                    let file = file.clone();
                     thread::spawn(move || {
-                        let _ = serve(stream, how, &file, &sent, &requests);
+                        let _ = serve(stream, how, &file, &log);
                     });
                 }
             });
@@ -346,6 +385,7 @@ impl BadServer {
             port,
             sent,
             requests,
+            accept_encodings,
         }
     }
 
@@ -354,16 +394,31 @@ impl BadServer {
     }
 }
 
-/// The request's path and `Range: bytes=A-B`, read up to its blank line.
-fn read_request(
-    reader: &mut BufReader<TcpStream>,
-) -> std::io::Result<(String, Option<(u64, u64)>)> {
+/// What a server records.
+struct Log {
+    sent: Arc<AtomicU64>,
+    requests: Arc<Mutex<Vec<String>>>,
+    accept_encodings: Arc<Mutex<Vec<String>>>,
+}
+
+/// What a server reads of a request.
+struct Request {
+    path: String,
+    /// `Range: bytes=A-B`.
+    range: Option<(u64, u64)>,
+    /// `Accept-Encoding`, or "" without one.
+    accept: String,
+}
+
+/// The request's path, `Range: bytes=A-B` and `Accept-Encoding`, read up to its blank line.
+fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Err(std::io::ErrorKind::UnexpectedEof.into());
     }
     let path = line.split(' ').nth(1).unwrap_or("/").to_string();
     let mut range = None;
+    let mut accept = String::new();
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h)? == 0 || h == "\r\n" {
@@ -374,22 +429,43 @@ fn read_request(
             let (a, b) = v.trim().split_once('-').unwrap();
             range = Some((a.parse().unwrap(), b.parse().unwrap()));
         }
+        if let Some(v) = lower.strip_prefix("accept-encoding:") {
+            accept = v.trim().to_string();
+        }
     }
-    Ok((path, range))
+    Ok(Request {
+        path,
+        range,
+        accept,
+    })
 }
 
-fn serve(
-    stream: TcpStream,
-    how: Misbehaviour,
-    file: &[u8],
-    sent: &AtomicU64,
-    requests: &Mutex<Vec<String>>,
-) -> std::io::Result<()> {
+/// Writes `bytes` one at a time, `every` apart.
+fn drip(out: &mut TcpStream, bytes: &[u8], every: Duration) -> std::io::Result<()> {
+    for b in bytes {
+        out.write_all(&[*b])?;
+        out.flush()?;
+        thread::sleep(every);
+    }
+    Ok(())
+}
+
+fn serve(stream: TcpStream, how: Misbehaviour, file: &[u8], log: &Log) -> std::io::Result<()> {
+    let (sent, requests) = (&*log.sent, &*log.requests);
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     loop {
-        let (path, range) = read_request(&mut reader)?;
-        requests.lock().unwrap().push(format!("{path} {range:?}"));
+        let Request {
+            path,
+            range,
+            accept,
+        } = read_request(&mut reader)?;
+        let first = {
+            let mut requests = requests.lock().unwrap();
+            requests.push(format!("{path} {range:?}"));
+            requests.len() == 1
+        };
+        log.accept_encodings.lock().unwrap().push(accept);
         let total = file.len() as u64;
         let (a, b) = range.unwrap_or((0, total - 1));
         let b = b.min(total - 1);
@@ -462,6 +538,131 @@ fn serve(
                 out.flush()?;
                 thread::sleep(Duration::from_secs(30));
                 return Ok(());
+            }
+            Misbehaviour::Gzip | Misbehaviour::GzipAfterFirst => {
+                let gzip = how == Misbehaviour::Gzip || !first;
+                write!(
+                    out,
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{total}\r\n\
+                     Content-Length: {}\r\n{}\r\n",
+                    body.len(),
+                    if gzip {
+                        "Content-Encoding: gzip\r\n"
+                    } else {
+                        ""
+                    }
+                )?;
+                out.write_all(body)?;
+            }
+            Misbehaviour::Redirects => {
+                let location = match path.as_str() {
+                    "/model.gguf" => Some("?x=1"),
+                    "/next" => Some("/other.gguf?next=http://x"),
+                    "/dots/x/y" => Some("../../m.gguf?d"),
+                    "/js" => Some("javascript:alert(1)"),
+                    "/ftp" => Some("ftp://127.0.0.1/m.gguf"),
+                    "/nohost" => Some("http:///m.gguf"),
+                    "/latin1" => Some("/caf\u{e9}.gguf"),
+                    _ => None,
+                };
+                match location {
+                    Some(l) => write!(
+                        out,
+                        "HTTP/1.1 302 Found\r\nLocation: {l}\r\nContent-Length: 0\r\n\r\n"
+                    )?,
+                    None if ["/model.gguf?x=1", "/other.gguf?next=http://x", "/m.gguf?d"]
+                        .contains(&path.as_str()) =>
+                    {
+                        partial(&mut out, body.len() as u64, b)?;
+                        out.write_all(body)?;
+                    }
+                    None => write!(
+                        out,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"
+                    )?,
+                }
+            }
+            Misbehaviour::DripsBody | Misbehaviour::DripsLaterBodies => {
+                partial(&mut out, body.len() as u64, b)?;
+                if how == Misbehaviour::DripsLaterBodies && first {
+                    out.write_all(body)?;
+                } else {
+                    drip(&mut out, body, Duration::from_millis(250))?;
+                }
+            }
+            Misbehaviour::DripsHeaders => {
+                let head = format!(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{total}\r\n\
+                     X-Padding: {}\r\nContent-Length: {}\r\n\r\n",
+                    "p".repeat(100),
+                    body.len()
+                );
+                drip(&mut out, head.as_bytes(), Duration::from_millis(250))?;
+                out.write_all(body)?;
+            }
+            Misbehaviour::EndlessHeaders => {
+                write!(
+                    out,
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{total}\r\n"
+                )?;
+                let line = format!("X-More: {}\r\n", "m".repeat(1000));
+                loop {
+                    out.write_all(line.as_bytes())?;
+                    sent.fetch_add(line.len() as u64, Ordering::Relaxed);
+                }
+            }
+            Misbehaviour::HugeContentLength => {
+                partial(&mut out, 1 << 63, b)?;
+                out.write_all(body)?;
+            }
+            Misbehaviour::ContentRangeAtTheTop => {
+                write!(
+                    out,
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \
+                     {a}-18446744073709551615/{total}\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                )?;
+                out.write_all(body)?;
+            }
+            Misbehaviour::IgnoresRangesAfterFirst => {
+                if first {
+                    partial(&mut out, body.len() as u64, b)?;
+                    out.write_all(body)?;
+                } else {
+                    write!(out, "HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n")?;
+                    out.write_all(file)?;
+                }
+            }
+            Misbehaviour::ChangesETag => {
+                let n = requests.lock().unwrap().len();
+                write!(
+                    out,
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{total}\r\n\
+                     Content-Length: {}\r\nETag: \"v{n}\"\r\n\r\n",
+                    body.len()
+                )?;
+                out.write_all(body)?;
+            }
+            Misbehaviour::ChangesSize => {
+                let total = if first { total } else { total + 1 };
+                write!(
+                    out,
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{total}\r\n\
+                     Content-Length: {}\r\n\r\n",
+                    body.len()
+                )?;
+                out.write_all(body)?;
+            }
+            Misbehaviour::CutsLaterBodies => {
+                partial(&mut out, body.len() as u64, b)?;
+                if first {
+                    out.write_all(body)?;
+                } else {
+                    out.write_all(&body[..body.len() / 2])?;
+                    out.flush()?;
+                    out.shutdown(Shutdown::Both)?;
+                    return Ok(());
+                }
             }
         }
         out.flush()?;
