@@ -1,10 +1,11 @@
 /*
  * test_values.c: tensor values as floats. gguf_dequantize with known answers (Q8_0, Q4_0, F16,
  * BF16) and its refusals (a removed type named, an unknown type, elements that are not whole
- * blocks, NULL pointers); gguf_tensor_to_float over every tensor of full.gguf (whole, row by
- * row, equal to gguf_dequantize of the tensor's bytes) and its refusals (rows past the end, a
- * foreign tensor info, NULL); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped
- * and whose I8 tensor (no big-endian layout defined) is refused.
+ * blocks, NULL pointers, counts whose bytes or floats no buffer in memory can hold);
+ * gguf_tensor_to_float over every tensor of full.gguf (whole, row by row, equal to
+ * gguf_dequantize of the tensor's bytes) and its refusals (rows past the end, a foreign tensor
+ * info, NULL); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped and whose I8
+ * tensor (no big-endian layout defined) is refused.
  *
  * Usage: test_values FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
@@ -67,6 +68,25 @@ static void known_answers(void) {
           "src");
     FAILS(!gguf_dequantize(GGUF_DATA_TYPE_Q4_0, q4, 32, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT,
           "dst");
+
+    /* Counts whose bytes or floats no buffer in memory can hold: refused before `src` or `dst`
+     * is touched (both are real, small buffers here). */
+    static const struct {
+        uint32_t dtype;
+        uint64_t n;
+    } HUGE[] = {
+        {GGUF_DATA_TYPE_F32, (uint64_t)1 << 61},
+        {GGUF_DATA_TYPE_Q4_0, UINT64_MAX - 31},
+        {GGUF_DATA_TYPE_Q8_0, (uint64_t)1 << 63},
+        {GGUF_DATA_TYPE_I8, (uint64_t)1 << 62},
+        {GGUF_DATA_TYPE_F16, (uint64_t)1 << 50},
+    };
+    for (size_t i = 0; i < sizeof HUGE / sizeof HUGE[0]; i++) {
+        memset(out, 0x5A, sizeof out);
+        FAILS(!gguf_dequantize(HUGE[i].dtype, q8, HUGE[i].n, out), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+              "do not fit in this process's memory");
+        for (size_t j = 0; j < sizeof out; j++) CHECK(((unsigned char *)out)[j] == 0x5A);
+    }
 }
 
 /* Every tensor of `f`: whole, then row by row, equal (as bits) to gguf_dequantize of its bytes. */
