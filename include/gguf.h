@@ -7,6 +7,10 @@
  * Contract for every function:
  *  - Failure returns the documented value (NULL, 0 or false) and records why in a thread-local
  *    error: gguf_last_error_code(), gguf_last_error(), gguf_last_error_offset(). Nothing prints.
+ *  - A panic inside the library (a bug) never crosses into C and prints nothing: it fails the
+ *    call with GGUF_ERROR_CODE_INTERNAL. (The first call installs a process-wide panic hook that
+ *    is silent for panics inside the library's calls, and the threads they start, and passes
+ *    any other panic to the hook installed before it.)
  *  - Pointer arguments are checked for NULL. Every pointer returned is owned by the handle and
  *    valid until gguf_close(); never free it.
  *  - Every getter may be called from many threads at once on one handle.
