@@ -4,7 +4,7 @@
  * blocks, NULL pointers, counts whose bytes or floats no buffer in memory can hold);
  * gguf_tensor_to_float over every tensor of full.gguf (whole, row by row, equal to
  * gguf_dequantize of the tensor's bytes) and its refusals (rows past the end, a foreign tensor
- * info, NULL); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped and whose I8
+ * info, NULL, a destination not aligned for floats); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped and whose I8
  * tensor (no big-endian layout defined) is refused.
  *
  * Usage: test_values FIXTURE... (every path tests/c_api.rs writes; picked by file name).
@@ -136,6 +136,17 @@ static void from_files(void) {
     FAILS(!gguf_tensor_to_float(NULL, embd, 0, 1, values), GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
     FAILS(!gguf_tensor_to_float(f, NULL, 0, 1, values), GGUF_ERROR_CODE_NULL_ARGUMENT, "info");
     FAILS(!gguf_tensor_to_float(f, embd, 0, 1, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT, "dst");
+    /* A `dst` not aligned for floats: refused, untouched (whole and on threads). */
+    unsigned char unaligned[sizeof(float) * 13];
+    memset(unaligned, 0x5A, sizeof unaligned);
+    float *odd = (float *)(void *)(unaligned + 1);
+    FAILS(!gguf_tensor_to_float(f, embd, 0, 1, odd), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned for floats");
+    FAILS(!gguf_tensor_to_float_parallel(f, embd, 0, 3, odd, 2), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned for floats");
+    FAILS(!gguf_dequantize(GGUF_DATA_TYPE_F32, little, 4, odd), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned for floats");
+    for (size_t i = 0; i < sizeof unaligned; i++) CHECK(unaligned[i] == 0x5A);
     FAILS(!gguf_tensor_to_float(f, gguf_get_tensor(big, "token_embd.weight"), 0, 1, values),
           GGUF_ERROR_CODE_INVALID_ARGUMENT, "does not belong");
 

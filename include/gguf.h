@@ -1568,8 +1568,9 @@ GGUF_API bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *i
  * (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), the bytes at `src` or the floats at `dst` would take more
  * than one buffer in memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones:
- * GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), or `src` or `dst`
- * is NULL while `n_elements` is not 0.
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), `dst` is not
+ * aligned for floats (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
+ * `n_elements` is not 0.
  */
 GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
 
@@ -1581,8 +1582,9 @@ GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elemen
  * (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
  * dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
  * is allocated. Thread-safe (many threads may convert different rows of one handle at once).
- * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
- * returned by this `file`, the rows run past the tensor's end, or their bytes or floats would
+ * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `dst` is not
+ * aligned for floats, `info` was not returned by this `file`, the rows run past the tensor's
+ * end, or their bytes or floats would
  * take more than one buffer in memory can (as for `gguf_dequantize`; refused before anything is
  * read) (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
  */

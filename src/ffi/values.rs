@@ -22,8 +22,9 @@ use std::ffi::c_void;
 /// (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks
 /// (GGUF_ERROR_CODE_INVALID_ARGUMENT), the bytes at `src` or the floats at `dst` would take more
 /// than one buffer in memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones:
-/// GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), or `src` or `dst`
-/// is NULL while `n_elements` is not 0.
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), `dst` is not
+/// aligned for floats (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
+/// `n_elements` is not 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_dequantize(
     dtype: u32,
@@ -45,6 +46,7 @@ pub unsafe extern "C" fn gguf_dequantize(
         if dst.is_null() {
             return Err(null("dst"));
         }
+        float_aligned(dst)?;
         // SAFETY: the caller guarantees `src` holds the type's bytes for `n_elements` elements
         // (`bytes`, computed from the type's block size) and `dst` room for `n_elements` floats,
         // not overlapping (the header's contract); both are non-NULL.
@@ -66,8 +68,9 @@ pub unsafe extern "C" fn gguf_dequantize(
 /// (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
 /// dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
 /// is allocated. Thread-safe (many threads may convert different rows of one handle at once).
-/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
-/// returned by this `file`, the rows run past the tensor's end, or their bytes or floats would
+/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `dst` is not
+/// aligned for floats, `info` was not returned by this `file`, the rows run past the tensor's
+/// end, or their bytes or floats would
 /// take more than one buffer in memory can (as for `gguf_dequantize`; refused before anything is
 /// read) (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
 #[unsafe(no_mangle)]
@@ -85,6 +88,7 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
         if dst.is_null() {
             return Err(null("dst"));
         }
+        float_aligned(dst)?;
         let t = f
             .model
             .tensor_at(i)
@@ -116,6 +120,20 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
             .map_err(|e| f.about(e.with_context(format!("tensor {name}"))))?;
         Ok(true)
     })
+}
+
+/// Refuses a `dst` that is not aligned for floats (no slice of floats may start there).
+fn float_aligned(dst: *mut f32) -> Result<()> {
+    if dst.is_aligned() {
+        return Ok(());
+    }
+    Err(crate::error::Error::msg(
+        ErrorCode::InvalidArgument,
+        format!(
+            "dst ({dst:p}) is not aligned for floats (a multiple of {} bytes)",
+            std::mem::align_of::<f32>()
+        ),
+    ))
 }
 
 /// The bytes and the floats `n_rows` rows of tensor `i` take (rows already checked to lie in
