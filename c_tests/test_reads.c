@@ -5,7 +5,8 @@
  * A model made with the writer (a 9 MiB I8 tensor that crosses the file's 8 MiB read boundary
  * between two small ones), opened from memory, through a read callback, and from a file mapped
  * and unmapped: each tensor listed twice (or three times) in one gguf_read_tensors call fills
- * every buffer, on one thread and on several, buffered and direct. A huge `n` (2^40, 2^61)
+ * every buffer, on one thread and on several, buffered and direct; buffers that share a byte
+ * (the same one given twice) are refused before anything is written. A huge `n` (2^40, 2^61)
  * with a NULL infos[0] fails at once, allocating nothing for it. gguf_read_tensor with size
  * UINT64_MAX (at offset 0 and 1) is refused before its buffer is touched. A read callback
  * declaring a size just under 2^64, with a tensor at its very top, reads that tensor. None of
@@ -190,6 +191,26 @@ static void refusals(GGUFFile f) {
     if (sizeof(void *) >= 8)
         FAILS(!gguf_read_tensors(f, infos, dsts, (uint64_t)1 << 40, 0, 0, NULL, NULL),
               GGUF_ERROR_CODE_NULL_ARGUMENT, "infos[0]");
+    /* Buffers that share a byte: the same buffer twice, or one starting inside another.
+     * Refused before anything is written to them. */
+    const GGUFTensorInfo *a = gguf_get_tensor(f, "small.a"), *b = gguf_get_tensor(f, "small.b");
+    unsigned char *shared = malloc(8000);
+    CHECK(shared != NULL);
+    memset(shared, 0x5A, 8000);
+    const GGUFTensorInfo *pair[3] = {a, b, a};
+    void *same[3] = {shared, shared + 4000, shared};
+    FAILS(!gguf_read_tensors(f, pair, same, 3, 0, 0, NULL, NULL), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "dsts[0] and dsts[2] overlap");
+    void *inside[2] = {shared + 4000, shared + 4000 + 999};
+    FAILS(!gguf_read_tensors(f, pair + 1, inside, 2, 0, 0, NULL, NULL),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "dsts[0] and dsts[1] overlap");
+    for (int i = 0; i < 8000; i++) CHECK(shared[i] == 0x5A);
+    /* Next to each other, sharing nothing: read. */
+    void *apart[2] = {shared + 3000, shared};
+    CHECK(gguf_read_tensors(f, pair + 1, apart, 2, 0, 0, NULL, NULL));
+    CHECK(memcmp(shared + 3000, g_data[2], 3000) == 0 && memcmp(shared, g_data[0], 1000) == 0);
+    free(shared);
+
     /* A NULL entry further on, after good ones. */
     const GGUFTensorInfo *two[2] = {big, NULL};
     void *two_dsts[2] = {small, small};

@@ -1,7 +1,8 @@
 /*
  * test_values.c: tensor values as floats. gguf_dequantize with known answers (Q8_0, Q4_0, F16,
  * BF16) and its refusals (a removed type named, an unknown type, elements that are not whole
- * blocks, NULL pointers, counts whose bytes or floats no buffer in memory can hold);
+ * blocks, NULL pointers, `src` and `dst` sharing memory, counts whose bytes or floats no
+ * buffer in memory can hold);
  * gguf_tensor_to_float over every tensor of full.gguf (whole, row by row, equal to
  * gguf_dequantize of the tensor's bytes) and its refusals (rows past the end, a foreign tensor
  * info, NULL, a destination not aligned for floats); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped and whose I8
@@ -81,6 +82,15 @@ static void known_answers(void) {
         {GGUF_DATA_TYPE_I8, (uint64_t)1 << 62},
         {GGUF_DATA_TYPE_F16, (uint64_t)1 << 50},
     };
+    /* `src` and `dst` sharing memory: refused, nothing written. */
+    float in_place[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    FAILS(!gguf_dequantize(GGUF_DATA_TYPE_F32, in_place, 8, in_place),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "overlap");
+    FAILS(!gguf_dequantize(GGUF_DATA_TYPE_F16, in_place, 8, in_place + 2),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "overlap");
+    for (int i = 0; i < 8; i++) CHECK(in_place[i] == (float)(i + 1));
+    /* Apart, sharing nothing: 4 halves (8 bytes) into the last 4 floats. */
+    CHECK(gguf_dequantize(GGUF_DATA_TYPE_F16, in_place, 4, in_place + 4));
     for (size_t i = 0; i < sizeof HUGE / sizeof HUGE[0]; i++) {
         memset(out, 0x5A, sizeof out);
         FAILS(!gguf_dequantize(HUGE[i].dtype, q8, HUGE[i].n, out), GGUF_ERROR_CODE_INVALID_ARGUMENT,

@@ -1398,7 +1398,8 @@ bool gguf_read_tensor(GGUFFile file,
 /**
  * Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
  * `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap; a tensor may be
- * listed more than once, each time with its own buffer, and every one is filled). Reads run in
+ * listed more than once, each time with its own buffer, and every one is filled; buffers that
+ * share a byte are refused with GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
  * parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
  * a reader's callback is read on the calling thread alone. Adjacent tensors are read together
  * (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
@@ -1569,8 +1570,8 @@ GGUF_API bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *i
  * (GGUF_ERROR_CODE_INVALID_ARGUMENT), the bytes at `src` or the floats at `dst` would take more
  * than one buffer in memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones:
  * GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), `dst` is not
- * aligned for floats (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
- * `n_elements` is not 0.
+ * aligned for floats or overlaps `src` (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is
+ * NULL while `n_elements` is not 0.
  */
 GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
 

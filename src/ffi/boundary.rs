@@ -87,6 +87,38 @@ pub(crate) fn guard<T>(fail: T, body: impl FnOnce() -> Result<T>) -> T {
     }
 }
 
+/// Refuses caller buffers (`(address, length)`, in argument order, named `what[k]`) that share a
+/// byte or run past the end of the address space; empty ones share nothing.
+pub(crate) fn disjoint(spans: impl Iterator<Item = (usize, usize)>, what: &str) -> Result<()> {
+    let mut spans: Vec<(usize, usize, usize)> = spans
+        .enumerate()
+        .filter(|(_, (_, len))| *len > 0)
+        .map(|(k, (at, len))| (at, len, k))
+        .collect();
+    spans.sort_unstable();
+    for (at, len, k) in &spans {
+        if at.checked_add(*len).is_none() {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!("{what}[{k}] ({len} bytes at {at:#x}) runs past the end of memory"),
+            ));
+        }
+    }
+    for pair in spans.windows(2) {
+        let ((a, a_len, j), (b, _, k)) = (pair[0], pair[1]);
+        if a + a_len > b {
+            let (first, second) = (j.min(k), j.max(k));
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{what}[{first}] and {what}[{second}] overlap: buffers must not share a byte"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The error for a NULL pointer argument.
 pub(crate) fn null(what: &str) -> Error {
     Error::msg(ErrorCode::NullArgument, format!("{what} is NULL"))

@@ -1,7 +1,7 @@
 //! Handles over sources read by position (a file descriptor at an offset, a caller's read
 //! callback), and copying tensor data into the caller's memory for every kind of handle.
 
-use super::boundary::{guard, null, outside};
+use super::boundary::{disjoint, guard, null, outside};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::open::{open_options, OpenFlag};
 use super::tensors::{own_index, GGUFTensorInfo};
@@ -244,7 +244,8 @@ pub unsafe extern "C" fn gguf_read_tensor(
 
 /// Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
 /// `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap; a tensor may be
-/// listed more than once, each time with its own buffer, and every one is filled). Reads run in
+/// listed more than once, each time with its own buffer, and every one is filled; buffers that
+/// share a byte are refused with GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
 /// parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
 /// a reader's callback is read on the calling thread alone. Adjacent tensors are read together
 /// (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
@@ -301,7 +302,7 @@ pub unsafe extern "C" fn gguf_read_tensors(
             return Err(null("dsts"));
         }
         // Grown entry by entry as each is checked: nothing is allocated for entries not seen.
-        let mut requests = Vec::new();
+        let mut checked = Vec::new();
         for k in 0..count {
             // SAFETY: `infos` and `dsts` hold `n` elements (the header's contract).
             let (info, dst) = unsafe { (*infos.add(k), *dsts.add(k)) };
@@ -315,11 +316,23 @@ pub unsafe extern "C" fn gguf_read_tensors(
             let size = f.tensors()[i].size_bytes;
             let len =
                 load::check_read(&f.model, i, 0, size).map_err(|e| e.in_file(f.name.clone()))?;
-            // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`, not
-            // overlapping one another (the header's contract); `size_bytes` fits in a buffer.
-            let slice = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
-            requests.push((i, slice));
+            checked.push((i, dst.cast::<u8>(), len));
         }
+        // No two buffers share a byte (the same buffer given twice included): checked before
+        // any slice is made of them.
+        disjoint(
+            checked.iter().map(|&(_, dst, len)| (dst as usize, len)),
+            "dsts",
+        )?;
+        let requests = checked
+            .into_iter()
+            .map(|(i, dst, len)| {
+                // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`
+                // (the header's contract); they were just checked not to overlap, and
+                // `size_bytes` fits in a buffer.
+                (i, unsafe { std::slice::from_raw_parts_mut(dst, len) })
+            })
+            .collect();
         let options = LoadOptions {
             threads: n_threads,
             direct: flags & ReadFlag::Direct as u32 != 0,

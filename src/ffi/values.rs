@@ -23,8 +23,8 @@ use std::ffi::c_void;
 /// (GGUF_ERROR_CODE_INVALID_ARGUMENT), the bytes at `src` or the floats at `dst` would take more
 /// than one buffer in memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones:
 /// GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), `dst` is not
-/// aligned for floats (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
-/// `n_elements` is not 0.
+/// aligned for floats or overlaps `src` (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is
+/// NULL while `n_elements` is not 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_dequantize(
     dtype: u32,
@@ -47,6 +47,22 @@ pub unsafe extern "C" fn gguf_dequantize(
             return Err(null("dst"));
         }
         float_aligned(dst)?;
+        // No slice is made of memory that the two share.
+        let (from, to) = (src as usize, dst as usize);
+        let (from_end, to_end) = (from.checked_add(bytes), to.checked_add(n * 4));
+        let apart = match (from_end, to_end) {
+            (Some(from_end), Some(to_end)) => from_end <= to || to_end <= from,
+            _ => false,
+        };
+        if !apart {
+            return Err(crate::error::Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "src ({bytes} bytes at {src:p}) and dst ({n} floats at {dst:p}) overlap: the \
+                     floats need memory of their own"
+                ),
+            ));
+        }
         // SAFETY: the caller guarantees `src` holds the type's bytes for `n_elements` elements
         // (`bytes`, computed from the type's block size) and `dst` room for `n_elements` floats,
         // not overlapping (the header's contract); both are non-NULL.
