@@ -1309,8 +1309,8 @@ GGUF_API bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
  * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
  * end, rows whose bytes or floats would take more than one buffer in memory can, a type that
  * cannot be converted; `first_row + n_rows` overflowing is GGUF_ERROR_CODE_INVALID_ARGUMENT), or
- * when a range fails to convert (it is retried on the
- * calling thread, whose error is then the one recorded; `dst` may be partly written).
+ * when a range fails to convert (it is retried on the calling thread, whose error is then the
+ * one recorded; `dst` may be partly written).
  */
 GGUF_API
 bool gguf_tensor_to_float_parallel(GGUFFile file,
@@ -1383,10 +1383,10 @@ GGUF_API bool gguf_is_mapped(GGUFFile file);
  * (which the caller owns). Works for every kind of handle: mapped or in memory (a copy), file
  * descriptor, reader or URL (a positioned read), split. Returns false, recording why, if an
  * argument is NULL, `info` was not returned by this `file`, `offset + size` passes the tensor's
- * end (GGUF_ERROR_CODE_INVALID_ARGUMENT; checked before `dst` is touched, so a `size` larger
- * than `dst` is refused without harm when it passes the tensor), or the read fails (`dst` may
- * then be partly written). Safe to call from several threads at once (a reader's callback is
- * serialised).
+ * end or `size` is more than one buffer in memory can hold (2^48 bytes on 64-bit targets:
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `dst` is touched), or the read fails (`dst`
+ * may then be partly written). Safe to call from several threads at once (a reader's callback
+ * is serialised).
  */
 GGUF_API
 bool gguf_read_tensor(GGUFFile file,
@@ -1397,9 +1397,9 @@ bool gguf_read_tensor(GGUFFile file,
 
 /**
  * Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
- * `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap; a tensor may be
- * listed more than once, each time with its own buffer, and every one is filled; buffers that
- * share a byte are refused with GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
+ * `infos[k]->size_bytes` bytes of `infos[k]`'s data (a tensor may be listed more than once,
+ * each time with its own buffer, and every one is filled; buffers that share a byte are
+ * refused: GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
  * parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
  * a reader's callback is read on the calling thread alone. Adjacent tensors are read together
  * (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
@@ -1583,11 +1583,11 @@ GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elemen
  * (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
  * dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
  * is allocated. Thread-safe (many threads may convert different rows of one handle at once).
- * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `dst` is not
- * aligned for floats, `info` was not returned by this `file`, the rows run past the tensor's
- * end, or their bytes or floats would
- * take more than one buffer in memory can (as for `gguf_dequantize`; refused before anything is
- * read) (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+ * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, or
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) `dst` is not aligned for floats, `info` was not returned by
+ * this `file`, the rows run past the tensor's end, or their bytes or floats would take more
+ * than one buffer in memory can (as for `gguf_dequantize`; refused before anything is read),
+ * or when the type cannot be converted.
  */
 GGUF_API
 bool gguf_tensor_to_float(GGUFFile file,

@@ -164,6 +164,23 @@ mod tests {
     use std::process::Command;
 
     const CHILD: &str = "GGUF_QUIET_HOOK_CHILD";
+
+    #[test]
+    fn buffers_that_share_a_byte_are_refused() {
+        let ok = |spans: &[(usize, usize)]| disjoint(spans.iter().copied(), "dsts");
+        assert!(ok(&[(100, 10), (110, 5), (90, 10), (200, 0), (105, 0)]).is_ok());
+        let e = ok(&[(100, 10), (300, 1), (100, 10)]).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("dsts[0] and dsts[2] overlap"), "{e}");
+        let e = ok(&[(120, 4), (100, 21)]).unwrap_err();
+        assert!(e.to_string().contains("dsts[0] and dsts[1] overlap"), "{e}");
+        // One inside another that is not its neighbour in address order.
+        let e = ok(&[(100, 100), (150, 1), (120, 1)]).unwrap_err();
+        assert!(e.to_string().contains("overlap"), "{e}");
+        let e = ok(&[(usize::MAX - 3, 8)]).unwrap_err();
+        assert!(e.to_string().contains("past the end of memory"), "{e}");
+    }
+
     const NAME: &str = "ffi::boundary::tests::a_panic_inside_the_boundary_prints_nothing";
 
     /// What the child process does: panics inside boundary calls (on the calling thread, on a

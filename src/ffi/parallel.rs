@@ -23,8 +23,8 @@ const MAX_THREADS: u64 = 1024;
 /// range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
 /// end, rows whose bytes or floats would take more than one buffer in memory can, a type that
 /// cannot be converted; `first_row + n_rows` overflowing is GGUF_ERROR_CODE_INVALID_ARGUMENT), or
-/// when a range fails to convert (it is retried on the
-/// calling thread, whose error is then the one recorded; `dst` may be partly written).
+/// when a range fails to convert (it is retried on the calling thread, whose error is then the
+/// one recorded; `dst` may be partly written).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
     file: GGUFFile,

@@ -212,10 +212,10 @@ pub unsafe extern "C" fn gguf_is_mapped(file: GGUFFile) -> bool {
 /// (which the caller owns). Works for every kind of handle: mapped or in memory (a copy), file
 /// descriptor, reader or URL (a positioned read), split. Returns false, recording why, if an
 /// argument is NULL, `info` was not returned by this `file`, `offset + size` passes the tensor's
-/// end (GGUF_ERROR_CODE_INVALID_ARGUMENT; checked before `dst` is touched, so a `size` larger
-/// than `dst` is refused without harm when it passes the tensor), or the read fails (`dst` may
-/// then be partly written). Safe to call from several threads at once (a reader's callback is
-/// serialised).
+/// end or `size` is more than one buffer in memory can hold (2^48 bytes on 64-bit targets:
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `dst` is touched), or the read fails (`dst`
+/// may then be partly written). Safe to call from several threads at once (a reader's callback
+/// is serialised).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_read_tensor(
     file: GGUFFile,
@@ -243,9 +243,9 @@ pub unsafe extern "C" fn gguf_read_tensor(
 }
 
 /// Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
-/// `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap; a tensor may be
-/// listed more than once, each time with its own buffer, and every one is filled; buffers that
-/// share a byte are refused with GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
+/// `infos[k]->size_bytes` bytes of `infos[k]`'s data (a tensor may be listed more than once,
+/// each time with its own buffer, and every one is filled; buffers that share a byte are
+/// refused: GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
 /// parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
 /// a reader's callback is read on the calling thread alone. Adjacent tensors are read together
 /// (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files

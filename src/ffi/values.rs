@@ -84,11 +84,11 @@ pub unsafe extern "C" fn gguf_dequantize(
 /// (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
 /// dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
 /// is allocated. Thread-safe (many threads may convert different rows of one handle at once).
-/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `dst` is not
-/// aligned for floats, `info` was not returned by this `file`, the rows run past the tensor's
-/// end, or their bytes or floats would
-/// take more than one buffer in memory can (as for `gguf_dequantize`; refused before anything is
-/// read) (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, or
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT) `dst` is not aligned for floats, `info` was not returned by
+/// this `file`, the rows run past the tensor's end, or their bytes or floats would take more
+/// than one buffer in memory can (as for `gguf_dequantize`; refused before anything is read),
+/// or when the type cannot be converted.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tensor_to_float(
     file: GGUFFile,
