@@ -28,10 +28,16 @@
 
 static FILE *g_quiet_file;
 static int g_saved_stderr = -1;
+static char g_quiet_path[4096];
 
+/* (A named file beside the fixtures rather than tmpfile(), which on Windows writes to the root
+ * of the drive.) */
 static void quiet_begin(void) {
     fflush(stderr);
-    g_quiet_file = tmpfile();
+    if (g_quiet_path[0] == '\0')
+        snprintf(g_quiet_path, sizeof g_quiet_path, "%s.stderr-%ld", fixture("full.gguf"),
+                 (long)getpid());
+    g_quiet_file = fopen(g_quiet_path, "w+b");
     CHECK(g_quiet_file != NULL);
     g_saved_stderr = dup(2);
     CHECK(g_saved_stderr >= 0);
@@ -55,6 +61,7 @@ static void quiet_end(const char *what) {
     }
     fclose(g_quiet_file);
     g_quiet_file = NULL;
+    remove(g_quiet_path);
 }
 
 /* ---- a source in memory, read through a callback: `head` first, then the byte
