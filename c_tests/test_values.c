@@ -1,10 +1,12 @@
 /*
  * test_values.c: tensor values as floats. gguf_dequantize with known answers (Q8_0, Q4_0, F16,
  * BF16) and its refusals (a removed type named, an unknown type, elements that are not whole
- * blocks, NULL pointers); gguf_tensor_to_float over every tensor of full.gguf (whole, row by
- * row, equal to gguf_dequantize of the tensor's bytes) and its refusals (rows past the end, a
- * foreign tensor info, NULL); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped
- * and whose I8 tensor (no big-endian layout defined) is refused.
+ * blocks, NULL pointers, `src` and `dst` sharing memory, counts whose bytes or floats no
+ * buffer in memory can hold);
+ * gguf_tensor_to_float over every tensor of full.gguf (whole, row by row, equal to
+ * gguf_dequantize of the tensor's bytes) and its refusals (rows past the end, a foreign tensor
+ * info, NULL, a destination not aligned for floats); big.gguf, whose F32, Q4_0 and Q4_K tensors are read byte-swapped and whose I8
+ * tensor (no big-endian layout defined) is refused.
  *
  * Usage: test_values FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
@@ -67,6 +69,34 @@ static void known_answers(void) {
           "src");
     FAILS(!gguf_dequantize(GGUF_DATA_TYPE_Q4_0, q4, 32, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT,
           "dst");
+
+    /* Counts whose bytes or floats no buffer in memory can hold: refused before `src` or `dst`
+     * is touched (both are real, small buffers here). */
+    static const struct {
+        uint32_t dtype;
+        uint64_t n;
+    } HUGE[] = {
+        {GGUF_DATA_TYPE_F32, (uint64_t)1 << 61},
+        {GGUF_DATA_TYPE_Q4_0, UINT64_MAX - 31},
+        {GGUF_DATA_TYPE_Q8_0, (uint64_t)1 << 63},
+        {GGUF_DATA_TYPE_I8, (uint64_t)1 << 62},
+        {GGUF_DATA_TYPE_F16, (uint64_t)1 << 50},
+    };
+    /* `src` and `dst` sharing memory: refused, nothing written. */
+    float in_place[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    FAILS(!gguf_dequantize(GGUF_DATA_TYPE_F32, in_place, 8, in_place),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "overlap");
+    FAILS(!gguf_dequantize(GGUF_DATA_TYPE_F16, in_place, 8, in_place + 2),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "overlap");
+    for (int i = 0; i < 8; i++) CHECK(in_place[i] == (float)(i + 1));
+    /* Apart, sharing nothing: 4 halves (8 bytes) into the last 4 floats. */
+    CHECK(gguf_dequantize(GGUF_DATA_TYPE_F16, in_place, 4, in_place + 4));
+    for (size_t i = 0; i < sizeof HUGE / sizeof HUGE[0]; i++) {
+        memset(out, 0x5A, sizeof out);
+        FAILS(!gguf_dequantize(HUGE[i].dtype, q8, HUGE[i].n, out), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+              "do not fit in this process's memory");
+        for (size_t j = 0; j < sizeof out; j++) CHECK(((unsigned char *)out)[j] == 0x5A);
+    }
 }
 
 /* Every tensor of `f`: whole, then row by row, equal (as bits) to gguf_dequantize of its bytes. */
@@ -116,6 +146,17 @@ static void from_files(void) {
     FAILS(!gguf_tensor_to_float(NULL, embd, 0, 1, values), GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
     FAILS(!gguf_tensor_to_float(f, NULL, 0, 1, values), GGUF_ERROR_CODE_NULL_ARGUMENT, "info");
     FAILS(!gguf_tensor_to_float(f, embd, 0, 1, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT, "dst");
+    /* A `dst` not aligned for floats: refused, untouched (whole and on threads). */
+    unsigned char unaligned[sizeof(float) * 13];
+    memset(unaligned, 0x5A, sizeof unaligned);
+    float *odd = (float *)(void *)(unaligned + 1);
+    FAILS(!gguf_tensor_to_float(f, embd, 0, 1, odd), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned for floats");
+    FAILS(!gguf_tensor_to_float_parallel(f, embd, 0, 3, odd, 2), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned for floats");
+    FAILS(!gguf_dequantize(GGUF_DATA_TYPE_F32, little, 4, odd), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned for floats");
+    for (size_t i = 0; i < sizeof unaligned; i++) CHECK(unaligned[i] == 0x5A);
     FAILS(!gguf_tensor_to_float(f, gguf_get_tensor(big, "token_embd.weight"), 0, 1, values),
           GGUF_ERROR_CODE_INVALID_ARGUMENT, "does not belong");
 

@@ -269,3 +269,207 @@ pub fn exercise_roundtrip(data: &[u8]) {
     }
     exercise_open(&file);
 }
+
+/// A file read by position in chunks of the sizes `chunks` cycles through (0: as much as asked),
+/// as a slow disk or a network source delivers it.
+struct Chunked {
+    bytes: Vec<u8>,
+    chunks: Vec<usize>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl gguf::read_at::ReadAt for Chunked {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> gguf::Result<usize> {
+        let k = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let chunk = match self.chunks[k % self.chunks.len()] {
+            0 => dst.len(),
+            n => n.min(dst.len()),
+        };
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        let n = chunk.min(self.bytes.len() - start);
+        dst[..n].copy_from_slice(&self.bytes[start..start + n]);
+        Ok(n)
+    }
+
+    fn describe(&self) -> String {
+        "<fuzz source>".to_string()
+    }
+
+    fn parallel(&self) -> bool {
+        true
+    }
+}
+
+/// What a parse gives, comparable across sources: the facts of an accepted file, or the code,
+/// offset and message of a refusal.
+fn outcome<S: AsRef<[u8]>>(r: &gguf::Result<GgufFile<S>>) -> String {
+    match r {
+        Ok(f) => format!(
+            "ok v{} {} keys {} tensors data at {} size {}",
+            f.version(),
+            f.metadata_count(),
+            f.tensor_count(),
+            f.data_offset(),
+            f.file_size()
+        ),
+        Err(e) => format!("{:?} at {:?}: {}", e.code(), e.offset(), e.message()),
+    }
+}
+
+/// The C read callback over a whole file in memory (`user`: a `Vec<u8>`), answering each
+/// request in full.
+unsafe extern "C" fn serve(
+    user: *mut std::ffi::c_void,
+    offset: u64,
+    dst: *mut std::ffi::c_void,
+    size: u64,
+) -> i64 {
+    // SAFETY: `user` is the harness's `Vec<u8>`; `dst` has `size` writable bytes, and the
+    // library asks for no more than the file's declared size (the Vec's length).
+    unsafe {
+        let bytes = &*(user as *const Vec<u8>);
+        let start = (offset as usize).min(bytes.len());
+        let n = (size as usize).min(bytes.len() - start);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr().add(start), dst.cast::<u8>(), n);
+        n as i64
+    }
+}
+
+/// The `read` target: the first bytes choose how the file is served (the first read's size,
+/// the sizes of the chunks each read returns) and which tensors are read (some listed twice),
+/// the rest is the file. The header read by position in growing prefixes must give exactly
+/// the parse of the whole file; then every tensor read by `read_tensors` (and `read_tensor`
+/// at chosen offsets) must give the bytes of the whole file, through the Rust API and through
+/// `gguf_open_reader` and `gguf_read_tensors`; and out-of-range reads are refused.
+pub fn exercise_read(data: &[u8]) {
+    use gguf::load::{self, LoadOptions};
+    use std::sync::Arc;
+
+    let mut c = Choices(data.get(..16).unwrap_or(data));
+    let file = data.get(16..).unwrap_or_default().to_vec();
+    let first_chunk = 1 + c.below(1 << 12);
+    let chunks: Vec<usize> = (0..1 + c.below(4))
+        .map(|_| match c.byte() {
+            b @ 0..=127 => usize::from(b),
+            b => usize::from(b) * 97,
+        })
+        .collect();
+    let threads = c.below(4) as u32;
+    let repeat = c.u64();
+    let source = Arc::new(Chunked {
+        bytes: file.clone(),
+        chunks,
+        next: Default::default(),
+    });
+    let whole = GgufFile::from_bytes(&file[..]);
+    let by_position = load::parse_source_from(source, first_chunk);
+    assert_eq!(
+        outcome(&whole),
+        outcome(&by_position),
+        "the header read by position from {first_chunk} bytes on parses otherwise"
+    );
+    let (Ok(whole), Ok(by_position)) = (whole, by_position) else {
+        return;
+    };
+    let model = gguf::Model::single(by_position, "<fuzz source>".into()).unwrap();
+    let n = whole.tensor_count();
+    // Every tensor, then some listed again (bit k of `repeat` lists tensor k % n once more).
+    let mut order: Vec<usize> = (0..n).collect();
+    if n > 0 {
+        order.extend((0..64).filter(|k| repeat >> k & 1 == 1).map(|k| k % n));
+    }
+    let expected: Vec<&[u8]> = whole.tensors().map(|t| t.data).collect();
+    let mut bufs: Vec<Vec<u8>> = order
+        .iter()
+        .map(|&i| vec![0xEE; expected[i].len()])
+        .collect();
+    let requests = order
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(&i, b)| (i, &mut b[..]))
+        .collect();
+    let options = LoadOptions {
+        threads,
+        direct: false,
+    };
+    load::read_tensors(&model, requests, options, &mut |done, total| done <= total)
+        .expect("every tensor of an accepted file is read");
+    for (&i, b) in order.iter().zip(&bufs) {
+        assert!(b[..] == *expected[i], "tensor {i} read by position differs");
+    }
+    for (i, t) in expected.iter().enumerate() {
+        let len = t.len() as u64;
+        let offset = repeat % (len + 1);
+        let mut part = vec![0u8; (len - offset) as usize];
+        load::read_tensor(&model, i, offset, &mut part).unwrap();
+        assert!(part[..] == t[offset as usize..]);
+        let e = load::read_tensor(&model, i, offset + 1, &mut part).unwrap_err();
+        assert_eq!(e.code(), gguf::ErrorCode::InvalidArgument);
+    }
+
+    // The same through the C API.
+    // SAFETY: `file` outlives the handle, closed below; each buffer has the bytes it is given
+    // for.
+    unsafe {
+        let user = &file as *const Vec<u8> as *mut std::ffi::c_void;
+        let h = gguf_open_reader(Some(serve), user, file.len() as u64, 0);
+        assert!(!h.is_null(), "an accepted file fails through a reader");
+        let infos: Vec<*const GGUFTensorInfo> = order
+            .iter()
+            .map(|&i| gguf_get_tensor_by_index(h, i as u64))
+            .collect();
+        for b in bufs.iter_mut() {
+            b.fill(0xEE);
+        }
+        let dsts: Vec<*mut std::ffi::c_void> =
+            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        let ok = gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            order.len() as u64,
+            threads,
+            0,
+            None,
+            std::ptr::null_mut(),
+        );
+        assert!(ok, "gguf_read_tensors fails on an accepted file");
+        for (&i, b) in order.iter().zip(&bufs) {
+            assert!(
+                b[..] == *expected[i],
+                "tensor {i} read through the C API differs"
+            );
+        }
+        if let (Some(&info), Some(b)) = (infos.first(), bufs.first_mut()) {
+            let offset = repeat % ((*info).size_bytes + 1);
+            assert!(!gguf_read_tensor(
+                h,
+                info,
+                offset,
+                b.as_mut_ptr().cast(),
+                u64::MAX
+            ));
+            let nulls = [std::ptr::null::<GGUFTensorInfo>()];
+            let huge = [1u64 << 40, 1 << 61, u64::MAX];
+            for n in huge {
+                assert!(!gguf_read_tensors(
+                    h,
+                    nulls.as_ptr(),
+                    dsts.as_ptr(),
+                    n,
+                    0,
+                    0,
+                    None,
+                    std::ptr::null_mut()
+                ));
+            }
+        }
+        gguf_close(h);
+    }
+}

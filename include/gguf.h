@@ -7,6 +7,10 @@
  * Contract for every function:
  *  - Failure returns the documented value (NULL, 0 or false) and records why in a thread-local
  *    error: gguf_last_error_code(), gguf_last_error(), gguf_last_error_offset(). Nothing prints.
+ *  - A panic inside the library (a bug) never crosses into C and prints nothing: it fails the
+ *    call with GGUF_ERROR_CODE_INTERNAL. (The first call installs a process-wide panic hook that
+ *    is silent for panics inside the library's calls, and the threads they start, and passes
+ *    any other panic to the hook installed before it.)
  *  - Pointer arguments are checked for NULL. Every pointer returned is owned by the handle and
  *    valid until gguf_close(); never free it.
  *  - Every getter may be called from many threads at once on one handle.
@@ -1324,9 +1328,10 @@ GGUF_API bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
  *
  * Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
  * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
- * end, a type that cannot be converted; `first_row + n_rows` overflowing is
- * GGUF_ERROR_CODE_INVALID_ARGUMENT), or when a range fails to convert (it is retried on the
- * calling thread, whose error is then the one recorded; `dst` may be partly written).
+ * end, rows whose bytes or floats would take more than one buffer in memory can, a type that
+ * cannot be converted; `first_row + n_rows` overflowing is GGUF_ERROR_CODE_INVALID_ARGUMENT), or
+ * when a range fails to convert (it is retried on the calling thread, whose error is then the
+ * one recorded; `dst` may be partly written).
  */
 GGUF_API
 bool gguf_tensor_to_float_parallel(GGUFFile file,
@@ -1415,8 +1420,10 @@ GGUF_API bool gguf_is_mapped(GGUFFile file);
  * (which the caller owns). Works for every kind of handle: mapped or in memory (a copy), file
  * descriptor, reader or URL (a positioned read), split. Returns false, recording why, if an
  * argument is NULL, `info` was not returned by this `file`, `offset + size` passes the tensor's
- * end (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the read fails (`dst` may then be partly
- * written). Safe to call from several threads at once (a reader's callback is serialised).
+ * end or `size` is more than one buffer in memory can hold (2^48 bytes on 64-bit targets:
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `dst` is touched), or the read fails (`dst`
+ * may then be partly written). Safe to call from several threads at once (a reader's callback
+ * is serialised).
  */
 GGUF_API
 bool gguf_read_tensor(GGUFFile file,
@@ -1427,7 +1434,9 @@ bool gguf_read_tensor(GGUFFile file,
 
 /**
  * Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
- * `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap). Reads run in
+ * `infos[k]->size_bytes` bytes of `infos[k]`'s data (a tensor may be listed more than once,
+ * each time with its own buffer, and every one is filled; buffers that share a byte are
+ * refused: GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
  * parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
  * a reader's callback is read on the calling thread alone. Adjacent tensors are read together
  * (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
@@ -1437,9 +1446,12 @@ bool gguf_read_tensor(GGUFFile file,
  * anything else (unaligned heads, tails and buffers) through the library's aligned buffer and
  * copied. `progress` (may be NULL) is called on the calling thread with the bytes done and the
  * total, first with 0; returning false stops the load, which fails with
- * GGUF_ERROR_CODE_CANCELLED. Returns false, recording why, on a NULL argument, an info not of
- * this `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers
- * may then be partly written.
+ * GGUF_ERROR_CODE_CANCELLED. Entries are checked one at a time, before anything is read and
+ * without allocating for entries not yet checked; an `n` too large for arrays of `n` pointers
+ * to be in memory is refused at once (GGUF_ERROR_CODE_INVALID_ARGUMENT). Returns false,
+ * recording why, on a NULL argument (`infos[k]` and `dsts[k]` included), an info not of this
+ * `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers may
+ * then be partly written.
  */
 GGUF_API
 bool gguf_read_tensors(GGUFFile file,
@@ -1619,9 +1631,12 @@ GGUF_API bool gguf_validate_tensor(GGUFFile file, const struct GGUFTensorInfo *i
  * and reads nothing else. Returns true,
  * or false (nothing written or only part of `dst`; `gguf_last_error` says why) when the type is
  * unknown (GGUF_ERROR_CODE_INVALID_ARGUMENT) or was removed from the format
- * (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks or too
- * large for memory (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
- * `n_elements` is not 0.
+ * (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT), the bytes at `src` or the floats at `dst` would take more
+ * than one buffer in memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones:
+ * GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), `dst` is not
+ * aligned for floats or overlaps `src` (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is
+ * NULL while `n_elements` is not 0.
  */
 GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elements, float *dst);
 
@@ -1633,9 +1648,11 @@ GGUF_API bool gguf_dequantize(uint32_t dtype, const void *src, uint64_t n_elemen
  * (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
  * dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
  * is allocated. Thread-safe (many threads may convert different rows of one handle at once).
- * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
- * returned by this `file` or the rows run past the tensor's end
- * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+ * Returns true, or false (`gguf_last_error` says why) when an argument is NULL, or
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT) `dst` is not aligned for floats, `info` was not returned by
+ * this `file`, the rows run past the tensor's end, or their bytes or floats would take more
+ * than one buffer in memory can (as for `gguf_dequantize`; refused before anything is read),
+ * or when the type cannot be converted.
  */
 GGUF_API
 bool gguf_tensor_to_float(GGUFFile file,

@@ -68,10 +68,14 @@ pub(crate) fn parse_prefixes(
                     (Some(at), ErrorKind::Truncated { needed, .. }) => at.saturating_add(*needed),
                     _ => 0,
                 };
-                want = want.saturating_mul(2).max(needed).min(size);
-                if want > MAX_HEADER {
-                    return Err(header_too_large(needed.max(header.len() as u64 + 1)));
+                let needed = needed.max(header.len() as u64 + 1);
+                // (A source within the limit is read to its end, where the parser says what is
+                // missing.)
+                if needed > MAX_HEADER && size > MAX_HEADER {
+                    return Err(header_too_large(needed));
                 }
+                // Never past the limit: the last read stops at it.
+                want = want.saturating_mul(2).max(needed).min(size).min(MAX_HEADER);
             }
             Err((_, e)) => return Err(e),
         }
@@ -83,8 +87,8 @@ fn header_too_large(needed: u64) -> Error {
     Error::msg(
         ErrorCode::OutOfMemory,
         format!(
-            "the header goes on past {MAX_HEADER} bytes (it needs at least {needed}): more than a \
-             file read by position may have (a model's header takes a few MiB)"
+            "the header needs at least {needed} bytes, more than the {MAX_HEADER} bytes a file \
+             read by position may have (a model's header takes a few MiB)"
         ),
     )
 }
@@ -120,11 +124,11 @@ fn locate(model: &Model<Source>, index: usize) -> Result<Located<'_>> {
     })
 }
 
-/// Copies `dst.len()` bytes of tensor `index`'s data, from `offset` bytes into it: from memory
-/// for a mapped or lent file, by a positioned read otherwise.
-pub fn read_tensor(model: &Model<Source>, index: usize, offset: u64, dst: &mut [u8]) -> Result<()> {
+/// Checks that `len` bytes from `offset` bytes into tensor `index`'s data lie inside it and fit
+/// in one buffer in memory; returns `len` as a buffer length. (The C API checks a caller's size
+/// with this before it makes a slice of the caller's buffer.)
+pub fn check_read(model: &Model<Source>, index: usize, offset: u64, len: u64) -> Result<usize> {
     let t = locate(model, index)?;
-    let len = dst.len() as u64;
     if offset.checked_add(len).is_none_or(|end| end > t.size) {
         return Err(Error::msg(
             ErrorCode::InvalidArgument,
@@ -134,6 +138,25 @@ pub fn read_tensor(model: &Model<Source>, index: usize, offset: u64, dst: &mut [
             ),
         ));
     }
+    crate::size::buffer_len(len).ok_or_else(|| too_large_buffer(len))
+}
+
+#[cold]
+fn too_large_buffer(len: u64) -> Error {
+    Error::msg(
+        ErrorCode::InvalidArgument,
+        format!(
+            "{len} bytes do not fit in one buffer in this process's memory (at most {})",
+            crate::size::MAX_BUFFER
+        ),
+    )
+}
+
+/// Copies `dst.len()` bytes of tensor `index`'s data, from `offset` bytes into it: from memory
+/// for a mapped or lent file, by a positioned read otherwise.
+pub fn read_tensor(model: &Model<Source>, index: usize, offset: u64, dst: &mut [u8]) -> Result<()> {
+    check_read(model, index, offset, dst.len() as u64)?;
+    let t = locate(model, index)?;
     let at = t.at + offset;
     match t.file.source().positioned() {
         Some(source) if !t.file.source().in_memory() => read_exact_at(&**source, at, dst),
@@ -272,15 +295,24 @@ pub fn read_tensors(
                 ),
             ));
         }
-        total += t.info.size;
+        // Buffers in memory: their sizes add up within the address space (a tensor listed
+        // twice has two buffers).
+        total = total
+            .checked_add(t.info.size)
+            .filter(|&n| n <= crate::size::MAX_BUFFER)
+            .ok_or_else(|| too_large_buffer(total.saturating_add(t.info.size)))?;
         let base = match &readers[t.shard] {
             Reader::Positioned { base, .. } => *base,
             Reader::Memory(_) => 0,
         };
-        by_shard[t.shard].push(Piece {
-            at: base + t.info.file_offset,
-            dst,
-        });
+        // Within the file holding the source (checked when it was opened).
+        let at = base.checked_add(t.info.file_offset).ok_or_else(|| {
+            Error::msg(
+                ErrorCode::Internal,
+                "a tensor lies past 2^64 bytes".to_string(),
+            )
+        })?;
+        by_shard[t.shard].push(Piece { at, dst });
     }
     let mut units = Vec::new();
     for (shard, mut pieces) in by_shard.into_iter().enumerate() {
@@ -306,28 +338,37 @@ pub fn read_tensors(
 }
 
 /// Cuts `pieces` (sorted by position) into reads of at most about [`CHUNK`] bytes, merging
-/// neighbours, each read widened to `align`-byte boundaries (1: buffered).
+/// neighbours, each read widened to `align`-byte boundaries (1: buffered). A tensor listed more
+/// than once gives pieces at the same position: each read only takes pieces that start inside
+/// or after it, so every piece lies within its read.
+///
+/// Positions come from the source (up to 2^64 - 1 for a callback or a server declaring so):
+/// every rounding is checked. A piece ends within the source, so `at + len` cannot overflow.
 fn plan_units<'d>(shard: usize, pieces: Vec<Piece<'d>>, align: u64, units: &mut Vec<Unit<'d>>) {
     let down = |x: u64| x / align * align;
-    let up = |x: u64| x.div_ceil(align) * align;
+    // Only direct reads widen (align > 1), and only files are read directly, which end far
+    // below 2^64; past the last multiple the read stops at the end anyway.
+    let up = |x: u64| x.div_ceil(align).saturating_mul(align);
     let mut current: Option<Unit<'d>> = None;
     for piece in pieces {
         let mut at = piece.at;
         let mut rest = piece.dst;
         while !rest.is_empty() {
             // A segment ends at a CHUNK boundary of the file, so that big tensors are read in
-            // aligned, equal reads.
-            let boundary = (at / CHUNK + 1) * CHUNK;
-            let len = rest
-                .len()
-                .min(usize::try_from(boundary - at).unwrap_or(usize::MAX));
+            // aligned, equal reads (none after the last boundary below 2^64).
+            let room = (at / CHUNK + 1)
+                .checked_mul(CHUNK)
+                .map_or(u64::MAX, |boundary| boundary - at);
+            let len = rest.len().min(usize::try_from(room).unwrap_or(usize::MAX));
             let (seg, tail) = std::mem::take(&mut rest).split_at_mut(len);
             let len = len as u64;
             rest = tail;
             let (start, end) = (down(at), up(at + len));
-            let joins = current
-                .as_ref()
-                .is_some_and(|u| start <= u.end + MERGE_GAP && end - u.start <= CHUNK + align);
+            let joins = current.as_ref().is_some_and(|u| {
+                start >= u.start
+                    && start <= u.end.saturating_add(MERGE_GAP)
+                    && end - u.start <= CHUNK + align
+            });
             if !joins {
                 units.extend(current.take());
                 current = Some(Unit {
@@ -426,7 +467,12 @@ fn read_in_place(
 ) -> Result<bool> {
     let a = align as u64;
     let len = p.dst.len() as u64;
-    let (start, end) = (p.at.div_ceil(a) * a, (p.at + len) / a * a);
+    // `p.at + len` is the piece's end, within the source; the first whole block may lie past
+    // 2^64 only for a piece inside the last partial block, which is not read in place.
+    let Some(start) = p.at.div_ceil(a).checked_mul(a) else {
+        return Ok(false);
+    };
+    let end = (p.at + len) / a * a;
     if (p.dst.as_ptr() as u64) % a != p.at % a || end <= start {
         return Ok(false);
     }

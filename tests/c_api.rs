@@ -639,8 +639,18 @@ fn valgrind_sources() {
 }
 
 #[test]
+fn valgrind_reads() {
+    run_valgrind("test_reads");
+}
+
+#[test]
 fn c_test_sources() {
     run_c_test("test_sources");
+}
+
+#[test]
+fn c_test_reads() {
+    run_c_test("test_reads");
 }
 
 #[test]

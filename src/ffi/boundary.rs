@@ -3,12 +3,75 @@
 
 use super::last_error::record;
 use crate::error::{Error, ErrorCode, Result};
+use std::cell::Cell;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Once;
 
-/// Runs `body`; on an error or a panic, records why and returns `fail`.
+thread_local! {
+    /// How many boundary calls (or library threads started by one) this thread is inside.
+    static INSIDE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether this thread is inside a call of the C API (or is a thread one started).
+pub(crate) fn inside() -> bool {
+    INSIDE.try_with(|n| n.get() > 0).unwrap_or(false)
+}
+
+/// Runs `body` counted as inside the C API when `quiet` is true (a thread the library starts
+/// for a boundary call passes the caller's [`inside`]): a panic there prints nothing.
+pub(crate) fn quietly<R>(quiet: bool, body: impl FnOnce() -> R) -> R {
+    struct Leave(bool);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = INSIDE.try_with(|n| n.set(n.get() - 1));
+            }
+        }
+    }
+    let entered = quiet && INSIDE.try_with(|n| n.set(n.get() + 1)).is_ok();
+    let _leave = Leave(entered);
+    body()
+}
+
+/// Runs `body` (a caller's callback, called from inside the C API) counted as outside it: a
+/// panic of the caller's own there goes to the caller's hook.
+pub(crate) fn outside<R>(body: impl FnOnce() -> R) -> R {
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = INSIDE.try_with(|n| n.set(self.0));
+        }
+    }
+    let _restore = Restore(INSIDE.try_with(|n| n.replace(0)).unwrap_or(0));
+    body()
+}
+
+/// Installs, once per process, a panic hook that prints nothing for a panic inside the C API
+/// (the boundary catches it and records it as an error: nothing may print) and hands every
+/// other panic to the hook that was there before (a Rust host's own panics print as before).
+/// Not installed from a thread that is panicking (std forbids changing the hook there): the
+/// next call installs it.
+fn install_quiet_hook() {
+    static HOOK: Once = Once::new();
+    if HOOK.is_completed() || std::thread::panicking() {
+        return;
+    }
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !inside() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `body`; on an error or a panic, records why and returns `fail`. A panic prints nothing
+/// (see [`install_quiet_hook`]).
 pub(crate) fn guard<T>(fail: T, body: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    install_quiet_hook();
+    match quietly(true, || catch_unwind(AssertUnwindSafe(body))) {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
             record(&error);
@@ -22,6 +85,38 @@ pub(crate) fn guard<T>(fail: T, body: impl FnOnce() -> Result<T>) -> T {
             fail
         }
     }
+}
+
+/// Refuses caller buffers (`(address, length)`, in argument order, named `what[k]`) that share a
+/// byte or run past the end of the address space; empty ones share nothing.
+pub(crate) fn disjoint(spans: impl Iterator<Item = (usize, usize)>, what: &str) -> Result<()> {
+    let mut spans: Vec<(usize, usize, usize)> = spans
+        .enumerate()
+        .filter(|(_, (_, len))| *len > 0)
+        .map(|(k, (at, len))| (at, len, k))
+        .collect();
+    spans.sort_unstable();
+    for (at, len, k) in &spans {
+        if at.checked_add(*len).is_none() {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!("{what}[{k}] ({len} bytes at {at:#x}) runs past the end of memory"),
+            ));
+        }
+    }
+    for pair in spans.windows(2) {
+        let ((a, a_len, j), (b, _, k)) = (pair[0], pair[1]);
+        if a + a_len > b {
+            let (first, second) = (j.min(k), j.max(k));
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{what}[{first}] and {what}[{second}] overlap: buffers must not share a byte"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The error for a NULL pointer argument.
@@ -59,5 +154,106 @@ pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) {
     if !out.is_null() {
         // SAFETY: non-NULL, and the caller guarantees it is valid for writes.
         unsafe { out.write(value) };
+    }
+}
+
+#[cfg(all(test, not(target_family = "wasm")))]
+mod tests {
+    use super::*;
+    use std::panic::catch_unwind;
+    use std::process::Command;
+
+    const CHILD: &str = "GGUF_QUIET_HOOK_CHILD";
+
+    #[test]
+    fn buffers_that_share_a_byte_are_refused() {
+        let ok = |spans: &[(usize, usize)]| disjoint(spans.iter().copied(), "dsts");
+        assert!(ok(&[(100, 10), (110, 5), (90, 10), (200, 0), (105, 0)]).is_ok());
+        let e = ok(&[(100, 10), (300, 1), (100, 10)]).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("dsts[0] and dsts[2] overlap"), "{e}");
+        let e = ok(&[(120, 4), (100, 21)]).unwrap_err();
+        assert!(e.to_string().contains("dsts[0] and dsts[1] overlap"), "{e}");
+        // One inside another that is not its neighbour in address order.
+        let e = ok(&[(100, 100), (150, 1), (120, 1)]).unwrap_err();
+        assert!(e.to_string().contains("overlap"), "{e}");
+        let e = ok(&[(usize::MAX - 3, 8)]).unwrap_err();
+        assert!(e.to_string().contains("past the end of memory"), "{e}");
+    }
+
+    const NAME: &str = "ffi::boundary::tests::a_panic_inside_the_boundary_prints_nothing";
+
+    /// What the child process does: panics inside boundary calls (on the calling thread, on a
+    /// thread the library starts, in a nested call), each recorded as an internal error, then a
+    /// panic in a caller's callback called from inside a call and one outside any call, which
+    /// reach the hook that was there before (the default hook, printing to stderr).
+    fn child() {
+        assert!(!guard(false, || -> Result<bool> {
+            panic!("PANIC-ON-THE-CALLING-THREAD")
+        }));
+        assert_eq!(
+            super::super::last_error::gguf_last_error_code(),
+            ErrorCode::Internal as u32
+        );
+        let in_worker = guard(false, || {
+            crate::platform::with_workers(2, &|| panic!("PANIC-ON-A-LIBRARY-THREAD"), || ());
+            Ok(true)
+        });
+        assert!(in_worker);
+        let nested = guard(0u8, || {
+            Ok(guard(1u8, || -> Result<u8> { panic!("PANIC-IN-A-NESTED-CALL") }) + 1)
+        });
+        assert_eq!(nested, 2);
+        let callback = guard(false, || {
+            Ok(outside(|| catch_unwind(|| panic!("PANIC-IN-A-CALLBACK"))).is_err())
+        });
+        assert!(callback);
+        assert!(catch_unwind(|| panic!("PANIC-OUTSIDE-ANY-CALL")).is_err());
+        eprintln!("CHILD-DONE");
+    }
+
+    /// A panic caught at the C boundary prints nothing, whichever thread of the call it happens
+    /// on; the host's own panics still go to its hook. Run in a child process, whose stderr is
+    /// the one the hook writes to.
+    #[test]
+    fn a_panic_inside_the_boundary_prints_nothing() {
+        if std::env::var_os(CHILD).is_some() {
+            child();
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        // Under a cross runner (qemu, Wine: tools/cross.sh) the child runs through it too.
+        let runner = std::env::var("GGUF_TEST_RUNNER").unwrap_or_default();
+        let mut words = runner.split_whitespace();
+        let mut cmd = match words.next() {
+            Some(program) if !cfg!(windows) => {
+                let mut cmd = Command::new(program);
+                cmd.args(words).arg(exe);
+                cmd
+            }
+            _ => Command::new(exe),
+        };
+        let out = cmd
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "the child failed:\n{stderr}");
+        assert!(
+            stderr.contains("CHILD-DONE"),
+            "the child did not run:\n{stderr}"
+        );
+        for quiet in [
+            "PANIC-ON-THE-CALLING-THREAD",
+            "PANIC-ON-A-LIBRARY-THREAD",
+            "PANIC-IN-A-NESTED-CALL",
+        ] {
+            assert!(!stderr.contains(quiet), "{quiet} was printed:\n{stderr}");
+        }
+        for loud in ["PANIC-IN-A-CALLBACK", "PANIC-OUTSIDE-ANY-CALL"] {
+            assert!(stderr.contains(loud), "{loud} was not printed:\n{stderr}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod arrays;
-mod boundary;
+pub(crate) mod boundary;
 pub mod digest;
 pub mod handle;
 pub mod last_error;

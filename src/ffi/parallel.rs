@@ -1,9 +1,9 @@
 //! A tensor converted to floats on many threads: `gguf_tensor_to_float_parallel`.
 
 use super::boundary::guard;
-use super::handle::GGUFFile;
-use super::tensors::GGUFTensorInfo;
-use super::values::gguf_tensor_to_float;
+use super::handle::{GGUFFile, GGUFFileImpl};
+use super::tensors::{own_index, GGUFTensorInfo};
+use super::values::{gguf_tensor_to_float, rows_buffers};
 use crate::error::{Error, ErrorCode};
 
 /// Fewest elements a thread is given: below this, starting a thread costs more than it saves.
@@ -21,9 +21,10 @@ const MAX_THREADS: u64 = 1024;
 ///
 /// Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
 /// range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
-/// end, a type that cannot be converted; `first_row + n_rows` overflowing is
-/// GGUF_ERROR_CODE_INVALID_ARGUMENT), or when a range fails to convert (it is retried on the
-/// calling thread, whose error is then the one recorded; `dst` may be partly written).
+/// end, rows whose bytes or floats would take more than one buffer in memory can, a type that
+/// cannot be converted; `first_row + n_rows` overflowing is GGUF_ERROR_CODE_INVALID_ARGUMENT), or
+/// when a range fails to convert (it is retried on the calling thread, whose error is then the
+/// one recorded; `dst` may be partly written).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
     file: GGUFFile,
@@ -48,8 +49,12 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
         if n_rows == 0 {
             return Ok(true);
         }
-        // SAFETY: `info` was just accepted as one of `file`'s records (non-NULL, live).
-        let row = unsafe { (*info).dims[0] };
+        // SAFETY: `file` and `info` were just accepted (a live handle and one of its records).
+        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let i = own_index(f, info)?;
+        // The whole range's buffers fit in memory (each range alone might).
+        rows_buffers(f, i, n_rows)?;
+        let row = f.tensors()[i].dims[0];
         let wanted = match n_threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
             n => u64::from(n),
@@ -87,10 +92,13 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
         // Plain threads joined below rather than `std::thread::scope`, which would give the
         // calling (C) thread a Rust thread handle that is never freed.
         let starts = std::sync::Arc::new(starts);
+        // Each thread is inside this call: a panic there prints nothing either.
+        let quiet = super::boundary::inside();
         let workers: Vec<_> = (1..ranges)
             .map(|k| {
                 let starts = std::sync::Arc::clone(&starts);
-                let spawned = std::thread::Builder::new().spawn(move || convert(&starts, k));
+                let spawned = std::thread::Builder::new()
+                    .spawn(move || super::boundary::quietly(quiet, || convert(&starts, k)));
                 (k, spawned)
             })
             .collect();

@@ -1,7 +1,7 @@
 //! Handles over sources read by position (a file descriptor at an offset, a caller's read
 //! callback), and copying tensor data into the caller's memory for every kind of handle.
 
-use super::boundary::{guard, null};
+use super::boundary::{disjoint, guard, null, outside};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::open::{open_options, OpenFlag};
 use super::tensors::{own_index, GGUFTensorInfo};
@@ -278,8 +278,10 @@ pub unsafe extern "C" fn gguf_is_mapped(file: GGUFFile) -> bool {
 /// (which the caller owns). Works for every kind of handle: mapped or in memory (a copy), file
 /// descriptor, reader or URL (a positioned read), split. Returns false, recording why, if an
 /// argument is NULL, `info` was not returned by this `file`, `offset + size` passes the tensor's
-/// end (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the read fails (`dst` may then be partly
-/// written). Safe to call from several threads at once (a reader's callback is serialised).
+/// end or `size` is more than one buffer in memory can hold (2^48 bytes on 64-bit targets:
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `dst` is touched), or the read fails (`dst`
+/// may then be partly written). Safe to call from several threads at once (a reader's callback
+/// is serialised).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_read_tensor(
     file: GGUFFile,
@@ -295,13 +297,11 @@ pub unsafe extern "C" fn gguf_read_tensor(
         if dst.is_null() {
             return Err(null("dst"));
         }
-        let len = usize::try_from(size).map_err(|_| {
-            Error::msg(
-                ErrorCode::InvalidArgument,
-                format!("{size} bytes do not fit in memory"),
-            )
-        })?;
-        // SAFETY: the caller provides `size` writable bytes at `dst` (the header's contract).
+        // The range lies in the tensor and fits in memory before any slice is made of `dst`.
+        let len =
+            load::check_read(&f.model, i, offset, size).map_err(|e| e.in_file(f.name.clone()))?;
+        // SAFETY: the caller provides `size` writable bytes at `dst` (the header's contract),
+        // and `size` was just checked to fit in one buffer.
         let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
         load::read_tensor(&f.model, i, offset, dst).map_err(|e| e.in_file(f.name.clone()))?;
         Ok(true)
@@ -309,7 +309,9 @@ pub unsafe extern "C" fn gguf_read_tensor(
 }
 
 /// Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
-/// `infos[k]->size_bytes` bytes of `infos[k]`'s data (buffers must not overlap). Reads run in
+/// `infos[k]->size_bytes` bytes of `infos[k]`'s data (a tensor may be listed more than once,
+/// each time with its own buffer, and every one is filled; buffers that share a byte are
+/// refused: GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
 /// parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
 /// a reader's callback is read on the calling thread alone. Adjacent tensors are read together
 /// (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
@@ -319,9 +321,12 @@ pub unsafe extern "C" fn gguf_read_tensor(
 /// anything else (unaligned heads, tails and buffers) through the library's aligned buffer and
 /// copied. `progress` (may be NULL) is called on the calling thread with the bytes done and the
 /// total, first with 0; returning false stops the load, which fails with
-/// GGUF_ERROR_CODE_CANCELLED. Returns false, recording why, on a NULL argument, an info not of
-/// this `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers
-/// may then be partly written.
+/// GGUF_ERROR_CODE_CANCELLED. Entries are checked one at a time, before anything is read and
+/// without allocating for entries not yet checked; an `n` too large for arrays of `n` pointers
+/// to be in memory is refused at once (GGUF_ERROR_CODE_INVALID_ARGUMENT). Returns false,
+/// recording why, on a NULL argument (`infos[k]` and `dsts[k]` included), an info not of this
+/// `file`, an unknown flag (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a failed read; buffers may
+/// then be partly written.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn gguf_read_tensors(
@@ -346,41 +351,61 @@ pub unsafe extern "C" fn gguf_read_tensors(
                 ),
             ));
         }
-        let count = usize::try_from(n)
-            .map_err(|_| Error::msg(ErrorCode::InvalidArgument, format!("{n} tensors")))?;
+        // Arrays of `n` pointers must be in memory: a larger `n` is refused before anything
+        // is read from them or allocated for them.
+        let count = crate::size::buffer_len(n.saturating_mul(size_of::<*const c_void>() as u64))
+            .and_then(|_| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                Error::msg(
+                    ErrorCode::InvalidArgument,
+                    format!("{n} tensors: arrays of that many pointers do not fit in memory"),
+                )
+            })?;
         if count > 0 && infos.is_null() {
             return Err(null("infos"));
         }
         if count > 0 && dsts.is_null() {
             return Err(null("dsts"));
         }
-        let mut requests = Vec::with_capacity(count);
+        // Grown entry by entry as each is checked: nothing is allocated for entries not seen.
+        let mut checked = Vec::new();
         for k in 0..count {
             // SAFETY: `infos` and `dsts` hold `n` elements (the header's contract).
             let (info, dst) = unsafe { (*infos.add(k), *dsts.add(k)) };
+            if info.is_null() {
+                return Err(null(&format!("infos[{k}]")));
+            }
             let i = own_index(f, info)?;
             if dst.is_null() {
                 return Err(null(&format!("dsts[{k}]")));
             }
             let size = f.tensors()[i].size_bytes;
-            let len = usize::try_from(size).map_err(|_| {
-                Error::msg(
-                    ErrorCode::InvalidArgument,
-                    format!("{size} bytes do not fit in memory"),
-                )
-            })?;
-            // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`, not
-            // overlapping one another (the header's contract).
-            let slice = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
-            requests.push((i, slice));
+            let len =
+                load::check_read(&f.model, i, 0, size).map_err(|e| e.in_file(f.name.clone()))?;
+            checked.push((i, dst.cast::<u8>(), len));
         }
+        // No two buffers share a byte (the same buffer given twice included): checked before
+        // any slice is made of them.
+        disjoint(
+            checked.iter().map(|&(_, dst, len)| (dst as usize, len)),
+            "dsts",
+        )?;
+        let requests = checked
+            .into_iter()
+            .map(|(i, dst, len)| {
+                // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`
+                // (the header's contract); they were just checked not to overlap, and
+                // `size_bytes` fits in a buffer.
+                (i, unsafe { std::slice::from_raw_parts_mut(dst, len) })
+            })
+            .collect();
         let options = LoadOptions {
             threads: n_threads,
             direct: flags & ReadFlag::Direct as u32 != 0,
         };
         let mut report = |done: u64, total: u64| match progress {
             // SAFETY: the caller's callback with its own `user` (the header's contract).
-            Some(p) => unsafe { p(user, done, total) },
+            Some(p) => outside(|| unsafe { p(user, done, total) }),
             None => true,
         };
         load::read_tensors(&f.model, requests, options, &mut report)

@@ -19,9 +19,12 @@ use std::ffi::c_void;
 /// and reads nothing else. Returns true,
 /// or false (nothing written or only part of `dst`; `gguf_last_error` says why) when the type is
 /// unknown (GGUF_ERROR_CODE_INVALID_ARGUMENT) or was removed from the format
-/// (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks or too
-/// large for memory (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is NULL while
-/// `n_elements` is not 0.
+/// (GGUF_ERROR_CODE_UNSUPPORTED: the message names it), `n_elements` is not whole blocks
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT), the bytes at `src` or the floats at `dst` would take more
+/// than one buffer in memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones:
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT, checked before `src` or `dst` is touched), `dst` is not
+/// aligned for floats or overlaps `src` (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `src` or `dst` is
+/// NULL while `n_elements` is not 0.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_dequantize(
     dtype: u32,
@@ -31,7 +34,9 @@ pub unsafe extern "C" fn gguf_dequantize(
 ) -> bool {
     guard(false, || {
         let dtype = quant::data_type(dtype)?;
-        let n_blocks = quant::whole_blocks(dtype, n_elements)?;
+        // Whole blocks, and both buffers within what memory can hold: checked before any
+        // pointer is looked at or any slice made.
+        let (bytes, n) = quant::buffer_lengths(dtype, n_elements)?;
         if n_elements == 0 {
             return Ok(true);
         }
@@ -41,18 +46,23 @@ pub unsafe extern "C" fn gguf_dequantize(
         if dst.is_null() {
             return Err(null("dst"));
         }
-        let bytes = n_blocks
-            .checked_mul(dtype.block_bytes())
-            .and_then(|b| usize::try_from(b).ok());
-        let (Some(bytes), Ok(n)) = (bytes, usize::try_from(n_elements)) else {
+        float_aligned(dst)?;
+        // No slice is made of memory that the two share.
+        let (from, to) = (src as usize, dst as usize);
+        let (from_end, to_end) = (from.checked_add(bytes), to.checked_add(n * 4));
+        let apart = match (from_end, to_end) {
+            (Some(from_end), Some(to_end)) => from_end <= to || to_end <= from,
+            _ => false,
+        };
+        if !apart {
             return Err(crate::error::Error::msg(
                 ErrorCode::InvalidArgument,
                 format!(
-                    "{n_elements} elements of {} do not fit in this process's memory",
-                    dtype.name()
+                    "src ({bytes} bytes at {src:p}) and dst ({n} floats at {dst:p}) overlap: the \
+                     floats need memory of their own"
                 ),
             ));
-        };
+        }
         // SAFETY: the caller guarantees `src` holds the type's bytes for `n_elements` elements
         // (`bytes`, computed from the type's block size) and `dst` room for `n_elements` floats,
         // not overlapping (the header's contract); both are non-NULL.
@@ -74,9 +84,11 @@ pub unsafe extern "C" fn gguf_dequantize(
 /// (GGUF_ERROR_CODE_UNSUPPORTED). A row is `dims[0]` elements; a tensor has `n_elements /
 /// dims[0]` rows. Works on any handle; on a mapped handle the bytes are read in place, nothing
 /// is allocated. Thread-safe (many threads may convert different rows of one handle at once).
-/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, `info` was not
-/// returned by this `file` or the rows run past the tensor's end
-/// (GGUF_ERROR_CODE_INVALID_ARGUMENT), or the type cannot be converted.
+/// Returns true, or false (`gguf_last_error` says why) when an argument is NULL, or
+/// (GGUF_ERROR_CODE_INVALID_ARGUMENT) `dst` is not aligned for floats, `info` was not returned by
+/// this `file`, the rows run past the tensor's end, or their bytes or floats would take more
+/// than one buffer in memory can (as for `gguf_dequantize`; refused before anything is read),
+/// or when the type cannot be converted.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tensor_to_float(
     file: GGUFFile,
@@ -92,6 +104,7 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
         if dst.is_null() {
             return Err(null("dst"));
         }
+        float_aligned(dst)?;
         let t = f
             .model
             .tensor_at(i)
@@ -111,15 +124,10 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
             ));
         }
         // A valid tensor's rows are whole blocks and its size fits in 64 bits (checked when it
-        // was opened).
+        // was opened); the bytes read and the floats written must fit in memory.
         let row_bytes = dtype.row_bytes(row).unwrap_or(0);
-        let n_out = usize::try_from(n_rows * row).map_err(|_| {
-            f.error(
-                ErrorCode::InvalidArgument,
-                format!("{n_rows} rows of tensor {name} do not fit in this process's memory"),
-            )
-        })?;
-        let bytes = tensor_bytes(f, i, first_row * row_bytes, n_rows * row_bytes)?;
+        let (n_bytes, n_out) = rows_buffers(f, i, n_rows)?;
+        let bytes = tensor_bytes(f, i, first_row * row_bytes, n_bytes as u64)?;
         // SAFETY: `dst` is non-NULL and the caller guarantees room for `n_rows * dims[0]` floats
         // (the header's contract).
         let dst = unsafe { std::slice::from_raw_parts_mut(dst, n_out) };
@@ -127,6 +135,34 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
         quant::dequantize_in_order(dtype, order, &bytes, dst)
             .map_err(|e| f.about(e.with_context(format!("tensor {name}"))))?;
         Ok(true)
+    })
+}
+
+/// Refuses a `dst` that is not aligned for floats (no slice of floats may start there).
+fn float_aligned(dst: *mut f32) -> Result<()> {
+    if dst.is_aligned() {
+        return Ok(());
+    }
+    Err(crate::error::Error::msg(
+        ErrorCode::InvalidArgument,
+        format!(
+            "dst ({dst:p}) is not aligned for floats (a multiple of {} bytes)",
+            std::mem::align_of::<f32>()
+        ),
+    ))
+}
+
+/// The bytes and the floats `n_rows` rows of tensor `i` take (rows already checked to lie in
+/// the tensor), refused where either would pass what one buffer in memory holds.
+pub(crate) fn rows_buffers(f: &GGUFFileImpl, i: usize, n_rows: u64) -> Result<(usize, usize)> {
+    let t = f
+        .model
+        .tensor_at(i)
+        .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
+    // At most the tensor's element count: no overflow.
+    let elements = n_rows.saturating_mul(t.info.dims[0]);
+    quant::buffer_lengths(t.info.dtype, elements).map_err(|e| {
+        f.about(e.with_context(format!("{n_rows} rows of tensor {}", quote(t.info.name))))
     })
 }
 

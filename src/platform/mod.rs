@@ -112,6 +112,9 @@ pub fn with_workers<R>(n: usize, work: &(dyn Fn() + Sync), main: impl FnOnce() -
         }
     }
     let mut joined = Joined(Vec::with_capacity(n));
+    // Threads started inside a C API call are inside it too: a panic there prints nothing.
+    let quiet = crate::ffi::boundary::inside();
+    let work = move || crate::ffi::boundary::quietly(quiet, work);
     for _ in 0..n {
         // SAFETY: the thread borrows `work`, which outlives this function's body, and `joined`
         // joins every thread before the function returns or unwinds (its `Drop`).

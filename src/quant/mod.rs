@@ -130,6 +130,29 @@ pub fn whole_blocks(dtype: DataType, n_elements: u64) -> Result<u64> {
     Ok(n_elements / per)
 }
 
+/// The lengths of the two buffers a conversion of `n_elements` elements of `dtype` uses: the
+/// bytes of their blocks, and the floats they give. Refused (`InvalidArgument`) when
+/// `n_elements` is not whole blocks, or when either buffer would take more bytes than one buffer
+/// in this process's memory can (2^48 bytes on 64-bit targets, 2^31 - 1 on 32-bit ones): no
+/// caller can hold such a buffer, so no slice of that length is ever made.
+pub fn buffer_lengths(dtype: DataType, n_elements: u64) -> Result<(usize, usize)> {
+    let n_blocks = whole_blocks(dtype, n_elements)?;
+    let bytes = u128::from(n_blocks) * u128::from(dtype.block_bytes());
+    let floats = u128::from(n_elements) * std::mem::size_of::<f32>() as u128;
+    let fits = |b: u128| u64::try_from(b).ok().and_then(crate::size::buffer_len);
+    match (fits(bytes), fits(floats), usize::try_from(n_elements)) {
+        (Some(bytes), Some(_), Ok(n)) => Ok((bytes, n)),
+        _ => Err(Error::msg(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{n_elements} elements of {} do not fit in this process's memory: they take                  {bytes} bytes and give {floats} bytes of floats, and one buffer holds at most {}",
+                dtype.name(),
+                crate::size::MAX_BUFFER
+            ),
+        )),
+    }
+}
+
 /// Converts `src`, whole blocks of `dtype` laid out as in a little-endian file, into `dst`, which
 /// must hold exactly as many elements as those blocks.
 pub fn dequantize(dtype: DataType, src: &[u8], dst: &mut [f32]) -> Result<()> {
@@ -455,6 +478,31 @@ mod tests {
             data_type(99).unwrap_err().code(),
             ErrorCode::InvalidArgument
         );
+    }
+
+    #[test]
+    fn buffers_too_large_for_memory_are_refused() {
+        use DataType::*;
+        // Each has a buffer past what memory holds: the floats (F32, Q4_0, Q8_0, F16), or the
+        // bytes and the floats (I8), or a byte count past 2^64 (Q4_0 near 2^64).
+        for (dtype, n) in [
+            (F32, 1u64 << 61),
+            (Q4_0, u64::MAX - 31),
+            (Q8_0, 1 << 63),
+            (I8, 1 << 62),
+            (F16, 1 << 50),
+            (F32, (crate::size::MAX_BUFFER / 4) + 1),
+        ] {
+            let e = buffer_lengths(dtype, n).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+            assert!(e.to_string().contains("memory"), "{e}");
+        }
+        assert_eq!(buffer_lengths(Q4_0, 64).unwrap(), (36, 64));
+        assert_eq!(buffer_lengths(F32, 0).unwrap(), (0, 0));
+        let top = usize::try_from(crate::size::MAX_BUFFER / 4).unwrap();
+        assert_eq!(buffer_lengths(F32, top as u64).unwrap(), (top * 4, top));
+        let e = buffer_lengths(Q4_0, 33).unwrap_err();
+        assert!(e.to_string().contains("not whole blocks"), "{e}");
     }
 
     #[test]
