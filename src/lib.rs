@@ -21,6 +21,7 @@ pub mod http;
 mod index;
 pub mod load;
 pub mod model;
+pub mod parallel;
 pub mod plan;
 #[allow(unsafe_code)]
 mod platform;

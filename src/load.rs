@@ -6,12 +6,12 @@
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::file::{needs_more, GgufFile};
 use crate::model::Model;
+use crate::parallel;
 use crate::platform;
 use crate::read_at::{lying, read_exact_at, FileAt, ReadAt};
 use crate::source::Source;
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 /// The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
 /// reached in five doublings).
@@ -172,14 +172,20 @@ pub fn read_tensor(model: &Model<Source>, index: usize, offset: u64, dst: &mut [
 /// How [`read_tensors`] reads.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LoadOptions {
-    /// Threads to read on; 0 lets the library choose. A source that cannot be read from several
-    /// threads (a caller's callback) is read on the calling thread alone.
+    /// Threads to read on; 0 lets the library choose (one per core, at most 8), and at most
+    /// [`parallel::MAX_THREADS`] are started, nor more than there are reads. A source that
+    /// cannot be read from several threads (a caller's callback) is read on the calling thread
+    /// alone.
     pub threads: u32,
     /// Bypass the page cache where the platform allows it (`O_DIRECT` on Linux and Android,
     /// `F_NOCACHE` on macOS and iOS); elsewhere, and for sources that are not files, read
     /// buffered.
     pub direct: bool,
 }
+
+/// Threads [`read_tensors`] reads on when the caller lets it choose: at most one per core, and
+/// no more than this, which is enough to reach a device's bandwidth.
+const DEFAULT_THREADS: usize = 8;
 
 /// Most bytes one read asks for: large enough to reach a device's bandwidth, small enough to
 /// spread a tensor over threads.
@@ -326,14 +332,12 @@ pub fn read_tensors(
         plan_units(shard, pieces, align, &mut units);
     }
     let parallel = readers.iter().all(Reader::parallel);
+    // At most one thread per read (`parallel::run` stops there).
     let threads = match options.threads {
         _ if !parallel => 1,
-        0 => std::thread::available_parallelism()
-            .map_or(4, |n| n.get())
-            .clamp(1, 8),
-        n => n as usize,
-    }
-    .min(units.len().max(1));
+        0 => parallel::thread_count(0).min(DEFAULT_THREADS),
+        n => parallel::thread_count(n),
+    };
     run_units(units, &readers, threads, total, progress)
 }
 
@@ -546,6 +550,8 @@ fn read_block(
     Ok(done)
 }
 
+/// Reads `units` on `threads` threads (see [`parallel::run`]), reporting progress on the calling
+/// thread as reads complete: first with 0, then with the bytes done after each batch of reads.
 fn run_units(
     units: Vec<Unit<'_>>,
     readers: &[Reader<'_>],
@@ -563,93 +569,23 @@ fn run_units(
         return Err(cancelled());
     }
     let mut done = 0u64;
-    if threads <= 1 {
-        let mut bounce = Bounce { buf: Vec::new() };
-        for mut unit in units {
+    parallel::run(
+        units,
+        threads,
+        "read",
+        || Bounce { buf: Vec::new() },
+        |bounce, mut unit| {
             let reader = &readers[unit.shard];
-            done += read_unit(&mut unit, reader, &mut bounce)?;
-            if !progress(done, total) {
-                return Err(cancelled());
+            read_unit(&mut unit, reader, bounce)
+        },
+        |bytes| {
+            done += bytes.iter().sum::<u64>();
+            match progress(done, total) {
+                true => Ok(()),
+                false => Err(cancelled()),
             }
-        }
-        return Ok(());
-    }
-    let units_len = units.len();
-    let slots: Vec<Mutex<Option<Unit<'_>>>> =
-        units.into_iter().map(|u| Mutex::new(Some(u))).collect();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    // What the threads report: units read, bytes read, the first failure. (A mutex and a
-    // condition variable rather than a channel: a channel's blocking receive registers the
-    // calling thread with Rust's runtime, which a C caller's leak checker reports.)
-    let reports = Mutex::new(Reports::default());
-    let changed = Condvar::new();
-    let report = |r: Result<u64>| {
-        let mut g = reports.lock().unwrap_or_else(|p| p.into_inner());
-        match r {
-            Ok(n) => {
-                g.units += 1;
-                g.bytes += n;
-            }
-            Err(e) => {
-                g.error.get_or_insert(e);
-            }
-        }
-        changed.notify_one();
-    };
-    let work = || {
-        let mut bounce = Bounce { buf: Vec::new() };
-        while !stop.load(Ordering::Relaxed) {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(slot) = slots.get(i) else { break };
-            let unit = slot.lock().map(|mut u| u.take()).unwrap_or(None);
-            let Some(mut unit) = unit else { continue };
-            let reader = &readers[unit.shard];
-            // A panic (a bug) is reported rather than leaving the calling thread waiting.
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                read_unit(&mut unit, reader, &mut bounce)
-            }))
-            .unwrap_or_else(|_| Err(Error::msg(ErrorCode::Internal, "a read thread panicked")));
-            let failed = r.is_err();
-            report(r);
-            if failed {
-                break;
-            }
-        }
-    };
-    // The calling thread reports progress as reads complete, until all are done or one fails.
-    platform::with_workers(threads, &work, || {
-        let mut seen = 0;
-        let outcome = loop {
-            let (units, bytes) = {
-                let mut g = reports.lock().unwrap_or_else(|p| p.into_inner());
-                while g.units == seen && g.error.is_none() {
-                    g = changed.wait(g).unwrap_or_else(|p| p.into_inner());
-                }
-                if let Some(e) = g.error.take() {
-                    break Err(e);
-                }
-                (g.units, g.bytes)
-            };
-            seen = units;
-            if !progress(bytes, total) {
-                break Err(cancelled());
-            }
-            if seen == units_len {
-                break Ok(());
-            }
-        };
-        stop.store(true, Ordering::Relaxed);
-        outcome
-    })
-}
-
-/// What [`run_units`]'s threads have done.
-#[derive(Default)]
-struct Reports {
-    units: usize,
-    bytes: u64,
-    error: Option<Error>,
+        },
+    )
 }
 
 /// The digest of tensor `index`'s data, read from memory, or by positioned reads of 8 MiB for a
