@@ -60,6 +60,12 @@
 #define GGUF_DEFAULT_MAX_REDIRECTS 10
 
 /**
+ * Most threads one call of the library runs on, whatever it asks for: a bound on the resources
+ * one call takes (each thread has its own stack). Larger requests run on this many.
+ */
+#define MAX_THREADS 1024
+
+/**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
  */
 #define GGUF_NO_VIEW 18446744073709551615ull
@@ -1318,20 +1324,20 @@ GGUF_API bool gguf_advise_data(GGUFFile file, uint32_t advice);
 GGUF_API bool gguf_contains(GGUFFile file, const void *ptr, uint64_t len);
 
 /**
- * `gguf_tensor_to_float` on up to `n_threads` threads (0: as many as the machine has): rows
- * `[first_row, first_row + n_rows)` are split into consecutive ranges, one per thread, each
- * converted in place into its part of `dst` (room for `n_rows * info->dims[0]` floats). The
- * calling thread converts the first range; the others run on threads started for this call and
- * joined before it returns (a thread is given at least 65536 elements, so small tensors use
- * fewer threads, or only the calling one; at most 1024 threads). The floats are those of
- * `gguf_tensor_to_float`.
+ * `gguf_tensor_to_float` on up to `n_threads` threads (0: one per core; at most 1024, and a
+ * larger `n_threads` runs on 1024): rows `[first_row, first_row + n_rows)` are split into
+ * consecutive ranges of whole rows, each converted into its part of `dst` (room for
+ * `n_rows * info->dims[0]` floats), on threads started for this call and on the calling
+ * thread, and every thread is joined before it returns (a thread is given at least 65536
+ * elements, so small tensors use fewer threads, or only the calling one). The floats are those
+ * of `gguf_tensor_to_float`.
  *
  * Returns true, or false for anything `gguf_tensor_to_float` refuses (checked for the whole
  * range before any thread starts: NULL arguments, an `info` not from this `file`, rows past the
  * end, rows whose bytes or floats would take more than one buffer in memory can, a type that
  * cannot be converted; `first_row + n_rows` overflowing is GGUF_ERROR_CODE_INVALID_ARGUMENT), or
- * when a range fails to convert (it is retried on the calling thread, whose error is then the
- * one recorded; `dst` may be partly written).
+ * when a range fails to convert (the first failure is the one recorded; `dst` may be partly
+ * written).
  */
 GGUF_API
 bool gguf_tensor_to_float_parallel(GGUFFile file,
@@ -1437,8 +1443,9 @@ bool gguf_read_tensor(GGUFFile file,
  * `infos[k]->size_bytes` bytes of `infos[k]`'s data (a tensor may be listed more than once,
  * each time with its own buffer, and every one is filled; buffers that share a byte are
  * refused: GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
- * parallel on `n_threads` threads (0 = the library decides: one per core, at most 8) for files;
- * a reader's callback is read on the calling thread alone. Adjacent tensors are read together
+ * parallel on `n_threads` threads (0 = the library decides: one per core, at most 8; never
+ * more than 1024, nor more than there are reads) for files; a reader's callback is read on the
+ * calling thread alone. Adjacent tensors are read together
  * (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
  * are read bypassing the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS and
  * iOS; buffered on Windows and for readers): a buffer whose address has the same remainder

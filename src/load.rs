@@ -108,15 +108,7 @@ struct Located<'m> {
 }
 
 fn locate(model: &Model<Source>, index: usize) -> Result<Located<'_>> {
-    let t = model.tensor_at(index).ok_or_else(|| {
-        Error::msg(
-            ErrorCode::InvalidArgument,
-            format!(
-                "tensor index {index} is past the end ({} tensors)",
-                model.tensor_count()
-            ),
-        )
-    })?;
+    let t = locate_tensor(model, index)?;
     Ok(Located {
         file: &model.shards()[t.shard],
         at: t.info.file_offset,
@@ -611,4 +603,291 @@ pub fn digest_tensor(
         done += len as u64;
     }
     Ok(d.finish())
+}
+
+/// Fewest elements [`tensor_to_float_parallel`] gives a thread: below this, starting a thread
+/// costs more than it saves.
+const MIN_ELEMENTS_PER_THREAD: u64 = 1 << 16;
+
+/// Converts rows `[first_row, first_row + n_rows)` of tensor `index` (a row is the tensor's
+/// first dimension; a tensor has `n_elements / dims[0]` rows) to floats in `dst`, which holds
+/// exactly `n_rows * dims[0]` of them: bit for bit as [`crate::quant::dequantize`] gives them,
+/// reading the data in its file's byte order (from a big-endian file, the types whose
+/// big-endian layout is defined, [`crate::quant::big_endian_defined`]; the others are refused,
+/// [`ErrorCode::Unsupported`]). Data in memory is read in place, with nothing allocated; data
+/// left in a source is read (the rows asked for, and only those). Many threads may convert rows
+/// of one model at once.
+///
+/// Refused ([`ErrorCode::InvalidArgument`], before anything is read) when `index` is past the
+/// last tensor, the rows run past the tensor's end, their bytes or floats would take more than
+/// one buffer in memory can, or `dst` is not their length; fails when the data cannot be read
+/// or its type cannot be converted. Errors about the rows name the tensor's file.
+pub fn tensor_to_float(
+    model: &Model<Source>,
+    index: usize,
+    first_row: u64,
+    n_rows: u64,
+    dst: &mut [f32],
+) -> Result<()> {
+    rows_to_float(model, None, index, first_row, n_rows, dst)
+}
+
+/// [`tensor_to_float`] on up to `threads` threads ([`parallel::thread_count`]: 0 for one per
+/// core, at most [`parallel::MAX_THREADS`]): the rows are split into consecutive ranges of
+/// whole rows, each converted into its part of `dst`, on threads started for this call and on
+/// the calling thread, and every thread is joined before this returns. A thread is given at
+/// least 65536 elements, so small tensors use fewer threads, or only the calling one. The
+/// floats are those of [`tensor_to_float`].
+///
+/// Refused as [`tensor_to_float`] refuses, for the whole range before any thread starts, and
+/// when `first_row + n_rows` overflows ([`ErrorCode::InvalidArgument`]). When a range fails to
+/// convert, the first failure is returned, and `dst` may be partly written.
+pub fn tensor_to_float_parallel(
+    model: &Model<Source>,
+    index: usize,
+    first_row: u64,
+    n_rows: u64,
+    dst: &mut [f32],
+    threads: u32,
+) -> Result<()> {
+    rows_to_float_parallel(model, None, index, first_row, n_rows, dst, threads)
+}
+
+/// The floats rows `[first_row, first_row + n_rows)` of tensor `index` give, checked as
+/// [`tensor_to_float`] checks them; errors about the rows name `file` (by default the tensor's
+/// file). (The C API checks a caller's buffer with this before it makes a slice of it.)
+pub(crate) fn float_rows(
+    model: &Model<Source>,
+    file: Option<&str>,
+    index: usize,
+    first_row: u64,
+    n_rows: u64,
+) -> Result<usize> {
+    Ok(Rows::check(model, file, index, first_row, n_rows)?.floats)
+}
+
+/// [`float_rows`] as [`tensor_to_float_parallel`] checks them: `first_row + n_rows` overflowing
+/// is refused first.
+pub(crate) fn float_rows_parallel(
+    model: &Model<Source>,
+    file: Option<&str>,
+    index: usize,
+    first_row: u64,
+    n_rows: u64,
+) -> Result<usize> {
+    Ok(Rows::check_parallel(model, file, index, first_row, n_rows)?.floats)
+}
+
+/// [`tensor_to_float`], errors about the rows naming `file` (by default the tensor's file).
+pub(crate) fn rows_to_float(
+    model: &Model<Source>,
+    file: Option<&str>,
+    index: usize,
+    first_row: u64,
+    n_rows: u64,
+    dst: &mut [f32],
+) -> Result<()> {
+    let rows = Rows::check(model, file, index, first_row, n_rows)?;
+    rows.fits(dst)?;
+    rows.convert(first_row, n_rows, dst)
+}
+
+/// [`tensor_to_float_parallel`], errors about the rows naming `file` (by default the tensor's
+/// file).
+pub(crate) fn rows_to_float_parallel(
+    model: &Model<Source>,
+    file: Option<&str>,
+    index: usize,
+    first_row: u64,
+    n_rows: u64,
+    dst: &mut [f32],
+    threads: u32,
+) -> Result<()> {
+    let rows = Rows::check_parallel(model, file, index, first_row, n_rows)?;
+    rows.fits(dst)?;
+    let by_size = (dst.len() as u64).div_ceil(MIN_ELEMENTS_PER_THREAD);
+    let threads =
+        parallel::thread_count(threads).min(usize::try_from(by_size).unwrap_or(usize::MAX));
+    // The rows' floats are in memory (`dst`), so a row's are too.
+    let row = usize::try_from(rows.row).unwrap_or(usize::MAX);
+    parallel::split_mut(dst, row, threads, "conversion", |first, part| {
+        // Whole rows of the checked range: no overflow.
+        let n = part.len().checked_div(row).unwrap_or(0) as u64;
+        rows.convert(first_row + first as u64, n, part)
+    })
+}
+
+/// Rows of one tensor, checked for conversion to floats: they lie in the tensor, and their
+/// bytes and floats each fit in one buffer in memory. Errors about them name `file`.
+struct Rows<'m> {
+    model: &'m Model<Source>,
+    index: usize,
+    tensor: crate::model::ModelTensor<'m>,
+    /// Elements and bytes of one row.
+    row: u64,
+    row_bytes: u64,
+    first_row: u64,
+    n_rows: u64,
+    /// The floats the rows give.
+    floats: usize,
+    file: &'m str,
+}
+
+impl<'m> Rows<'m> {
+    fn check(
+        model: &'m Model<Source>,
+        file: Option<&'m str>,
+        index: usize,
+        first_row: u64,
+        n_rows: u64,
+    ) -> Result<Rows<'m>> {
+        let tensor = locate_tensor(model, index)?;
+        let file = file.unwrap_or_else(|| {
+            let names = model.shard_names();
+            names.get(tensor.shard).map_or("", String::as_str)
+        });
+        let info = &tensor.info;
+        let name = crate::error::quote(info.name);
+        let row = info.dims[0];
+        let total_rows = info.n_elements.checked_div(row).unwrap_or(0);
+        if first_row > total_rows || n_rows > total_rows - first_row {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "rows {first_row} to {} are past the end of tensor {name} ({total_rows} rows \
+                     of {row} elements)",
+                    u128::from(first_row) + u128::from(n_rows)
+                ),
+            )
+            .in_file(file));
+        }
+        // A valid tensor's rows are whole blocks and its size fits in 64 bits (checked when it
+        // was opened); the bytes read and the floats written must fit in memory. At most the
+        // tensor's element count: no overflow.
+        let elements = n_rows.saturating_mul(row);
+        let (_, floats) = crate::quant::buffer_lengths(info.dtype, elements).map_err(|e| {
+            e.with_context(format!("{n_rows} rows of tensor {name}"))
+                .with_offset(None)
+                .in_file(file)
+        })?;
+        Ok(Rows {
+            model,
+            index,
+            tensor,
+            row,
+            row_bytes: info.dtype.row_bytes(row).unwrap_or(0),
+            first_row,
+            n_rows,
+            floats,
+            file,
+        })
+    }
+
+    /// [`Rows::check`], refusing first a range whose end overflows, and then a type that
+    /// cannot be converted.
+    fn check_parallel(
+        model: &'m Model<Source>,
+        file: Option<&'m str>,
+        index: usize,
+        first_row: u64,
+        n_rows: u64,
+    ) -> Result<Rows<'m>> {
+        if first_row.checked_add(n_rows).is_none() {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!("rows {first_row} plus {n_rows} overflow"),
+            ));
+        }
+        let rows = Rows::check(model, file, index, first_row, n_rows)?;
+        // A type that cannot be converted (from a big-endian file) is refused before any
+        // thread starts: no row converted, no byte read.
+        rows.convert(first_row, 0, &mut [])?;
+        Ok(rows)
+    }
+
+    /// Refuses a `dst` that does not hold exactly the rows' floats.
+    fn fits(&self, dst: &[f32]) -> Result<()> {
+        if dst.len() == self.floats {
+            return Ok(());
+        }
+        Err(Error::msg(
+            ErrorCode::InvalidArgument,
+            format!(
+                "the buffer for rows {} to {} of tensor {} holds {} floats, but they give {}",
+                self.first_row,
+                self.first_row + self.n_rows,
+                crate::error::quote(self.tensor.info.name),
+                dst.len(),
+                self.floats
+            ),
+        ))
+    }
+
+    /// Converts rows `[first, first + n)`, within the checked ones, into `dst` (their floats).
+    fn convert(&self, first: u64, n: u64, dst: &mut [f32]) -> Result<()> {
+        let info = &self.tensor.info;
+        // Within the checked rows: no overflow.
+        let bytes = self.bytes(first * self.row_bytes, n * self.row_bytes)?;
+        let order = self.model.shards()[self.tensor.shard].byte_order();
+        crate::quant::dequantize_in_order(info.dtype, order, &bytes, dst).map_err(|e| {
+            e.with_context(format!("tensor {}", crate::error::quote(info.name)))
+                .with_offset(None)
+                .in_file(self.file)
+        })
+    }
+
+    /// `len` bytes of the tensor's data from byte `start` of it: lent in place from memory, or
+    /// read from the source (that range, and only that).
+    fn bytes(&self, start: u64, len: u64) -> Result<std::borrow::Cow<'m, [u8]>> {
+        let t = &self.tensor;
+        if !self.model.shards()[t.shard].source().in_memory() {
+            let n = usize::try_from(len).map_err(|_| too_large_to_read(len))?;
+            let mut buf = Vec::new();
+            buf.try_reserve_exact(n)
+                .map_err(|_| too_large_to_read(len))?;
+            buf.resize(n, 0);
+            read_tensor(self.model, self.index, start, &mut buf)?;
+            return Ok(std::borrow::Cow::Owned(buf));
+        }
+        let data = t.info.data;
+        let range = usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(s, l)| Some(s..s.checked_add(l)?))
+            .filter(|r| r.end <= data.len());
+        match range {
+            Some(r) => Ok(std::borrow::Cow::Borrowed(&data[r])),
+            None => Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "bytes {start} to {} of tensor {} are not in its data ({} bytes)",
+                    u128::from(start) + u128::from(len),
+                    crate::error::quote(t.info.name),
+                    data.len()
+                ),
+            )
+            .in_file(self.file)),
+        }
+    }
+}
+
+/// Tensor `index` of `model`, or an error saying it is past the end.
+fn locate_tensor(model: &Model<Source>, index: usize) -> Result<crate::model::ModelTensor<'_>> {
+    model.tensor_at(index).ok_or_else(|| {
+        Error::msg(
+            ErrorCode::InvalidArgument,
+            format!(
+                "tensor index {index} is past the end ({} tensors)",
+                model.tensor_count()
+            ),
+        )
+    })
+}
+
+#[cold]
+fn too_large_to_read(len: u64) -> Error {
+    Error::msg(
+        ErrorCode::OutOfMemory,
+        format!("{len} bytes of tensor data cannot be read into memory at once"),
+    )
 }

@@ -4,9 +4,9 @@
 use super::boundary::{guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
-use crate::error::{quote, ErrorCode, Result};
+use crate::error::{ErrorCode, Result};
+use crate::load;
 use crate::quant;
-use std::borrow::Cow;
 use std::ffi::c_void;
 
 /// Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a
@@ -105,41 +105,19 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
             return Err(null("dst"));
         }
         float_aligned(dst)?;
-        let t = f
-            .model
-            .tensor_at(i)
-            .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
-        let name = quote(t.info.name);
-        let dtype = t.info.dtype;
-        let row = t.info.dims[0];
-        let total_rows = t.info.n_elements.checked_div(row).unwrap_or(0);
-        if first_row > total_rows || n_rows > total_rows - first_row {
-            return Err(f.error(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "rows {first_row} to {} are past the end of tensor {name} ({total_rows} rows \
-                     of {row} elements)",
-                    u128::from(first_row) + u128::from(n_rows)
-                ),
-            ));
-        }
-        // A valid tensor's rows are whole blocks and its size fits in 64 bits (checked when it
-        // was opened); the bytes read and the floats written must fit in memory.
-        let row_bytes = dtype.row_bytes(row).unwrap_or(0);
-        let (n_bytes, n_out) = rows_buffers(f, i, n_rows)?;
-        let bytes = tensor_bytes(f, i, first_row * row_bytes, n_bytes as u64)?;
-        // SAFETY: `dst` is non-NULL and the caller guarantees room for `n_rows * dims[0]` floats
-        // (the header's contract).
-        let dst = unsafe { std::slice::from_raw_parts_mut(dst, n_out) };
-        let order = f.model.shards()[t.shard].byte_order();
-        quant::dequantize_in_order(dtype, order, &bytes, dst)
-            .map_err(|e| f.about(e.with_context(format!("tensor {name}"))))?;
+        // The rows lie in the tensor and their floats fit in memory before any slice is made of
+        // `dst`.
+        let n = load::float_rows(&f.model, Some(&f.name), i, first_row, n_rows)?;
+        // SAFETY: `dst` is non-NULL and aligned, and the caller guarantees room for
+        // `n_rows * dims[0]` floats (the header's contract), `n` of them.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        load::rows_to_float(&f.model, Some(&f.name), i, first_row, n_rows, dst)?;
         Ok(true)
     })
 }
 
 /// Refuses a `dst` that is not aligned for floats (no slice of floats may start there).
-fn float_aligned(dst: *mut f32) -> Result<()> {
+pub(crate) fn float_aligned(dst: *mut f32) -> Result<()> {
     if dst.is_aligned() {
         return Ok(());
     }
@@ -150,70 +128,4 @@ fn float_aligned(dst: *mut f32) -> Result<()> {
             std::mem::align_of::<f32>()
         ),
     ))
-}
-
-/// The bytes and the floats `n_rows` rows of tensor `i` take (rows already checked to lie in
-/// the tensor), refused where either would pass what one buffer in memory holds.
-pub(crate) fn rows_buffers(f: &GGUFFileImpl, i: usize, n_rows: u64) -> Result<(usize, usize)> {
-    let t = f
-        .model
-        .tensor_at(i)
-        .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
-    // At most the tensor's element count: no overflow.
-    let elements = n_rows.saturating_mul(t.info.dims[0]);
-    quant::buffer_lengths(t.info.dtype, elements).map_err(|e| {
-        f.about(e.with_context(format!("{n_rows} rows of tensor {}", quote(t.info.name))))
-    })
-}
-
-/// `len` bytes of tensor `i`'s data from byte `start` of it: the one place tensor values are
-/// read from a handle. Mapped and memory handles lend their bytes in place; a handle without the
-/// data in memory will read them here.
-pub(crate) fn tensor_bytes(
-    f: &GGUFFileImpl,
-    i: usize,
-    start: u64,
-    len: u64,
-) -> Result<Cow<'_, [u8]>> {
-    let t = f
-        .model
-        .tensor_at(i)
-        .ok_or_else(|| f.error(ErrorCode::Internal, format!("tensor {i} has no record")))?;
-    if !f.model.shards()[t.shard].source().in_memory() {
-        // Data left in the source (a reader, a URL, a file opened without mapping): read the
-        // range asked for, and only that.
-        let n = usize::try_from(len).map_err(|_| too_large_to_read(len))?;
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(n)
-            .map_err(|_| too_large_to_read(len))?;
-        buf.resize(n, 0);
-        crate::load::read_tensor(&f.model, i, start, &mut buf)?;
-        return Ok(Cow::Owned(buf));
-    }
-    let data = t.info.data;
-    let range = usize::try_from(start)
-        .ok()
-        .zip(usize::try_from(len).ok())
-        .and_then(|(s, l)| Some(s..s.checked_add(l)?))
-        .filter(|r| r.end <= data.len());
-    match range {
-        Some(r) => Ok(Cow::Borrowed(&data[r])),
-        None => Err(f.error(
-            ErrorCode::InvalidArgument,
-            format!(
-                "bytes {start} to {} of tensor {} are not in its data ({} bytes)",
-                u128::from(start) + u128::from(len),
-                quote(t.info.name),
-                data.len()
-            ),
-        )),
-    }
-}
-
-#[cold]
-fn too_large_to_read(len: u64) -> crate::error::Error {
-    crate::error::Error::msg(
-        ErrorCode::OutOfMemory,
-        format!("{len} bytes of tensor data cannot be read into memory at once"),
-    )
 }
