@@ -21,6 +21,10 @@ pub mod http;
 mod index;
 pub mod load;
 pub mod model;
+/// Work on the threads a caller asked for: how many, at most [`parallel::MAX_THREADS`], and one
+/// runner.
+///
+/// cbindgen:ignore
 pub mod parallel;
 pub mod plan;
 #[allow(unsafe_code)]

@@ -245,7 +245,7 @@ pub fn split_mut<T: Send>(
     };
     let piece = |_: &mut (), (first, piece): (usize, &mut [T])| work(first, piece);
     let worker = || queue.drain(what, &|| (), &piece, &report);
-    platform::with_workers(parts - 1, &worker, || worker());
+    platform::with_workers(parts - 1, &worker, worker);
     match failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(e) => Err(e),
         None => Ok(()),

@@ -308,16 +308,15 @@ pub unsafe extern "C" fn gguf_read_tensor(
     })
 }
 
-/// Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives
-/// `infos[k]->size_bytes` bytes of `infos[k]`'s data (a tensor may be listed more than once,
-/// each time with its own buffer, and every one is filled; buffers that share a byte are
-/// refused: GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in
-/// parallel on `n_threads` threads (0 = the library decides: one per core, at most 8; never
-/// more than 1024, nor more than there are reads) for files; a reader's callback is read on the
-/// calling thread alone. Adjacent tensors are read together
-/// (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`, files
-/// are read bypassing the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS and
-/// iOS; buffered on Windows and for readers): a buffer whose address has the same remainder
+/// Reads `n` tensors, whole, into the caller's buffers: `dsts[k]` receives `infos[k]->size_bytes`
+/// bytes of `infos[k]`'s data (a tensor may be listed more than once, each time with its own
+/// buffer, and every one is filled; buffers that share a byte are refused:
+/// GGUF_ERROR_CODE_INVALID_ARGUMENT). Reads run in parallel on `n_threads` threads (0 = the library
+/// decides: one per core, at most 8; never more than 1024, nor more than there are reads) for
+/// files; a reader's callback is read on the calling thread alone. Adjacent tensors are read
+/// together (gaps up to 64 KiB), large ones in 8 MiB reads. With GGUF_READ_FLAG_DIRECT in `flags`,
+/// files are read bypassing the page cache (`O_DIRECT` on Linux and Android, `F_NOCACHE` on macOS
+/// and iOS; buffered on Windows and for readers): a buffer whose address has the same remainder
 /// modulo 4096 as its tensor's absolute file offset is read into directly in 4096-byte blocks,
 /// anything else (unaligned heads, tails and buffers) through the library's aligned buffer and
 /// copied. `progress` (may be NULL) is called on the calling thread with the bytes done and the
