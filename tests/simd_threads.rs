@@ -131,3 +131,68 @@ fn parallel_conversion_equals_the_single_threaded_one() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+/// The Rust functions behind them: `load::tensor_to_float_parallel` gives the floats of
+/// `load::tensor_to_float`, which are `quant::dequantize`'s, for mapped data and for data read
+/// by position, and refuses what they refuse: rows past the end, a range that overflows, a
+/// buffer of the wrong length, an index past the last tensor.
+#[test]
+fn the_rust_functions_convert_on_threads_as_on_one() {
+    use gguf::{load, quant, Model, OpenOptions};
+    let mut w = Writer::new();
+    let bytes = random_bytes(40 * 16 * 144, 4);
+    w.add_tensor("q", &[4096, 40], DataType::Q4_K, bytes.clone())
+        .unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("simd_threads");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("r-{}.gguf", std::process::id()));
+    w.write_file(&path).unwrap();
+    let mut want = vec![0f32; 40 * 4096];
+    quant::dequantize(DataType::Q4_K, &bytes, &mut want).unwrap();
+    for no_map in [false, true] {
+        let options = OpenOptions {
+            no_map,
+            ..OpenOptions::default()
+        };
+        let model = Model::open(&path, options).unwrap();
+        let mut one = vec![f32::NAN; 40 * 4096];
+        load::tensor_to_float(&model, 0, 0, 40, &mut one).unwrap();
+        assert!(one
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+        for threads in [0, 1, 3, 100_000] {
+            for (first, n) in [(0, 40), (7, 19), (40, 0)] {
+                let mut got = vec![f32::NAN; n * 4096];
+                load::tensor_to_float_parallel(
+                    &model,
+                    0,
+                    first as u64,
+                    n as u64,
+                    &mut got,
+                    threads,
+                )
+                .unwrap();
+                let want = &want[first * 4096..(first + n) * 4096];
+                assert!(
+                    got.iter()
+                        .zip(want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "rows {first}+{n} on {threads} threads differ"
+                );
+            }
+        }
+        let mut out = vec![0f32; 2 * 4096];
+        for (first, n, said) in [(39, 2, "past the end"), (u64::MAX, 2, "overflow")] {
+            let e = load::tensor_to_float_parallel(&model, 0, first, n, &mut out, 4).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
+            assert!(e.to_string().contains(said), "{e}");
+        }
+        let e = load::tensor_to_float(&model, 0, 0, 1, &mut out).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        assert!(e.to_string().contains("holds 8192 floats"), "{e}");
+        let e = load::tensor_to_float(&model, 1, 0, 1, &mut out).unwrap_err();
+        assert!(e.to_string().contains("past the end (1 tensors)"), "{e}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
