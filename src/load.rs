@@ -1,7 +1,8 @@
 //! Loading from sources read by position: a file's header read in growing chunks and parsed by
 //! the one parser (`GgufFile::from_prefix`), and tensor data copied into the caller's memory,
 //! one tensor (`read_tensor`) or many at once on several threads, merged and optionally with
-//! direct I/O (`read_tensors`).
+//! direct I/O (`read_tensors`), or converted to floats (`tensor_to_float`, and on several
+//! threads `tensor_to_float_parallel`).
 
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::file::{needs_more, GgufFile};
@@ -323,10 +324,10 @@ pub fn read_tensors(
         };
         plan_units(shard, pieces, align, &mut units);
     }
-    let parallel = readers.iter().all(Reader::parallel);
+    let shareable = readers.iter().all(Reader::parallel);
     // At most one thread per read (`parallel::run` stops there).
     let threads = match options.threads {
-        _ if !parallel => 1,
+        _ if !shareable => 1,
         0 => parallel::thread_count(0).min(DEFAULT_THREADS),
         n => parallel::thread_count(n),
     };
@@ -572,10 +573,10 @@ fn run_units(
         },
         |bytes| {
             done += bytes.iter().sum::<u64>();
-            match progress(done, total) {
-                true => Ok(()),
-                false => Err(cancelled()),
+            if !progress(done, total) {
+                return Err(cancelled());
             }
+            Ok(())
         },
     )
 }

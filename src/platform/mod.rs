@@ -99,7 +99,9 @@ pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
 /// result once every thread has finished. Like `std::thread::scope`, but without registering
 /// the calling thread with Rust's runtime (a C caller's thread would keep that registration
 /// until it exits, which leak checkers report). If no thread can be started, `work` runs on the
-/// calling thread first.
+/// calling thread first. The threads started inside a C API call count as inside it (a panic
+/// there prints nothing). The library's work on threads goes through `crate::parallel`, which
+/// sizes `n` and shares the work out; this only starts and joins the threads.
 pub fn with_workers<R>(n: usize, work: &(dyn Fn() + Sync), main: impl FnOnce() -> R) -> R {
     /// Joins the threads when dropped, so that none outlives the borrows it was given, even if
     /// `main` panics.
