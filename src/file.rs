@@ -119,7 +119,7 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// elsewhere (a file descriptor, a callback, a server). Every rule is checked as for the
     /// whole file, against `size`. When the header runs past `source`, the error is
     /// [`ErrorCode::Truncated`](crate::ErrorCode), which means "read more": parse a
-    /// longer prefix (the one parser, run again; see `crate::load::parse_source`).
+    /// longer prefix (the one parser, run again; see `crate::source::parse_source`).
     pub fn from_prefix(source: S, size: u64) -> Result<GgufFile<S>> {
         let size = size.max(source.as_ref().len() as u64);
         let parsed = parse(source.as_ref(), size)?;

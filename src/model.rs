@@ -196,7 +196,7 @@ impl Model<Source> {
     /// server), named `name` in messages. Its siblings cannot be found from a source, so a
     /// shard of a split model is opened alone (open every shard with [`Model::open_sources`]).
     pub fn open_source(name: &str, source: Arc<dyn ReadAt>) -> Result<Model<Source>> {
-        let file = crate::load::parse_source(source)?;
+        let file = crate::source::parse_source(source)?;
         Ok(Model::of_one(file, PathBuf::from(name)))
     }
 
@@ -209,7 +209,7 @@ impl Model<Source> {
         let given = sources.len();
         let mut shards = Vec::with_capacity(given);
         for (name, source) in sources {
-            let file = crate::load::parse_source(source)?;
+            let file = crate::source::parse_source(source)?;
             shards.push((file, PathBuf::from(name)));
         }
         let Some((first, first_path)) = shards.first() else {
@@ -397,5 +397,24 @@ impl<S: AsRef<[u8]>> Model<S> {
     /// The tensor with this name.
     pub fn tensor(&self, name: impl AsRef<[u8]>) -> Option<ModelTensor<'_>> {
         self.tensor_index(name).and_then(|i| self.tensor_at(i))
+    }
+}
+
+/// Opening a model at a URL (`gguf_open_url`): the model layer's side of the HTTP source.
+#[cfg(all(feature = "net", not(target_family = "wasm")))]
+impl Model<Source> {
+    /// Opens the model at `url`: its header read by ranges and parsed by the one parser; if it is
+    /// a shard of a split model (and `single_shard` is not set), every shard by its URL, named by
+    /// the rule for files ([`Model::with_siblings`]) applied to the URL's path, the query kept for
+    /// each. `options.deadline` bounds the whole open, every shard's requests together.
+    pub fn open_url(
+        url: &str,
+        options: &crate::http::HttpOptions,
+        single_shard: bool,
+    ) -> Result<Model<Source>> {
+        let (files, base) = crate::http::UrlFiles::start(url, options);
+        let path = Path::new(base);
+        let open = |name: &Path| files.open(name);
+        open(path).and_then(|first| Model::with_siblings(first, path, single_shard, open))
     }
 }
