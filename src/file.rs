@@ -9,8 +9,6 @@ use crate::types::{DataType, ValueType};
 use crate::value::{self, RawValue, Value};
 use std::path::Path;
 
-mod split;
-
 /// Where one metadata entry lies.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KvRecord {
@@ -106,9 +104,7 @@ impl MappedFile {
 }
 
 impl<S: AsRef<[u8]>> GgufFile<S> {
-    /// Parses `source`, checking every rule of the format. The tensor infos of a file of 16384
-    /// tensors or more are read on two threads (this one, and one that has ended when this
-    /// returns), where the machine runs two at once.
+    /// Parses `source`, checking every rule of the format (on the calling thread).
     pub fn from_bytes(source: S) -> Result<GgufFile<S>> {
         let size = source.as_ref().len() as u64;
         let parsed = parse(source.as_ref(), size)?;
@@ -591,8 +587,8 @@ fn read_tensor_infos(
     // The positions are allocated before the index table, the hashes after: in that order the
     // allocator reuses the same memory when files are opened one after another.
     let tensors = vec![0; count];
-    let mut names = NameIndexing::new(count);
-    let hasher = names.index.hasher();
+    let mut index = NameIndex::with_capacity(count);
+    let hasher = index.hasher();
     let mut walk = Walk::new(
         bytes,
         size,
@@ -603,12 +599,9 @@ fn read_tensor_infos(
         vec![0; count],
     );
     let mut pos = at;
-    if fast && count >= split::SPLIT_FROM {
-        pos = walk.split(pos, count, &mut names);
-    }
     while walk.accepted < count {
         if fast {
-            pos = walk.run_le64::<false>(pos, usize::MAX, usize::MAX);
+            pos = walk.run_le64(pos);
             if walk.accepted == count {
                 break;
             }
@@ -629,8 +622,7 @@ fn read_tensor_infos(
     } = walk;
     // Names are indexed in file order, so the first duplicate is the one a reader meets.
     let name_of = |k: usize| tensor_name(bytes, tensors[k], layout);
-    names.add(&hashes[names.done..], |j, k| name_of(j) == name_of(k));
-    if let Some((a, b)) = names.duplicate {
+    if let Some((a, b)) = index.insert_all(0, &hashes, |j, k| name_of(j) == name_of(k)) {
         return Err(Error::at_with(tensors[b] as u64, || {
             ErrorKind::DuplicateTensor {
                 tensor: quote(tensor_name(bytes, tensors[b], layout)),
@@ -641,7 +633,7 @@ fn read_tensor_infos(
     Ok(TensorInfos {
         tensors,
         end: pos,
-        tensor_index: names.index,
+        tensor_index: index,
         in_order,
         max_end,
     })
@@ -691,34 +683,6 @@ impl<'a> Walk<'a> {
             prev_end: 0,
             max_end: 0,
         }
-    }
-}
-
-/// The tensor-name index as the walk fills it, in file order: entries `..done` are in. The
-/// first name found given twice is kept rather than returned, because a malformed info
-/// anywhere in the file is reported before a duplicate name.
-struct NameIndexing {
-    index: NameIndex,
-    done: usize,
-    duplicate: Option<(usize, usize)>,
-}
-
-impl NameIndexing {
-    fn new(count: usize) -> NameIndexing {
-        NameIndexing {
-            index: NameIndex::with_capacity(count),
-            done: 0,
-            duplicate: None,
-        }
-    }
-
-    /// Indexes the next `hashes.len()` entries ([`NameIndex::insert_all`]), unless a name was
-    /// already found twice.
-    fn add(&mut self, hashes: &[u64], same_name: impl Fn(usize, usize) -> bool) {
-        if self.duplicate.is_none() {
-            self.duplicate = self.index.insert_all(self.done, hashes, same_name);
-        }
-        self.done += hashes.len();
     }
 }
 
@@ -878,32 +842,16 @@ impl Walk<'_> {
     /// where, at the first info it cannot accept (one that breaks a rule, has no elements, an
     /// unusual type, or lies too near the end of the bytes): the general path then reads that
     /// one, and words its error exactly as for any layout.
-    ///
-    /// `BOUNDED` (the walk on two threads, [`split`]) also stops before the info at or past
-    /// `stop_at`, and once `upto` infos are accepted; without it, both are ignored, and the
-    /// loop has no more to do than a walk on one thread needs.
     #[inline(never)]
-    fn run_le64<const BOUNDED: bool>(
-        &mut self,
-        mut pos: usize,
-        stop_at: usize,
-        upto: usize,
-    ) -> usize {
+    fn run_le64(&mut self, mut pos: usize) -> usize {
         let bytes = self.bytes;
         let align_mask = self.alignment - 1;
         let hasher = self.hasher;
         let mut prev_end = self.prev_end;
         let done = self.accepted;
-        let (tensors, hashes) = if BOUNDED {
-            (&mut self.tensors[done..upto], &mut self.hashes[done..upto])
-        } else {
-            (&mut self.tensors[done..], &mut self.hashes[done..])
-        };
+        let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
         let mut accepted = 0;
         for (at, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
-            if BOUNDED && pos >= stop_at {
-                break;
-            }
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
