@@ -173,7 +173,7 @@ pub fn open_file(path: &Path, options: OpenOptions) -> Result<GgufFile<Source>> 
     let (file, size) = open_regular(path)?;
     if options.no_map || (usize::try_from(size).is_err() && !options.read) {
         platform::clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
-        let at = crate::read_at::FileAt::new(file, 0, size, crate::error::path_text(path));
+        let at = crate::read_at::FileAt::new(file, 0, size, crate::text::path_text(path));
         return crate::load::parse_prefixes(Arc::new(at), crate::load::FIRST_CHUNK);
     }
     GgufFile::from_bytes(source_of(file, size, options)?)

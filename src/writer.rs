@@ -293,7 +293,7 @@ impl Writer {
         }
         if self.kvs.iter().any(|(k, _)| k == key) {
             return Err(Error::new(ErrorKind::DuplicateKey {
-                key: crate::file::quote(key),
+                key: crate::text::quote(key),
                 first: FirstSeen::Given,
             }));
         }
@@ -434,7 +434,7 @@ impl Writer {
         dtype: DataType,
         data: Option<Vec<u8>>,
     ) -> Result<&mut Writer> {
-        let quoted = crate::file::quote(name);
+        let quoted = crate::text::quote(name);
         if self.names.find(&self.tensors, name).is_some() {
             return Err(Error::new(ErrorKind::DuplicateTensor {
                 tensor: quoted,
@@ -633,7 +633,7 @@ impl Writer {
                     ErrorCode::InvalidArgument,
                     format!(
                         "tensor {} has no data: write the header, then stream it",
-                        crate::file::quote(&t.name)
+                        crate::text::quote(&t.name)
                     ),
                 ));
             };

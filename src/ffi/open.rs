@@ -105,7 +105,7 @@ pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFi
         // A single file's name is already escaped by the model: copied, not escaped again.
         let name = match model.shard_names() {
             [one] => one.clone(),
-            _ => crate::error::path_text(&path),
+            _ => crate::text::path_text(&path),
         };
         Ok(into_handle(model, name))
     })
