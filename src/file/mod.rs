@@ -46,6 +46,16 @@ pub(crate) struct TensorRecord {
 }
 
 impl TensorRecord {
+    /// A record not written yet (all zeros, so that a vector of them is cleared in one pass).
+    pub const EMPTY: TensorRecord = TensorRecord {
+        name_at: 0,
+        name_len: 0,
+        dims: [0; MAX_DIMS],
+        offset: 0,
+        dtype: DataType::F32,
+        n_dims: 0,
+    };
+
     /// The name, from the bytes the record was read from.
     #[inline]
     pub fn name<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {

@@ -41,10 +41,10 @@ pub(super) fn read_tensor_infos(
     let fast = layout.wide && layout.order == ByteOrder::Little;
     #[cfg(test)]
     let fast = fast && !tests::GENERAL_ONLY.get();
-    // Room for every record and hash (`count` is bounded by the bytes: `read_count`); hashes are
-    // written by place. The records are allocated before the index table, the hashes after: in
-    // that order the allocator reuses the same memory when files are opened one after another.
-    let tensors = Vec::with_capacity(count);
+    // Records and hashes are written by place (`count` is bounded by the bytes: `read_count`).
+    // The records are allocated before the index table, the hashes after: in that order the
+    // allocator reuses the same memory when files are opened one after another.
+    let tensors = vec![TensorRecord::EMPTY; count];
     let mut index = NameIndex::with_capacity(count);
     let mut walk = Walk {
         bytes,
@@ -54,19 +54,20 @@ pub(super) fn read_tensor_infos(
         tensors,
         hasher: index.hasher(),
         hashes: vec![0; count],
+        accepted: 0,
         in_order: true,
         prev_end: 0,
         max_end: 0,
     };
     let mut pos = at;
-    while walk.tensors.len() < count {
+    while walk.accepted < count {
         if fast {
             pos = walk.run_le64(pos);
-            if walk.tensors.len() == count {
+            if walk.accepted == count {
                 break;
             }
         }
-        let i = walk.tensors.len();
+        let i = walk.accepted;
         // The info the fast walk stopped at (or any, in other layouts): read, checked and its
         // error worded by the general path.
         pos = walk
@@ -105,12 +106,13 @@ struct Walk<'a> {
     size: u64,
     layout: Layout,
     alignment: u64,
-    /// Each accepted info, in file order (with room for every info).
+    /// Each accepted info, by its place in the file (`count` entries, the first `accepted`
+    /// written).
     tensors: Vec<TensorRecord>,
     hasher: NameHasher,
-    /// Each accepted name's hash, by its place in the file (`count` entries, the first
-    /// `tensors.len()` written), indexed after the walk.
+    /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
+    accepted: usize,
     in_order: bool,
     prev_end: u64,
     max_end: u64,
@@ -254,10 +256,10 @@ fn window_u64(w: &[u8; 48], at: usize) -> u64 {
 
 impl Walk<'_> {
     /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
-    /// info at `pos` (the one after those accepted) until every one is accepted: each info is
-    /// read from its name and one bounds-checked 48-byte window after it ([`read_window`]), with
-    /// one branch for all of [`check_tensor_info`]'s rules; its record is pushed (there is room
-    /// for every info) and its name's hash written in place. Stops, returning where, at the
+    /// info at `pos` (the one after the `accepted` ones) until every one is accepted: each info
+    /// is read from its name and one bounds-checked 48-byte window after it ([`read_window`]),
+    /// with one branch for all of [`check_tensor_info`]'s rules; its record and its name's hash
+    /// are written in place (no push, no capacity check). Stops, returning where, at the
     /// first info it cannot accept (one that breaks a rule, has no elements, an unusual type, or
     /// lies too near the end of the bytes): the general path then reads that one, and words its
     /// error exactly as for any layout.
@@ -267,9 +269,10 @@ impl Walk<'_> {
         let align_mask = self.alignment - 1;
         let hasher = self.hasher;
         let mut prev_end = self.prev_end;
-        let done = self.tensors.len();
-        let tensors = &mut self.tensors;
-        for hash_of in &mut self.hashes[done..] {
+        let done = self.accepted;
+        let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
+        let mut accepted = 0;
+        for (record, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
@@ -314,16 +317,18 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            tensors.push(TensorRecord {
+            *record = TensorRecord {
                 name_at: pos + 8,
                 name_len: len,
                 dims,
                 offset,
                 dtype,
                 n_dims,
-            });
+            };
+            accepted += 1;
             pos += 8 + len + used;
         }
+        self.accepted = done + accepted;
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
     }
@@ -336,7 +341,7 @@ impl Walk<'_> {
         let mut r = ByteReader::sized(bytes, at, layout, self.size);
         let raw = decode_tensor_info(&mut r)?;
         let (dtype, size) = check_tensor_info(&raw, bytes, layout, self.alignment)?;
-        let i = self.tensors.len();
+        let i = self.accepted;
         self.hashes[i] = self.hasher.hash(raw.name.of(bytes));
         let end = raw.offset.saturating_add(size);
         if size > 0 {
@@ -344,14 +349,15 @@ impl Walk<'_> {
             self.prev_end = end;
         }
         self.max_end = self.max_end.max(end);
-        self.tensors.push(TensorRecord {
+        self.tensors[i] = TensorRecord {
             name_at: raw.name.start,
             name_len: raw.name.len,
             dims: raw.dims,
             offset: raw.offset,
             dtype,
             n_dims: raw.n_dims,
-        });
+        };
+        self.accepted = i + 1;
         Ok(raw.end)
     }
 }
