@@ -29,9 +29,9 @@ pub(crate) struct KvRecord {
 }
 
 /// One tensor info as the walk over the header read and checked it: every later access reads
-/// this, never the info again. 64 bytes (on 64-bit targets); the element count and the byte
-/// size follow from the dimensions and the type, checked not to overflow when the info was read.
-#[derive(Clone, Copy, Debug)]
+/// this, never the info again. The element count and the byte size follow from the dimensions
+/// and the type, checked not to overflow when the info was read.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct TensorRecord {
     /// Offset of the name's bytes (the info starts one length field before).
     pub name_at: usize,
@@ -45,16 +45,60 @@ pub(crate) struct TensorRecord {
     pub n_dims: u32,
 }
 
+/// A [`TensorRecord`] as kept for each tensor: eight words (the name's offset and length, the
+/// four dimensions, the data offset, then the type id in the low half and the dimension count in
+/// the high half of the last), 64 bytes a tensor. Plain words, so that the vector of them is
+/// allocated zeroed (fresh pages are not cleared again) rather than cleared record by record.
+pub(crate) type StoredRecord = [u64; 8];
+
+/// The `usize` a stored word holds (written from a `usize`, so it fits).
+#[inline]
+fn word_usize(w: u64) -> usize {
+    usize::try_from(w).unwrap_or(usize::MAX)
+}
+
+/// The name of the stored record `w`, from the bytes it was read from.
+#[inline]
+pub(crate) fn stored_name<'a>(w: &StoredRecord, bytes: &'a [u8]) -> &'a [u8] {
+    let (at, len) = (word_usize(w[0]), word_usize(w[1]));
+    // In bounds: the walk read the name there.
+    at.checked_add(len)
+        .and_then(|end| bytes.get(at..end))
+        .unwrap_or_default()
+}
+
 impl TensorRecord {
-    /// A record not written yet (all zeros, so that a vector of them is cleared in one pass).
-    pub const EMPTY: TensorRecord = TensorRecord {
-        name_at: 0,
-        name_len: 0,
-        dims: [0; MAX_DIMS],
-        offset: 0,
-        dtype: DataType::F32,
-        n_dims: 0,
-    };
+    /// The record as stored.
+    #[inline(always)]
+    pub fn store(&self) -> StoredRecord {
+        let [d0, d1, d2, d3] = self.dims;
+        let ty = u64::from(self.dtype.id()) | u64::from(self.n_dims) << 32;
+        [
+            self.name_at as u64,
+            self.name_len as u64,
+            d0,
+            d1,
+            d2,
+            d3,
+            self.offset,
+            ty,
+        ]
+    }
+
+    /// The record stored as `w`.
+    #[inline]
+    pub fn load(w: &StoredRecord) -> TensorRecord {
+        #[allow(clippy::cast_possible_truncation)] // the low half
+        let id = w[7] as u32;
+        TensorRecord {
+            name_at: word_usize(w[0]),
+            name_len: word_usize(w[1]),
+            dims: [w[2], w[3], w[4], w[5]],
+            offset: w[6],
+            dtype: DataType::from_id(id).expect("the walk records only known types"),
+            n_dims: u32::try_from(w[7] >> 32).unwrap_or(u32::MAX),
+        }
+    }
 
     /// The name, from the bytes the record was read from.
     #[inline]
@@ -128,7 +172,7 @@ struct Parsed {
     size: u64,
     kvs: Vec<KvRecord>,
     /// Each tensor info, in file order.
-    tensors: Vec<TensorRecord>,
+    tensors: Vec<StoredRecord>,
     key_index: NameIndex,
     tensor_index: NameIndex,
 }
@@ -266,7 +310,7 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// The `index`-th tensor in file order (from what the parse recorded; nothing is read
     /// again).
     pub fn tensor_at(&self, index: usize) -> Option<TensorInfo<'_>> {
-        let t = self.parsed.tensors.get(index)?;
+        let t = TensorRecord::load(self.parsed.tensors.get(index)?);
         let size = t.size();
         let file_offset = self.parsed.data_offset + t.offset;
         // In bounds, so within `usize`: checked when the file was parsed.
@@ -298,12 +342,12 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     pub fn tensor_index(&self, name: impl AsRef<[u8]>) -> Option<usize> {
         let (bytes, p) = (self.bytes(), &self.parsed);
         p.tensor_index
-            .find(name.as_ref(), |i| p.tensors[i].name(bytes))
+            .find(name.as_ref(), |i| stored_name(&p.tensors[i], bytes))
     }
 
     /// The name of the `index`-th tensor (what [`GgufFile::tensor_at`] gives, read alone).
     pub(crate) fn tensor_name_at(&self, index: usize) -> Option<&[u8]> {
-        Some(self.parsed.tensors.get(index)?.name(self.bytes()))
+        Some(stored_name(self.parsed.tensors.get(index)?, self.bytes()))
     }
 
     /// The tensor with this name.
@@ -317,7 +361,7 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     /// Sum of the lengths of every tensor name (the C handle sizes its string arena with it).
     pub(crate) fn tensor_name_bytes(&self) -> usize {
-        self.parsed.tensors.iter().map(|t| t.name_len).sum()
+        self.parsed.tensors.iter().map(|t| word_usize(t[1])).sum()
     }
 
     pub(crate) fn layout(&self) -> Layout {
@@ -327,12 +371,23 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
 #[cfg(test)]
 mod tests {
-    use super::TensorRecord;
+    use super::{DataType, TensorRecord};
 
     #[test]
-    #[cfg(target_pointer_width = "64")]
-    fn a_tensor_record_is_64_bytes() {
-        // Kept for every tensor of an open file (hundreds of thousands in some files).
-        assert_eq!(std::mem::size_of::<TensorRecord>(), 64);
+    fn a_tensor_record_is_stored_and_loaded_unchanged() {
+        let r = TensorRecord {
+            name_at: 24 + 8,
+            name_len: usize::try_from(u32::MAX).unwrap(),
+            dims: [u64::MAX, 1 << 40, 3, 1],
+            offset: u64::MAX - 31,
+            dtype: DataType::ALL[DataType::ALL.len() - 1],
+            n_dims: 3,
+        };
+        assert_eq!(TensorRecord::load(&r.store()), r);
+        let empty = TensorRecord::load(&[0; 8]);
+        assert_eq!(
+            (empty.dtype, empty.n_dims, empty.name_len),
+            (DataType::F32, 0, 0)
+        );
     }
 }

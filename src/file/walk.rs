@@ -4,7 +4,7 @@
 //! name hashed and indexed.
 
 use super::header::{entry_error, Entry};
-use super::TensorRecord;
+use super::{stored_name, StoredRecord, TensorRecord};
 use crate::error::{Error, ErrorKind, FirstSeen, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
 use crate::index::{NameHasher, NameIndex};
@@ -15,7 +15,7 @@ use crate::types::DataType;
 /// What the walk over the tensor infos learns.
 pub(super) struct TensorInfos {
     /// Each tensor info, read and checked.
-    pub tensors: Vec<TensorRecord>,
+    pub tensors: Vec<StoredRecord>,
     /// Offset just past the last tensor info.
     pub end: usize,
     pub tensor_index: NameIndex,
@@ -44,7 +44,7 @@ pub(super) fn read_tensor_infos(
     // Records and hashes are written by place (`count` is bounded by the bytes: `read_count`).
     // The records are allocated before the index table, the hashes after: in that order the
     // allocator reuses the same memory when files are opened one after another.
-    let tensors = vec![TensorRecord::EMPTY; count];
+    let tensors = vec![[0; 8]; count];
     let mut index = NameIndex::with_capacity(count);
     let mut walk = Walk {
         bytes,
@@ -82,9 +82,9 @@ pub(super) fn read_tensor_infos(
         ..
     } = walk;
     // Names are indexed in file order, so the first duplicate is the one a reader meets.
-    let name_of = |k: usize| tensors[k].name(bytes);
+    let name_of = |k: usize| stored_name(&tensors[k], bytes);
     if let Some((a, b)) = index.insert_all(0, &hashes, |j, k| name_of(j) == name_of(k)) {
-        let at = |k: usize| tensors[k].at(layout) as u64;
+        let at = |k: usize| TensorRecord::load(&tensors[k]).at(layout) as u64;
         return Err(Error::at_with(at(b), || ErrorKind::DuplicateTensor {
             tensor: quote(name_of(b)),
             first: FirstSeen::AtOffset(at(a)),
@@ -108,7 +108,7 @@ struct Walk<'a> {
     alignment: u64,
     /// Each accepted info, by its place in the file (`count` entries, the first `accepted`
     /// written).
-    tensors: Vec<TensorRecord>,
+    tensors: Vec<StoredRecord>,
     hasher: NameHasher,
     /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
@@ -119,15 +119,12 @@ struct Walk<'a> {
 }
 
 /// What the fast walk needs of a tensor type: elements per block minus one (a mask, the count
-/// being a power of two), that count as a shift, bytes per block, and the type.
+/// being a power of two), that count as a shift, and bytes per block.
 #[derive(Clone, Copy)]
 struct FastType {
     block_mask: u64,
     shift: u32,
     bytes: u32,
-    /// The type (for ids the fast walk leaves to the general path, one never used: no info with
-    /// such an id passes the walk's checks).
-    dtype: DataType,
 }
 
 /// [`FastType`] by type id, and one more entry for every id past the table. Ids that the fast
@@ -140,7 +137,6 @@ const FAST_TYPES: [FastType; 65] = {
         block_mask: u64::MAX,
         shift: 0,
         bytes: 0,
-        dtype: DataType::F32,
     };
     let mut table = [other; 65];
     let mut i = 0;
@@ -154,7 +150,6 @@ const FAST_TYPES: [FastType; 65] = {
                 block_mask: elems - 1,
                 shift: elems.trailing_zeros(),
                 bytes: bytes as u32,
-                dtype: t,
             };
         }
         i += 1;
@@ -191,12 +186,12 @@ const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
 const FAST_DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 5];
 
 /// What the fast walk reads of one info from its window: non-zero `broken` if the info breaks a
-/// rule (or is left to the general path), its dimensions (1 past the count), type, data's size
-/// and offset, and how many bytes of the window it uses.
+/// rule (or is left to the general path), its dimensions (1 past the count), type id, data's
+/// size and offset, and how many bytes of the window it uses.
 struct FastInfo {
     broken: u64,
     dims: [u64; MAX_DIMS],
-    dtype: DataType,
+    type_id: u64,
     size: u64,
     offset: u64,
     used: usize,
@@ -239,7 +234,7 @@ fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInf
     FastInfo {
         broken,
         dims: [d0, d1, d2, d3],
-        dtype: t.dtype,
+        type_id,
         size,
         offset,
         used: type_at + 12,
@@ -294,7 +289,7 @@ impl Walk<'_> {
             let FastInfo {
                 broken,
                 dims,
-                dtype,
+                type_id,
                 size,
                 offset,
                 used,
@@ -317,14 +312,18 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            *record = TensorRecord {
-                name_at: pos + 8,
-                name_len: len,
-                dims,
+            let [d0, d1, d2, d3] = dims;
+            // As [`TensorRecord::store`] lays it out (the type id is below 2^32).
+            *record = [
+                pos as u64 + 8,
+                len as u64,
+                d0,
+                d1,
+                d2,
+                d3,
                 offset,
-                dtype,
-                n_dims,
-            };
+                type_id | u64::from(n_dims) << 32,
+            ];
             accepted += 1;
             pos += 8 + len + used;
         }
@@ -356,7 +355,8 @@ impl Walk<'_> {
             offset: raw.offset,
             dtype,
             n_dims: raw.n_dims,
-        };
+        }
+        .store();
         self.accepted = i + 1;
         Ok(raw.end)
     }
@@ -486,11 +486,12 @@ fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignmen
 pub(super) fn check_tensor_ranges(
     bytes: &[u8],
     file_size: u64,
-    tensors: &[TensorRecord],
+    stored: &[StoredRecord],
     layout: Layout,
     data_offset: u64,
 ) -> Result<()> {
-    for t in tensors {
+    let tensors: Vec<TensorRecord> = stored.iter().map(TensorRecord::load).collect();
+    for t in &tensors {
         let end = data_offset
             .checked_add(t.offset)
             .and_then(|start| start.checked_add(t.size()));
