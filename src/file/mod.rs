@@ -14,10 +14,13 @@ use crate::value::{RawValue, Value};
 use std::path::Path;
 
 mod header;
+mod record;
 mod walk;
 
 pub(crate) use header::needs_more;
 use header::parse;
+use record::Records;
+pub(crate) use record::TensorRecord;
 
 /// Where one metadata entry lies.
 #[derive(Clone, Copy, Debug)]
@@ -26,106 +29,6 @@ pub(crate) struct KvRecord {
     pub at: usize,
     pub key: Span,
     pub value: RawValue,
-}
-
-/// One tensor info as the walk over the header read and checked it: every later access reads
-/// this, never the info again. The element count and the byte size follow from the dimensions
-/// and the type, checked not to overflow when the info was read.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct TensorRecord {
-    /// Offset of the name's bytes (the info starts one length field before).
-    pub name_at: usize,
-    /// Length of the name in bytes.
-    pub name_len: usize,
-    /// Dimensions, innermost first; 1 past `n_dims`.
-    pub dims: [u64; MAX_DIMS],
-    /// Offset from the start of the data section, as stored.
-    pub offset: u64,
-    pub dtype: DataType,
-    pub n_dims: u32,
-}
-
-/// A [`TensorRecord`] as kept for each tensor: eight words (the name's offset and length, the
-/// four dimensions, the data offset, then the type id in the low half and the dimension count in
-/// the high half of the last), 64 bytes a tensor. Plain words, so that the vector of them is
-/// allocated zeroed (fresh pages are not cleared again) rather than cleared record by record.
-pub(crate) type StoredRecord = [u64; 8];
-
-/// The `usize` a stored word holds (written from a `usize`, so it fits).
-#[inline]
-fn word_usize(w: u64) -> usize {
-    usize::try_from(w).unwrap_or(usize::MAX)
-}
-
-/// The name of the stored record `w`, from the bytes it was read from.
-#[inline]
-pub(crate) fn stored_name<'a>(w: &StoredRecord, bytes: &'a [u8]) -> &'a [u8] {
-    let (at, len) = (word_usize(w[0]), word_usize(w[1]));
-    // In bounds: the walk read the name there.
-    at.checked_add(len)
-        .and_then(|end| bytes.get(at..end))
-        .unwrap_or_default()
-}
-
-impl TensorRecord {
-    /// The record as stored.
-    #[inline(always)]
-    pub fn store(&self) -> StoredRecord {
-        let [d0, d1, d2, d3] = self.dims;
-        let ty = u64::from(self.dtype.id()) | u64::from(self.n_dims) << 32;
-        [
-            self.name_at as u64,
-            self.name_len as u64,
-            d0,
-            d1,
-            d2,
-            d3,
-            self.offset,
-            ty,
-        ]
-    }
-
-    /// The record stored as `w`.
-    #[inline]
-    pub fn load(w: &StoredRecord) -> TensorRecord {
-        #[allow(clippy::cast_possible_truncation)] // the low half
-        let id = w[7] as u32;
-        TensorRecord {
-            name_at: word_usize(w[0]),
-            name_len: word_usize(w[1]),
-            dims: [w[2], w[3], w[4], w[5]],
-            offset: w[6],
-            dtype: DataType::from_id(id).expect("the walk records only known types"),
-            n_dims: u32::try_from(w[7] >> 32).unwrap_or(u32::MAX),
-        }
-    }
-
-    /// The name, from the bytes the record was read from.
-    #[inline]
-    pub fn name<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
-        // In bounds: the walk read the name there.
-        self.name_at
-            .checked_add(self.name_len)
-            .and_then(|end| bytes.get(self.name_at..end))
-            .unwrap_or_default()
-    }
-
-    /// Offset of the tensor info (its name's length field).
-    pub fn at(&self, layout: Layout) -> usize {
-        self.name_at - layout.len_size()
-    }
-
-    /// Number of elements (the product of the dimensions; checked not to overflow).
-    pub fn n_elements(&self) -> u64 {
-        self.dims.iter().fold(1, |n, &d| n.wrapping_mul(d))
-    }
-
-    /// Size of the data in bytes (checked not to overflow when the info was read).
-    pub fn size(&self) -> u64 {
-        self.dtype
-            .tensor_bytes(&self.dims)
-            .expect("the walk checks that a tensor's byte size fits in 64 bits")
-    }
 }
 
 /// A tensor's description and data, borrowed from the file.
@@ -172,7 +75,7 @@ struct Parsed {
     size: u64,
     kvs: Vec<KvRecord>,
     /// Each tensor info, in file order.
-    tensors: Vec<StoredRecord>,
+    tensors: Records,
     key_index: NameIndex,
     tensor_index: NameIndex,
 }
@@ -310,7 +213,7 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// The `index`-th tensor in file order (from what the parse recorded; nothing is read
     /// again).
     pub fn tensor_at(&self, index: usize) -> Option<TensorInfo<'_>> {
-        let t = TensorRecord::load(self.parsed.tensors.get(index)?);
+        let t = self.parsed.tensors.get(index)?;
         let size = t.size();
         let file_offset = self.parsed.data_offset + t.offset;
         // In bounds, so within `usize`: checked when the file was parsed.
@@ -342,12 +245,12 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     pub fn tensor_index(&self, name: impl AsRef<[u8]>) -> Option<usize> {
         let (bytes, p) = (self.bytes(), &self.parsed);
         p.tensor_index
-            .find(name.as_ref(), |i| stored_name(&p.tensors[i], bytes))
+            .find(name.as_ref(), |i| p.tensors.name(i, bytes))
     }
 
     /// The name of the `index`-th tensor (what [`GgufFile::tensor_at`] gives, read alone).
     pub(crate) fn tensor_name_at(&self, index: usize) -> Option<&[u8]> {
-        Some(stored_name(self.parsed.tensors.get(index)?, self.bytes()))
+        (index < self.tensor_count()).then(|| self.parsed.tensors.name(index, self.bytes()))
     }
 
     /// The tensor with this name.
@@ -361,33 +264,10 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
 
     /// Sum of the lengths of every tensor name (the C handle sizes its string arena with it).
     pub(crate) fn tensor_name_bytes(&self) -> usize {
-        self.parsed.tensors.iter().map(|t| word_usize(t[1])).sum()
+        self.parsed.tensors.name_bytes(self.bytes())
     }
 
     pub(crate) fn layout(&self) -> Layout {
         self.parsed.layout
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{DataType, TensorRecord};
-
-    #[test]
-    fn a_tensor_record_is_stored_and_loaded_unchanged() {
-        let r = TensorRecord {
-            name_at: 24 + 8,
-            name_len: usize::try_from(u32::MAX).unwrap(),
-            dims: [u64::MAX, 1 << 40, 3, 1],
-            offset: u64::MAX - 31,
-            dtype: DataType::ALL[DataType::ALL.len() - 1],
-            n_dims: 3,
-        };
-        assert_eq!(TensorRecord::load(&r.store()), r);
-        let empty = TensorRecord::load(&[0; 8]);
-        assert_eq!(
-            (empty.dtype, empty.n_dims, empty.name_len),
-            (DataType::F32, 0, 0)
-        );
     }
 }

@@ -4,7 +4,8 @@
 //! name hashed and indexed.
 
 use super::header::{entry_error, Entry};
-use super::{stored_name, StoredRecord, TensorRecord};
+use super::record::{pack, pack_dims, Records, DIM_BITS, NAME_LEN_BITS};
+use super::TensorRecord;
 use crate::error::{Error, ErrorKind, FirstSeen, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
 use crate::index::{NameHasher, NameIndex};
@@ -15,7 +16,7 @@ use crate::types::DataType;
 /// What the walk over the tensor infos learns.
 pub(super) struct TensorInfos {
     /// Each tensor info, read and checked.
-    pub tensors: Vec<StoredRecord>,
+    pub tensors: Records,
     /// Offset just past the last tensor info.
     pub end: usize,
     pub tensor_index: NameIndex,
@@ -44,7 +45,7 @@ pub(super) fn read_tensor_infos(
     // Records and hashes are written by place (`count` is bounded by the bytes: `read_count`).
     // The records are allocated before the index table, the hashes after: in that order the
     // allocator reuses the same memory when files are opened one after another.
-    let tensors = vec![[0; 8]; count];
+    let tensors = Records::zeroed(count);
     let mut index = NameIndex::with_capacity(count);
     let mut walk = Walk {
         bytes,
@@ -82,9 +83,9 @@ pub(super) fn read_tensor_infos(
         ..
     } = walk;
     // Names are indexed in file order, so the first duplicate is the one a reader meets.
-    let name_of = |k: usize| stored_name(&tensors[k], bytes);
+    let name_of = |k: usize| tensors.name(k, bytes);
     if let Some((a, b)) = index.insert_all(0, &hashes, |j, k| name_of(j) == name_of(k)) {
-        let at = |k: usize| TensorRecord::load(&tensors[k]).at(layout) as u64;
+        let at = |k: usize| tensors.get(k).map_or(0, |t| t.at(layout)) as u64;
         return Err(Error::at_with(at(b), || ErrorKind::DuplicateTensor {
             tensor: quote(name_of(b)),
             first: FirstSeen::AtOffset(at(a)),
@@ -108,7 +109,7 @@ struct Walk<'a> {
     alignment: u64,
     /// Each accepted info, by its place in the file (`count` entries, the first `accepted`
     /// written).
-    tensors: Vec<StoredRecord>,
+    tensors: Records,
     hasher: NameHasher,
     /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
@@ -182,8 +183,9 @@ const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
 /// element count is below 2^61 and, at most 8 bytes an element ([`FAST_TYPES`]), the size below
 /// 2^64: neither product can overflow, and no product's high half is needed. Any larger
 /// dimension (a first or second one of 2^22 and more, over 4095 experts, a fourth over 31) goes
-/// to the general path, which checks overflow exactly.
-const FAST_DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 5];
+/// to the general path, which checks overflow exactly. The records store dimensions in these
+/// bits ([`DIM_BITS`]).
+const FAST_DIM_BITS: [u32; MAX_DIMS] = DIM_BITS;
 
 /// What the fast walk reads of one info from its window: non-zero `broken` if the info breaks a
 /// rule (or is left to the general path), its dimensions (1 past the count), type id, data's
@@ -265,7 +267,10 @@ impl Walk<'_> {
         let hasher = self.hasher;
         let mut prev_end = self.prev_end;
         let done = self.accepted;
-        let (tensors, hashes) = (&mut self.tensors[done..], &mut self.hashes[done..]);
+        let (tensors, hashes) = (
+            &mut self.tensors.stored_mut()[done..],
+            &mut self.hashes[done..],
+        );
         let mut accepted = 0;
         for (record, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
@@ -299,7 +304,8 @@ impl Walk<'_> {
                 3 => read_window(w, 3, 3, align_mask),
                 _ => read_window(w, n_dims, nd, align_mask),
             };
-            if broken != 0 {
+            // (A name of 2^48 bytes or more is recorded by the general path.)
+            if broken | (len as u64 >> NAME_LEN_BITS) != 0 {
                 break;
             }
             *hash_of = hasher.hash(name);
@@ -312,18 +318,7 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            let [d0, d1, d2, d3] = dims;
-            // As [`TensorRecord::store`] lays it out (the type id is below 2^32).
-            *record = [
-                pos as u64 + 8,
-                len as u64,
-                d0,
-                d1,
-                d2,
-                d3,
-                offset,
-                type_id | u64::from(n_dims) << 32,
-            ];
+            *record = pack(pos + 8, len, n_dims, type_id, offset, pack_dims(dims));
             accepted += 1;
             pos += 8 + len + used;
         }
@@ -348,15 +343,15 @@ impl Walk<'_> {
             self.prev_end = end;
         }
         self.max_end = self.max_end.max(end);
-        self.tensors[i] = TensorRecord {
+        let record = TensorRecord {
             name_at: raw.name.start,
             name_len: raw.name.len,
             dims: raw.dims,
             offset: raw.offset,
             dtype,
             n_dims: raw.n_dims,
-        }
-        .store();
+        };
+        self.tensors.set(i, &record);
         self.accepted = i + 1;
         Ok(raw.end)
     }
@@ -486,11 +481,11 @@ fn tensor_info_error(raw: &RawTensorInfo, bytes: &[u8], layout: Layout, alignmen
 pub(super) fn check_tensor_ranges(
     bytes: &[u8],
     file_size: u64,
-    stored: &[StoredRecord],
+    records: &Records,
     layout: Layout,
     data_offset: u64,
 ) -> Result<()> {
-    let tensors: Vec<TensorRecord> = stored.iter().map(TensorRecord::load).collect();
+    let tensors: Vec<TensorRecord> = (0..records.len()).filter_map(|i| records.get(i)).collect();
     for t in &tensors {
         let end = data_offset
             .checked_add(t.offset)
