@@ -80,19 +80,11 @@ pub(super) fn pack_dims(d: [u64; MAX_DIMS]) -> u64 {
     d[0] | d[1] << DIM_SHIFTS[1] | d[2] << DIM_SHIFTS[2] | d[3] << DIM_SHIFTS[3]
 }
 
-/// A stored record, from what the fast walk read: `name_len` below 2^48, a known type's id and
-/// dimensions that fit [`DIM_BITS`] (all checked by the walk).
+/// The dimension count and type id as placed in a stored record's second word (beside the
+/// name's length, below 2^48).
 #[inline(always)]
-pub(super) fn pack(
-    name_at: usize,
-    name_len: usize,
-    n_dims: u32,
-    type_id: u64,
-    offset: u64,
-    dims: u64,
-) -> Stored {
-    let kind = name_len as u64 | u64::from(n_dims) << NAME_LEN_BITS | type_id << 56;
-    [name_at as u64, kind, offset, dims]
+pub(super) fn kind_bits(n_dims: u32, type_id: u64) -> u64 {
+    u64::from(n_dims) << NAME_LEN_BITS | type_id << 56
 }
 
 /// Every tensor's record, in file order.
@@ -131,14 +123,8 @@ impl Records {
             && (r.name_len as u64) >> NAME_LEN_BITS == 0;
         self.stored[i] = if fits {
             let id = u64::from(r.dtype.id());
-            pack(
-                r.name_at,
-                r.name_len,
-                r.n_dims,
-                id,
-                r.offset,
-                pack_dims(r.dims),
-            )
+            let kind = r.name_len as u64 | kind_bits(r.n_dims, id);
+            [r.name_at as u64, kind, r.offset, pack_dims(r.dims)]
         } else {
             self.wide.push(*r);
             [0, 0, 0, WIDE | (self.wide.len() - 1) as u64]

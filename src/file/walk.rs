@@ -4,7 +4,7 @@
 //! name hashed and indexed.
 
 use super::header::{entry_error, Entry};
-use super::record::{pack, pack_dims, Records, DIM_BITS, NAME_LEN_BITS};
+use super::record::{kind_bits, pack_dims, Records, DIM_BITS, NAME_LEN_BITS};
 use super::TensorRecord;
 use crate::error::{Error, ErrorKind, FirstSeen, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
@@ -188,12 +188,13 @@ const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
 const FAST_DIM_BITS: [u32; MAX_DIMS] = DIM_BITS;
 
 /// What the fast walk reads of one info from its window: non-zero `broken` if the info breaks a
-/// rule (or is left to the general path), its dimensions (1 past the count), type id, data's
+/// rule (or is left to the general path), its dimensions packed for its record
+/// ([`pack_dims`]), its dimension count and type id placed for its record ([`pack`]), its data's
 /// size and offset, and how many bytes of the window it uses.
 struct FastInfo {
     broken: u64,
-    dims: [u64; MAX_DIMS],
-    type_id: u64,
+    dims: u64,
+    kind: u64,
     size: u64,
     offset: u64,
     used: usize,
@@ -235,8 +236,9 @@ fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInf
         | (offset & align_mask);
     FastInfo {
         broken,
-        dims: [d0, d1, d2, d3],
-        type_id,
+        // Packed here, where `nd` is a constant: the dimensions past it fold into one.
+        dims: pack_dims([d0, d1, d2, d3]),
+        kind: kind_bits(n_dims, type_id),
         size,
         offset,
         used: type_at + 12,
@@ -294,7 +296,7 @@ impl Walk<'_> {
             let FastInfo {
                 broken,
                 dims,
-                type_id,
+                kind,
                 size,
                 offset,
                 used,
@@ -318,7 +320,7 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            *record = pack(pos + 8, len, n_dims, type_id, offset, pack_dims(dims));
+            *record = [(pos + 8) as u64, len as u64 | kind, offset, dims];
             accepted += 1;
             pos += 8 + len + used;
         }
