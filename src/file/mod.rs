@@ -3,7 +3,8 @@
 //! those records.
 //!
 //! The parse is in two parts: [`header`] reads the preamble, the counts and the metadata and
-//! puts the file together; [`walk`] reads and checks the tensor infos.
+//! puts the file together; [`walk`] reads and checks the tensor infos, once each, and keeps what
+//! it read of each in a [`record`].
 
 use crate::error::{Error, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
@@ -64,7 +65,8 @@ pub struct MetadataEntry<'a> {
     pub value: Value<'a>,
 }
 
-/// Everything the walk over the header learns, as positions into the file's bytes.
+/// Everything the walk over the header learns: positions into the file's bytes, and each tensor
+/// info's record.
 struct Parsed {
     version: u32,
     layout: Layout,

@@ -54,9 +54,9 @@ fn name_in(bytes: &[u8], at: usize, len: usize) -> &[u8] {
         .unwrap_or_default()
 }
 
-/// Bits of each dimension in a stored record: 22 + 22 + 12 + 5 = 61, enough for every tensor
-/// of every released model (a first or second dimension below 4 Mi, up to 4095 experts, a fourth
-/// below 32). The fast walk takes only infos whose dimensions fit.
+/// Bits of each dimension in a stored record: 22 + 22 + 12 + 5 = 61 (a first or second dimension
+/// below 4 Mi, a third below 4096, a fourth below 32), the bounds within which the fast walk
+/// takes an info. A record with a larger dimension is kept whole beside the others.
 pub(super) const DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 5];
 
 /// Where each dimension starts in the packed word.
