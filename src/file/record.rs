@@ -196,9 +196,9 @@ mod tests {
         records.set(0, &r);
         // Each dimension one past what fits, and a name too long to pack: kept wide.
         let mut wide = Vec::new();
-        for k in 0..MAX_DIMS {
+        for (k, bits) in DIM_BITS.into_iter().enumerate() {
             let mut w = r;
-            w.dims[k] = 1 << DIM_BITS[k];
+            w.dims[k] = 1 << bits;
             wide.push(w);
         }
         wide.push(TensorRecord {
