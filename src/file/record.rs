@@ -103,25 +103,25 @@ fn word_usize(w: u64) -> usize {
 }
 
 impl Records {
-    /// Room for `count` records, to be written by place.
-    pub(super) fn zeroed(count: usize) -> Records {
+    /// Room for `count` records, written in order.
+    pub(super) fn with_capacity(count: usize) -> Records {
         Records {
-            stored: vec![[0; 4]; count],
+            stored: Vec::with_capacity(count),
             wide: Vec::new(),
         }
     }
 
-    /// The stored records, to be written by place (from the first not written yet).
+    /// The stored records, to push the next ones to.
     #[inline(always)]
-    pub(super) fn stored_mut(&mut self) -> &mut [Stored] {
+    pub(super) fn stored_mut(&mut self) -> &mut Vec<Stored> {
         &mut self.stored
     }
 
-    /// Writes record `i`.
-    pub(super) fn set(&mut self, i: usize, r: &TensorRecord) {
+    /// Adds the next record.
+    pub(super) fn push(&mut self, r: &TensorRecord) {
         let fits = r.dims.iter().zip(DIM_BITS).all(|(&d, bits)| d >> bits == 0)
             && (r.name_len as u64) >> NAME_LEN_BITS == 0;
-        self.stored[i] = if fits {
+        let stored = if fits {
             let id = u64::from(r.dtype.id());
             let kind = r.name_len as u64 | kind_bits(r.n_dims, id);
             [r.name_at as u64, kind, r.offset, pack_dims(r.dims)]
@@ -129,6 +129,7 @@ impl Records {
             self.wide.push(*r);
             [0, 0, 0, WIDE | (self.wide.len() - 1) as u64]
         };
+        self.stored.push(stored);
     }
 
     /// Number of records.
@@ -192,8 +193,8 @@ mod tests {
             dtype: DataType::ALL[DataType::ALL.len() - 1],
             n_dims: 4,
         };
-        let mut records = Records::zeroed(6);
-        records.set(0, &r);
+        let mut records = Records::with_capacity(6);
+        records.push(&r);
         // Each dimension one past what fits, and a name too long to pack: kept wide.
         let mut wide = Vec::new();
         for (k, bits) in DIM_BITS.into_iter().enumerate() {
@@ -205,10 +206,9 @@ mod tests {
             name_len: usize::MAX >> 1,
             ..r
         });
-        for (i, w) in wide.iter().enumerate().take(4) {
-            records.set(i + 1, w);
+        for w in &wide {
+            records.push(w);
         }
-        records.set(5, &wide[4]);
         let bytes = [&[b'.'; 32][..], b"abc"].concat();
         assert_eq!(records.get(0), Some(r));
         assert_eq!(records.name(0, &bytes), b"abc");
@@ -219,7 +219,8 @@ mod tests {
         assert_eq!(records.get(6), None);
         r.n_dims = 0;
         r.dims = [1; 4];
-        records.set(0, &r);
+        let mut records = Records::with_capacity(1);
+        records.push(&r);
         assert_eq!(records.get(0), Some(r));
     }
 }

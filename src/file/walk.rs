@@ -42,10 +42,11 @@ pub(super) fn read_tensor_infos(
     let fast = layout.wide && layout.order == ByteOrder::Little;
     #[cfg(test)]
     let fast = fast && !tests::GENERAL_ONLY.get();
-    // Records and hashes are written by place (`count` is bounded by the bytes: `read_count`).
-    // The records are allocated before the index table, the hashes after: in that order the
-    // allocator reuses the same memory when files are opened one after another.
-    let tensors = Records::zeroed(count);
+    // Room for every record (pushed: a vector cleared first costs a pass over its memory on
+    // every open that reuses it) and every hash (written by place); `count` is bounded by the
+    // bytes (`read_count`). The records are allocated before the index table, the hashes after:
+    // in that order the allocator reuses the same memory when files are opened one after another.
+    let tensors = Records::with_capacity(count);
     let mut index = NameIndex::with_capacity(count);
     let mut walk = Walk {
         bytes,
@@ -257,8 +258,8 @@ impl Walk<'_> {
     /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
     /// info at `pos` (the one after the `accepted` ones) until every one is accepted: each info
     /// is read from its name and one bounds-checked 48-byte window after it ([`read_window`]),
-    /// with one branch for all of [`check_tensor_info`]'s rules; its record and its name's hash
-    /// are written in place (no push, no capacity check). Stops, returning where, at the
+    /// with one branch for all of [`check_tensor_info`]'s rules; its record is pushed (into room
+    /// for every info) and its name's hash written in place. Stops, returning where, at the
     /// first info it cannot accept (one that breaks a rule, has no elements, an unusual type, or
     /// lies too near the end of the bytes): the general path then reads that one, and words its
     /// error exactly as for any layout.
@@ -269,12 +270,9 @@ impl Walk<'_> {
         let hasher = self.hasher;
         let mut prev_end = self.prev_end;
         let done = self.accepted;
-        let (tensors, hashes) = (
-            &mut self.tensors.stored_mut()[done..],
-            &mut self.hashes[done..],
-        );
+        let tensors = self.tensors.stored_mut();
         let mut accepted = 0;
-        for (record, hash_of) in tensors.iter_mut().zip(hashes.iter_mut()) {
+        for hash_of in &mut self.hashes[done..] {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
@@ -320,7 +318,7 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            *record = [(pos + 8) as u64, len as u64 | kind, offset, dims];
+            tensors.push([(pos + 8) as u64, len as u64 | kind, offset, dims]);
             accepted += 1;
             pos += 8 + len + used;
         }
@@ -353,7 +351,7 @@ impl Walk<'_> {
             dtype,
             n_dims: raw.n_dims,
         };
-        self.tensors.set(i, &record);
+        self.tensors.push(&record);
         self.accepted = i + 1;
         Ok(raw.end)
     }
