@@ -33,6 +33,7 @@ mod reader;
 mod size;
 #[allow(unsafe_code)]
 pub mod source;
+pub mod text;
 pub mod types;
 pub mod value;
 pub mod writer;

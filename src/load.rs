@@ -201,7 +201,7 @@ pub fn read_tensors(
                 ErrorCode::InvalidArgument,
                 format!(
                     "the buffer for tensor {} holds {} bytes, but the tensor has {}",
-                    crate::file::quote(t.info.name),
+                    crate::text::quote(t.info.name),
                     dst.len(),
                     t.info.size
                 ),

@@ -2,11 +2,12 @@
 //! presented as one, as llama.cpp's `gguf-split` writes them: each shard carries `split.no`
 //! (0-based), `split.count` and `split.tensors.count`; the first holds the model's metadata.
 
-use crate::error::{path_text, Error, ErrorKind, FirstSeen, Result};
-use crate::file::{quote, GgufFile, TensorInfo};
+use crate::error::{Error, ErrorKind, FirstSeen, Result};
+use crate::file::{GgufFile, TensorInfo};
 use crate::index::NameIndex;
 use crate::read_at::ReadAt;
 use crate::source::{open_file, OpenOptions, Source};
+use crate::text::{path_text, quote};
 use crate::value::Value;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -345,7 +346,7 @@ impl<S: AsRef<[u8]>> Model<S> {
     }
 
     /// The path (or name) each shard was opened from, as shown in messages: its bytes escaped
-    /// (see [`crate::error::escape`]).
+    /// (see [`crate::text::escape`]).
     pub fn shard_names(&self) -> &[String] {
         &self.names
     }

@@ -114,6 +114,16 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
     })
 }
 
+impl crate::file::MappedFile {
+    /// Maps and parses the file at `path`. Errors name the path. (Mapping is the sources'
+    /// concern, so this constructor of the parser's type lives with them.)
+    pub fn open(path: impl AsRef<Path>) -> Result<crate::file::MappedFile> {
+        let path = path.as_ref();
+        let map = map_file(path).map_err(|e| e.in_path(path))?;
+        GgufFile::from_bytes(map).map_err(|e| e.in_path(path))
+    }
+}
+
 /// Maps the file at `path` read-only.
 pub fn map_file(path: &Path) -> Result<Mmap> {
     match open_source(path, OpenOptions::default())? {
@@ -135,7 +145,7 @@ pub fn open_file(path: &Path, options: OpenOptions) -> Result<GgufFile<Source>> 
     let (file, size) = open_regular(path)?;
     if options.no_map || (usize::try_from(size).is_err() && !options.read) {
         platform::clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
-        let at = crate::read_at::FileAt::new(file, 0, size, crate::error::path_text(path));
+        let at = crate::read_at::FileAt::new(file, 0, size, crate::text::path_text(path));
         return parse_prefixes(Arc::new(at), FIRST_CHUNK);
     }
     GgufFile::from_bytes(source_of(file, size, options)?)

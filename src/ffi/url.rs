@@ -133,7 +133,7 @@ pub unsafe extern "C" fn gguf_open_url_with(
                 ErrorCode::InvalidArgument,
                 format!(
                     "the URL {} is not UTF-8 (percent-encode its other bytes)",
-                    crate::file::quote(url)
+                    crate::text::quote(url)
                 ),
             )
         })?;

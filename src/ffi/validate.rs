@@ -4,8 +4,8 @@ use super::boundary::guard;
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::error::{ErrorCode, Result};
-use crate::file::quote;
 use crate::model::ModelTensor;
+use crate::text::quote;
 
 /// Validates one tensor of `f`: its data holds no NaN or infinity where ggml refuses one.
 pub(crate) fn validate_tensor(f: &GGUFFileImpl, i: usize, t: &ModelTensor<'_>) -> Result<()> {

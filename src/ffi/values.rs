@@ -4,8 +4,9 @@
 use super::boundary::{guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
-use crate::error::{quote, ErrorCode, Result};
+use crate::error::{ErrorCode, Result};
 use crate::quant;
+use crate::text::quote;
 use std::borrow::Cow;
 use std::ffi::c_void;
 
