@@ -2,11 +2,11 @@
 //! presented as one, as llama.cpp's `gguf-split` writes them: each shard carries `split.no`
 //! (0-based), `split.count` and `split.tensors.count`; the first holds the model's metadata.
 
-use crate::error::{Error, ErrorKind, FirstSeen, Result};
+use crate::error::{Error, ErrorCode, ErrorKind, FirstSeen, Result};
 use crate::file::{GgufFile, TensorInfo};
 use crate::index::NameIndex;
-use crate::read_at::ReadAt;
-use crate::source::{open_file, OpenOptions, Source};
+use crate::read_at::{FileAt, ReadAt};
+use crate::source::{map_range, open_file, OpenOptions, Source};
 use crate::text::{path_text, quote};
 use crate::value::Value;
 use std::ffi::{OsStr, OsString};
@@ -191,6 +191,61 @@ impl Model<Source> {
             shards.push((file, shard_path));
         }
         Model::from_shards(shards, count)
+    }
+
+    /// Opens the GGUF file stored as `length` bytes from `offset` of `file` (0: to the end of
+    /// the file), such as an Android APK asset, a llamafile or a tar member. `name` names the
+    /// model in errors; `file_name` names `file` in messages about it (its kind, its size, a
+    /// failed read). Only a regular file is read by position (anything else is refused, saying
+    /// what it is). The bytes are mapped from the page boundary at or before `offset`, unless
+    /// `no_map` is set or they do not fit the address space: then the header is read by
+    /// positioned reads and tensor data only when asked. Offsets are relative to the embedded
+    /// file; a split model's shards are not looked for.
+    pub fn open_embedded(
+        file: std::fs::File,
+        offset: u64,
+        length: u64,
+        name: &str,
+        file_name: &str,
+        no_map: bool,
+    ) -> Result<Model<Source>> {
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(format!("cannot read the size of {file_name}"), e))?;
+        if !meta.is_file() {
+            return Err(Error::msg(
+                ErrorCode::Io,
+                format!(
+                    "{file_name} is {}: only regular files are read by position",
+                    crate::source::kind_of(&meta)
+                ),
+            ));
+        }
+        let size = meta.len();
+        let length = if length == 0 {
+            size.saturating_sub(offset)
+        } else {
+            length
+        };
+        if offset.checked_add(length).is_none_or(|end| end > size) || length == 0 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{length} bytes from offset {offset} do not lie inside {name}'s file of \
+                     {size} bytes"
+                ),
+            ));
+        }
+        let at = Arc::new(
+            FileAt::new(file, offset, length, name.to_string()).file_named(file_name.to_string()),
+        );
+        if no_map || usize::try_from(length).is_err() {
+            return Model::open_source(name, at);
+        }
+        let source =
+            map_range(at.file(), offset, length, at.clone()).map_err(|e| e.in_file(name))?;
+        let file = GgufFile::from_bytes(source).map_err(|e| e.in_file(name))?;
+        Model::single(file, name.to_string())
     }
 
     /// Opens a model from one source read by position (a file descriptor, a read callback, a

@@ -66,7 +66,11 @@ fn layers() -> BTreeMap<String, u32> {
         if cells.len() < 4 {
             continue;
         }
-        let layer = match cells[1].split(' ').next().and_then(|n| n.parse::<u32>().ok()) {
+        let layer = match cells[1]
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse::<u32>().ok())
+        {
             Some(n) => n,
             None if cells[1] == "crate root" => 0,
             None => continue,
@@ -88,7 +92,12 @@ fn every_source_file_is_named_in_architecture_md() {
     let root = root();
     let missing: Vec<String> = files
         .iter()
-        .map(|f| f.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/"))
+        .map(|f| {
+            f.strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/")
+        })
         .filter(|rel| !named.contains_key(rel))
         .collect();
     assert!(
