@@ -12,6 +12,7 @@
 struct RustGuide;
 
 mod atomic_file;
+pub mod check;
 pub mod digest;
 pub mod error;
 pub mod file;

@@ -245,6 +245,19 @@ pub fn map_range(file: &File, offset: u64, len: u64, source: Arc<dyn ReadAt>) ->
     })
 }
 
+/// How many bytes from the start of a shard's memory the handle may hand out: the whole
+/// system pages of a mapping (the kernel maps the last page whole, zero past the end of the
+/// file), or exactly the bytes lent to `gguf_open_memory`.
+pub fn memory_len(file: &GgufFile<Source>) -> u64 {
+    let len = file.file_size();
+    match file.source() {
+        Source::Lent(_) | Source::Embedded { .. } | Source::Positioned { .. } => len,
+        Source::Mapped(..) | Source::Copied(_) => {
+            crate::format::align_up(len, page_size()).unwrap_or(len)
+        }
+    }
+}
+
 /// The system's page size.
 pub fn page_size() -> u64 {
     platform::page_size()
