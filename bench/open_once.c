@@ -7,6 +7,8 @@
  *   open_once none   FILE     nothing (the process's own allocations: the baseline)
  *   open_once ours   FILE     gguf_open + gguf_close
  *   open_once tokens FILE     gguf_open + gguf_get_string_array(tokenizer.ggml.tokens) + close
+ *   open_once first  FILE     gguf_open + the first gguf_get_tensor_by_index (which builds the C
+ *                             records of every tensor) + close, both counted in open_once_first
  *   open_once ggml   FILE     ggml's gguf_init_from_file({.no_alloc = true}) + gguf_free
  *   open_once floor  FILE     the floor walk (bench/floor.h) + its munmap
  *
@@ -31,6 +33,15 @@ static void quiet_log(int level, const char *text, void *user) {
 /* Not inlined, and not static: callgrind's --toggle-collect names them. */
 __attribute__((noinline)) GGUFFile open_once_ours(const char *path) { return gguf_open(path); }
 
+__attribute__((noinline)) GGUFFile open_once_first(const char *path) {
+    GGUFFile f = gguf_open(path);
+    if (f && gguf_tensor_count(f) > 0 && !gguf_get_tensor_by_index(f, 0)) {
+        gguf_close(f);
+        return NULL;
+    }
+    return f;
+}
+
 __attribute__((noinline)) struct gguf_context *open_once_ggml(const char *path) {
     struct gguf_init_params p = {.no_alloc = true, .ctx = NULL};
     return gguf_init_from_file(path, p);
@@ -42,7 +53,7 @@ __attribute__((noinline)) struct floor_map open_once_floor(const char *path) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: open_once none|ours|tokens|ggml|floor FILE\n");
+        fprintf(stderr, "usage: open_once none|ours|tokens|first|ggml|floor FILE\n");
         return 2;
     }
     const char *mode = argv[1], *path = argv[2];
@@ -61,6 +72,15 @@ int main(int argc, char **argv) {
                 gguf_close(f);
                 return 1;
             }
+        }
+        gguf_close(f);
+        return 0;
+    }
+    if (strcmp(mode, "first") == 0) {
+        GGUFFile f = open_once_first(path);
+        if (!f) {
+            fprintf(stderr, "open_once: %s\n", gguf_last_error());
+            return 1;
         }
         gguf_close(f);
         return 0;

@@ -368,7 +368,7 @@ pub fn exercise_read(data: &[u8]) {
         next: Default::default(),
     });
     let whole = GgufFile::from_bytes(&file[..]);
-    let by_position = load::parse_source_from(source, first_chunk);
+    let by_position = gguf::source::parse_source_from(source, first_chunk);
     assert_eq!(
         outcome(&whole),
         outcome(&by_position),

@@ -1215,9 +1215,7 @@ GGUF_API const struct GGUFMetadataKV *gguf_get_metadata_by_index(GGUFFile file, 
  * atomically (write a new file and rename it over the old one, as the writer does): an open
  * handle keeps the old file alive.
  *
- * The tensor infos of a file with 16384 tensors or more are read on two threads: the calling
- * one and one started by this call, which has ended when the call returns. Where only one
- * thread runs at a time (one CPU, or wasm32), the calling thread reads them all.
+ * Opening starts no thread: the header is read on the calling thread.
  */
 GGUF_API GGUFFile gguf_open(const char *path);
 

@@ -48,7 +48,7 @@ pub(crate) struct AtomicFile {
 impl AtomicFile {
     /// Creates the temporary file for `dest`. `sync`: flush to stable storage on commit.
     pub fn create(dest: &Path, sync: bool) -> Result<AtomicFile> {
-        let shown = crate::error::path_text(dest);
+        let shown = crate::text::path_text(dest);
         let fail = |what: &str, e: std::io::Error| {
             crate::platform::io_error(&format!("cannot write{what}"), e).in_file(shown.clone())
         };
@@ -361,6 +361,6 @@ mod tests {
     #[test]
     fn paths_are_shown_escaped() {
         let p = crate::platform::path_from_bytes(b"dir/caf\xe9.gguf").unwrap();
-        assert_eq!(crate::error::path_text(&p), "dir/caf\\xe9.gguf");
+        assert_eq!(crate::text::path_text(&p), "dir/caf\\xe9.gguf");
     }
 }

@@ -12,7 +12,6 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
-use crate::model::Model;
 use crate::read_at::ReadAt;
 use crate::size::in_memory;
 use crate::source::Source;
@@ -63,7 +62,7 @@ impl Default for HttpOptions {
 /// One open's deadline, shared by the sources it opens (the shards of a split model): it bounds
 /// their requests until the open is over, then each request has `HttpOptions::deadline` alone.
 #[derive(Debug)]
-struct OpenCall {
+pub(crate) struct OpenCall {
     until: Option<Instant>,
     over: AtomicBool,
 }
@@ -84,7 +83,7 @@ impl OpenCall {
 
 /// Bytes fetched by the first request (they also tell the file's size), kept to answer the
 /// first read: the parser's first chunk, which it reads first, so they are never fetched twice.
-const PROBE_BYTES: u64 = crate::load::FIRST_CHUNK;
+const PROBE_BYTES: u64 = crate::source::FIRST_CHUNK;
 
 /// A file on an HTTP(S) server that answers range requests.
 pub struct HttpSource {
@@ -387,30 +386,52 @@ impl HttpSource {
     }
 }
 
-/// Opens the model at `url`: its header read by ranges and parsed by the one parser; if it is a
-/// shard of a split model (and `single_shard` is not set), every shard by its URL, named by the
-/// rule for files (`Model::with_siblings`) applied to the URL's path, the query kept for each.
-/// `options.deadline` bounds the whole open, every shard's requests together.
-pub fn open_model(url: &str, options: &HttpOptions, single_shard: bool) -> Result<Model<Source>> {
-    let (base, query) = match url.find('?') {
-        Some(i) => url.split_at(i),
-        None => (url, ""),
-    };
-    let call = OpenCall::start(options);
-    let open = |name: &Path| -> Result<GgufFile<Source>> {
-        // `name` is `base` or a sibling made from it by ASCII suffixes: UTF-8.
+/// The files of a model at a URL, opened as one call: each file's header read by ranges and
+/// parsed by the one parser, `options.deadline` bounding every request of the call together.
+/// `Model::open_url` opens a split model's shards through it, the query kept for each.
+pub struct UrlFiles<'a> {
+    query: &'a str,
+    options: &'a HttpOptions,
+    call: Arc<OpenCall>,
+}
+
+impl<'a> UrlFiles<'a> {
+    /// Starts the call for `url`; returns it and the URL without its query (the path that shard
+    /// names are made from).
+    pub fn start(url: &'a str, options: &'a HttpOptions) -> (UrlFiles<'a>, &'a str) {
+        let (base, query) = match url.find('?') {
+            Some(i) => url.split_at(i),
+            None => (url, ""),
+        };
+        let call = OpenCall::start(options);
+        (
+            UrlFiles {
+                query,
+                options,
+                call,
+            },
+            base,
+        )
+    }
+
+    /// Opens the file at `name` (the URL without its query, or a sibling made from it).
+    pub fn open(&self, name: &Path) -> Result<GgufFile<Source>> {
+        // `name` is the base or a sibling made from it by ASCII suffixes: UTF-8.
         let name = name.to_str().expect("a URL made from a UTF-8 one is UTF-8");
         let source: Arc<dyn ReadAt> = Arc::new(HttpSource::open_in(
-            &format!("{name}{query}"),
-            options,
-            call.clone(),
+            &format!("{name}{}", self.query),
+            self.options,
+            self.call.clone(),
         )?);
-        crate::load::parse_source(source)
-    };
-    let path = Path::new(base);
-    let model = open(path).and_then(|first| Model::with_siblings(first, path, single_shard, open));
-    call.end();
-    model
+        crate::source::parse_source(source)
+    }
+}
+
+impl Drop for UrlFiles<'_> {
+    /// The open is over: later reads are bounded each on its own.
+    fn drop(&mut self) {
+        self.call.end();
+    }
 }
 
 impl ReadAt for HttpSource {

@@ -323,7 +323,7 @@ pub(crate) mod tests {
         assert_eq!(index.find(b"bb", |j| &names[j]), Some(1));
         let mut index = NameIndex::with_capacity(3);
         let hashes: Vec<u64> = names[..3].iter().map(|n| index.hash(n)).collect();
-        // In two parts, as a walk on two threads inserts them.
+        // In two parts: entries after those already inserted.
         assert_eq!(index.insert_all(0, &hashes[..1], same), None);
         assert_eq!(index.insert_all(1, &hashes[1..], same), None);
         for (i, n) in names[..3].iter().enumerate() {

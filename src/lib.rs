@@ -12,6 +12,7 @@
 struct RustGuide;
 
 mod atomic_file;
+pub mod check;
 pub mod digest;
 pub mod error;
 pub mod file;
@@ -38,6 +39,7 @@ mod reader;
 mod size;
 #[allow(unsafe_code)]
 pub mod source;
+pub mod text;
 pub mod types;
 pub mod value;
 pub mod writer;

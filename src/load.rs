@@ -1,105 +1,17 @@
-//! Loading from sources read by position: a file's header read in growing chunks and parsed by
-//! the one parser (`GgufFile::from_prefix`), and tensor data copied into the caller's memory,
-//! one tensor (`read_tensor`) or many at once on several threads, merged and optionally with
-//! direct I/O (`read_tensors`), or converted to floats (`tensor_to_float`, and on several
-//! threads `tensor_to_float_parallel`).
+//! Loading tensor data into the caller's memory: one tensor (`read_tensor`) or many at once on
+//! several threads, merged and optionally with direct I/O (`read_tensors`), from any source
+//! (mapped, or read by position: a descriptor, a callback, a URL); and tensor data converted to
+//! floats (`tensor_to_float`, and on several threads `tensor_to_float_parallel`).
 
-use crate::error::{Error, ErrorCode, ErrorKind, Result};
-use crate::file::{needs_more, GgufFile};
+use crate::error::{Error, ErrorCode, Result};
+use crate::file::GgufFile;
 use crate::model::Model;
 use crate::parallel;
 use crate::platform;
 use crate::read_at::{lying, read_exact_at, FileAt, ReadAt};
-use crate::source::Source;
+use crate::source::{too_large, Source};
 use std::fs::File;
 use std::sync::Arc;
-
-/// The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
-/// reached in five doublings).
-pub const FIRST_CHUNK: u64 = 256 * 1024;
-
-/// The most header bytes read from a source read by position: a real model's header takes a few
-/// MiB (a 262144-token vocabulary about 4 MiB); a header that claims more is refused rather than
-/// downloaded or held in memory.
-pub const MAX_HEADER: u64 = 256 << 20;
-
-/// Reads and parses the header of the file `source` holds: the first [`FIRST_CHUNK`] bytes,
-/// then twice as many each time the header goes on past them (so the parses are logarithmic in
-/// the header's size, and at most the header plus the last chunk is read). Every rule is
-/// checked as for a mapped file, against the size the source declares. Errors name the source.
-pub fn parse_source(source: Arc<dyn ReadAt>) -> Result<GgufFile<Source>> {
-    parse_source_from(source, FIRST_CHUNK)
-}
-
-/// [`parse_source`] with a first read of `first_chunk` bytes (at least 1; tests use small ones
-/// to make the header run past many prefixes).
-pub fn parse_source_from(source: Arc<dyn ReadAt>, first_chunk: u64) -> Result<GgufFile<Source>> {
-    let name = source.describe();
-    parse_prefixes(source, first_chunk.max(1)).map_err(|e| e.in_file(name))
-}
-
-pub(crate) fn parse_prefixes(
-    source: Arc<dyn ReadAt>,
-    first_chunk: u64,
-) -> Result<GgufFile<Source>> {
-    let size = source.len();
-    let mut header: Vec<u8> = Vec::new();
-    let mut want = first_chunk.min(size);
-    loop {
-        let have = header.len();
-        let grow = usize::try_from(want).map_err(|_| too_large(want))? - have;
-        header
-            .try_reserve_exact(grow)
-            .map_err(|_| too_large(want))?;
-        header.resize(have + grow, 0);
-        read_exact_at(&*source, have as u64, &mut header[have..])?;
-        let bytes = Source::Positioned {
-            header: std::mem::take(&mut header).into_boxed_slice(),
-            source: source.clone(),
-        };
-        match GgufFile::try_prefix(bytes, size) {
-            Ok(file) => return Ok(file),
-            Err((bytes, e)) if needs_more(&e, want, size) => {
-                let Source::Positioned { header: h, .. } = bytes else {
-                    unreachable!("made above")
-                };
-                header = h.into_vec();
-                // At least what the parser stopped for, and at least twice what was read.
-                let needed = match (e.offset(), e.kind()) {
-                    (Some(at), ErrorKind::Truncated { needed, .. }) => at.saturating_add(*needed),
-                    _ => 0,
-                };
-                let needed = needed.max(header.len() as u64 + 1);
-                // (A source within the limit is read to its end, where the parser says what is
-                // missing.)
-                if needed > MAX_HEADER && size > MAX_HEADER {
-                    return Err(header_too_large(needed));
-                }
-                // Never past the limit: the last read stops at it.
-                want = want.saturating_mul(2).max(needed).min(size).min(MAX_HEADER);
-            }
-            Err((_, e)) => return Err(e),
-        }
-    }
-}
-
-#[cold]
-fn header_too_large(needed: u64) -> Error {
-    Error::msg(
-        ErrorCode::OutOfMemory,
-        format!(
-            "the header needs at least {needed} bytes, more than the {MAX_HEADER} bytes a file \
-             read by position may have (a model's header takes a few MiB)"
-        ),
-    )
-}
-
-fn too_large(bytes: u64) -> Error {
-    Error::msg(
-        ErrorCode::OutOfMemory,
-        format!("the header needs more than {bytes} bytes of memory, more than can be allocated"),
-    )
-}
 
 /// Where one tensor's data is, and the shard's source to read it from.
 struct Located<'m> {
@@ -288,7 +200,7 @@ pub fn read_tensors(
                 ErrorCode::InvalidArgument,
                 format!(
                     "the buffer for tensor {} holds {} bytes, but the tensor has {}",
-                    crate::file::quote(t.info.name),
+                    crate::text::quote(t.info.name),
                     dst.len(),
                     t.info.size
                 ),
@@ -748,7 +660,7 @@ impl<'m> Rows<'m> {
             names.get(tensor.shard).map_or("", String::as_str)
         });
         let info = &tensor.info;
-        let name = crate::error::quote(info.name);
+        let name = crate::text::quote(info.name);
         let row = info.dims[0];
         let total_rows = info.n_elements.checked_div(row).unwrap_or(0);
         if first_row > total_rows || n_rows > total_rows - first_row {
@@ -817,7 +729,7 @@ impl<'m> Rows<'m> {
                 "the buffer for rows {} to {} of tensor {} holds {} floats, but they give {}",
                 self.first_row,
                 self.first_row + self.n_rows,
-                crate::error::quote(self.tensor.info.name),
+                crate::text::quote(self.tensor.info.name),
                 dst.len(),
                 self.floats
             ),
@@ -831,7 +743,7 @@ impl<'m> Rows<'m> {
         let bytes = self.bytes(first * self.row_bytes, n * self.row_bytes)?;
         let order = self.model.shards()[self.tensor.shard].byte_order();
         crate::quant::dequantize_in_order(info.dtype, order, &bytes, dst).map_err(|e| {
-            e.with_context(format!("tensor {}", crate::error::quote(info.name)))
+            e.with_context(format!("tensor {}", crate::text::quote(info.name)))
                 .with_offset(None)
                 .in_file(self.file)
         })
@@ -863,7 +775,7 @@ impl<'m> Rows<'m> {
                 format!(
                     "bytes {start} to {} of tensor {} are not in its data ({} bytes)",
                     u128::from(start) + u128::from(len),
-                    crate::error::quote(t.info.name),
+                    crate::text::quote(t.info.name),
                     data.len()
                 ),
             )

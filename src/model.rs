@@ -2,11 +2,12 @@
 //! presented as one, as llama.cpp's `gguf-split` writes them: each shard carries `split.no`
 //! (0-based), `split.count` and `split.tensors.count`; the first holds the model's metadata.
 
-use crate::error::{path_text, Error, ErrorKind, FirstSeen, Result};
-use crate::file::{quote, GgufFile, TensorInfo};
+use crate::error::{Error, ErrorCode, ErrorKind, FirstSeen, Result};
+use crate::file::{GgufFile, TensorInfo};
 use crate::index::NameIndex;
-use crate::read_at::ReadAt;
-use crate::source::{open_file, OpenOptions, Source};
+use crate::read_at::{FileAt, ReadAt};
+use crate::source::{map_range, open_file, OpenOptions, Source};
+use crate::text::{path_text, quote};
 use crate::value::Value;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -192,11 +193,66 @@ impl Model<Source> {
         Model::from_shards(shards, count)
     }
 
+    /// Opens the GGUF file stored as `length` bytes from `offset` of `file` (0: to the end of
+    /// the file), such as an Android APK asset, a llamafile or a tar member. `name` names the
+    /// model in errors; `file_name` names `file` in messages about it (its kind, its size, a
+    /// failed read). Only a regular file is read by position (anything else is refused, saying
+    /// what it is). The bytes are mapped from the page boundary at or before `offset`, unless
+    /// `no_map` is set or they do not fit the address space: then the header is read by
+    /// positioned reads and tensor data only when asked. Offsets are relative to the embedded
+    /// file; a split model's shards are not looked for.
+    pub fn open_embedded(
+        file: std::fs::File,
+        offset: u64,
+        length: u64,
+        name: &str,
+        file_name: &str,
+        no_map: bool,
+    ) -> Result<Model<Source>> {
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(format!("cannot read the size of {file_name}"), e))?;
+        if !meta.is_file() {
+            return Err(Error::msg(
+                ErrorCode::Io,
+                format!(
+                    "{file_name} is {}: only regular files are read by position",
+                    crate::source::kind_of(&meta)
+                ),
+            ));
+        }
+        let size = meta.len();
+        let length = if length == 0 {
+            size.saturating_sub(offset)
+        } else {
+            length
+        };
+        if offset.checked_add(length).is_none_or(|end| end > size) || length == 0 {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{length} bytes from offset {offset} do not lie inside {name}'s file of \
+                     {size} bytes"
+                ),
+            ));
+        }
+        let at = Arc::new(
+            FileAt::new(file, offset, length, name.to_string()).file_named(file_name.to_string()),
+        );
+        if no_map || usize::try_from(length).is_err() {
+            return Model::open_source(name, at);
+        }
+        let source =
+            map_range(at.file(), offset, length, at.clone()).map_err(|e| e.in_file(name))?;
+        let file = GgufFile::from_bytes(source).map_err(|e| e.in_file(name))?;
+        Model::single(file, name.to_string())
+    }
+
     /// Opens a model from one source read by position (a file descriptor, a read callback, a
     /// server), named `name` in messages. Its siblings cannot be found from a source, so a
     /// shard of a split model is opened alone (open every shard with [`Model::open_sources`]).
     pub fn open_source(name: &str, source: Arc<dyn ReadAt>) -> Result<Model<Source>> {
-        let file = crate::load::parse_source(source)?;
+        let file = crate::source::parse_source(source)?;
         Ok(Model::of_one(file, PathBuf::from(name)))
     }
 
@@ -209,7 +265,7 @@ impl Model<Source> {
         let given = sources.len();
         let mut shards = Vec::with_capacity(given);
         for (name, source) in sources {
-            let file = crate::load::parse_source(source)?;
+            let file = crate::source::parse_source(source)?;
             shards.push((file, PathBuf::from(name)));
         }
         let Some((first, first_path)) = shards.first() else {
@@ -345,7 +401,7 @@ impl<S: AsRef<[u8]>> Model<S> {
     }
 
     /// The path (or name) each shard was opened from, as shown in messages: its bytes escaped
-    /// (see [`crate::error::escape`]).
+    /// (see [`crate::text::escape`]).
     pub fn shard_names(&self) -> &[String] {
         &self.names
     }
@@ -397,5 +453,24 @@ impl<S: AsRef<[u8]>> Model<S> {
     /// The tensor with this name.
     pub fn tensor(&self, name: impl AsRef<[u8]>) -> Option<ModelTensor<'_>> {
         self.tensor_index(name).and_then(|i| self.tensor_at(i))
+    }
+}
+
+/// Opening a model at a URL (`gguf_open_url`): the model layer's side of the HTTP source.
+#[cfg(all(feature = "net", not(target_family = "wasm")))]
+impl Model<Source> {
+    /// Opens the model at `url`: its header read by ranges and parsed by the one parser; if it is
+    /// a shard of a split model (and `single_shard` is not set), every shard by its URL, named by
+    /// the rule for files ([`Model::with_siblings`]) applied to the URL's path, the query kept for
+    /// each. `options.deadline` bounds the whole open, every shard's requests together.
+    pub fn open_url(
+        url: &str,
+        options: &crate::http::HttpOptions,
+        single_shard: bool,
+    ) -> Result<Model<Source>> {
+        let (files, base) = crate::http::UrlFiles::start(url, options);
+        let path = Path::new(base);
+        let open = |name: &Path| files.open(name);
+        open(path).and_then(|first| Model::with_siblings(first, path, single_shard, open))
     }
 }

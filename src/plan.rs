@@ -5,6 +5,8 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::format::align_up;
+use crate::model::Model;
+use crate::source::Source;
 use std::ops::Range;
 
 /// A page-aligned range of addresses (or offsets: the plan works on any linear space).
@@ -127,6 +129,101 @@ impl Plan {
             .enumerate()
             .filter(|(_, p)| p.view.is_none())
             .map(|(i, _)| i)
+    }
+}
+
+/// One view of a model's plan: a range of one shard's memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelView {
+    /// The view's first byte, as an address.
+    pub start: u64,
+    /// The view's length in bytes.
+    pub len: u64,
+    /// Where the view starts in its shard's file.
+    pub file_offset: u64,
+    /// The shard (0 for a file that is not split).
+    pub shard: usize,
+}
+
+/// An upload plan of every tensor of a model: [`Plan`] run on each shard's memory, the views
+/// numbered across shards and the placements indexed as the model's tensors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelPlan {
+    /// The page size the views are aligned to.
+    pub page_size: u64,
+    /// The largest view length allowed (the limit rounded down to whole pages).
+    pub max_view_len: u64,
+    /// Every view, shard by shard.
+    pub views: Vec<ModelView>,
+    /// One placement per tensor of the model, its view numbered in `views`.
+    pub placements: Vec<Placement>,
+}
+
+impl Plan {
+    /// Plans the upload of every tensor of `model`: page-aligned views of at most
+    /// `max_view_len` bytes of each shard's memory (`page_size` 0: the system's page size).
+    /// A model whose tensor data is read by position has no memory to plan (Unsupported).
+    pub fn for_model(
+        model: &Model<Source>,
+        max_view_len: u64,
+        page_size: u64,
+    ) -> Result<ModelPlan> {
+        if model.shards().iter().any(|s| !s.source().in_memory()) {
+            return Err(Error::msg(
+                ErrorCode::Unsupported,
+                "upload plans are views of memory, and this handle reads tensor data by position \
+                 (gguf_is_mapped is false): load it with gguf_read_tensors",
+            ));
+        }
+        let page = if page_size == 0 {
+            crate::source::page_size()
+        } else {
+            page_size
+        };
+        let mut views = Vec::new();
+        let mut placements = vec![
+            Placement {
+                view: None,
+                offset_in_view: 0,
+            };
+            model.tensor_count()
+        ];
+        let mut max_view = 0;
+        for (shard, (file, &first)) in model.shards().iter().zip(model.shard_starts()).enumerate() {
+            let base = file.bytes().as_ptr() as u64;
+            let tensors: Vec<(u64, u64)> = (0..file.tensor_count())
+                .filter_map(|i| file.tensor_at(i))
+                .map(|t| (base + t.file_offset, t.size))
+                .collect();
+            let bounds = base..base + crate::source::memory_len(file);
+            let plan = Plan::new(&tensors, bounds, page, max_view_len)?;
+            max_view = plan.max_view_len;
+            let first_view = views.len();
+            views.extend(plan.views.iter().map(|v| ModelView {
+                start: v.start,
+                len: v.len,
+                file_offset: v.start - base,
+                shard,
+            }));
+            for (local, p) in plan.placements.iter().enumerate() {
+                if let Some(view) = p.view {
+                    placements[first + local] = Placement {
+                        view: Some(first_view + view),
+                        offset_in_view: p.offset_in_view,
+                    };
+                }
+            }
+        }
+        if model.shards().is_empty() || max_view == 0 {
+            // No shard ran the plan: check the parameters the same way.
+            max_view = Plan::new(&[], 0..0, page, max_view_len)?.max_view_len;
+        }
+        Ok(ModelPlan {
+            page_size: page,
+            max_view_len: max_view,
+            views,
+            placements,
+        })
     }
 }
 

@@ -149,7 +149,7 @@ impl FileAt {
 impl FileAt {
     /// What failed, for a read at offset `at` of the open file: the file and the offset its
     /// system call was given (the error's file names the source, and so where it starts). For
-    /// every read of the open file, direct ones included (`crate::load`).
+    /// every read of the open file, direct ones included.
     #[cold]
     pub(crate) fn cannot_read(&self, at: u64) -> String {
         format!("cannot read {} at offset {at}", self.file_name)

@@ -13,8 +13,9 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::file::needs_more;
 use crate::file::GgufFile;
-use crate::read_at::ReadAt;
+use crate::read_at::{read_exact_at, ReadAt};
 
 /// How to bring a file into memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -113,6 +114,16 @@ pub(crate) fn map_error(what: &str, size: u64, e: std::io::Error) -> Error {
     })
 }
 
+impl crate::file::MappedFile {
+    /// Maps and parses the file at `path`. Errors name the path. (Mapping is the sources'
+    /// concern, so this constructor of the parser's type lives with them.)
+    pub fn open(path: impl AsRef<Path>) -> Result<crate::file::MappedFile> {
+        let path = path.as_ref();
+        let map = map_file(path).map_err(|e| e.in_path(path))?;
+        GgufFile::from_bytes(map).map_err(|e| e.in_path(path))
+    }
+}
+
 /// Maps the file at `path` read-only.
 pub fn map_file(path: &Path) -> Result<Mmap> {
     match open_source(path, OpenOptions::default())? {
@@ -134,8 +145,8 @@ pub fn open_file(path: &Path, options: OpenOptions) -> Result<GgufFile<Source>> 
     let (file, size) = open_regular(path)?;
     if options.no_map || (usize::try_from(size).is_err() && !options.read) {
         platform::clear_nonblocking(&file).map_err(|e| io_error("cannot read the file", e))?;
-        let at = crate::read_at::FileAt::new(file, 0, size, crate::error::path_text(path));
-        return crate::load::parse_prefixes(Arc::new(at), crate::load::FIRST_CHUNK);
+        let at = crate::read_at::FileAt::new(file, 0, size, crate::text::path_text(path));
+        return parse_prefixes(Arc::new(at), FIRST_CHUNK);
     }
     GgufFile::from_bytes(source_of(file, size, options)?)
 }
@@ -234,6 +245,19 @@ pub fn map_range(file: &File, offset: u64, len: u64, source: Arc<dyn ReadAt>) ->
     })
 }
 
+/// How many bytes from the start of a shard's memory the handle may hand out: the whole
+/// system pages of a mapping (the kernel maps the last page whole, zero past the end of the
+/// file), or exactly the bytes lent to `gguf_open_memory`.
+pub fn memory_len(file: &GgufFile<Source>) -> u64 {
+    let len = file.file_size();
+    match file.source() {
+        Source::Lent(_) | Source::Embedded { .. } | Source::Positioned { .. } => len,
+        Source::Mapped(..) | Source::Copied(_) => {
+            crate::format::align_up(len, page_size()).unwrap_or(len)
+        }
+    }
+}
+
 /// The system's page size.
 pub fn page_size() -> u64 {
     platform::page_size()
@@ -262,7 +286,7 @@ pub enum Source {
         source: Arc<dyn ReadAt>,
     },
     /// A file read by position and not mapped (a file descriptor, a read callback, a server):
-    /// its header's bytes, read by `crate::load::read_header`, and the source its tensor data
+    /// its header's bytes, read by [`parse_source`], and the source its tensor data
     /// is read from when asked.
     Positioned {
         /// The first bytes of the file: at least its whole header.
@@ -369,4 +393,94 @@ mod tests {
         );
         assert!(!e.message().contains("vm.max_map_count"), "{}", e.message());
     }
+}
+
+// A source's header, read in growing chunks and parsed by the one parser.
+
+/// The first read of a header: most headers fit (a 262144-token vocabulary takes about 4 MiB,
+/// reached in five doublings).
+pub const FIRST_CHUNK: u64 = 256 * 1024;
+
+/// The most header bytes read from a source read by position: a real model's header takes a few
+/// MiB (a 262144-token vocabulary about 4 MiB); a header that claims more is refused rather than
+/// downloaded or held in memory.
+pub const MAX_HEADER: u64 = 256 << 20;
+
+/// Reads and parses the header of the file `source` holds: the first [`FIRST_CHUNK`] bytes,
+/// then twice as many each time the header goes on past them (so the parses are logarithmic in
+/// the header's size, and at most the header plus the last chunk is read). Every rule is
+/// checked as for a mapped file, against the size the source declares. Errors name the source.
+pub fn parse_source(source: Arc<dyn ReadAt>) -> Result<GgufFile<Source>> {
+    parse_source_from(source, FIRST_CHUNK)
+}
+
+/// [`parse_source`] with a first read of `first_chunk` bytes (at least 1; tests use small ones
+/// to make the header run past many prefixes).
+pub fn parse_source_from(source: Arc<dyn ReadAt>, first_chunk: u64) -> Result<GgufFile<Source>> {
+    let name = source.describe();
+    parse_prefixes(source, first_chunk.max(1)).map_err(|e| e.in_file(name))
+}
+
+/// [`parse_source_from`] without naming the source in its errors.
+pub(crate) fn parse_prefixes(
+    source: Arc<dyn ReadAt>,
+    first_chunk: u64,
+) -> Result<GgufFile<Source>> {
+    let size = source.len();
+    let mut header: Vec<u8> = Vec::new();
+    let mut want = first_chunk.min(size);
+    loop {
+        let have = header.len();
+        let grow = usize::try_from(want).map_err(|_| too_large(want))? - have;
+        header
+            .try_reserve_exact(grow)
+            .map_err(|_| too_large(want))?;
+        header.resize(have + grow, 0);
+        read_exact_at(&*source, have as u64, &mut header[have..])?;
+        let bytes = Source::Positioned {
+            header: std::mem::take(&mut header).into_boxed_slice(),
+            source: source.clone(),
+        };
+        match GgufFile::try_prefix(bytes, size) {
+            Ok(file) => return Ok(file),
+            Err((bytes, e)) if needs_more(&e, want, size) => {
+                let Source::Positioned { header: h, .. } = bytes else {
+                    unreachable!("made above")
+                };
+                header = h.into_vec();
+                // At least what the parser stopped for, and at least twice what was read.
+                let needed = match (e.offset(), e.kind()) {
+                    (Some(at), ErrorKind::Truncated { needed, .. }) => at.saturating_add(*needed),
+                    _ => 0,
+                };
+                let needed = needed.max(header.len() as u64 + 1);
+                // (A source within the limit is read to its end, where the parser says what is
+                // missing.)
+                if needed > MAX_HEADER && size > MAX_HEADER {
+                    return Err(header_too_large(needed));
+                }
+                // Never past the limit: the last read stops at it.
+                want = want.saturating_mul(2).max(needed).min(size).min(MAX_HEADER);
+            }
+            Err((_, e)) => return Err(e),
+        }
+    }
+}
+
+#[cold]
+fn header_too_large(needed: u64) -> Error {
+    Error::msg(
+        ErrorCode::OutOfMemory,
+        format!(
+            "the header needs at least {needed} bytes, more than the {MAX_HEADER} bytes a file \
+             read by position may have (a model's header takes a few MiB)"
+        ),
+    )
+}
+
+pub(crate) fn too_large(bytes: u64) -> Error {
+    Error::msg(
+        ErrorCode::OutOfMemory,
+        format!("the header needs more than {bytes} bytes of memory, more than can be allocated"),
+    )
 }

@@ -265,7 +265,7 @@ impl Writer {
         }
         if self.kvs.iter().any(|(k, _)| k == key) {
             return Err(Error::new(ErrorKind::DuplicateKey {
-                key: crate::file::quote(key),
+                key: crate::text::quote(key),
                 first: FirstSeen::Given,
             }));
         }

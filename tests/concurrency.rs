@@ -1,8 +1,8 @@
 //! Many threads share one handle, call every getter and race the lazy array builders and the
 //! upload plans: every thread must see the same pointers and values, and a plan of its own per
 //! call. CI also runs this under ThreadSanitizer (`make tsan`); it has its own `main` (no libtest
-//! harness) so that TSan sees no thread but the test's own. Several threads also open a file large
-//! enough that each open reads its tensor infos on two threads.
+//! harness) so that TSan sees no thread but the test's own. Several threads also open a file of
+//! many tensors at once.
 
 use gguf::ffi::*;
 use gguf::{DataType, MetadataValue as V, ValueType, Writer};
@@ -168,7 +168,7 @@ fn threads_share_one_handle() {
     unsafe { gguf_close(h) };
 }
 
-/// Threads that each open a file of 20000 tensors (its infos walked on two threads an open),
+/// Threads that each open a file of 20000 tensors,
 /// at once, and look tensors up.
 fn threads_open_large_files() {
     const N: usize = 20_000;

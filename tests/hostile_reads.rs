@@ -251,7 +251,7 @@ fn tensors_at_the_top_of_a_source_near_2_to_the_64_are_read() {
     }
 }
 
-/// A header is read by position up to [`load::MAX_HEADER`] bytes, however its reads grow: one
+/// A header is read by position up to [`gguf::source::MAX_HEADER`] bytes, however its reads grow: one
 /// whose end lies past twice the bytes read so far, but under the limit, opens (reading at most
 /// the limit); one that needs more than the limit is refused, saying once how much it needs.
 #[test]
@@ -268,18 +268,18 @@ fn headers_are_read_up_to_the_limit_and_refused_past_it_with_one_clear_message()
     let head = file(0, 2, &body);
     let header_len = head.len() as u64;
     let source = Synthetic::new(head, 1 << 40);
-    let parsed = load::parse_source(source.clone()).unwrap();
+    let parsed = gguf::source::parse_source(source.clone()).unwrap();
     assert_eq!(parsed.metadata_count(), 2);
     let read = source.read_bytes.load(Ordering::Relaxed);
     assert!(
-        read >= header_len && read <= load::MAX_HEADER,
+        read >= header_len && read <= gguf::source::MAX_HEADER,
         "{read} bytes read for a header of {header_len}"
     );
 
     // Past the limit: a 300 MiB string, known from the first read.
     let head = file(0, 1, &kv("huge", 8, &le_u64(300 << 20)));
     let source = Synthetic::new(head, 1 << 40);
-    let err = match load::parse_source(source.clone()) {
+    let err = match gguf::source::parse_source(source.clone()) {
         Ok(_) => panic!("a 300 MiB header was accepted"),
         Err(e) => e,
     };
@@ -288,11 +288,14 @@ fn headers_are_read_up_to_the_limit_and_refused_past_it_with_one_clear_message()
     let needed = 24 + 8 + 4 + 4 + 8 + (300u64 << 20);
     assert!(
         msg.contains(&format!("the header needs at least {needed} bytes"))
-            && msg.contains(&format!("more than the {} bytes", load::MAX_HEADER))
+            && msg.contains(&format!("more than the {} bytes", gguf::source::MAX_HEADER))
             && msg.contains("<synthetic>"),
         "{msg}"
     );
-    assert_eq!(source.read_bytes.load(Ordering::Relaxed), load::FIRST_CHUNK);
+    assert_eq!(
+        source.read_bytes.load(Ordering::Relaxed),
+        gguf::source::FIRST_CHUNK
+    );
 }
 
 /// Converting a tensor to floats is refused, before anything is read, when the floats (or the

@@ -8,6 +8,7 @@ use common::raw::{file, kv, le_u64, tensor_info, with_data};
 use gguf::ffi::*;
 use gguf::load::{self, LoadOptions};
 use gguf::read_at::{FileAt, ReadAt};
+use gguf::source;
 use gguf::{
     ByteOrder, DataType, ErrorCode, GgufFile, MetadataValue, Model, OpenOptions, ValueType, Writer,
 };
@@ -118,7 +119,7 @@ fn outcome<S: AsRef<[u8]>>(r: gguf::Result<GgufFile<S>>) -> String {
 
 fn through_reader(bytes: &[u8], first_chunk: u64) -> String {
     let source = Arc::new(Mem::new(bytes.to_vec()));
-    outcome(load::parse_source_from(source, first_chunk))
+    outcome(source::parse_source_from(source, first_chunk))
 }
 
 /// Corrupt files: each rule of the format broken by hand, every truncation and many byte
@@ -231,7 +232,7 @@ fn a_big_header_is_read_in_logarithmically_many_reads_and_not_much_past_its_end(
     let bytes = w.to_bytes().unwrap();
     let header_end = GgufFile::from_bytes(&bytes[..]).unwrap().data_offset();
     let source = Arc::new(Mem::new(bytes.clone()));
-    let f = load::parse_source(source.clone()).unwrap();
+    let f = source::parse_source(source.clone()).unwrap();
     assert_eq!(f.data_offset(), header_end);
     assert_eq!(f.file_size(), bytes.len() as u64);
     assert!(!f.has_data());
@@ -246,7 +247,7 @@ fn a_big_header_is_read_in_logarithmically_many_reads_and_not_much_past_its_end(
         read <= 2 * header_end,
         "read {read} bytes for a {header_end}-byte header"
     );
-    let doublings = (header_end / load::FIRST_CHUNK).ilog2() as u64 + 2;
+    let doublings = (header_end / source::FIRST_CHUNK).ilog2() as u64 + 2;
     assert!(
         reads <= doublings,
         "{reads} reads, expected at most {doublings}"
@@ -260,7 +261,9 @@ fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
     // Declares more than it has, inside the header.
     let mut short = Mem::new(bytes[..100].to_vec());
     short.declared = bytes.len() as u64;
-    let e = load::parse_source_from(Arc::new(short), 64).err().unwrap();
+    let e = source::parse_source_from(Arc::new(short), 64)
+        .err()
+        .unwrap();
     assert_eq!(e.code(), ErrorCode::Io, "{e}");
     assert_eq!(e.offset(), Some(100), "{e}");
     let msg = e.to_string();
@@ -276,7 +279,7 @@ fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
     // Fails outright.
     let mut failing = Mem::new(bytes.clone());
     failing.fail_at = Some(header_end / 2);
-    let e = load::parse_source_from(Arc::new(failing), 64)
+    let e = source::parse_source_from(Arc::new(failing), 64)
         .err()
         .unwrap();
     assert_eq!(e.code(), ErrorCode::Io);
@@ -742,7 +745,7 @@ fn tensor_digests_read_by_position_match_the_mapped_ones() {
 }
 
 /// A source declaring a terabyte whose header announces more than any real header holds (a
-/// billion tensors; a 100 GB key): refused once the header passes `load::MAX_HEADER`, having
+/// billion tensors; a 100 GB key): refused once the header passes `source::MAX_HEADER`, having
 /// read no more than its first chunk and allocated nothing for the announced entries.
 #[test]
 fn a_header_claiming_gigabytes_is_refused_at_the_limit() {
@@ -760,7 +763,7 @@ fn a_header_claiming_gigabytes_is_refused_at_the_limit() {
         let mut mem = Mem::new(bytes);
         mem.declared = 1 << 40;
         let mem = Arc::new(mem);
-        let err = match load::parse_source(mem.clone()) {
+        let err = match source::parse_source(mem.clone()) {
             Ok(_) => panic!("a terabyte header was accepted"),
             Err(e) => e,
         };
@@ -768,13 +771,13 @@ fn a_header_claiming_gigabytes_is_refused_at_the_limit() {
         let msg = err.to_string();
         assert!(
             msg.contains("the header needs at least")
-                && msg.contains(&format!("more than the {} bytes", load::MAX_HEADER)),
+                && msg.contains(&format!("more than the {} bytes", source::MAX_HEADER)),
             "{msg}"
         );
         assert!(msg.contains("<test source>"), "{msg}");
         // The announced sizes are known from the first chunk: nothing more is read.
         let read = mem.read_bytes.load(Ordering::Relaxed);
-        assert_eq!(read, load::FIRST_CHUNK, "{read} bytes read");
+        assert_eq!(read, source::FIRST_CHUNK, "{read} bytes read");
     }
 }
 

@@ -5,7 +5,7 @@ use super::boundary::{c_str, guard, write_out};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::lazy::OnceBox;
 use crate::error::{ErrorCode, Result};
-use crate::file::quote;
+use crate::text::quote;
 use crate::types::ValueType;
 use crate::value::{Array, Element, Value};
 use std::ffi::c_char;

@@ -3,49 +3,13 @@
 
 use super::last_error::record;
 use crate::error::{Error, ErrorCode, Result};
-use std::cell::Cell;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
-thread_local! {
-    /// How many boundary calls (or library threads started by one) this thread is inside.
-    static INSIDE: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Whether this thread is inside a call of the C API (or is a thread one started).
-pub(crate) fn inside() -> bool {
-    INSIDE.try_with(|n| n.get() > 0).unwrap_or(false)
-}
-
-/// Runs `body` counted as inside the C API when `quiet` is true (a thread the library starts
-/// for a boundary call passes the caller's [`inside`]): a panic there prints nothing.
-pub(crate) fn quietly<R>(quiet: bool, body: impl FnOnce() -> R) -> R {
-    struct Leave(bool);
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            if self.0 {
-                let _ = INSIDE.try_with(|n| n.set(n.get() - 1));
-            }
-        }
-    }
-    let entered = quiet && INSIDE.try_with(|n| n.set(n.get() + 1)).is_ok();
-    let _leave = Leave(entered);
-    body()
-}
-
-/// Runs `body` (a caller's callback, called from inside the C API) counted as outside it: a
-/// panic of the caller's own there goes to the caller's hook.
-pub(crate) fn outside<R>(body: impl FnOnce() -> R) -> R {
-    struct Restore(u32);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = INSIDE.try_with(|n| n.set(self.0));
-        }
-    }
-    let _restore = Restore(INSIDE.try_with(|n| n.replace(0)).unwrap_or(0));
-    body()
-}
+// Which threads are inside a C API call is kept with the platform's threads, which mark the
+// threads they start for a call as inside it too.
+pub(crate) use crate::platform::{inside, outside, quietly};
 
 /// Installs, once per process, a panic hook that prints nothing for a panic inside the C API
 /// (the boundary catches it and records it as an error: nothing may print) and hands every

@@ -11,9 +11,9 @@ use super::plan::PlanRecords;
 use super::shards::GGUFShardInfo;
 use super::tensors::GGUFTensorInfo;
 use crate::error::{Error, ErrorCode, Result};
-use crate::file::quote;
 use crate::model::Model;
 use crate::source::Source;
+use crate::text::quote;
 use crate::value::RawValue;
 use std::ffi::c_char;
 

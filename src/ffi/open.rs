@@ -75,9 +75,7 @@ pub(crate) fn open_options(flags: u32) -> Result<OpenOptions> {
 /// atomically (write a new file and rename it over the old one, as the writer does): an open
 /// handle keeps the old file alive.
 ///
-/// The tensor infos of a file with 16384 tensors or more are read on two threads: the calling
-/// one and one started by this call, which has ended when the call returns. Where only one
-/// thread runs at a time (one CPU, or wasm32), the calling thread reads them all.
+/// Opening starts no thread: the header is read on the calling thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_open(path: *const c_char) -> GGUFFile {
     // SAFETY: the same contract as ours.
@@ -107,7 +105,7 @@ pub unsafe extern "C" fn gguf_open_ex(path: *const c_char, flags: u32) -> GGUFFi
         // A single file's name is already escaped by the model: copied, not escaped again.
         let name = match model.shard_names() {
             [one] => one.clone(),
-            _ => crate::error::path_text(&path),
+            _ => crate::text::path_text(&path),
         };
         Ok(into_handle(model, name))
     })

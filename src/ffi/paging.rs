@@ -3,10 +3,10 @@
 
 use super::boundary::{guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use super::plan::memory_len;
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::error::{Error, ErrorCode, Result};
 use crate::size::in_memory;
+use crate::source::memory_len;
 use crate::source::Paging;
 use std::ffi::c_void;
 

@@ -4,11 +4,8 @@
 
 use super::boundary::guard;
 use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::error::{ErrorCode, Result};
-use crate::file::GgufFile;
-use crate::format::align_up;
+use crate::error::Result;
 use crate::plan::Plan;
-use crate::source::{page_size, Source};
 use std::ffi::c_void;
 
 /// `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
@@ -73,79 +70,35 @@ pub(crate) struct PlanRecords {
     _placements: Box<[GGUFPlacement]>,
 }
 
-/// How many bytes from the start of a shard's memory the handle may hand out: the whole
-/// system pages of a mapping (the kernel maps the last page whole, zero past the end of the
-/// file), or exactly the bytes lent to `gguf_open_memory`.
-pub(super) fn memory_len(file: &GgufFile<Source>) -> u64 {
-    let len = file.file_size();
-    match file.source() {
-        Source::Lent(_) | Source::Embedded { .. } | Source::Positioned { .. } => len,
-        Source::Mapped(..) | Source::Copied(_) => align_up(len, page_size()).unwrap_or(len),
-    }
-}
-
 fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords> {
-    if f.model.shards().iter().any(|s| !s.source().in_memory()) {
-        return Err(f.error(
-            ErrorCode::Unsupported,
-            "upload plans are views of memory, and this handle reads tensor data by position \
-             (gguf_is_mapped is false): load it with gguf_read_tensors"
-                .into(),
-        ));
-    }
-    let system_page = page_size();
-    let page = if page == 0 { system_page } else { page };
-    let mut views = Vec::new();
-    let mut placements = vec![
-        GGUFPlacement {
-            view: GGUF_NO_VIEW,
-            offset: 0,
-        };
-        f.model.tensor_count()
-    ];
-    let mut max_view = 0;
-    for (shard, (file, &first)) in f
-        .model
-        .shards()
+    let plan = Plan::for_model(&f.model, max_view_size, page)?;
+    let views: Box<[GGUFView]> = plan
+        .views
         .iter()
-        .zip(f.model.shard_starts())
-        .enumerate()
-    {
-        let base = file.bytes().as_ptr() as u64;
-        let mapped = memory_len(file);
-        let tensors: Vec<(u64, u64)> = (0..file.tensor_count())
-            .filter_map(|i| file.tensor_at(i))
-            .map(|t| (base + t.file_offset, t.size))
-            .collect();
-        let plan = Plan::new(&tensors, base..base + mapped, page, max_view_size)?;
-        max_view = plan.max_view_len;
-        let first_view = views.len() as u64;
-        for v in &plan.views {
-            views.push(GGUFView {
-                data: v.start as *const c_void,
-                size: v.len,
-                file_offset: v.start - base,
-                shard: crate::size::shard_no(shard),
-            });
-        }
-        for (local, p) in plan.placements.iter().enumerate() {
-            if let Some(view) = p.view {
-                placements[first + local] = GGUFPlacement {
-                    view: first_view + view as u64,
-                    offset: p.offset_in_view,
-                };
-            }
-        }
-    }
-    if f.model.shards().is_empty() || max_view == 0 {
-        // No shard ran the plan: check the parameters the same way.
-        max_view = Plan::new(&[], 0..0, page, max_view_size)?.max_view_len;
-    }
-    let views = views.into_boxed_slice();
-    let placements = placements.into_boxed_slice();
+        .map(|v| GGUFView {
+            data: v.start as *const c_void,
+            size: v.len,
+            file_offset: v.file_offset,
+            shard: crate::size::shard_no(v.shard),
+        })
+        .collect();
+    let placements: Box<[GGUFPlacement]> = plan
+        .placements
+        .iter()
+        .map(|p| match p.view {
+            Some(view) => GGUFPlacement {
+                view: view as u64,
+                offset: p.offset_in_view,
+            },
+            None => GGUFPlacement {
+                view: GGUF_NO_VIEW,
+                offset: 0,
+            },
+        })
+        .collect();
     let plan = GGUFUploadPlan {
-        page_size: page,
-        max_view_size: max_view,
+        page_size: plan.page_size,
+        max_view_size: plan.max_view_len,
         n_views: views.len() as u64,
         views: views.as_ptr(),
         n_tensors: placements.len() as u64,

@@ -6,11 +6,10 @@ use super::handle::{GGUFFile, GGUFFileImpl};
 use super::open::{open_options, OpenFlag};
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::error::{Error, ErrorCode, Result};
-use crate::file::GgufFile;
 use crate::load::{self, LoadOptions};
 use crate::model::Model;
-use crate::read_at::{lying, FileAt, ReadAt};
-use crate::source::{map_range, Source};
+use crate::read_at::{lying, ReadAt};
+use crate::source::Source;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -180,43 +179,7 @@ pub extern "C" fn gguf_open_fd(fd: i32, offset: u64, length: u64, flags: u32) ->
         let no_map = source_flags(flags, "gguf_open_fd")?;
         // Errors before parsing name the descriptor in their message, not as the file.
         let file = crate::platform::dup_for_reading(fd, &descriptor)?;
-        let meta = file
-            .metadata()
-            .map_err(|e| Error::io(format!("cannot read the size of {descriptor}"), e))?;
-        if !meta.is_file() {
-            return Err(Error::msg(
-                ErrorCode::Io,
-                format!(
-                    "{descriptor} is {}: only regular files are read by position",
-                    crate::source::kind_of(&meta)
-                ),
-            ));
-        }
-        let size = meta.len();
-        let length = if length == 0 {
-            size.saturating_sub(offset)
-        } else {
-            length
-        };
-        if offset.checked_add(length).is_none_or(|end| end > size) || length == 0 {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "{length} bytes from offset {offset} do not lie inside {name}'s file of \
-                     {size} bytes"
-                ),
-            ));
-        }
-        let at = Arc::new(FileAt::new(file, offset, length, name.clone()).file_named(descriptor));
-        let fits = usize::try_from(length).is_ok();
-        let model = if no_map || !fits {
-            Model::open_source(&name, at)?
-        } else {
-            let source =
-                map_range(at.file(), offset, length, at.clone()).map_err(|e| e.in_file(&name))?;
-            let file = GgufFile::from_bytes(source).map_err(|e| e.in_file(&name))?;
-            Model::single(file, name.clone())?
-        };
+        let model = Model::open_embedded(file, offset, length, &name, &descriptor, no_map)?;
         Ok(into_handle(model, name))
     })
 }

@@ -3,7 +3,8 @@
 use super::boundary::{c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{ErrorCode, Result};
-use crate::file::{quote, TensorInfo};
+use crate::file::TensorInfo;
+use crate::text::quote;
 use std::ffi::{c_char, c_void};
 
 /// A tensor's description. Owned by the handle; valid until `gguf_close`.

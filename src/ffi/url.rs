@@ -133,7 +133,7 @@ pub unsafe extern "C" fn gguf_open_url_with(
                 ErrorCode::InvalidArgument,
                 format!(
                     "the URL {} is not UTF-8 (percent-encode its other bytes)",
-                    crate::file::quote(url)
+                    crate::text::quote(url)
                 ),
             )
         })?;
@@ -258,7 +258,7 @@ fn open(
             ms => Some(std::time::Duration::from_millis(ms.into())),
         },
     };
-    let model = crate::http::open_model(url, &http, single_shard)?;
+    let model = crate::model::Model::open_url(url, &http, single_shard)?;
     Ok(Box::into_raw(Box::new(super::handle::GGUFFileImpl::new(
         model,
         url.to_string(),

@@ -5,8 +5,8 @@
 use super::boundary::{c_path, c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
-use crate::file::quote;
 use crate::format::ByteOrder;
+use crate::text::quote;
 use crate::types::{DataType, ValueType};
 use crate::value::Element;
 use crate::writer::{

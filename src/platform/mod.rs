@@ -32,6 +32,7 @@ mod other;
 pub use other::*;
 
 use crate::error::{Error, ErrorCode, Result};
+use std::cell::Cell;
 use std::path::PathBuf;
 
 /// A path from the bytes a C caller gave, exactly: any bytes on Unix.
@@ -95,13 +96,53 @@ pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
     Error::io(what, e)
 }
 
+thread_local! {
+    /// How many boundary calls (or library threads started by one) this thread is inside.
+    static INSIDE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether this thread is inside a call of the C API (or is a thread one started): the C
+/// layer's panic hook prints nothing for a panic there.
+pub(crate) fn inside() -> bool {
+    INSIDE.try_with(|n| n.get() > 0).unwrap_or(false)
+}
+
+/// Runs `body` counted as inside the C API when `quiet` is true (a thread the library starts
+/// for a boundary call passes the caller's [`inside`]): a panic there prints nothing.
+pub(crate) fn quietly<R>(quiet: bool, body: impl FnOnce() -> R) -> R {
+    struct Leave(bool);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = INSIDE.try_with(|n| n.set(n.get() - 1));
+            }
+        }
+    }
+    let entered = quiet && INSIDE.try_with(|n| n.set(n.get() + 1)).is_ok();
+    let _leave = Leave(entered);
+    body()
+}
+
+/// Runs `body` (a caller's callback, called from inside the C API) counted as outside it: a
+/// panic of the caller's own there goes to the caller's hook.
+pub(crate) fn outside<R>(body: impl FnOnce() -> R) -> R {
+    struct Restore(u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = INSIDE.try_with(|n| n.set(self.0));
+        }
+    }
+    let _restore = Restore(INSIDE.try_with(|n| n.replace(0)).unwrap_or(0));
+    body()
+}
+
 /// Runs `work` on `n` new threads while `main` runs on the calling thread; returns `main`'s
 /// result once every thread has finished. Like `std::thread::scope`, but without registering
 /// the calling thread with Rust's runtime (a C caller's thread would keep that registration
 /// until it exits, which leak checkers report). If no thread can be started, `work` runs on the
 /// calling thread first. The threads started inside a C API call count as inside it (a panic
-/// there prints nothing). The library's work on threads goes through `crate::parallel`, which
-/// sizes `n` and shares the work out; this only starts and joins the threads.
+/// there prints nothing). The library's work on threads goes through the `parallel` module,
+/// which sizes `n` and shares the work out; this only starts and joins the threads.
 pub fn with_workers<R>(n: usize, work: &(dyn Fn() + Sync), main: impl FnOnce() -> R) -> R {
     /// Joins the threads when dropped, so that none outlives the borrows it was given, even if
     /// `main` panics.
@@ -115,8 +156,8 @@ pub fn with_workers<R>(n: usize, work: &(dyn Fn() + Sync), main: impl FnOnce() -
     }
     let mut joined = Joined(Vec::with_capacity(n));
     // Threads started inside a C API call are inside it too: a panic there prints nothing.
-    let quiet = crate::ffi::boundary::inside();
-    let work = move || crate::ffi::boundary::quietly(quiet, work);
+    let quiet = inside();
+    let work = move || quietly(quiet, work);
     for _ in 0..n {
         // SAFETY: the thread borrows `work`, which outlives this function's body, and `joined`
         // joins every thread before the function returns or unwinds (its `Drop`).

@@ -1,10 +1,10 @@
 //! A tensor to be written: its description, the one check every tensor passes before the writer
 //! takes it, and where its bytes come from when the file is written.
 
-use crate::error::quote;
 use crate::error::{Error, ErrorCode, ErrorKind, FirstSeen, Result};
 use crate::format::MAX_DIMS;
 use crate::read_at::ReadAt;
+use crate::text::quote;
 use crate::types::DataType;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;

@@ -1,0 +1,226 @@
+//! What the walk over the tensor infos keeps of each: a [`TensorRecord`], stored in 32 bytes
+//! (a file may hold hundreds of thousands of tensors, and every open writes them all).
+
+use crate::format::{Layout, MAX_DIMS};
+use crate::types::DataType;
+
+/// One tensor info as the walk over the header read and checked it: every later access reads
+/// this, never the info again. The element count and the byte size follow from the dimensions
+/// and the type, checked not to overflow when the info was read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct TensorRecord {
+    /// Offset of the name's bytes (the info starts one length field before).
+    pub name_at: usize,
+    /// Length of the name in bytes.
+    pub name_len: usize,
+    /// Dimensions, innermost first; 1 past `n_dims`.
+    pub dims: [u64; MAX_DIMS],
+    /// Offset from the start of the data section, as stored.
+    pub offset: u64,
+    pub dtype: DataType,
+    pub n_dims: u32,
+}
+
+impl TensorRecord {
+    /// The name, from the bytes the record was read from.
+    #[inline]
+    pub fn name<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        name_in(bytes, self.name_at, self.name_len)
+    }
+
+    /// Offset of the tensor info (its name's length field).
+    pub fn at(&self, layout: Layout) -> usize {
+        self.name_at - layout.len_size()
+    }
+
+    /// Number of elements (the product of the dimensions; checked not to overflow).
+    pub fn n_elements(&self) -> u64 {
+        self.dims.iter().fold(1, |n, &d| n.wrapping_mul(d))
+    }
+
+    /// Size of the data in bytes (checked not to overflow when the info was read).
+    pub fn size(&self) -> u64 {
+        self.dtype
+            .tensor_bytes(&self.dims)
+            .expect("the walk checks that a tensor's byte size fits in 64 bits")
+    }
+}
+
+/// `len` bytes of `bytes` from `at` (where the walk read a name: in bounds).
+#[inline]
+fn name_in(bytes: &[u8], at: usize, len: usize) -> &[u8] {
+    at.checked_add(len)
+        .and_then(|end| bytes.get(at..end))
+        .unwrap_or_default()
+}
+
+/// Bits of each dimension in a stored record: 22 + 22 + 12 + 5 = 61 (a first or second dimension
+/// below 4 Mi, a third below 4096, a fourth below 32), the bounds within which the fast walk
+/// takes an info. A record with a larger dimension is kept whole beside the others.
+pub(super) const DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 5];
+
+/// Where each dimension starts in the packed word.
+const DIM_SHIFTS: [u32; MAX_DIMS] = [0, 22, 44, 56];
+
+/// Bits of the name's length in a stored record.
+pub(super) const NAME_LEN_BITS: u32 = 48;
+
+/// Set in the last word of a stored record whose dimensions or name length do not fit: the rest
+/// of that word is the record's place among the wide ones.
+const WIDE: u64 = 1 << 63;
+
+/// A record as stored: the name's offset; the name's length, the dimension count (from bit 48)
+/// and the type id (from bit 56); the data offset; the dimensions packed as [`DIM_BITS`] lays
+/// them out, or [`WIDE`] and a place among the wide records.
+pub(super) type Stored = [u64; 4];
+
+/// The packed dimensions of a record whose dimensions fit [`DIM_BITS`] (unchecked here).
+#[inline(always)]
+pub(super) fn pack_dims(d: [u64; MAX_DIMS]) -> u64 {
+    d[0] | d[1] << DIM_SHIFTS[1] | d[2] << DIM_SHIFTS[2] | d[3] << DIM_SHIFTS[3]
+}
+
+/// The dimension count and type id as placed in a stored record's second word (beside the
+/// name's length, below 2^48).
+#[inline(always)]
+pub(super) fn kind_bits(n_dims: u32, type_id: u64) -> u64 {
+    u64::from(n_dims) << NAME_LEN_BITS | type_id << 56
+}
+
+/// Every tensor's record, in file order.
+pub(crate) struct Records {
+    /// One a tensor.
+    stored: Vec<Stored>,
+    /// The records whose dimensions or name length do not fit in [`Stored`] (none in released
+    /// models).
+    wide: Vec<TensorRecord>,
+}
+
+/// The `usize` a stored word holds (written from a `usize`, so it fits).
+#[inline]
+fn word_usize(w: u64) -> usize {
+    usize::try_from(w).unwrap_or(usize::MAX)
+}
+
+impl Records {
+    /// Room for `count` records, written in order.
+    pub(super) fn with_capacity(count: usize) -> Records {
+        Records {
+            stored: Vec::with_capacity(count),
+            wide: Vec::new(),
+        }
+    }
+
+    /// The stored records, to push the next ones to.
+    #[inline(always)]
+    pub(super) fn stored_mut(&mut self) -> &mut Vec<Stored> {
+        &mut self.stored
+    }
+
+    /// Adds the next record.
+    pub(super) fn push(&mut self, r: &TensorRecord) {
+        let fits = r.dims.iter().zip(DIM_BITS).all(|(&d, bits)| d >> bits == 0)
+            && (r.name_len as u64) >> NAME_LEN_BITS == 0;
+        let stored = if fits {
+            let id = u64::from(r.dtype.id());
+            let kind = r.name_len as u64 | kind_bits(r.n_dims, id);
+            [r.name_at as u64, kind, r.offset, pack_dims(r.dims)]
+        } else {
+            self.wide.push(*r);
+            [0, 0, 0, WIDE | (self.wide.len() - 1) as u64]
+        };
+        self.stored.push(stored);
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.stored.len()
+    }
+
+    /// Record `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<TensorRecord> {
+        let [name_at, kind, offset, dims] = *self.stored.get(i)?;
+        if dims & WIDE != 0 {
+            return self.wide.get(word_usize(dims & !WIDE)).copied();
+        }
+        let dim = |k: usize| (dims >> DIM_SHIFTS[k]) & ((1 << DIM_BITS[k]) - 1);
+        #[allow(clippy::cast_possible_truncation)] // below 2^8
+        let id = (kind >> 56) as u32;
+        Some(TensorRecord {
+            name_at: word_usize(name_at),
+            name_len: word_usize(kind & ((1 << NAME_LEN_BITS) - 1)),
+            dims: [dim(0), dim(1), dim(2), dim(3)],
+            offset,
+            dtype: DataType::from_id(id).expect("the walk records only known types"),
+            n_dims: u32::try_from((kind >> NAME_LEN_BITS) & 0xFF).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// The name of record `i` (empty past the last).
+    #[inline]
+    pub fn name<'a>(&self, i: usize, bytes: &'a [u8]) -> &'a [u8] {
+        match self.stored.get(i) {
+            Some(&[_, _, _, dims]) if dims & WIDE != 0 => self
+                .wide
+                .get(word_usize(dims & !WIDE))
+                .map_or(&[][..], |r| r.name(bytes)),
+            Some(&[name_at, kind, _, _]) => {
+                let len = kind & ((1 << NAME_LEN_BITS) - 1);
+                name_in(bytes, word_usize(name_at), word_usize(len))
+            }
+            None => &[],
+        }
+    }
+
+    /// Sum of the lengths of every name.
+    pub fn name_bytes(&self, bytes: &[u8]) -> usize {
+        (0..self.len()).map(|i| self.name(i, bytes).len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_stored_and_read_back_unchanged() {
+        let mut r = TensorRecord {
+            name_at: 32,
+            name_len: 3,
+            dims: [(1 << 22) - 1, (1 << 22) - 1, 4095, 31],
+            offset: u64::MAX - 31,
+            dtype: DataType::ALL[DataType::ALL.len() - 1],
+            n_dims: 4,
+        };
+        let mut records = Records::with_capacity(6);
+        records.push(&r);
+        // Each dimension one past what fits, and a name too long to pack: kept wide.
+        let mut wide = Vec::new();
+        for (k, bits) in DIM_BITS.into_iter().enumerate() {
+            let mut w = r;
+            w.dims[k] = 1 << bits;
+            wide.push(w);
+        }
+        wide.push(TensorRecord {
+            name_len: usize::MAX >> 1,
+            ..r
+        });
+        for w in &wide {
+            records.push(w);
+        }
+        let bytes = [&[b'.'; 32][..], b"abc"].concat();
+        assert_eq!(records.get(0), Some(r));
+        assert_eq!(records.name(0, &bytes), b"abc");
+        for (i, w) in wide.iter().enumerate() {
+            assert_eq!(records.get(i + 1), Some(*w));
+        }
+        assert_eq!(records.name(5, &bytes), b"");
+        assert_eq!(records.get(6), None);
+        r.n_dims = 0;
+        r.dims = [1; 4];
+        let mut records = Records::with_capacity(1);
+        records.push(&r);
+        assert_eq!(records.get(0), Some(r));
+    }
+}
