@@ -27,11 +27,13 @@
 # for the other targets (Windows, wasm32, the type-checked ones), built from Debian's rust-web-src
 # (-Zbuild-std) by Debian's rustc 1.96. The script says which for each target.
 # GGUF_CROSS_BUILD_STD=1 builds every standard library from source.
-# Builds go into target/cross/<triple> (one directory per target, reused between runs;
-# GGUF_CROSS_DIR names another root than target/cross, e.g. to time a build from nothing).
-# Each target's directory takes about 4 GB; GGUF_CROSS_PRUNE=1 (set by .ci/run, whose machine
-# starts empty and whose disk is not ours to size) removes it once the target is done, so the run
-# never needs more than one target's worth at a time.
+# Builds go into target/cross/build (cargo's target directory for every target: the target's
+# own in build/<triple>, reused between runs; the build scripts and proc macros, which run on the
+# host, in build/debug, built once for all targets). GGUF_CROSS_DIR names another root than
+# target/cross, e.g. to time a build from nothing. Each target's directory takes about 4 GB;
+# GGUF_CROSS_PRUNE=1 (set by .ci/run, whose machine starts empty and whose disk is not ours to
+# size) removes it once the target is done, so the run never needs more than one target's worth
+# at a time.
 # Missing Debian packages are installed first (`apt-get update` once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -236,6 +238,7 @@ rustc_host() { "$RUSTC" -vV | sed -n 's/^host: //p'; }
 # runner, must dump the bundled little-endian sample exactly as the host's does. (Windows: the
 # inspector uses POSIX signals and threads; the DLL is exercised from C in the second phase.)
 host_dump="$cross_dir/sample-dump-host.txt"
+rm -f "$host_dump" # made again by each run: the sample or the inspector may have changed
 c_inspect_matches_host() {
   local t=$1 cc=$2 runner=$3
   local d="$CARGO_TARGET_DIR/$t/debug"
@@ -302,8 +305,9 @@ done
 
 failed=0
 declare -A base_rustflags=()
+export CARGO_TARGET_DIR="$cross_dir/build"
 for t in "${triples[@]}"; do
-  export CARGO_TARGET_DIR="$cross_dir/$t"
+  mkdir -p "$CARGO_TARGET_DIR/$t"
   start=$SECONDS
   case "$t" in
     wasm32-*) build_std=std,panic_abort ;;
@@ -387,7 +391,7 @@ for t in "${triples[@]}"; do
         -- -D warnings || ok=FAILED
       echo "== $t: the module (gguf.wasm), driven from Node.js: tests/wasm/smoke.mjs"
       wasm="$CARGO_TARGET_DIR/$t/debug/gguf.wasm"
-      expected="$CARGO_TARGET_DIR/sample-expected.json"
+      expected="$CARGO_TARGET_DIR/$t/sample-expected.json"
       # What the host's library reads in the sample: the inspector of this checkout, built here.
       if [ ! -x "$wasm_ld" ]; then
         echo "tools/cross.sh: no rust-lld at $wasm_ld (rustup's toolchain) to link the module" >&2
@@ -395,9 +399,9 @@ for t in "${triples[@]}"; do
       elif ! "$CARGO" build -q "${std_args[@]}" --target "$t" --lib; then
         ok=FAILED
       elif ! (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD
-        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$cross_dir/$t/gguf-inspect-host" \
+        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$CARGO_TARGET_DIR/$t/gguf-inspect-host" \
           tools/gguf-inspect.c target/debug/libgguf.a -lpthread -ldl -lm) ||
-        ! "$cross_dir/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
+        ! "$CARGO_TARGET_DIR/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
         echo "tools/cross.sh: cannot build the host's gguf-inspect" >&2
         ok=FAILED
       elif ! node tests/wasm/smoke.mjs "$wasm" testdata/sample.gguf "$expected"; then
@@ -420,8 +424,9 @@ for t in "${triples[@]}"; do
   esac
   [ "$ok" = ok ] || failed=1
   if [ "${GGUF_CROSS_PRUNE:-0}" = 1 ]; then
-    echo "== $t: removing $CARGO_TARGET_DIR ($(du -sh "$CARGO_TARGET_DIR" | cut -f1); GGUF_CROSS_PRUNE=1)"
-    rm -rf "$CARGO_TARGET_DIR"
+    echo "== $t: removing $CARGO_TARGET_DIR/$t and the tests' files in $CARGO_TARGET_DIR/tmp" \
+      "($(du -sch "$CARGO_TARGET_DIR/$t" "$CARGO_TARGET_DIR/tmp" 2>/dev/null | tail -n 1 | cut -f1); GGUF_CROSS_PRUNE=1)"
+    rm -rf "${CARGO_TARGET_DIR:?}/$t" "${CARGO_TARGET_DIR:?}/tmp"
   fi
   summary+=("$(printf '%-28s %-7s %-6s %4ds' "$t" "$what" "$ok" $((SECONDS - start)))")
 done
