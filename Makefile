@@ -11,7 +11,7 @@ CARGO   ?= cargo
 CC      ?= cc
 PYTHON  ?= python3
 VENV    := .venv
-RELEASE := target/release
+RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -pthread -Iinclude
 # The test recipes time their steps and sum their results with bash.
 SHELL   := /bin/bash
