@@ -306,8 +306,15 @@ done
 failed=0
 declare -A base_rustflags=()
 export CARGO_TARGET_DIR="$cross_dir/build"
+# Cargo marks a target directory it creates with CACHEDIR.TAG, and tests/common finds the target
+# directory by it (to build the C libraries for the same target): marked here in any case.
+mkdir -p "$CARGO_TARGET_DIR"
+[ -f "$CARGO_TARGET_DIR/CACHEDIR.TAG" ] || printf '%s\n' \
+  'Signature: 8a477f597d28d172789f06886806bc55' \
+  '# This file is a cache directory tag created by cargo.' \
+  '# For information about cache directory tags see https://bford.info/cachedir/' \
+  >"$CARGO_TARGET_DIR/CACHEDIR.TAG"
 for t in "${triples[@]}"; do
-  mkdir -p "$CARGO_TARGET_DIR/$t"
   start=$SECONDS
   case "$t" in
     wasm32-*) build_std=std,panic_abort ;;
