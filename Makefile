@@ -77,8 +77,9 @@ test-prereqs:
 
 # The test recipes: `step NAME COMMAND...` runs a step, its output also appended to
 # target/test-output.log, and ends it with its time; `finish` prints the total time and one line
-# summing the `test result:` lines of every test binary (N passed, M failed), and fails if any
-# step did.
+# summing the `test result:` lines of every test binary, and the `NAME: N passed, M failed` line
+# of those without libtest's harness (concurrency), as `N passed, M failed`; it fails if any step
+# did.
 define TEST_STEPS
 log=target/test-output.log; mkdir -p target; : >"$$log"; started=$$SECONDS; failed=; \
 step() { \
@@ -90,6 +91,7 @@ step() { \
 finish() { \
   echo "== total: $$((SECONDS - started)) s"; \
   awk '/^test result: / { for (i = 2; i <= NF; i++) { if ($$i ~ /^passed;?$$/) p += $$(i-1); if ($$i ~ /^failed;?$$/) f += $$(i-1) } } \
+       /^[a-z_]+: [0-9]+ passed, [0-9]+ failed$$/ { p += $$2; f += $$4 } \
        END { printf "%d passed, %d failed", p, f }' "$$log"; \
   if [ -n "$$failed" ]; then echo " (failed: $${failed#, })"; exit 1; fi; echo; \
 }
