@@ -2,22 +2,34 @@
 #   make        builds the library (release) and the inspector, then inspects the bundled sample
 #   make test   runs every test: Rust unit/integration tests, C tests under ASan/UBSan and
 #               valgrind, conformance tests against the reference Python reader (installed into
-#               .venv) and cross-checks against ggml's own parser (fetched into target/ggml)
+#               .venv) and cross-checks against ggml's own parser (fetched into target/ggml);
+#               each step ends with its time, the whole with the total and `N passed, M failed`
+#   make test-quick  the Rust and C tests that need nothing beyond cargo and a C compiler (the
+#               inner loop; `make test` and CI run everything)
 
 CARGO   ?= cargo
 CC      ?= cc
 PYTHON  ?= python3
 VENV    := .venv
-RELEASE := target/release
+RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 CFLAGS_INSPECT := -std=c99 -O2 -Wall -Wextra -Werror -pthread -Iinclude
+# The test recipes time their steps and sum their results with bash.
+SHELL   := /bin/bash
+# The major version (Cargo.toml's [package] version), the number in the soname libgguf.so.MAJOR.
+MAJOR   := $(shell sed -n 's/^version *= *"\([0-9]*\)\..*/\1/p' Cargo.toml | head -n 1)
 
-.PHONY: all lib inspect test test-prereqs venv ggml header tsan fuzz-smoke clean cross
+.PHONY: all lib inspect test test-quick test-prereqs venv ggml header tsan fuzz-smoke clean cross
 
 all: inspect
 	./$(RELEASE)/gguf-inspect
 
+# The release library with its soname, libgguf.so.MAJOR, which installed copies need: built
+# here exactly as install/install.sh builds it (the same command), so that `make install` finds
+# it up to date and installs it without building again. The link libgguf.so.MAJOR beside it
+# lets the programs linked here (the inspector) find it by that name.
 lib:
-	$(CARGO) build --release --lib
+	$(CARGO) rustc --release --lib -- -C link-arg=-Wl,-soname,libgguf.so.$(MAJOR)
+	ln -sfn libgguf.so $(RELEASE)/libgguf.so.$(MAJOR)
 
 $(RELEASE)/gguf-inspect: tools/gguf-inspect.c include/gguf.h lib
 	$(CC) $(CFLAGS_INSPECT) -o $@ tools/gguf-inspect.c -L$(RELEASE) -lgguf -Wl,-rpath,'$$ORIGIN' \
@@ -41,8 +53,9 @@ ggml:
 TEST_TOOLS := c++:g++ nm:binutils readelf:binutils valgrind:valgrind cmake:cmake \
 	pkg-config:pkg-config npm:npm $(PYTHON):python3 openssl:openssl
 
-# Stops with the packages to install when a tool is missing (the registries must be reachable
-# too: PyPI for .venv, npm for target/ggml).
+# Installs the missing ones itself where it can (as root, with apt-get: Debian, Ubuntu; as
+# .ci/run does); elsewhere stops with the packages to install. The registries must be reachable
+# too: PyPI for .venv, npm for target/ggml.
 test-prereqs:
 	@missing=; \
 	command -v $(CARGO) >/dev/null 2>&1 || { echo "make test needs cargo (Rust 1.82 or newer): https://rustup.rs" >&2; exit 1; }; \
@@ -50,18 +63,69 @@ test-prereqs:
 	for t in $(TEST_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
 	command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || missing="$$missing nginx-light"; \
 	$(PYTHON) -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
-	if [ -n "$$missing" ]; then \
+	[ -z "$$missing" ] && exit 0; \
+	packages=$$(printf '%s\n' $$missing | sort -u | paste -sd ' '); \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make test: installing the tools it needs: apt-get install $$packages"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$packages >/dev/null || \
+	    { echo "make test: apt-get could not install $$packages" >&2; exit 1; }; \
+	else \
 	  echo "make test needs tools that are not installed; on Debian or Ubuntu:" >&2; \
-	  echo "  apt-get install$$(printf ' %s' $$missing | tr ' ' '\n' | sort -u | tr '\n' ' ')" >&2; \
+	  echo "  apt-get install $$packages" >&2; \
 	  exit 1; \
 	fi
 
+# The test recipes: `step NAME COMMAND...` runs a step, its output also appended to
+# target/test-output.log, and ends it with its time; `finish` prints the total time and one line
+# summing the `test result:` lines of every test binary, and the `NAME: N passed, M failed` line
+# of those without libtest's harness (concurrency), as `N passed, M failed`; it fails if any step
+# did.
+define TEST_STEPS
+log=target/test-output.log; mkdir -p target; : >"$$log"; started=$$SECONDS; failed=; \
+step() { \
+  local name=$$1 s=$$SECONDS rc; shift; echo "== $$name"; \
+  "$$@" 2>&1 | tee -a "$$log"; rc=$${PIPESTATUS[0]}; \
+  if [ $$rc = 0 ]; then echo "== $$name: $$((SECONDS - s)) s"; \
+  else echo "== $$name: FAILED (exit status $$rc) after $$((SECONDS - s)) s"; failed="$$failed, $$name"; fi; \
+}; \
+finish() { \
+  echo "== total: $$((SECONDS - started)) s"; \
+  awk '/^test result: / { for (i = 2; i <= NF; i++) { if ($$i ~ /^passed;?$$/) p += $$(i-1); if ($$i ~ /^failed;?$$/) f += $$(i-1) } } \
+       /^[a-z_]+: [0-9]+ passed, [0-9]+ failed$$/ { p += $$2; f += $$4 } \
+       END { printf "%d passed, %d failed", p, f }' "$$log"; \
+  if [ -n "$$failed" ]; then echo " (failed: $${failed#, })"; exit 1; fi; echo; \
+}
+endef
+
+# What the reference tests use: the reference Python reader, ggml's library.
+TEST_ENV := GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml
+
 test: test-prereqs venv ggml
-	$(CARGO) build --lib
-	GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml $(CARGO) test
-	@# The kernels again as optimized for release, the build engines ship: the optimizer may
-	@# reorder what the debug build does in the written order (it swapped an add's operands).
-	GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml $(CARGO) test --release --test simd --test dequant
+	@$(TEST_STEPS); \
+	step "the release library (make lib; the install tests install it)" $(MAKE) --no-print-directory lib; \
+	step "the debug library: $(CARGO) build --lib" $(CARGO) build --lib; \
+	step "$(CARGO) test" env $(TEST_ENV) $(CARGO) test --no-fail-fast; \
+	step "the kernels as built for release: $(CARGO) test --release --test simd --test dequant" \
+	  env $(TEST_ENV) $(CARGO) test --release --no-fail-fast --test simd --test dequant; \
+	finish
+# (The kernels run again as optimized for release, the build engines ship: the optimizer may
+# reorder what the debug build does in the written order; it swapped an add's operands.)
+
+# The inner loop: the unit tests, the doctests and every test file that needs nothing beyond
+# cargo and $(CC) (tests/*.rs but those below), less the tests in them that need valgrind, the
+# reference Python reader or ggml's library. `make test` runs everything.
+TESTS_NEEDING_TOOLS := c_writer conformance dequant_ggml dequant_tables ggml_crosscheck header \
+	inspect install python readme url validate_ggml
+QUICK_TESTS := $(filter-out $(TESTS_NEEDING_TOOLS),$(basename $(notdir $(wildcard tests/*.rs))))
+QUICK_SKIPS := valgrind_ shards_written_by_the_reference_open_as_the_whole_model \
+	the_reference_reads_our_split_keys_as_it_writes_them every_vector_kernel_matches_ggml_bit_for_bit
+
+test-quick:
+	@$(TEST_STEPS); \
+	step "$(CARGO) test --lib and the tests needing only cargo and $(CC)" \
+	  $(CARGO) test --no-fail-fast --lib $(addprefix --test ,$(QUICK_TESTS)) -- $(addprefix --skip ,$(QUICK_SKIPS)); \
+	step "$(CARGO) test --doc" $(CARGO) test --doc; \
+	finish
 
 # The concurrency test under ThreadSanitizer (nightly toolchain).
 tsan:
@@ -90,22 +154,27 @@ clean:
 # The open benchmark side by side (libgguf, ggml, the floor walk, the Python reference; heap
 # counts under valgrind), then the Criterion benchmarks. bench-smoke: the quick run for CI.
 .PHONY: bench bench-smoke
+# (CC is passed on only when it was given: cargo rebuilds the dependencies whose build scripts
+# watch CC when it appears, and `make lib` would rebuild them again.)
+BENCH_ENV = CARGO=$(CARGO) $(if $(filter default,$(origin CC)),,CC=$(CC)) MAKE=$(MAKE)
 bench:
-	CARGO=$(CARGO) CC=$(CC) MAKE=$(MAKE) bench/run.sh
+	$(BENCH_ENV) bench/run.sh
 	$(CARGO) bench --bench open
 
 bench-smoke:
-	CARGO=$(CARGO) CC=$(CC) MAKE=$(MAKE) bench/run.sh --quick
+	$(BENCH_ENV) bench/run.sh --quick
 
-# Installation: the release library (libgguf.so.X.Y.Z with soname libgguf.so.X and its links,
-# libgguf.a), include/gguf.h, lib/pkgconfig/gguf.pc, lib/cmake/gguf/ (find_package(gguf)) and
-# bin/gguf-inspect (with share/libgguf/sample.gguf, its default FILE), under $(DESTDIR)$(PREFIX).
+# Installation: the release library `make` built (libgguf.so.X.Y.Z with soname libgguf.so.X,
+# stripped, its debug information in lib/.debug/, and its links; libgguf.a), include/gguf.h,
+# lib/pkgconfig/gguf.pc, lib/cmake/gguf/ (find_package(gguf)) and bin/gguf-inspect (with share/libgguf/sample.gguf, its default FILE), under $(DESTDIR)$(PREFIX).
 # The work is done by install/install.sh.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 .PHONY: install uninstall
+# (The compiler and cargo are passed under names of their own: a CC that `make lib` did not see
+# would make cargo rebuild the dependencies whose build scripts watch it.)
 install:
-	CARGO=$(CARGO) CC=$(CC) install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
+	INSTALL_CARGO="$(CARGO)" INSTALL_CC="$(CC)" install/install.sh install --prefix "$(PREFIX)" --destdir "$(DESTDIR)"
 
 uninstall:
 	install/install.sh uninstall --prefix "$(PREFIX)" --destdir "$(DESTDIR)"

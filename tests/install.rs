@@ -1,6 +1,9 @@
 //! `make install`, and programs outside the tree built against what it installs.
 //!
 //! `make install PREFIX=<a temporary prefix>` (the release library) is run once per test process;
+//! the installed library must be stripped, with its debug information in
+//! `lib/.debug/libgguf.so.<version>.debug`, which the library's `.gnu_debuglink` names (with its
+//! CRC) and whose build ID is the library's;
 //! then an outside C program and an outside C++ program (`tests/install/consumer.c`,
 //! `consumer.cpp`) are built against that prefix only, through pkg-config (`--cflags --libs`, and
 //! `--static` linked to `libgguf.a`) and through CMake (`find_package(gguf REQUIRED)`, the
@@ -69,6 +72,19 @@ fn make(args: &[String]) -> Output {
         .env_remove("MAKEFLAGS")
         .env_remove("MFLAGS")
         .env_remove("MAKELEVEL");
+    // Without the variables cargo set for this test (as tests/common's lib_dir): build scripts
+    // that watch them (ring's) would see them change and rebuild, and the release library that
+    // `make` built would be built again.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            || name == "OUT_DIR"
+        {
+            cmd.env_remove(&name);
+        }
+    }
     run(&mut cmd)
 }
 
@@ -80,6 +96,58 @@ fn prefix() -> &'static Path {
         make(&["install".into(), format!("PREFIX={}", prefix.display())]);
         prefix
     })
+}
+
+/// The names of an ELF file's sections (`readelf -S -W`).
+fn elf_sections(file: &Path) -> Vec<String> {
+    let out = run(tool("readelf").args(["-S", "-W"]).arg(file));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.trim_start().strip_prefix('[')?.split_once(']')?;
+            rest.split_whitespace()
+                .next()
+                .filter(|n| n.starts_with('.'))
+                .map(String::from)
+        })
+        .collect()
+}
+
+/// The bytes of section `name` of an ELF file (`objcopy --dump-section`).
+fn dump_section(file: &Path, name: &str) -> Vec<u8> {
+    let dir = scratch(&format!("section{name}"));
+    let out = dir.join("section");
+    run(tool("objcopy")
+        .arg("--dump-section")
+        .arg(format!("{name}={}", out.display()))
+        .arg(file)
+        .arg(dir.join("copy")));
+    std::fs::read(&out).unwrap()
+}
+
+/// The GNU build ID of an ELF file (`readelf -n`), as hex.
+fn build_id(file: &Path) -> String {
+    let out = run(tool("readelf").arg("-n").arg(file));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(String::from))
+        .unwrap_or_else(|| panic!("{} has no build ID", file.display()))
+}
+
+/// CRC-32 (IEEE, reflected), the checksum `.gnu_debuglink` carries.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }
 
 /// Runs a tool the tests need, failing with a hint when it is not installed.
@@ -233,6 +301,63 @@ fn make_install_lays_out_the_library_header_and_package_files() {
     assert!(
         dynamic.contains(&format!("Library soname: [{soname}]")),
         "{real} has no soname {soname}:\n{dynamic}"
+    );
+
+    // Stripped, its debug information in lib/.debug/ (named by .gnu_debuglink, same build ID).
+    let sections = elf_sections(&lib.join(&real));
+    for section in &sections {
+        assert!(
+            !section.starts_with(".debug") && section != ".symtab",
+            "{real} is not stripped: it has {section} (sections: {sections:?})"
+        );
+    }
+    let debug_name = format!("{real}.debug");
+    let debug_file = lib.join(".debug").join(&debug_name);
+    assert!(
+        debug_file.is_file(),
+        "the debug information {} is not installed",
+        debug_file.display()
+    );
+    let debug_sections = elf_sections(&debug_file);
+    for section in [".debug_info", ".debug_line", ".symtab"] {
+        assert!(
+            debug_sections.iter().any(|s| s == section),
+            "{} has no {section}: {debug_sections:?}",
+            debug_file.display()
+        );
+    }
+    let link = dump_section(&lib.join(&real), ".gnu_debuglink");
+    let name_end = link
+        .iter()
+        .position(|&b| b == 0)
+        .expect("a NUL-terminated name");
+    assert_eq!(
+        std::str::from_utf8(&link[..name_end]).unwrap(),
+        debug_name,
+        "the .gnu_debuglink of {real} names another file"
+    );
+    // The name, NUL-padded to 4 bytes, then the CRC-32 of the debug file in the ELF's byte order
+    // (little-endian: this test runs on x86-64 Linux only, as `make install` does).
+    let crc = u32::from_le_bytes(link[link.len() - 4..].try_into().unwrap());
+    assert_eq!(link.len(), (name_end + 1).next_multiple_of(4) + 4);
+    assert_eq!(
+        crc,
+        crc32(&std::fs::read(&debug_file).unwrap()),
+        "the .gnu_debuglink CRC does not match {}",
+        debug_file.display()
+    );
+    let id = build_id(&lib.join(&real));
+    assert_eq!(
+        build_id(&debug_file),
+        id,
+        "the debug file belongs to another build"
+    );
+    // The installed library is the one `make` built in target/release (same build ID), not a
+    // build of its own.
+    assert_eq!(
+        build_id(&target_dir().join("release/libgguf.so")),
+        id,
+        "make install did not install the library make built"
     );
 
     // gguf.pc: version, flags, the static link's system libraries.
@@ -466,6 +591,9 @@ fn destdir_staging_and_uninstall() {
         "{pc}"
     );
     assert!(root.join(format!("lib/libgguf.so.{VERSION}")).is_file());
+    assert!(root
+        .join(format!("lib/.debug/libgguf.so.{VERSION}.debug"))
+        .is_file());
     assert!(root.join("bin/gguf-inspect").is_file());
     assert!(root.join("share/libgguf/sample.gguf").is_file());
     assert!(

@@ -20,12 +20,20 @@
 #   type-checked (cargo check of the library and its tests):
 #     macos macos-x86 ios android
 #
-# The standard library of each target is built from Debian's rust-web-src (-Zbuild-std) by
-# Debian's rustc 1.96, into target/cross/<triple> (one directory per target, reused between runs;
-# GGUF_CROSS_DIR names another root than target/cross, e.g. to time a build from nothing).
-# Each target's directory takes about 4 GB; GGUF_CROSS_PRUNE=1 (set by .ci/run, whose machine
-# starts empty and whose disk is not ours to size) removes it once the target is done, so the run
-# never needs more than one target's worth at a time.
+# The standard library of each target: for i686, s390x and aarch64, Debian's prebuilt one
+# (libstd-rust-web-dev of the target's architecture, downloaded with `apt-get download` into
+# target/cross/apt-<arch> and unpacked into target/cross/sysroot/<arch>-<version>, used through
+# --sysroot) when Debian publishes it at exactly the installed rustc-web's version; otherwise, and
+# for the other targets (Windows, wasm32, the type-checked ones), built from Debian's rust-web-src
+# (-Zbuild-std) by Debian's rustc 1.96. The script says which for each target.
+# GGUF_CROSS_BUILD_STD=1 builds every standard library from source.
+# Builds go into target/cross/build (cargo's target directory for every target: the target's
+# own in build/<triple>, reused between runs; the build scripts and proc macros, which run on the
+# host, in build/debug, built once for all targets). GGUF_CROSS_DIR names another root than
+# target/cross, e.g. to time a build from nothing. Each target's directory takes about 4 GB;
+# GGUF_CROSS_PRUNE=1 (set by .ci/run, whose machine starts empty and whose disk is not ours to
+# size) removes it once the target is done, so the run never needs more than one target's worth
+# at a time.
 # Missing Debian packages are installed first (`apt-get update` once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -166,11 +174,71 @@ done
 export CC_x86_64_apple_darwin=clang
 export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
 
+# Debian's prebuilt standard library for target $1 (libstd-rust-web-dev of its architecture), as a
+# sysroot for rustc's --sysroot: printed on success. Fails (and the caller builds the standard
+# library from source) unless Debian publishes the package at exactly the version of the
+# installed rustc-web, and unless rustc accepts it. apt works in a directory of its own
+# (target/cross/apt-<arch>: the architecture's package lists, the .deb), so the machine's dpkg
+# and apt configuration are left as they are.
+prebuilt_std() {
+  local t=$1 arch version dir sysroot deb log
+  case "$t" in
+    i686-unknown-linux-gnu) arch=i386 ;;
+    s390x-unknown-linux-gnu) arch=s390x ;;
+    aarch64-unknown-linux-gnu) arch=arm64 ;;
+    *) return 1 ;;
+  esac
+  [ "${GGUF_CROSS_BUILD_STD:-0}" = 1 ] && return 1
+  version=$(dpkg-query -W -f='${Version}' rustc-web 2>/dev/null) || return 1
+  sysroot="$cross_dir/sysroot/$arch-$version"
+  if [ ! -f "$sysroot/complete" ]; then
+    dir="$cross_dir/apt-$arch"
+    log="$dir/log"
+    mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+    local apt=(-o "APT::Architectures::=$(dpkg --print-architecture)" -o "APT::Architectures::=$arch"
+      -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache")
+    apt-get "${apt[@]}" update >"$log" 2>&1 || true
+    local offered
+    offered=$(apt-cache "${apt[@]}" madison "libstd-rust-web-dev:$arch" 2>/dev/null |
+      awk -F' [|] ' '{ print $2 }' | sort -u | paste -sd ' ')
+    if [[ " $offered " != *" $version "* ]]; then
+      echo "== $t: Debian publishes no libstd-rust-web-dev:$arch $version (the installed" \
+        "rustc-web's version; apt offers: ${offered:-none}$(grep -m1 '^E: ' "$log" | sed 's/^/; /'))" >&2
+      return 1
+    fi
+    rm -f "$dir"/*.deb
+    if ! (cd "$dir" && apt-get "${apt[@]}" download "libstd-rust-web-dev:$arch=$version") >>"$log" 2>&1; then
+      echo "== $t: cannot download libstd-rust-web-dev:$arch $version (see $log)" >&2
+      return 1
+    fi
+    deb=$(ls "$dir"/libstd-rust-web-dev_*.deb)
+    rm -rf "$sysroot" "$sysroot.tmp"
+    mkdir -p "$sysroot.tmp"
+    dpkg-deb -x "$deb" "$sysroot.tmp" || return 1
+    # The host's libraries beside it: proc macros and build scripts are built for the host.
+    ln -s "/usr/lib/rustlib/$(rustc_host)" "$sysroot.tmp/usr/lib/rustlib/$(rustc_host)"
+    [ -d "$sysroot.tmp/usr/lib/rustlib/$t/lib" ] || return 1
+    mv "$sysroot.tmp" "$sysroot"
+    : >"$sysroot/complete"
+  fi
+  # rustc must take it as its own (the same compiler built both): a program using std.
+  if ! echo 'fn main() { println!("{}", std::env::args().count()); }' |
+    "$RUSTC" --sysroot "$sysroot/usr" --target "$t" --edition 2021 --emit metadata \
+      -o "$cross_dir/sysroot/probe-$arch.rmeta" - >"$cross_dir/sysroot/probe-$arch.log" 2>&1; then
+    echo "== $t: rustc refuses the prebuilt standard library in $sysroot" \
+      "($(head -c 300 "$cross_dir/sysroot/probe-$arch.log"))" >&2
+    return 1
+  fi
+  echo "$sysroot/usr"
+}
+rustc_host() { "$RUSTC" -vV | sed -n 's/^host: //p'; }
+
 # The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the
 # target's C compiler against the library built for the target (libgguf.a) and run with its
 # runner, must dump the bundled little-endian sample exactly as the host's does. (Windows: the
 # inspector uses POSIX signals and threads; the DLL is exercised from C in the second phase.)
 host_dump="$cross_dir/sample-dump-host.txt"
+rm -f "$host_dump" # made again by each run: the sample or the inspector may have changed
 c_inspect_matches_host() {
   local t=$1 cc=$2 runner=$3
   local d="$CARGO_TARGET_DIR/$t/debug"
@@ -236,15 +304,37 @@ for f in tests/*.rs; do
 done
 
 failed=0
+declare -A base_rustflags=()
+export CARGO_TARGET_DIR="$cross_dir/build"
+# Cargo marks a target directory it creates with CACHEDIR.TAG, and tests/common finds the target
+# directory by it (to build the C libraries for the same target): marked here in any case.
+mkdir -p "$CARGO_TARGET_DIR"
+[ -f "$CARGO_TARGET_DIR/CACHEDIR.TAG" ] || printf '%s\n' \
+  'Signature: 8a477f597d28d172789f06886806bc55' \
+  '# This file is a cache directory tag created by cargo.' \
+  '# For information about cache directory tags see https://bford.info/cachedir/' \
+  >"$CARGO_TARGET_DIR/CACHEDIR.TAG"
 for t in "${triples[@]}"; do
-  export CARGO_TARGET_DIR="$cross_dir/$t"
   start=$SECONDS
   case "$t" in
     wasm32-*) build_std=std,panic_abort ;;
     *) build_std=std,panic_unwind ;;
   esac
-  # The same for the cargo a test runs itself (tests/common: lib_dir builds the C libraries).
-  export CARGO_UNSTABLE_BUILD_STD="${build_std/,/ }"
+  # The target's own flags, to which --sysroot is added for a prebuilt standard library.
+  rustflags_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
+  if [ -z "${base_rustflags[$t]+set}" ]; then base_rustflags[$t]=${!rustflags_var:-}; fi
+  if sysroot=$(prebuilt_std "$t"); then
+    echo "== $t: standard library: Debian's prebuilt libstd-rust-web-dev ($sysroot)"
+    std_args=()
+    export "$rustflags_var=${base_rustflags[$t]:+${base_rustflags[$t]} }--sysroot $sysroot"
+    # The cargo a test runs itself (tests/common: lib_dir builds the C libraries) gets the same.
+    unset CARGO_UNSTABLE_BUILD_STD
+  else
+    echo "== $t: standard library: built from source (-Zbuild-std=$build_std)"
+    std_args=(-Zbuild-std="$build_std")
+    if [ -n "${base_rustflags[$t]}" ]; then export "$rustflags_var=${base_rustflags[$t]}"; else unset "$rustflags_var"; fi
+    export CARGO_UNSTABLE_BUILD_STD="${build_std/,/ }"
+  fi
   case "$t" in
     x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
       what=tested
@@ -269,7 +359,7 @@ for t in "${triples[@]}"; do
       esac
       export GGUF_TEST_CC="$cc"
       unset GGUF_TEST_C_PROGRAMS
-      "$CARGO" build -q -Zbuild-std="$build_std" --target "$t" --lib || ok=FAILED
+      "$CARGO" build -q "${std_args[@]}" --target "$t" --lib || ok=FAILED
       if [ "$t" = x86_64-win7-windows-gnu ]; then
         for p in $WINDOWS_C_SKIPS; do skips+=(--skip "c_test_${p#test_}"); done
         build_windows_c_tests "$t" || ok=FAILED
@@ -288,11 +378,11 @@ for t in "${triples[@]}"; do
       clippy_allow=()
       [ "$t" = x86_64-win7-windows-gnu ] && clippy_allow=(-A clippy::missing_const_for_thread_local)
       echo "== $t: cargo clippy -D warnings"
-      if ! PATH=/usr/bin:$PATH "$CARGO" clippy -q -Zbuild-std="$build_std" --target "$t" \
+      if ! PATH=/usr/bin:$PATH "$CARGO" clippy -q "${std_args[@]}" --target "$t" \
         "${args[@]}" -- -D warnings "${clippy_allow[@]}"; then
         ok=FAILED
       fi
-      if ! "$CARGO" test --no-fail-fast -Zbuild-std="$build_std" --target "$t" "${args[@]}" -- "${skips[@]}"; then
+      if ! "$CARGO" test --no-fail-fast "${std_args[@]}" --target "$t" "${args[@]}" -- "${skips[@]}"; then
         ok=FAILED
       fi
       if [ "$t" != x86_64-win7-windows-gnu ]; then
@@ -304,21 +394,21 @@ for t in "${triples[@]}"; do
       what=tested
       ok=ok
       echo "== $t: cargo clippy -D warnings (the library)"
-      PATH=/usr/bin:$PATH "$CARGO" clippy -q -Zbuild-std="$build_std" --target "$t" --lib \
+      PATH=/usr/bin:$PATH "$CARGO" clippy -q "${std_args[@]}" --target "$t" --lib \
         -- -D warnings || ok=FAILED
       echo "== $t: the module (gguf.wasm), driven from Node.js: tests/wasm/smoke.mjs"
       wasm="$CARGO_TARGET_DIR/$t/debug/gguf.wasm"
-      expected="$CARGO_TARGET_DIR/sample-expected.json"
+      expected="$CARGO_TARGET_DIR/$t/sample-expected.json"
       # What the host's library reads in the sample: the inspector of this checkout, built here.
       if [ ! -x "$wasm_ld" ]; then
         echo "tools/cross.sh: no rust-lld at $wasm_ld (rustup's toolchain) to link the module" >&2
         ok=FAILED
-      elif ! "$CARGO" build -q -Zbuild-std="$build_std" --target "$t" --lib; then
+      elif ! "$CARGO" build -q "${std_args[@]}" --target "$t" --lib; then
         ok=FAILED
       elif ! (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD
-        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$cross_dir/$t/gguf-inspect-host" \
+        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$CARGO_TARGET_DIR/$t/gguf-inspect-host" \
           tools/gguf-inspect.c target/debug/libgguf.a -lpthread -ldl -lm) ||
-        ! "$cross_dir/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
+        ! "$CARGO_TARGET_DIR/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
         echo "tools/cross.sh: cannot build the host's gguf-inspect" >&2
         ok=FAILED
       elif ! node tests/wasm/smoke.mjs "$wasm" testdata/sample.gguf "$expected"; then
@@ -332,7 +422,7 @@ for t in "${triples[@]}"; do
       # tools).
       targets=(--lib)
       for f in $CROSS_TESTS; do targets+=(--test "$f"); done
-      if "$CARGO" check -Zbuild-std="$build_std" --target "$t" "${targets[@]}"; then
+      if "$CARGO" check "${std_args[@]}" --target "$t" "${targets[@]}"; then
         ok=ok
       else
         ok=FAILED
@@ -341,8 +431,9 @@ for t in "${triples[@]}"; do
   esac
   [ "$ok" = ok ] || failed=1
   if [ "${GGUF_CROSS_PRUNE:-0}" = 1 ]; then
-    echo "== $t: removing $CARGO_TARGET_DIR ($(du -sh "$CARGO_TARGET_DIR" | cut -f1); GGUF_CROSS_PRUNE=1)"
-    rm -rf "$CARGO_TARGET_DIR"
+    echo "== $t: removing $CARGO_TARGET_DIR/$t and the tests' files in $CARGO_TARGET_DIR/tmp" \
+      "($(du -sch "$CARGO_TARGET_DIR/$t" "$CARGO_TARGET_DIR/tmp" 2>/dev/null | tail -n 1 | cut -f1); GGUF_CROSS_PRUNE=1)"
+    rm -rf "${CARGO_TARGET_DIR:?}/$t" "${CARGO_TARGET_DIR:?}/tmp"
   fi
   summary+=("$(printf '%-28s %-7s %-6s %4ds' "$t" "$what" "$ok" $((SECONDS - start)))")
 done
