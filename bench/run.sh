@@ -38,7 +38,7 @@ py_rounds=${PY_ROUNDS:-3}
 start=$(date +%s)
 
 echo "== build: release library, ggml's libggml-base.so, models, C programs"
-$CARGO build --release --lib --quiet
+$MAKE -s --no-print-directory lib  # the library `make` builds (its soname), so that no later step builds it again
 $MAKE --no-print-directory ggml
 [ $quick = 1 ] || $MAKE --no-print-directory venv
 names=(gemma3-like.gguf llama3-like.gguf many-tensors.gguf gemma3-like-1tib.gguf
