@@ -41,13 +41,13 @@ static void quiet_begin(void) {
     CHECK(g_quiet_file != NULL);
     g_saved_stderr = dup(2);
     CHECK(g_saved_stderr >= 0);
-    CHECK(dup2(fileno(g_quiet_file), 2) == 2);
+    CHECK(dup2(fileno(g_quiet_file), 2) != -1); /* (Windows' C runtime returns 0, POSIX the descriptor) */
 }
 
 /* Restores stderr, then fails (showing what was printed) if anything was. */
 static void quiet_end(const char *what) {
     fflush(stderr);
-    CHECK(dup2(g_saved_stderr, 2) == 2);
+    CHECK(dup2(g_saved_stderr, 2) != -1);
     close(g_saved_stderr);
     g_saved_stderr = -1;
     long printed = (fseek(g_quiet_file, 0, SEEK_END) == 0) ? ftell(g_quiet_file) : -1;

@@ -31,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#ifndef _WIN32
+#include <sys/socket.h> /* socketpair: descriptors that are not files (POSIX only) */
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -445,6 +447,7 @@ static void descriptors_of_every_kind(void) {
         gguf_close(a);
         close(rw);
 
+#ifndef _WIN32 /* write-only descriptors, pipes, sockets and directories: the POSIX kinds */
         int wr = open(path, O_WRONLY);
         CHECK(wr >= 0);
         FAILS(gguf_open_fd(wr, 0, 0, flags) == NULL, GGUF_ERROR_CODE_IO, "is open for writing only");
@@ -463,6 +466,7 @@ static void descriptors_of_every_kind(void) {
         CHECK(dir >= 0);
         FAILS(gguf_open_fd(dir, 0, 0, flags) == NULL, GGUF_ERROR_CODE_IO, "is a directory");
         close(dir);
+#endif
 
         /* The caller closes its descriptor while two threads read through the handle. */
         int own = open(path, O_RDONLY);

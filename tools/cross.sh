@@ -406,8 +406,9 @@ for t in "${triples[@]}"; do
         ok=FAILED
       elif ! "$CARGO" build -q "${std_args[@]}" --target "$t" --lib; then
         ok=FAILED
-      elif ! (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD
-        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$CARGO_TARGET_DIR/$t/gguf-inspect-host" \
+      elif ! (host_inspect="$CARGO_TARGET_DIR/$t/gguf-inspect-host"
+        unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD
+        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$host_inspect" \
           tools/gguf-inspect.c target/debug/libgguf.a -lpthread -ldl -lm) ||
         ! "$CARGO_TARGET_DIR/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
         echo "tools/cross.sh: cannot build the host's gguf-inspect" >&2
