@@ -1,5 +1,5 @@
 /*
- * cuda_load.cu: loading a model onto a GPU (issue 12), two ways side by side, cold and warm
+ * cuda_load.cu: loading a model onto a GPU, two ways side by side, cold and warm
  * page cache:
  *
  *   staged   gguf_read_tensors (direct I/O) into pinned host memory (cudaHostAlloc), in batches

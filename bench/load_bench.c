@@ -1,6 +1,6 @@
 /*
  * load_bench.c: loading every tensor of a multi-gigabyte model into memory the caller owns, four
- * ways side by side in one run (issue 12):
+ * ways side by side in one run:
  *
  *   direct    gguf_read_tensors with GGUF_READ_FLAG_DIRECT (page cache bypassed)
  *   buffered  gguf_read_tensors without it

@@ -1,5 +1,5 @@
 /*
- * test_sources.c: models opened from somewhere other than a path (issue 12), and tensor data
+ * test_sources.c: models opened from somewhere other than a path, and tensor data
  * copied into the caller's buffers.
  *
  * Every fixture (valid and broken) opens the same way through gguf_open, through

@@ -367,7 +367,7 @@ fn a_map_failing_for_address_space_names_the_limits() {
         f.set_len(4 << 30).unwrap();
         drop(f);
         // A 32-bit process cannot map 4 GiB whatever its limits: it reads such a file by
-        // position instead (issue 12), so what is refused is the content (zeros: no magic).
+        // position instead, so what is refused is the content (zeros: no magic).
         if usize::BITS == 32 {
             let Err(e) = Model::<Source>::open(&big, OpenOptions::default()) else {
                 panic!("a file of zeros was accepted")

@@ -112,7 +112,7 @@ fn opens_with_tails_above(
 
 /// A 32-bit address space cannot hold the map: a map of the file (`MappedFile`) is refused up
 /// front, naming its size and the reason, instead of a failed mmap's "Cannot allocate memory"
-/// (or a size truncated to 32 bits); the C API opens it without mapping (issue 12).
+/// (or a size truncated to 32 bits); the C API opens it without mapping.
 #[cfg(target_pointer_width = "32")]
 #[test]
 fn a_terabyte_of_tensor_data_is_refused_clearly_in_a_32_bit_address_space() {

@@ -758,7 +758,7 @@ fn five_sparse_shards_of_200_gib_open_and_plan() {
         assert!(std::fs::metadata(path).unwrap().len() > 200 * GIB);
     }
     // A 32-bit process cannot map a 200 GiB shard: it reads every shard by position instead
-    // (issue 12), tensor data through `load::read_tensor`.
+    //, tensor data through `load::read_tensor`.
     if usize::BITS == 32 {
         let m = open(&paths[2]).unwrap();
         assert_eq!((m.shards().len(), m.tensor_count()), (5, 20));

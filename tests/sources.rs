@@ -1,4 +1,4 @@
-//! Opening from sources read by position (issue 12): the header read in growing prefixes gives
+//! Opening from sources read by position: the header read in growing prefixes gives
 //! exactly the parse (and the errors) of the whole file, sources that break their contract are
 //! refused clearly, file descriptors at an offset, and tensor data read into caller buffers.
 

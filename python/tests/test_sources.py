@@ -1,5 +1,5 @@
 """Opening from descriptors and file objects, and reading tensor data into caller buffers
-(issue 12): everything compared with the mapped file's own data."""
+Everything compared with the mapped file's own data."""
 
 from __future__ import annotations
 
