@@ -182,39 +182,35 @@ static const char *entry_file_type(const GGUFMetadataKV *kv) {
   }
 }
 
-/* "1.50 KiB": a byte count in the largest binary unit it reaches (two decimals), with `before`
- * and `after` around it; empty below 1 KiB, where the count says it all. */
-static void readable_bytes(char *buf, size_t size, uint64_t n, const char *before,
-                           const char *after) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (n < 1024) {
+/* `n` in the largest of `units` (each `base` times the last) it reaches, with two decimals and
+ * `before` and `after` around it; empty below `base`, where the number says it all. */
+static void readable(char *buf, size_t size, uint64_t n, unsigned base, const char *const *units,
+                     unsigned n_units, const char *before, const char *after) {
+  if (n < base) {
     buf[0] = 0;
     return;
   }
-  double v = (double)n / 1024;
+  double v = (double)n / base;
   unsigned u = 0;
-  while (v >= 1024 && u + 1 < sizeof units / sizeof *units) {
-    v /= 1024;
+  while (v >= base && u + 1 < n_units) {
+    v /= base;
     u++;
   }
   snprintf(buf, size, "%s%.2f %s%s", before, v, units[u], after);
 }
 
+/* "1.50 KiB": a byte count in binary units, with `before` and `after` around it. */
+static void readable_bytes(char *buf, size_t size, uint64_t n, const char *before,
+                           const char *after) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  readable(buf, size, n, 1024, units, sizeof units / sizeof *units, before, after);
+}
+
 /* " (1.18 M)": a count in thousands (K), millions (M), billions (B) or trillions (T), as
- * llama.cpp gives a model's parameters; empty below 1000. */
+ * llama.cpp gives a model's parameters. */
 static void readable_count(char *buf, size_t size, uint64_t n) {
   static const char *const units[] = {"K", "M", "B", "T"};
-  if (n < 1000) {
-    buf[0] = 0;
-    return;
-  }
-  double v = (double)n / 1000;
-  unsigned u = 0;
-  while (v >= 1000 && u + 1 < sizeof units / sizeof *units) {
-    v /= 1000;
-    u++;
-  }
-  snprintf(buf, size, " (%.2f %s)", v, units[u]);
+  readable(buf, size, n, 1000, units, sizeof units / sizeof *units, " (", ")");
 }
 
 /* a + b, or UINT64_MAX (and *overflow set) if that does not fit. */
