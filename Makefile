@@ -18,7 +18,7 @@ SHELL   := /bin/bash
 # The major version (Cargo.toml's [package] version), the number in the soname libgguf.so.MAJOR.
 MAJOR   := $(shell sed -n 's/^version *= *"\([0-9]*\)\..*/\1/p' Cargo.toml | head -n 1)
 
-.PHONY: all lib inspect test test-quick test-prereqs venv ggml header tsan fuzz-smoke clean cross
+.PHONY: all lib inspect test test-quick test-prereqs venv ggml llama-src header tsan fuzz-smoke clean cross
 
 all: inspect
 	./$(RELEASE)/gguf-inspect
@@ -45,9 +45,14 @@ $(VENV)/.installed: tests/conformance/requirements.txt
 
 venv: $(VENV)/.installed
 
-# ggml's own parser (libggml-base.so from npm), for the cross-check tests and the benchmarks.
+# llama.cpp's prebuilt libraries from npm (libggml-base.so: ggml's parser, dequantizers and
+# quantizers; libllama: its tokenizer and quantizer), for the cross-check tests and the benchmarks.
 ggml:
 	tools/fetch-ggml.sh
+
+# llama.cpp's sources as the llama-cpp-python sdist vendors them (its tokenizer test files).
+llama-src:
+	tools/fetch-llama-src.sh
 
 # What `make test` runs besides cargo and $(CC), as COMMAND:DEBIAN-PACKAGE (README: Quick start).
 TEST_TOOLS := c++:g++ nm:binutils readelf:binutils valgrind:valgrind cmake:cmake \
@@ -55,7 +60,7 @@ TEST_TOOLS := c++:g++ nm:binutils readelf:binutils valgrind:valgrind cmake:cmake
 
 # Installs the missing ones itself where it can (as root, with apt-get: Debian, Ubuntu; as
 # .ci/run does); elsewhere stops with the packages to install. The registries must be reachable
-# too: PyPI for .venv, npm for target/ggml.
+# too: PyPI for .venv and target/llama.cpp, npm for target/ggml.
 test-prereqs:
 	@missing=; \
 	command -v $(CARGO) >/dev/null 2>&1 || { echo "make test needs cargo (Rust 1.82 or newer): https://rustup.rs" >&2; exit 1; }; \
@@ -97,10 +102,11 @@ finish() { \
 }
 endef
 
-# What the reference tests use: the reference Python reader, ggml's library.
-TEST_ENV := GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml
+# What the reference tests use: the reference Python reader, llama.cpp's libraries and sources.
+TEST_ENV := GGUF_PYTHON=$(CURDIR)/$(VENV)/bin/python GGUF_GGML_LIB_DIR=$(CURDIR)/target/ggml \
+	GGUF_LLAMA_SRC_DIR=$(CURDIR)/target/llama.cpp
 
-test: test-prereqs venv ggml
+test: test-prereqs venv ggml llama-src
 	@$(TEST_STEPS); \
 	step "the release library (make lib; the install tests install it)" $(MAKE) --no-print-directory lib; \
 	step "the debug library: $(CARGO) build --lib" $(CARGO) build --lib; \

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Fetches ggml's prebuilt libggml-base.so (the reference GGUF parser) from the npm package
-# @node-llama-cpp/linux-x64 into target/ggml/, for the cross-check tests and the benchmarks.
+# Fetches llama.cpp's prebuilt libraries from the npm package @node-llama-cpp/linux-x64 into
+# target/ggml/, for the cross-check tests and the benchmarks: libggml-base.so (ggml's GGUF
+# parser, dequantizers, quantizers and validation) and libllama (llama.cpp's tokenizer and
+# quantizer) with the libggml it links.
 #   tools/fetch-ggml.sh [VERSION]        (default 3.22.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:-3.22.1}
 dest=target/ggml
-if [ -f "$dest/libggml-base.so" ] && [ "$(cat "$dest/VERSION" 2>/dev/null)" = "$version" ]; then
+libs=(libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so)
+have=1
+for lib in "${libs[@]}"; do [ -f "$dest/$lib" ] || have=0; done
+if [ "$have" = 1 ] && [ "$(cat "$dest/VERSION" 2>/dev/null)" = "$version" ]; then
   exit 0
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "@node-llama-cpp/linux-x64@$version" >/dev/null && tar xzf ./*.tgz)
 mkdir -p "$dest"
-cp "$tmp/package/bins/linux-x64/libggml-base.so" "$dest/"
+for lib in "${libs[@]}"; do cp "$tmp/package/bins/linux-x64/$lib" "$dest/"; done
 echo "$version" > "$dest/VERSION"
-echo "fetched libggml-base.so from @node-llama-cpp/linux-x64@$version into $dest"
+echo "fetched ${libs[*]} from @node-llama-cpp/linux-x64@$version into $dest"

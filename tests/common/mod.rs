@@ -303,6 +303,22 @@ pub fn ggml_dir() -> PathBuf {
     dir
 }
 
+/// llama.cpp's sources as the llama-cpp-python sdist vendors them (its tokenizer test files
+/// `models/ggml-vocab-*.gguf`): `$GGUF_LLAMA_SRC_DIR`, else `target/llama.cpp`
+/// (`make llama-src`); panics when they are not there.
+pub fn llama_src_dir() -> PathBuf {
+    let dir = std::env::var_os("GGUF_LLAMA_SRC_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("target/llama.cpp"));
+    assert!(
+        dir.join("models/ggml-vocab-llama-spm.gguf").is_file(),
+        "llama.cpp's tokenizer test files are not in {}: run `make llama-src` \
+         (tools/fetch-llama-src.sh)",
+        dir.display()
+    );
+    dir
+}
+
 /// `tests/ggml/crosscheck.c` built against this profile's libgguf and ggml's `libggml-base.so`
 /// (once per test process): it opens each file named on its command line with both parsers and
 /// prints a line of verdicts per file.
