@@ -2,13 +2,15 @@
 # Fetches llama.cpp's prebuilt libraries from the npm package @node-llama-cpp/linux-x64 into
 # target/ggml/, for the cross-check tests and the benchmarks: libggml-base.so (ggml's GGUF
 # parser, dequantizers, quantizers and validation) and libllama (llama.cpp's tokenizer and
-# quantizer) with the libggml it links.
+# quantizer) with the libggml it links and ggml's baseline x86-64 CPU backend (for running a
+# model: libllama loads the backends found beside it; only the baseline one is fetched, so that
+# results do not depend on the machine's instruction sets).
 #   tools/fetch-ggml.sh [VERSION]        (default 3.22.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:-3.22.1}
 dest=target/ggml
-libs=(libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so)
+libs=(libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so)
 have=1
 for lib in "${libs[@]}"; do [ -f "$dest/$lib" ] || have=0; done
 if [ "$have" = 1 ] && [ "$(cat "$dest/VERSION" 2>/dev/null)" = "$version" ]; then
