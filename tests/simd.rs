@@ -194,6 +194,38 @@ fn every_vector_kernel_matches_the_scalar_kernel_bit_for_bit() {
     }
 }
 
+/// The kernel the dispatch picks for each type under each instruction set (on Intel's AVX-512
+/// cores, an AVX2 kernel for most types) gives the scalar kernel's floats.
+#[test]
+fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel() {
+    let mut checked = 0;
+    for isa in vector_isas() {
+        for dtype in DataType::ALL {
+            let Some(kernel) = simd::chosen(isa, dtype) else {
+                assert!(simd::kernel(isa, dtype).is_none(), "{}", dtype.name());
+                continue;
+            };
+            for input in inputs(dtype) {
+                let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
+                let mut want = vec![0f32; n];
+                scalar_kernel(dtype)(&input, &mut want);
+                let mut got = vec![0f32; n];
+                kernel(&input, &mut got);
+                assert!(
+                    bits(&got) == bits(&want),
+                    "{} {}: the kernel chosen differs from the scalar kernel",
+                    isa.name(),
+                    dtype.name()
+                );
+                checked += 1;
+            }
+        }
+    }
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
 /// `GGUF_SIMD=scalar` in the environment: the dispatch uses the portable kernels, and gives the
 /// same floats (run in a child process, which reads the variable when it starts converting).
 #[test]

@@ -188,8 +188,11 @@ mod h256 {
             _mm256_storeu_ps(y.add(8), _mm256_sub_ps(_mm256_mul_ps(d, b), m));
         }
     }
-    /// y_lo[0..16] = dl * float(q & 15) - ml and y_hi[0..16] = dh * float(q >> 4) - mh, q the
-    /// 16 bytes at p (Q4_K's sub-block pairs: one widening per 16 bytes for both nibbles).
+    /// y_lo[0..32] = dl * float(q & 15) - ml and y_hi[0..32] = dh * float(q >> 4) - mh, q the
+    /// 32 bytes at p (a Q4_K group: one widening per 8 bytes for both nibbles). The stores go
+    /// in address order, all of y_lo then all of y_hi, each 64-byte line written whole before
+    /// the next: where the output overflows L2, Intel's cores wrote 10% slower with the lines
+    /// of y_lo and y_hi interleaved.
     #[inline]
     #[target_feature(enable = "avx2")]
     #[allow(clippy::too_many_arguments)]
@@ -203,16 +206,27 @@ mod h256 {
         mh: V,
     ) {
         let m4 = _mm256_set1_epi32(15);
-        for h in 0..2 {
-            // SAFETY: the caller gives 16 readable bytes at p and 16 writable floats at y_lo
-            // and at y_hi.
-            unsafe {
-                let v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.add(8 * h).cast()));
-                let lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, m4));
-                let hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
-                _mm256_storeu_ps(y_lo.add(8 * h), _mm256_sub_ps(_mm256_mul_ps(dl, lo), ml));
-                _mm256_storeu_ps(y_hi.add(8 * h), _mm256_sub_ps(_mm256_mul_ps(dh, hi), mh));
-            }
+        let mut lo = [_mm256_setzero_ps(); 4];
+        let mut hi = [_mm256_setzero_ps(); 4];
+        for h in 0..4 {
+            // SAFETY: the caller gives 32 readable bytes at p.
+            let v = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(p.add(8 * h).cast()) });
+            lo[h] = _mm256_sub_ps(
+                _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_and_si256(v, m4))),
+                ml,
+            );
+            hi[h] = _mm256_sub_ps(
+                _mm256_mul_ps(dh, _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4))),
+                mh,
+            );
+        }
+        for h in 0..4 {
+            // SAFETY: the caller gives 32 writable floats at y_lo.
+            unsafe { _mm256_storeu_ps(y_lo.add(8 * h), lo[h]) };
+        }
+        for h in 0..4 {
+            // SAFETY: the caller gives 32 writable floats at y_hi.
+            unsafe { _mm256_storeu_ps(y_hi.add(8 * h), hi[h]) };
         }
     }
     /// y[0..16] = the 16 f16 at x as f32.
@@ -538,6 +552,8 @@ macro_rules! block_kernels {
                             let u2 = _mm_set1_epi8((2u8 << (2 * g)) as i8);
                             let q = b.as_ptr().add(q5_k::QS + 32 * g);
                             let out = y.as_mut_ptr().add(64 * g);
+                            let mut lo = [_mm_setzero_si128(); 2];
+                            let mut hi = [_mm_setzero_si128(); 2];
                             for k in 0..2 {
                                 let qh = _mm_loadu_si128(b.as_ptr().add(q5_k::QH + 16 * k).cast());
                                 let qs = _mm_loadu_si128(q.add(16 * k).cast());
@@ -549,11 +565,14 @@ macro_rules! block_kernels {
                                     _mm_cmpeq_epi8(_mm_and_si128(qh, u2), u2),
                                     sixteen,
                                 );
-                                let lo = _mm_add_epi8(_mm_and_si128(qs, m4), h1);
-                                let hi = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h2);
-                                mul_u8_sub(out.add(16 * k), d1, lo, m1);
-                                mul_u8_sub(out.add(32 + 16 * k), d2, hi, m2);
+                                lo[k] = _mm_add_epi8(_mm_and_si128(qs, m4), h1);
+                                hi[k] = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h2);
                             }
+                            // In address order (as Q4_K's `nibbles_mul_sub`).
+                            mul_u8_sub(out, d1, lo[0], m1);
+                            mul_u8_sub(out.add(16), d1, lo[1], m1);
+                            mul_u8_sub(out.add(32), d2, hi[0], m2);
+                            mul_u8_sub(out.add(48), d2, hi[1], m2);
                         }
                     }
                 }
@@ -1139,10 +1158,7 @@ mod v256 {
                     let (dh, mh) = (splat(s[2 * g + 1]), splat(s[9 + 2 * g]));
                     let q = b.add(q4_k::QS + 32 * g);
                     let out = y.add(64 * g);
-                    for k in 0..2 {
-                        let (lo, hi) = (out.add(16 * k), out.add(32 + 16 * k));
-                        nibbles_mul_sub(lo, hi, q.add(16 * k), dl, ml, dh, mh);
-                    }
+                    nibbles_mul_sub(out, out.add(32), q, dl, ml, dh, mh);
                 }
             }
         }
@@ -1237,6 +1253,58 @@ mod safe {
             tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
+}
+
+/// Whether this CPU is Intel's (CPUID leaf 0 names "GenuineIntel"), asked once.
+#[cfg(gguf_avx512)]
+fn intel() -> bool {
+    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INTEL.get_or_init(|| {
+        // SAFETY: CPUID leaf 0 exists on every x86-64 CPU (newer compilers call this safe).
+        #[allow(unused_unsafe)]
+        let r = unsafe { __cpuid(0) };
+        [r.ebx, r.edx, r.ecx] == [0x756e_6547, 0x4965_6e69, 0x6c65_746e]
+    })
+}
+
+/// The types whose 256-bit (AVX2) kernels run faster than their AVX-512 ones on Intel's cores,
+/// which fuse two of their three vector ports into one for a 512-bit operation: kernels whose
+/// work is widening and converting 16 bytes at a time issue as many operations at either
+/// width, on fewer ports at 512 bits. Measured on an Intel Xeon with AVX-512 FP16 (output in
+/// L2: 5 to 27% faster; BENCHMARKS.md, Tensor values). On AMD's Zen 4, which runs a 512-bit
+/// operation as two 256-bit halves on all four ports, the AVX-512 kernels stay.
+#[cfg(gguf_avx512)]
+fn narrower_on_intel(dtype: DataType) -> bool {
+    use DataType::*;
+    matches!(
+        dtype,
+        F16 | BF16
+            | Q4_0
+            | Q4_1
+            | Q5_0
+            | Q5_1
+            | Q2_K
+            | Q3_K
+            | Q6_K
+            | IQ2_XS
+            | IQ1_S
+            | IQ4_NL
+            | IQ4_XS
+            | TQ1_0
+            | TQ2_0
+            | MXFP4
+            | Q2_0
+    )
+}
+
+/// The kernel the dispatch uses for `dtype` under `isa`: `isa`'s own ([`kernel`]), except that
+/// on Intel's AVX-512 CPUs the types of `narrower_on_intel` take their AVX2 kernel.
+pub(super) fn chosen(isa: Isa, dtype: DataType) -> Option<Kernel> {
+    #[cfg(gguf_avx512)]
+    if isa == Isa::Avx512 && has(isa) && narrower_on_intel(dtype) && intel() {
+        return kernel(Isa::Avx2, dtype);
+    }
+    kernel(isa, dtype)
 }
 
 /// The kernel of `isa` for `dtype`, if this CPU has `isa` and there is one.
