@@ -247,13 +247,13 @@ mod h256 {
                 mh,
             );
         }
-        for h in 0..4 {
+        for (h, v) in lo.into_iter().enumerate() {
             // SAFETY: the caller gives 32 writable floats at y_lo.
-            unsafe { _mm256_storeu_ps(y_lo.add(8 * h), lo[h]) };
+            unsafe { _mm256_storeu_ps(y_lo.add(8 * h), v) };
         }
-        for h in 0..4 {
+        for (h, v) in hi.into_iter().enumerate() {
             // SAFETY: the caller gives 32 writable floats at y_hi.
-            unsafe { _mm256_storeu_ps(y_hi.add(8 * h), hi[h]) };
+            unsafe { _mm256_storeu_ps(y_hi.add(8 * h), v) };
         }
     }
     /// y[0..16] = the 16 f16 at x as f32.
