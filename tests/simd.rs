@@ -233,6 +233,39 @@ fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel() {
     }
 }
 
+/// The same with outputs larger than L2 (3 MiB of floats), where some kernels chosen work
+/// piece by piece, prefetching ahead.
+#[test]
+fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel_beyond_l2() {
+    let mut checked = 0;
+    for isa in vector_isas() {
+        for dtype in DataType::ALL {
+            let Some(kernel) = simd::chosen(isa, dtype) else {
+                continue;
+            };
+            let (bytes, elems) = (dtype.block_bytes() as usize, dtype.block_elems() as usize);
+            let blocks = (3 << 18) / elems + 3;
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ u64::from(dtype.id()));
+            let input = rng.bytes(blocks * bytes);
+            let n = blocks * elems;
+            let mut want = vec![0f32; n];
+            scalar_kernel(dtype)(&input, &mut want);
+            let mut got = vec![0f32; n];
+            kernel(&input, &mut got);
+            assert!(
+                bits(&got) == bits(&want),
+                "{} {}: the kernel chosen differs from the scalar kernel",
+                isa.name(),
+                dtype.name()
+            );
+            checked += 1;
+        }
+    }
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
 /// `GGUF_SIMD=scalar` in the environment: the dispatch uses the portable kernels, and gives the
 /// same floats (run in a child process, which reads the variable when it starts converting).
 #[test]
