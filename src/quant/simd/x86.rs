@@ -1181,6 +1181,7 @@ mod v256 {
     const AHEAD: usize = 4096;
 
     /// BF16, with `prefetchw` (`PW`) as the others, one by one up to a 64-byte boundary of y.
+    #[cfg(gguf_avx512)]
     #[target_feature(enable = "avx2")]
     pub unsafe fn bf16<const PW: bool>(x: &[u8], y: &mut [f32]) {
         let n = (x.len() / 2).min(y.len());
@@ -1283,6 +1284,7 @@ block_kernels!(avx512, h512, "avx2,f16c,avx512f,avx512bw,avx512vl");
 /// for the lines of the output 4 KiB ahead of that piece (64 MiB of output on an Intel Xeon:
 /// Q4_0 1.9x -> 2.7x ggml, IQ4_NL 2.6x -> 3.5x). A smaller output is converted in one call:
 /// there the pieces cost 5 to 10%.
+#[cfg(gguf_avx512)]
 mod pw256 {
     use super::prefetch_write;
 
@@ -1389,6 +1391,7 @@ mod safe {
         }
         wrap!(q8_0, q4_k);
         /// With `prefetchw` ahead of the stores.
+        #[cfg(gguf_avx512)]
         pub mod pw {
             macro_rules! wrap {
                 ($($f:ident),*) => {$(
@@ -1402,6 +1405,7 @@ mod safe {
             wrap!(q8_0, q4_k, bf16);
         }
         /// Wrappers of `pw256`'s kernels.
+        #[cfg(gguf_avx512)]
         pub mod pw_avx2 {
             macro_rules! wrap {
                 ($($f:ident),*) => {$(
