@@ -1,8 +1,8 @@
 /*
  * dequant_bench.c: tensor values, side by side with ggml (README: Tensor values).
  *
- *   dequant_bench [-r ROUNDS] [-n ELEMENTS[,ELEMENTS...]] [-m MiB] [-t MAX_THREADS] [-o CSV] [-k]
- *                 GGML_DIR TMP_DIR
+ *   dequant_bench [-r ROUNDS] [-n ELEMENTS[,ELEMENTS...]] [-y TYPE[,TYPE...]] [-a OFFSET]
+ *                 [-m MiB] [-t MAX_THREADS] [-o CSV] [-k] GGML_DIR TMP_DIR
  *
  * 1. One thread, every data type: GB/s of float output (4 bytes per element written per second)
  *    of libgguf's gguf_dequantize, of ggml's to_float (ggml_get_type_traits, libggml-base.so
@@ -13,10 +13,13 @@
  *    blocks, ROUNDS rounds (default 31) with the four interleaved, each sample repeating the
  *    call until it has written about 2 MB; minimum and median time per call. The outputs of
  *    libgguf and ggml are compared bit for bit once per size (the run fails if they differ).
+ *    -y measures only the types named (F16,Q4_K,...); -a OFFSET moves every output buffer
+ *    OFFSET bytes (a multiple of 4, below 64) past a 64-byte boundary, as a caller's buffer may
+ *    lie (the stores-only floor stays aligned).
  * 2. Threads: whole tensors of F16, BF16, Q8_0, Q4_0 and Q4_K (MiB of float output each,
  *    default 256: far beyond the caches) converted by gguf_tensor_to_float_parallel on 1, 2, 4, ...
  *    MAX_THREADS threads (default: the online CPUs), against memcpy of the output size split
- *    over as many threads.
+ *    over as many threads. -m 0 leaves out parts 2 and 3.
  * 3. Validation of that file's every tensor: gguf_validate_tensor against ggml_validate_row_data
  *    on the same bytes, and against read(2) of the whole file into a small buffer (what
  *    `cat > /dev/null` does), all warm. -k keeps the file (TMP_DIR/dequant-bench.gguf).
@@ -115,6 +118,8 @@ static const char *const NAMES[] = {
     [41] = "Q1_0", [42] = "Q2_0",
 };
 #define N_IDS ((int)(sizeof NAMES / sizeof NAMES[0]))
+static bool selected[N_IDS]; /* -y: the types measured in part 1 (all without it) */
+static size_t out_offset;    /* -a: bytes past a 64-byte boundary of the outputs in part 1 */
 
 /* Writes n floats at dst (64-byte aligned) with the widest aligned vector stores this CPU has,
  * reading nothing: the floor of any conversion's cost at this output size. */
@@ -144,6 +149,7 @@ static void pick_stores(void) {
 #endif
 }
 static void stores_only(float *dst, uint64_t n) {
+    dst = (float *)((uintptr_t)dst & ~(uintptr_t)63); /* aligned (-a): the floor */
     if (stores) stores(dst, n);
     else memset(dst, 0x3f, n * 4);
 }
@@ -206,13 +212,14 @@ static void single_thread(int rounds, const uint64_t *sizes, int n_sizes, FILE *
     for (int k = 0; k < n_sizes; k++) n = sizes[k] > n ? sizes[k] : n;
     /* 64-byte aligned outputs: the stores-only floor uses aligned stores, and every
      * converter gets the same buffers. */
-    float *out = aligned_alloc(64, n * 4), *ref = aligned_alloc(64, n * 4),
+    float *out0 = aligned_alloc(64, n * 4 + 64), *ref0 = aligned_alloc(64, n * 4 + 64),
           *src_f = aligned_alloc(64, n * 4);
     struct figures(*fig)[N_IDS] = calloc(n_sizes, sizeof *fig);
-    if (!out || !ref || !src_f || !fig) die("out of memory");
-    memset(out, 0, n * 4), memset(ref, 0, n * 4), memset(src_f, 0, n * 4);
+    if (!out0 || !ref0 || !src_f || !fig) die("out of memory");
+    memset(out0, 0, n * 4 + 64), memset(ref0, 0, n * 4 + 64), memset(src_f, 0, n * 4);
+    float *out = (float *)((char *)out0 + out_offset), *ref = (float *)((char *)ref0 + out_offset);
     for (int id = 0; id < N_IDS; id++) {
-        if (!NAMES[id]) continue;
+        if (!NAMES[id] || !selected[id]) continue;
         /* Drawn once at the largest size; the smaller sizes convert its first blocks. */
         const struct ggml_type_traits *t = ggml_traits(id);
         uint8_t *src = malloc(n / t->blck_size * t->type_size);
@@ -229,14 +236,16 @@ static void single_thread(int rounds, const uint64_t *sizes, int n_sizes, FILE *
     for (int k = 0; k < n_sizes; k++) {
         uint64_t e = sizes[k];
         printf("%s== one thread: %llu elements per call (%.4g KiB of floats), %d rounds of %llu "
-               "calls; GB/s of float output, min time (best) and median; stores: %s stores only\n",
+               "calls; GB/s of float output, min time (best) and median; stores: %s stores only"
+               "%s\n",
                k ? "\n" : "", (unsigned long long)e, e * 4 / 1024.0, rounds,
-               (unsigned long long)((2000000 + e * 4 - 1) / (e * 4)), stores_name);
+               (unsigned long long)((2000000 + e * 4 - 1) / (e * 4)), stores_name,
+               out_offset ? "; outputs off 64-byte alignment (-a)" : "");
         printf("%-8s %9s %9s %9s %9s %8s %8s %9s %9s %9s %9s\n", "type", "libgguf", "(median)",
                "ggml", "(median)", "ratio", "(median)", "memcpy", "(median)", "stores",
                "(median)");
         for (int id = 0; id < N_IDS; id++) {
-            if (!NAMES[id]) continue;
+            if (!NAMES[id] || !selected[id]) continue;
             const struct figures *f = &fig[k][id];
             if (f->has_ggml)
                 printf("%-8s %9.2f %9.2f %9.2f %9.2f %7.2fx %7.2fx %9.2f %9.2f %9.2f %9.2f\n",
@@ -252,7 +261,7 @@ static void single_thread(int rounds, const uint64_t *sizes, int n_sizes, FILE *
                         f->s[0], f->s[1]);
         }
     }
-    free(out), free(ref), free(src_f), free(fig);
+    free(out0), free(ref0), free(src_f), free(fig);
 }
 
 struct copy_job {
@@ -385,9 +394,20 @@ int main(int argc, char **argv) {
     uint64_t sizes[8] = {4096, 1 << 17, 1 << 20}, mib = 256;
     int n_sizes = 3;
     const char *csv_path = NULL;
-    bool keep = false;
-    while ((opt = getopt(argc, argv, "r:n:m:t:o:k")) != -1) {
+    bool keep = false, types_ok = true, any_type = false;
+    int offset = 0;
+    while ((opt = getopt(argc, argv, "r:n:y:a:m:t:o:k")) != -1) {
         switch (opt) {
+        case 'y':
+            any_type = true;
+            for (char *name = strtok(optarg, ","); name; name = strtok(NULL, ",")) {
+                int id = 0;
+                while (id < N_IDS && !(NAMES[id] && strcmp(NAMES[id], name) == 0)) id++;
+                if (id == N_IDS) types_ok = false;
+                else selected[id] = true;
+            }
+            break;
+        case 'a': offset = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'n': {
             char *p = optarg;
@@ -404,19 +424,23 @@ int main(int argc, char **argv) {
         case 'o': csv_path = optarg; break;
         case 'k': keep = true; break;
         default:
-            fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS[,...]] [-m MiB] [-t THREADS] "
-                            "[-o CSV] [-k] GGML_DIR TMP_DIR\n");
+            fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS[,...]] [-y TYPE[,...]] "
+                            "[-a OFFSET] [-m MiB] [-t THREADS] [-o CSV] [-k] GGML_DIR TMP_DIR\n");
             return 2;
         }
     }
     bool sizes_ok = n_sizes > 0;
     for (int k = 0; k < n_sizes; k++) sizes_ok = sizes_ok && sizes[k] && sizes[k] % 4096 == 0;
-    if (argc - optind != 2 || rounds < 1 || max_threads < 1 || max_threads > 256 || !sizes_ok) {
+    if (argc - optind != 2 || rounds < 1 || max_threads < 1 || max_threads > 256 || !sizes_ok ||
+        !types_ok || offset < 0 || offset >= 64 || offset % 4) {
         fprintf(stderr, "usage: dequant_bench [-r ROUNDS] [-n ELEMENTS[,ELEMENTS...] (multiples of "
-                        "4096, at most 8)] [-m MiB] "
+                        "4096, at most 8)] [-y TYPE[,TYPE...] (F16, Q4_K, ...)] [-a OFFSET (0, 4, "
+                        "..., 60)] [-m MiB (0: no threads or validation)] "
                         "[-t THREADS (1-256)] [-o CSV] GGML_DIR TMP_DIR\n");
         return 2;
     }
+    out_offset = (size_t)offset;
+    for (int id = 0; id < N_IDS; id++) selected[id] = !any_type || selected[id];
     char lib[4096];
     snprintf(lib, sizeof lib, "%s/libggml-base.so", argv[optind]);
     void *h = dlopen(lib, RTLD_NOW);
@@ -434,7 +458,8 @@ int main(int argc, char **argv) {
     pick_stores();
     single_thread(rounds, sizes, n_sizes, csv);
     if (csv) fclose(csv);
-    threads_and_validation(rounds < 11 ? rounds : 11, mib * 1048576 / 4 / 4096 * 4096, max_threads,
+    if (mib)
+        threads_and_validation(rounds < 11 ? rounds : 11, mib * 1048576 / 4 / 4096 * 4096, max_threads,
                            argv[optind + 1], keep);
     return 0;
 }

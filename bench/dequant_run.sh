@@ -6,6 +6,8 @@
 # `cat FILE > /dev/null` and of `gguf-inspect --verify FILE` (which validates every tensor).
 #
 #   bench/dequant_run.sh [dequant_bench options]    e.g. -r 51 -n 4096,1048576 -m 256 -t 16
+#   bench/dequant_run.sh -r 21 -n 262144,1048576 -y Q4_K,Q8_0 -a 16 -m 0   (two types, outputs
+#                        16 bytes off 64-byte alignment, no threads, validation or cat)
 #
 # Builds the release library and the inspector, fetches ggml (make ggml) if needed, builds
 # dequant_bench and runs it with target/tmp/dequant-bench for its model (removed at the end).
@@ -24,6 +26,7 @@ $CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/dequant_bench.c -Ltarget/
   -ldl -lpthread -Wl,-rpath,"$PWD/target/release" -o target/bench/dequant_bench
 target/bench/dequant_bench -k "$@" target/ggml "$dir"
 model=$dir/dequant-bench.gguf
+[ -f "$model" ] || exit 0 # -m 0: no file written
 trap 'rm -f "$model"' EXIT
 best() { # best of 5 wall times of "$@", in seconds
   local b=999 t0 t1

@@ -194,6 +194,78 @@ fn every_vector_kernel_matches_the_scalar_kernel_bit_for_bit() {
     }
 }
 
+/// The kernel the dispatch picks for each type under each instruction set (on Intel's AVX-512
+/// cores, an AVX2 kernel for most types) gives the scalar kernel's floats, wherever the output
+/// lies.
+#[test]
+fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel() {
+    let mut checked = 0;
+    for isa in vector_isas() {
+        for dtype in DataType::ALL {
+            let Some(kernel) = simd::chosen(isa, dtype) else {
+                assert!(simd::kernel(isa, dtype).is_none(), "{}", dtype.name());
+                continue;
+            };
+            for input in inputs(dtype) {
+                let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
+                let mut want = vec![0f32; n];
+                scalar_kernel(dtype)(&input, &mut want);
+                // At every offset of the output from a 64-byte boundary (F16 and BF16 write
+                // one by one up to it).
+                let mut buf = vec![0f32; n + 16];
+                for off in 0..16 {
+                    let got = &mut buf[off..off + n];
+                    got.fill(0.0);
+                    kernel(&input, got);
+                    assert!(
+                        bits(got) == bits(&want),
+                        "{} {}: the kernel chosen differs from the scalar kernel (output at +{off})",
+                        isa.name(),
+                        dtype.name()
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
+/// The same with outputs larger than L2 (3 MiB of floats), where some kernels chosen work
+/// piece by piece, prefetching ahead.
+#[test]
+fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel_beyond_l2() {
+    let mut checked = 0;
+    for isa in vector_isas() {
+        for dtype in DataType::ALL {
+            let Some(kernel) = simd::chosen(isa, dtype) else {
+                continue;
+            };
+            let (bytes, elems) = (dtype.block_bytes() as usize, dtype.block_elems() as usize);
+            let blocks = (3 << 18) / elems + 3;
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ u64::from(dtype.id()));
+            let input = rng.bytes(blocks * bytes);
+            let n = blocks * elems;
+            let mut want = vec![0f32; n];
+            scalar_kernel(dtype)(&input, &mut want);
+            let mut got = vec![0f32; n];
+            kernel(&input, &mut got);
+            assert!(
+                bits(&got) == bits(&want),
+                "{} {}: the kernel chosen differs from the scalar kernel",
+                isa.name(),
+                dtype.name()
+            );
+            checked += 1;
+        }
+    }
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
 /// `GGUF_SIMD=scalar` in the environment: the dispatch uses the portable kernels, and gives the
 /// same floats (run in a child process, which reads the variable when it starts converting).
 #[test]

@@ -215,6 +215,47 @@ mod h256 {
             }
         }
     }
+    /// y_lo[0..32] = dl * float(q & 15) - ml and y_hi[0..32] = dh * float(q >> 4) - mh, q the
+    /// 32 bytes at p (a Q4_K group), as `nibbles_mul_sub` twice, but with the stores in address
+    /// order, all of y_lo then all of y_hi, each 64-byte line written whole before the next:
+    /// where the output overflows L2, an Intel Xeon wrote 10% slower with the lines of y_lo and
+    /// y_hi interleaved.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn nibbles_mul_sub_in_order(
+        y_lo: *mut f32,
+        y_hi: *mut f32,
+        p: *const u8,
+        dl: V,
+        ml: V,
+        dh: V,
+        mh: V,
+    ) {
+        let m4 = _mm256_set1_epi32(15);
+        let mut lo = [_mm256_setzero_ps(); 4];
+        let mut hi = [_mm256_setzero_ps(); 4];
+        for h in 0..4 {
+            // SAFETY: the caller gives 32 readable bytes at p.
+            let v = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(p.add(8 * h).cast()) });
+            lo[h] = _mm256_sub_ps(
+                _mm256_mul_ps(dl, _mm256_cvtepi32_ps(_mm256_and_si256(v, m4))),
+                ml,
+            );
+            hi[h] = _mm256_sub_ps(
+                _mm256_mul_ps(dh, _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4))),
+                mh,
+            );
+        }
+        for (h, v) in lo.into_iter().enumerate() {
+            // SAFETY: the caller gives 32 writable floats at y_lo.
+            unsafe { _mm256_storeu_ps(y_lo.add(8 * h), v) };
+        }
+        for (h, v) in hi.into_iter().enumerate() {
+            // SAFETY: the caller gives 32 writable floats at y_hi.
+            unsafe { _mm256_storeu_ps(y_hi.add(8 * h), v) };
+        }
+    }
     /// y[0..16] = the 16 f16 at x as f32.
     #[inline]
     #[target_feature(enable = "avx2,f16c")]
@@ -404,7 +445,14 @@ macro_rules! block_kernels {
             #[target_feature(enable = $feat)]
             pub unsafe fn f16(x: &[u8], y: &mut [f32]) {
                 let n = (x.len() / 2).min(y.len());
-                let mut i = 0;
+                // One by one up to a 64-byte boundary of y, so that no vector store splits a
+                // line (a caller's buffer may lie anywhere).
+                let head = y.as_ptr().align_offset(64).min(n);
+                for j in 0..head {
+                    // SAFETY: the kernel's features include F16C.
+                    y[j] = unsafe { half(x, 2 * j) };
+                }
+                let mut i = head;
                 while i + 16 <= n {
                     // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
                     unsafe { f16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
@@ -419,7 +467,14 @@ macro_rules! block_kernels {
             #[target_feature(enable = $feat)]
             pub unsafe fn bf16(x: &[u8], y: &mut [f32]) {
                 let n = (x.len() / 2).min(y.len());
-                let mut i = 0;
+                // As `f16`: one by one up to a 64-byte boundary of y (with the output 16 bytes
+                // off one, ggml's 16-byte stores ran 20% faster than split 32-byte ones in L2
+                // on an Intel Xeon).
+                let head = y.as_ptr().align_offset(64).min(n);
+                for j in 0..head {
+                    y[j] = f32::from_bits(u32::from(le16(x, 2 * j)) << 16);
+                }
+                let mut i = head;
                 while i + 16 <= n {
                     // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
                     unsafe { bf16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
@@ -538,6 +593,8 @@ macro_rules! block_kernels {
                             let u2 = _mm_set1_epi8((2u8 << (2 * g)) as i8);
                             let q = b.as_ptr().add(q5_k::QS + 32 * g);
                             let out = y.as_mut_ptr().add(64 * g);
+                            let mut lo = [_mm_setzero_si128(); 2];
+                            let mut hi = [_mm_setzero_si128(); 2];
                             for k in 0..2 {
                                 let qh = _mm_loadu_si128(b.as_ptr().add(q5_k::QH + 16 * k).cast());
                                 let qs = _mm_loadu_si128(q.add(16 * k).cast());
@@ -549,11 +606,14 @@ macro_rules! block_kernels {
                                     _mm_cmpeq_epi8(_mm_and_si128(qh, u2), u2),
                                     sixteen,
                                 );
-                                let lo = _mm_add_epi8(_mm_and_si128(qs, m4), h1);
-                                let hi = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h2);
-                                mul_u8_sub(out.add(16 * k), d1, lo, m1);
-                                mul_u8_sub(out.add(32 + 16 * k), d2, hi, m2);
+                                lo[k] = _mm_add_epi8(_mm_and_si128(qs, m4), h1);
+                                hi[k] = _mm_add_epi8(_mm_and_si128(_mm_srli_epi16(qs, 4), m4), h2);
                             }
+                            // In address order (as Q4_K's `nibbles_mul_sub`).
+                            mul_u8_sub(out, d1, lo[0], m1);
+                            mul_u8_sub(out.add(16), d1, lo[1], m1);
+                            mul_u8_sub(out.add(32), d2, hi[0], m2);
+                            mul_u8_sub(out.add(48), d2, hi[1], m2);
                         }
                     }
                 }
@@ -1088,21 +1148,75 @@ macro_rules! block_kernels {
     };
 }
 
+/// Asks for the 64-byte line holding `p` in a writable state (`prefetchw`), ahead of stores to
+/// it. A hint: it reads and writes nothing, and never faults.
+///
+/// # Safety
+/// The CPU has PRFCHW (every x86-64 CPU with AVX-512 does; older ones run it as a no-op).
+#[inline(always)]
+unsafe fn prefetch_write(p: *const f32) {
+    // SAFETY: the caller's; the instruction touches no register or flag but its address.
+    unsafe {
+        core::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, preserves_flags, readonly))
+    }
+}
+
 /// The kernels of Q8_0 and Q4_K, in 256-bit vectors for both instruction sets: on the AVX-512
 /// CPU measured (AMD Zen 4, which runs a 512-bit operation as two 256-bit halves) 512-bit
 /// versions of these two ran slower (Q4_K by 8%, Q8_0 by 8% in L1; BENCHMARKS.md, Tensor
 /// values); the other types' kernels gain from AVX-512, or (F16, BF16) run as fast either way.
+///
+/// With `PW` (chosen on Intel's AVX-512 cores; BF16 there too), the kernel first asks for the
+/// output lines 4 KiB ahead of its stores in a writable state (`prefetchw`), and Q4_K stores in
+/// address order: where the output overflows L2, a line's fetch then overlaps the stores
+/// before it (stores alone, on an Intel Xeon: 30.2 -> 31.7 GB/s at 4 MiB, 21 -> 29 at 64 MiB;
+/// BF16 1.1x -> 1.46x ggml at 64 MiB). AMD keeps the kernels measured there (`PW` false).
 mod v256 {
     use super::h256::*;
-    use super::k4_scales;
+    use super::{k4_scales, prefetch_write};
     use crate::quant::blocks::{q4_k, q8_0};
     use core::arch::x86_64::*;
 
+    /// How far ahead of the stores `PW` asks for output lines, in bytes of output.
+    const AHEAD: usize = 4096;
+
+    /// BF16, with `prefetchw` (`PW`) as the others, one by one up to a 64-byte boundary of y.
+    #[cfg(gguf_avx512)]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn bf16<const PW: bool>(x: &[u8], y: &mut [f32]) {
+        let n = (x.len() / 2).min(y.len());
+        let head = y.as_ptr().align_offset(64).min(n);
+        for j in 0..head {
+            y[j] = f32::from_bits(u32::from(u16::from_le_bytes([x[2 * j], x[2 * j + 1]])) << 16);
+        }
+        let mut i = head;
+        while i + 16 <= n {
+            if PW && i + AHEAD / 4 + 16 <= n {
+                // SAFETY: those 16 floats (one line) are in bounds.
+                unsafe { prefetch_write(y.as_ptr().add(i + AHEAD / 4)) };
+            }
+            // SAFETY: i + 16 <= n: 32 bytes of x and 16 floats of y are in bounds.
+            unsafe { bf16x16(y.as_mut_ptr().add(i), x.as_ptr().add(2 * i)) };
+            i += 16;
+        }
+        for j in i..n {
+            y[j] = f32::from_bits(u32::from(u16::from_le_bytes([x[2 * j], x[2 * j + 1]])) << 16);
+        }
+    }
+
     #[target_feature(enable = "avx2,f16c")]
-    pub unsafe fn q8_0(x: &[u8], y: &mut [f32]) {
+    pub unsafe fn q8_0<const PW: bool>(x: &[u8], y: &mut [f32]) {
         let n = (x.len() / 34).min(y.len() / 32);
         let (x, y) = (x.as_ptr(), y.as_mut_ptr());
         for i in 0..n {
+            if PW && i + AHEAD / 128 < n {
+                // SAFETY: that block's 32 floats (two lines) are in bounds.
+                unsafe {
+                    let ahead = y.add(32 * (i + AHEAD / 128));
+                    prefetch_write(ahead);
+                    prefetch_write(ahead.add(16));
+                }
+            }
             // SAFETY: i < n: block i (34 bytes: 2 + 32 quants) and its 32 floats are in
             // bounds; the kernel's features are the helpers'.
             unsafe {
@@ -1119,10 +1233,16 @@ mod v256 {
     }
 
     #[target_feature(enable = "avx2,f16c")]
-    pub unsafe fn q4_k(x: &[u8], y: &mut [f32]) {
+    pub unsafe fn q4_k<const PW: bool>(x: &[u8], y: &mut [f32]) {
         let n = (x.len() / 144).min(y.len() / 256);
         let (x, y) = (x.as_ptr(), y.as_mut_ptr());
         for i in 0..n {
+            if PW && i + AHEAD / 1024 < n {
+                for l in 0..16 {
+                    // SAFETY: that block's 256 floats (16 lines) are in bounds.
+                    unsafe { prefetch_write(y.add(256 * (i + AHEAD / 1024) + 16 * l)) };
+                }
+            }
             // SAFETY: i < n: block i (144 bytes) and its 256 floats are in bounds; the
             // quants of group g (32 bytes at 16 + 32g) lie in the block, its 64 floats
             // (at 64g) in the 256; the kernel's features are the helpers'.
@@ -1139,9 +1259,14 @@ mod v256 {
                     let (dh, mh) = (splat(s[2 * g + 1]), splat(s[9 + 2 * g]));
                     let q = b.add(q4_k::QS + 32 * g);
                     let out = y.add(64 * g);
-                    for k in 0..2 {
-                        let (lo, hi) = (out.add(16 * k), out.add(32 + 16 * k));
-                        nibbles_mul_sub(lo, hi, q.add(16 * k), dl, ml, dh, mh);
+                    if PW {
+                        nibbles_mul_sub_in_order(out, out.add(32), q, dl, ml, dh, mh);
+                    } else {
+                        // The order measured on AMD's Zen 4 (BENCHMARKS.md), kept there.
+                        for k in 0..2 {
+                            let (lo, hi) = (out.add(16 * k), out.add(32 + 16 * k));
+                            nibbles_mul_sub(lo, hi, q.add(16 * k), dl, ml, dh, mh);
+                        }
                     }
                 }
             }
@@ -1152,6 +1277,66 @@ mod v256 {
 block_kernels!(avx2, h256, "avx2,f16c");
 #[cfg(gguf_avx512)]
 block_kernels!(avx512, h512, "avx2,f16c,avx512f,avx512bw,avx512vl");
+
+/// The AVX2 kernels chosen on Intel's AVX-512 cores, with `prefetchw` as `v256`'s `PW`
+/// kernels where the output is larger than L2 (2 MiB a core on those CPUs): each runs on about
+/// 1 KiB of output at a time (one block of 256 floats, or as many smaller blocks), after asking
+/// for the lines of the output 4 KiB ahead of that piece (64 MiB of output on an Intel Xeon:
+/// Q4_0 1.9x -> 2.7x ggml, IQ4_NL 2.6x -> 3.5x). A smaller output is converted in one call:
+/// there the pieces cost 5 to 10%.
+#[cfg(gguf_avx512)]
+mod pw256 {
+    use super::prefetch_write;
+
+    /// The output, in floats, from which the kernels prefetch: 2 MiB.
+    pub const FROM: usize = 1 << 19;
+
+    macro_rules! chunked {
+        ($($f:ident: $bytes:literal, $elems:literal;)*) => {$(
+            #[target_feature(enable = "avx2,f16c")]
+            pub unsafe fn $f(x: &[u8], y: &mut [f32]) {
+                const PER: usize = if $elems >= 256 { 1 } else { 256 / $elems };
+                if y.len() < FROM {
+                    // SAFETY: the caller's: the CPU has AVX2 and F16C.
+                    return unsafe { super::avx2::$f(x, y) };
+                }
+                let n = (x.len() / $bytes).min(y.len() / $elems);
+                let mut i = 0;
+                while i < n {
+                    let k = PER.min(n - i);
+                    let ahead = i * $elems + 1024;
+                    if ahead + PER * $elems <= y.len() {
+                        for l in 0..PER * $elems / 16 {
+                            // SAFETY: those 16 floats (one line if y is aligned) are in bounds.
+                            unsafe { prefetch_write(y.as_ptr().add(ahead + 16 * l)) };
+                        }
+                    }
+                    let (x, y) = (&x[i * $bytes..(i + k) * $bytes], &mut y[i * $elems..(i + k) * $elems]);
+                    // SAFETY: the caller's: the CPU has AVX2 and F16C.
+                    unsafe { super::avx2::$f(x, y) };
+                    i += k;
+                }
+            }
+        )*};
+    }
+    chunked! {
+        q4_0: 18, 32;
+        q4_1: 20, 32;
+        q5_0: 22, 32;
+        q5_1: 24, 32;
+        q2_k: 84, 256;
+        q3_k: 110, 256;
+        q6_k: 210, 256;
+        iq2_xs: 74, 256;
+        iq1_s: 50, 256;
+        iq4_nl: 18, 32;
+        iq4_xs: 136, 256;
+        tq1_0: 54, 256;
+        tq2_0: 66, 256;
+        mxfp4: 17, 32;
+        q2_0: 18, 64;
+    }
+}
 
 /// Wrappers named as the types they convert.
 macro_rules! table {
@@ -1200,11 +1385,42 @@ mod safe {
                 pub fn $f(x: &[u8], y: &mut [f32]) {
                     // SAFETY: only `kernel` hands this function out, after `has(Isa::Avx2)`
                     // (which `has(Isa::Avx512)` implies).
-                    unsafe { super::super::v256::$f(x, y) }
+                    unsafe { super::super::v256::$f::<false>(x, y) }
                 }
             )*};
         }
         wrap!(q8_0, q4_k);
+        /// With `prefetchw` ahead of the stores.
+        #[cfg(gguf_avx512)]
+        pub mod pw {
+            macro_rules! wrap {
+                ($($f:ident),*) => {$(
+                    pub fn $f(x: &[u8], y: &mut [f32]) {
+                        // SAFETY: only `chosen` hands this function out, after
+                        // `has(Isa::Avx512)` (AVX2; PRFCHW, which every AVX-512 CPU has).
+                        unsafe { super::super::super::v256::$f::<true>(x, y) }
+                    }
+                )*};
+            }
+            wrap!(q8_0, q4_k, bf16);
+        }
+        /// Wrappers of `pw256`'s kernels.
+        #[cfg(gguf_avx512)]
+        pub mod pw_avx2 {
+            macro_rules! wrap {
+                ($($f:ident),*) => {$(
+                    pub fn $f(x: &[u8], y: &mut [f32]) {
+                        // SAFETY: only `chosen` hands this function out, after
+                        // `has(Isa::Avx512)` (AVX2, F16C; PRFCHW, which every AVX-512 CPU has).
+                        unsafe { super::super::super::pw256::$f(x, y) }
+                    }
+                )*};
+            }
+            wrap!(
+                q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q6_k, iq2_xs, iq1_s, iq4_nl, iq4_xs, tq1_0,
+                tq2_0, mxfp4, q2_0
+            );
+        }
     }
     /// Wrappers of the AVX2 kernels.
     pub mod avx2 {
@@ -1237,6 +1453,85 @@ mod safe {
             tq2_0, q2_0, tq1_0, iq1_s, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_m
         );
     }
+}
+
+/// Whether this CPU is Intel's (CPUID leaf 0 names "GenuineIntel"), asked once.
+#[cfg(gguf_avx512)]
+fn intel() -> bool {
+    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INTEL.get_or_init(|| {
+        // SAFETY: CPUID leaf 0 exists on every x86-64 CPU (newer compilers call this safe).
+        #[allow(unused_unsafe)]
+        let r = unsafe { __cpuid(0) };
+        [r.ebx, r.edx, r.ecx] == [0x756e_6547, 0x4965_6e69, 0x6c65_746e]
+    })
+}
+
+/// The types whose 256-bit (AVX2) kernels run faster than their AVX-512 ones on Intel's cores,
+/// which fuse two of their three vector ports into one for a 512-bit operation: kernels whose
+/// work is widening and converting 16 bytes at a time issue as many operations at either
+/// width, on fewer ports at 512 bits. Measured on an Intel Xeon with AVX-512 FP16 (output in
+/// L2: 5 to 27% faster; BENCHMARKS.md, Tensor values). On AMD's Zen 4, which runs a 512-bit
+/// operation as two 256-bit halves on all four ports, the AVX-512 kernels stay.
+#[cfg(gguf_avx512)]
+fn narrower_on_intel(dtype: DataType) -> bool {
+    use DataType::*;
+    matches!(
+        dtype,
+        F16 | BF16
+            | Q4_0
+            | Q4_1
+            | Q5_0
+            | Q5_1
+            | Q2_K
+            | Q3_K
+            | Q6_K
+            | IQ2_XS
+            | IQ1_S
+            | IQ4_NL
+            | IQ4_XS
+            | TQ1_0
+            | TQ2_0
+            | MXFP4
+            | Q2_0
+    )
+}
+
+/// The kernel the dispatch uses for `dtype` under `isa`: `isa`'s own ([`kernel`]), except that
+/// on Intel's AVX-512 CPUs the types of `narrower_on_intel` take their AVX2 kernel.
+pub(super) fn chosen(isa: Isa, dtype: DataType) -> Option<Kernel> {
+    #[cfg(gguf_avx512)]
+    if isa == Isa::Avx512 && has(isa) && intel() {
+        match dtype {
+            DataType::Q4_K => return Some(safe::v256::pw::q4_k),
+            DataType::Q8_0 => return Some(safe::v256::pw::q8_0),
+            DataType::BF16 => return Some(safe::v256::pw::bf16),
+            _ if narrower_on_intel(dtype) => {
+                use safe::v256::pw_avx2 as m;
+                use DataType::*;
+                return Some(match dtype {
+                    Q4_0 => m::q4_0,
+                    Q4_1 => m::q4_1,
+                    Q5_0 => m::q5_0,
+                    Q5_1 => m::q5_1,
+                    Q2_K => m::q2_k,
+                    Q3_K => m::q3_k,
+                    Q6_K => m::q6_k,
+                    IQ2_XS => m::iq2_xs,
+                    IQ1_S => m::iq1_s,
+                    IQ4_NL => m::iq4_nl,
+                    IQ4_XS => m::iq4_xs,
+                    TQ1_0 => m::tq1_0,
+                    TQ2_0 => m::tq2_0,
+                    MXFP4 => m::mxfp4,
+                    Q2_0 => m::q2_0,
+                    _ => return kernel(Isa::Avx2, dtype),
+                });
+            }
+            _ => {}
+        }
+    }
+    kernel(isa, dtype)
 }
 
 /// The kernel of `isa` for `dtype`, if this CPU has `isa` and there is one.
