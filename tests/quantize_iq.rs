@@ -8,6 +8,7 @@ mod common;
 mod inputs;
 
 use common::manifest_dir;
+use gguf::quant::simd;
 use gguf::quantize::quantize;
 use gguf::{DataType, ErrorCode};
 use inputs::{fingerprint_input, fingerprint_line, FINGERPRINTS, TYPES};
@@ -21,6 +22,24 @@ fn quantized(t: DataType, src: &[f32], n: usize, imp: Option<&[f32]>) -> Vec<u8>
 
 #[test]
 fn fixed_inputs_give_ggml_s_bytes() {
+    check_fingerprints();
+}
+
+/// The vector kernels and the portable ones give the same bytes (each instruction set this CPU
+/// has, in turn; the dispatch is process-wide, and every set gives the same answers, so the
+/// other tests are not disturbed).
+#[test]
+fn every_instruction_set_gives_ggml_s_bytes() {
+    let before = simd::active();
+    for isa in simd::Isa::ALL {
+        if simd::set_isa(isa) {
+            check_fingerprints();
+        }
+    }
+    simd::set_isa(before);
+}
+
+fn check_fingerprints() {
     let recorded = std::fs::read_to_string(manifest_dir().join(FINGERPRINTS)).unwrap();
     let mut lines = recorded.lines();
     for (t, req) in TYPES {

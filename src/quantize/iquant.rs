@@ -281,36 +281,21 @@ fn iq4_impl(
             scales[ib] = 0.0;
             continue;
         }
-        let mut d = -max / v0;
-        let mut id = 1.0 / d;
-        let (mut sumqx, mut sumq2) = (0f32, 0f32);
-        let lb = &mut big_l[32 * ib..32 * ib + 32];
-        for j in 0..32 {
-            let al = id * xb[j];
-            let l = best_index_int8(values, al);
-            lb[j] = l as u8;
-            let q = f32::from(values[l]);
-            let w = weight[j];
-            sumqx += w * q * xb[j];
-            sumq2 += w * q * q;
+        // The first try (at -max/values[0]) and the 15 around it, side by side in lanes; then
+        // ggml's choice among them, in its order.
+        let mut ids = [0f32; 16];
+        ids[0] = 1.0 / (-max / v0);
+        for (k, id) in ids[1..].iter_mut().enumerate() {
+            *id = (k as i32 - NTRY + i32::from(values[0])) as f32 / max;
         }
-        d = if sumq2 > 0.0 { sumqx / sumq2 } else { 0.0 };
-        let mut best = d * sumqx;
-        for itry in -NTRY..=NTRY {
-            id = (itry + i32::from(values[0])) as f32 / max;
-            sumqx = 0.0;
-            sumq2 = 0.0;
-            for j in 0..32 {
-                let al = id * xb[j];
-                let l = best_index_int8(values, al);
-                let q = f32::from(values[l]);
-                let w = weight[j];
-                sumqx += w * q * xb[j];
-                sumq2 += w * q * q;
-            }
-            if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
-                d = sumqx / sumq2;
-                best = d * sumqx;
+        let xb: &[f32; 32] = xb.try_into().expect("32 values");
+        let (sx, s2) = iq4_tries(xb, &weight, &ids);
+        let mut d = if s2[0] > 0.0 { sx[0] / s2[0] } else { 0.0 };
+        let mut best = d * sx[0];
+        for t in 1..16 {
+            if s2[t] > 0.0 && sx[t] * sx[t] > best * s2[t] {
+                d = sx[t] / s2[t];
+                best = d * sx[t];
             }
         }
         scales[ib] = d;
@@ -361,6 +346,87 @@ fn iq4_impl(
         }
     }
     dh
+}
+
+/// The sums of 16 tries of one IQ4 block: for each try's inverse scale `ids[t]`, each value's
+/// nearest of the 16 levels (as `best_index_int8` picks it) and `sumqx += w*q*x`,
+/// `sumq2 += w*q*q` in ggml's order. The tries are independent, so they run side by side in
+/// vector lanes (each lane doing ggml's operations in ggml's order: the same bits).
+#[inline(always)]
+fn iq4_tries_body(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32; 16]) {
+    let v: [f32; 16] = KVALUES_IQ4NL.map(f32::from);
+    let mut sx = [0f32; 16];
+    let mut s2 = [0f32; 16];
+    for j in 0..32 {
+        let x = xb[j];
+        let wj = w[j];
+        let mut q = [0f32; 16];
+        for t in 0..16 {
+            q[t] = nearest_level(&v, ids[t] * x);
+        }
+        for t in 0..16 {
+            sx[t] += wj * q[t] * x;
+            s2[t] += wj * q[t] * q[t];
+        }
+    }
+    (sx, s2)
+}
+
+/// `best_index_int8`'s level without branches: the last level `lo` not above `x` (counting
+/// every level for NaN, as its search does) and the next `hi`, then the nearer one, ties and
+/// NaN to `hi` as in ggml.
+#[inline(always)]
+fn nearest_level(v: &[f32; 16], x: f32) -> f32 {
+    let mut lo = v[0];
+    let mut hi = v[1];
+    for i in 1..15 {
+        let c = !(x < v[i]);
+        lo = if c { v[i] } else { lo };
+        hi = if c { v[i + 1] } else { hi };
+    }
+    if x - lo < hi - x {
+        lo
+    } else {
+        hi
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[allow(unsafe_code)]
+/// # Safety
+/// The CPU must have the enabled features.
+unsafe fn iq4_tries_avx512(
+    xb: &[f32; 32],
+    w: &[f32; 32],
+    ids: &[f32; 16],
+) -> ([f32; 16], [f32; 16]) {
+    iq4_tries_body(xb, w, ids)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+/// # Safety
+/// The CPU must have the enabled features.
+unsafe fn iq4_tries_avx2(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32; 16]) {
+    iq4_tries_body(xb, w, ids)
+}
+
+#[allow(unsafe_code)]
+fn iq4_tries(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32; 16]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::quant::simd::{active, Isa};
+        match active() {
+            // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it.
+            Isa::Avx512 => return unsafe { iq4_tries_avx512(xb, w, ids) },
+            // SAFETY: the dispatch chose AVX2 only where the CPU has it.
+            Isa::Avx2 => return unsafe { iq4_tries_avx2(xb, w, ids) },
+            _ => {}
+        }
+    }
+    iq4_tries_body(xb, w, ids)
 }
 
 fn iq4_nl_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
