@@ -558,13 +558,15 @@ fn find_best_neighbour<const N: usize>(
                 d2[c] += w * diff * diff;
             }
         }
+        // ggml's strict `<` in ggml's order: the first of the smallest (NaN never chosen),
+        // without branches.
         for c in 0..LANES.min(n - c0) {
-            if d2[c] < best_d2 {
-                best_d2 = d2[c];
-                grid_index = usize::from(nb.ids[c0 + c]);
-            }
+            let better = d2[c] < best_d2;
+            best_d2 = if better { d2[c] } else { best_d2 };
+            grid_index = if better { c0 + c } else { grid_index };
         }
     }
+    let grid_index = usize::from(*nb.ids.get(grid_index)?);
     let lv = grid.levels.get(grid_index)?;
     for i in 0..N {
         l[i] = lv[i] as i8;
@@ -1450,10 +1452,10 @@ fn iq1_find_best_neighbour2(
         for i in 0..8 {
             d2 += e[i][usize::from(lv[i])];
         }
-        if d2 < best_score {
-            best_score = d2;
-            grid_index = usize::from(j);
-        }
+        // ggml's strict `<` in its order, without branches.
+        let better = d2 < best_score;
+        best_score = if better { d2 } else { best_score };
+        grid_index = if better { usize::from(j) } else { grid_index };
     }
     if grid_index == usize::MAX {
         for (i, pg) in grid.points.iter().enumerate() {
