@@ -1548,16 +1548,28 @@ fn iq1_s_row(
             let mut best_score = -f32::MAX;
             let mut scale = max;
             let (mut besti1, mut besti2, mut best_shift) = (usize::MAX, usize::MAX, 0i8);
+            // The products that depend on one split only, computed once (ggml's operations on
+            // the same operands: the same bits; each sum then adds them in ggml's order).
+            let mut cx = [[0f32; BS + 1]; 2];
+            let mut wcq = [[0f32; BS + 1]; 2];
+            for i2 in 0..=BS {
+                let c = sumx[BS] - sumx[i2];
+                let wc = sumw[BS] - sumw[i2];
+                cx[0][i2] = c * x_p[2];
+                cx[1][i2] = c * x_m[2];
+                wcq[0][i2] = wc * x_p[2] * x_p[2];
+                wcq[1][i2] = wc * x_m[2] * x_m[2];
+            }
             for i1 in 0..=BS {
+                let a = sumx[i1] - sumx[0];
+                let wa = sumw[i1] - sumw[0];
+                let (ax_p, ax_m) = (a * x_p[0], a * x_m[0]);
+                let (waq_p, waq_m) = (wa * x_p[0] * x_p[0], wa * x_m[0] * x_m[0]);
                 for i2 in i1..=BS {
-                    let a = sumx[i1] - sumx[0];
                     let b = sumx[i2] - sumx[i1];
-                    let c = sumx[BS] - sumx[i2];
-                    let wa = sumw[i1] - sumw[0];
                     let wb = sumw[i2] - sumw[i1];
-                    let wc = sumw[BS] - sumw[i2];
-                    let sumqx = a * x_p[0] + b * x_p[1] + c * x_p[2];
-                    let sumq2 = wa * x_p[0] * x_p[0] + wb * x_p[1] * x_p[1] + wc * x_p[2] * x_p[2];
+                    let sumqx = ax_p + b * x_p[1] + cx[0][i2];
+                    let sumq2 = waq_p + wb * x_p[1] * x_p[1] + wcq[0][i2];
                     if sumq2 > 0.0 && sumqx * sumqx > best_score * sumq2 {
                         scale = sumqx / sumq2;
                         best_score = scale * sumqx;
@@ -1565,8 +1577,8 @@ fn iq1_s_row(
                         besti2 = i2;
                         best_shift = 1;
                     }
-                    let sumqx = a * x_m[0] + b * x_m[1] + c * x_m[2];
-                    let sumq2 = wa * x_m[0] * x_m[0] + wb * x_m[1] * x_m[1] + wc * x_m[2] * x_m[2];
+                    let sumqx = ax_m + b * x_m[1] + cx[1][i2];
+                    let sumq2 = waq_m + wb * x_m[1] * x_m[1] + wcq[1][i2];
                     if sumq2 > 0.0 && sumqx * sumqx > best_score * sumq2 {
                         scale = sumqx / sumq2;
                         best_score = scale * sumqx;
@@ -1751,6 +1763,22 @@ fn iq1_m_row(
                 let cp2 = x_p[1] * x_p[1] - x_p[2] * x_p[2];
                 let cm1 = x_m[0] * x_m[0] - x_m[1] * x_m[1];
                 let cm2 = x_m[1] * x_m[1] - x_m[2] * x_m[2];
+                // The terms that depend on one split only, computed once (the same operations
+                // on the same operands: the same bits), added in ggml's order.
+                let mut b_p = [[0f32; BS + 1]; 2];
+                let mut b_m = [[0f32; BS + 1]; 2];
+                let mut a_p = [[0f32; BS + 1]; 2];
+                let mut a_m = [[0f32; BS + 1]; 2];
+                let tx_p = [txs[0] * p2, txs[1] * p2];
+                let tx_m = [txs[0] * m2, txs[1] * m2];
+                for h in 0..2 {
+                    for i in 0..=BS {
+                        a_p[h][i] = tws[h] * p2 * p2 + pw[h][i] * cp1;
+                        a_m[h][i] = tws[h] * m2 * m2 + pw[h][i] * cm1;
+                        b_p[h][i] = pw[h][i] * cp2;
+                        b_m[h][i] = pw[h][i] * cm2;
+                    }
+                }
                 for i1 in 0..=BS {
                     for i2 in i1..=BS {
                         let mut qx_p = [0f32; 2];
@@ -1759,10 +1787,10 @@ fn iq1_m_row(
                         let mut q2_m = [0f32; 2];
                         for h in 0..2 {
                             let sx = px[h][i1] + px[h][i2];
-                            qx_p[h] = txs[h] * p2 - sx;
-                            qx_m[h] = txs[h] * m2 - sx;
-                            q2_p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
-                            q2_m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+                            qx_p[h] = tx_p[h] - sx;
+                            qx_m[h] = tx_m[h] - sx;
+                            q2_p[h] = a_p[h][i1] + b_p[h][i2];
+                            q2_m[h] = a_m[h][i1] + b_m[h][i2];
                         }
                         let sumqx = [
                             qx_p[0] + qx_p[1],
