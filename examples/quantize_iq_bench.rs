@@ -91,6 +91,7 @@ fn main() {
     );
     println!("| type | libgguf MB/s (min time) | libgguf MB/s (median) | ggml MB/s (min time) | ggml MB/s (median) | ratio (min) | ratio (median) |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut inits = Vec::new();
     for t in [
         DataType::IQ4_NL,
         DataType::IQ4_XS,
@@ -127,9 +128,19 @@ fn main() {
             assert_eq!(n, out.len());
         };
         // SAFETY: builds ggml's tables for t.
+        let t0 = std::time::Instant::now();
         unsafe { init(t.id()) };
+        let ggml_init = t0.elapsed().as_secs_f64();
+        let t0 = std::time::Instant::now();
         run_ours(&mut ours);
+        let ours_first = t0.elapsed().as_secs_f64();
         run_ggml(&mut theirs);
+        inits.push(format!(
+            "{}: ggml_quantize_init {:.3} s, libgguf's first call (grids built) {:.3} s",
+            t.name(),
+            ggml_init,
+            ours_first
+        ));
         assert!(ours == theirs, "{t:?}: libgguf and ggml differ");
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
@@ -153,5 +164,10 @@ fn main() {
             bmin / amin,
             bmed / amed
         );
+    }
+    println!();
+    println!("one-time setup (wall time, first use in the process):");
+    for l in inits {
+        println!("  {l}");
     }
 }
