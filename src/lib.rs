@@ -34,12 +34,14 @@ mod platform;
 ///
 /// cbindgen:ignore
 pub mod quant;
+pub mod quantize;
 pub mod read_at;
 mod reader;
 mod size;
 #[allow(unsafe_code)]
 pub mod source;
 pub mod text;
+pub mod tokenizer;
 pub mod types;
 pub mod value;
 pub mod writer;
