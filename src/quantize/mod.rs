@@ -161,14 +161,16 @@ fn plan(
         ));
     }
     match importance {
-        Some(w) if w.len() != n_per_row => return Err(Error::msg(
-            ErrorCode::InvalidArgument,
-            format!(
+        Some(w) if w.len() != n_per_row => {
+            return Err(Error::msg(
+                ErrorCode::InvalidArgument,
+                format!(
                 "{}: {} importance weights for rows of {n_per_row} values (one per value of a row)",
                 data_type.name(),
                 w.len()
             ),
-        )),
+            ))
+        }
         None if requires_importance(data_type) => {
             return Err(Error::msg(
                 ErrorCode::InvalidArgument,
