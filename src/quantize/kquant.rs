@@ -4,8 +4,8 @@
 #![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
 
 use super::search::{
-    make_q3_quants, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, put_f16, via_f16,
-    Qkx, GROUP_MAX_EPS,
+    make_q3_quants, make_qkx_lanes, make_qp_quants, make_qx_quants, nearest_int, put_f16,
+    transpose, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
 
@@ -22,6 +22,15 @@ fn sum_sq(x: &[f32]) -> f32 {
         s += v * v;
     }
     s
+}
+
+/// Lane-major quants (`lt[i][k]`: value `i` of group `k`) back in order.
+fn untranspose<const L: usize, const N: usize>(lt: &[[u8; L]; N], l: &mut [u8; QK_K]) {
+    for (i, row) in lt.iter().enumerate() {
+        for (k, &v) in row.iter().enumerate() {
+            l[N * k + i] = v;
+        }
+    }
 }
 
 /// 2-bit values of 256 into 64 bytes, four 32-value groups per 128.
@@ -55,14 +64,21 @@ fn q2_k_finish(x: &[f32], yb: &mut [u8], l: &mut [u8; QK_K]) {
 
 pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let mut l = [0u8; QK_K];
-    let mut mins = [0f32; 16];
-    let mut scales = [0f32; 16];
-    let mut weights = [0f32; 16];
+    let mut lt = [[0u8; 16]; 16];
     for (ib, (xb, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(84)).enumerate() {
+        let xt: [[f32; 16]; 16] = transpose(xb);
+        let mut wt = [[0f32; 16]; 16];
         if let Some(qw) = imp {
             let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
             let sigma2 = sum_sq(xb) / QK_K as f32;
+            let qt: [[f32; 16]; 16] = transpose(qw);
             let mut sw = [0f32; 16];
+            for i in 0..16 {
+                for k in 0..16 {
+                    wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                    sw[k] += wt[i][k];
+                }
+            }
             let p = Qkx {
                 nmax: 3,
                 rmin: -0.9,
@@ -71,17 +87,8 @@ pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 use_mad: false,
                 x3: true,
             };
-            for j in 0..16 {
-                let xs = &xb[16 * j..16 * j + 16];
-                for i in 0..16 {
-                    weights[i] = qw[16 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
-                }
-                for &w in &weights {
-                    sw[j] += w;
-                }
-                (scales[j], mins[j]) =
-                    make_qkx_quants(&p, xs, &weights, &mut l[16 * j..16 * j + 16]);
-            }
+            let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+            untranspose(&lt, &mut l);
             let mut ls = [0u8; 16];
             let mut lm = [0u8; 16];
             let dm = make_qp_quants(15, &scales, &mut ls, &sw);
@@ -92,6 +99,11 @@ pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 yb[j] = ls[j] | (lm[j] << 4);
             }
         } else {
+            for i in 0..16 {
+                for k in 0..16 {
+                    wt[i][k] = xt[i][k].abs();
+                }
+            }
             let p = Qkx {
                 nmax: 3,
                 rmin: -0.5,
@@ -100,15 +112,11 @@ pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 use_mad: true,
                 x3: false,
             };
+            let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+            untranspose(&lt, &mut l);
             let mut max_scale = 0f32;
             let mut max_min = 0f32;
             for j in 0..16 {
-                let xs = &xb[16 * j..16 * j + 16];
-                for i in 0..16 {
-                    weights[i] = xs[i].abs();
-                }
-                (scales[j], mins[j]) =
-                    make_qkx_quants(&p, xs, &weights, &mut l[16 * j..16 * j + 16]);
                 if scales[j] > max_scale {
                     max_scale = scales[j];
                 }
@@ -278,12 +286,19 @@ fn k4_get(j: usize, q: &[u8]) -> (u8, u8) {
 /// Q4_K's and Q5_K's search of each 32-value group's scale and minimum and of the block's two
 /// super-scales; writes d, dmin and the packed scales, leaves each group's values in `l`.
 fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut [u8; QK_K]) {
-    let mut mins = [0f32; 8];
-    let mut scales = [0f32; 8];
-    let mut weights = [0f32; 32];
+    let xt: [[f32; 8]; 32] = transpose(xb);
+    let mut wt = [[0f32; 8]; 32];
+    let mut lt = [[0u8; 8]; 32];
     if let Some(qw) = qw {
         let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
+        let qt: [[f32; 8]; 32] = transpose(qw);
         let mut sw = [0f32; 8];
+        for i in 0..32 {
+            for k in 0..8 {
+                wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                sw[k] += wt[i][k];
+            }
+        }
         let p = Qkx {
             nmax,
             rmin: -0.9,
@@ -292,18 +307,8 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
             use_mad: false,
             x3: true,
         };
-        for j in 0..8 {
-            let xs = &xb[32 * j..32 * j + 32];
-            for i in 0..32 {
-                weights[i] = qw[32 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
-            }
-            let mut sumw = 0f32;
-            for &w in &weights {
-                sumw += w;
-            }
-            sw[j] = sumw;
-            (scales[j], mins[j]) = make_qkx_quants(&p, xs, &weights, &mut l[32 * j..32 * j + 32]);
-        }
+        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+        untranspose(&lt, l);
         let mut ls = [0u8; 8];
         let mut lm = [0u8; 8];
         let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
@@ -338,15 +343,26 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
                 x3: false,
             }
         };
+        let mut sum_x2 = [0f32; 8];
+        for row in &xt {
+            for k in 0..8 {
+                sum_x2[k] += row[k] * row[k];
+            }
+        }
+        let mut av_x = [0f32; 8];
+        for k in 0..8 {
+            av_x[k] = (sum_x2[k] / 32.0).sqrt();
+        }
+        for i in 0..32 {
+            for k in 0..8 {
+                wt[i][k] = av_x[k] + xt[i][k].abs();
+            }
+        }
+        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+        untranspose(&lt, l);
         let mut max_scale = 0f32;
         let mut max_min = 0f32;
         for j in 0..8 {
-            let xs = &xb[32 * j..32 * j + 32];
-            let av_x = (sum_sq(xs) / 32.0).sqrt();
-            for i in 0..32 {
-                weights[i] = av_x + xs[i].abs();
-            }
-            (scales[j], mins[j]) = make_qkx_quants(&p, xs, &weights, &mut l[32 * j..32 * j + 32]);
             if scales[j] > max_scale {
                 max_scale = scales[j];
             }

@@ -401,3 +401,163 @@ pub(crate) fn make_qp_quants(nmax: i32, x: &[f32], l_out: &mut [u8], qw: &[f32])
         0.0
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The same searches on `L` groups side by side (value `i` of group `k` at `x[i][k]`): each lane
+// does exactly the scalar search's arithmetic, in its order, so the compiler can put the lanes
+// in vector registers (independent sums) without changing a bit. Branches become per-lane
+// selections.
+// ---------------------------------------------------------------------------------------------
+
+/// Value `i` of group `k` of `x` (groups of `N` consecutive values) at `[i][k]`.
+#[inline(always)]
+pub(crate) fn transpose<const L: usize, const N: usize>(x: &[f32]) -> [[f32; L]; N] {
+    let mut out = [[0f32; L]; N];
+    for (k, g) in x.chunks_exact(N).take(L).enumerate() {
+        for (i, &v) in g.iter().enumerate() {
+            out[i][k] = v;
+        }
+    }
+    out
+}
+
+/// [`make_qkx_quants`] on `L` groups of `N` values at once. Returns each group's scale and
+/// minimum.
+#[inline(always)]
+pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
+    p: &Qkx,
+    x: &[[f32; L]; N],
+    w: &[[f32; L]; N],
+    l_out: &mut [[u8; L]; N],
+) -> ([f32; L], [f32; L]) {
+    let mut min = x[0];
+    let mut max = x[0];
+    let mut sum_w = w[0];
+    let mut sum_x = [0f32; L];
+    for k in 0..L {
+        sum_x[k] = sum_w[k] * x[0][k];
+    }
+    for i in 1..N {
+        for k in 0..L {
+            let v = x[i][k];
+            if v < min[k] {
+                min[k] = v;
+            }
+            if v > max[k] {
+                max[k] = v;
+            }
+            sum_w[k] += w[i][k];
+            sum_x[k] += w[i][k] * v;
+        }
+    }
+    let mut empty = [false; L];
+    for k in 0..L {
+        if min[k] > 0.0 {
+            min[k] = 0.0;
+        }
+        empty[k] = if p.x3 {
+            max[k] <= min[k]
+        } else {
+            max[k] == min[k]
+        };
+    }
+    let min0 = min;
+    let nmax = p.nmax;
+    let nmaxf = nmax as f32;
+    let mut scale = [0f32; L];
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = nmaxf / (max[k] - min[k]);
+        scale[k] = 1.0 / iscale[k];
+    }
+    let mut best_error = [0f32; L];
+    for i in 0..N {
+        for k in 0..L {
+            let l = nearest_int(iscale[k] * (x[i][k] - min[k])).min(nmax).max(0);
+            l_out[i][k] = l as u8;
+            let mut diff = scale[k] * (l as f32) + min[k] - x[i][k];
+            diff = if p.use_mad { diff.abs() } else { diff * diff };
+            best_error[k] += w[i][k] * diff;
+        }
+    }
+    if p.nstep >= 1 {
+        let mut laux = [[0u8; L]; N];
+        for is in 0..=p.nstep {
+            let c = p.rmin + p.rdelta * is as f32 + nmaxf;
+            for k in 0..L {
+                iscale[k] = c / (max[k] - min[k]);
+            }
+            let mut sum_l = [0f32; L];
+            let mut sum_l2 = [0f32; L];
+            let mut sum_xl = [0f32; L];
+            for i in 0..N {
+                for k in 0..L {
+                    let l = nearest_int(iscale[k] * (x[i][k] - min[k])).min(nmax).max(0);
+                    laux[i][k] = l as u8;
+                    let lf = l as f32;
+                    let wl = w[i][k] * lf;
+                    sum_l[k] += wl;
+                    sum_l2[k] += wl * lf;
+                    sum_xl[k] += wl * x[i][k];
+                }
+            }
+            let mut this_scale = [0f32; L];
+            let mut this_min = [0f32; L];
+            let mut ok = [false; L];
+            for k in 0..L {
+                let d = sum_w[k] * sum_l2[k] - sum_l[k] * sum_l[k];
+                ok[k] = d > 0.0;
+                this_scale[k] = (sum_w[k] * sum_xl[k] - sum_x[k] * sum_l[k]) / d;
+                this_min[k] = (sum_l2[k] * sum_x[k] - sum_l[k] * sum_xl[k]) / d;
+                if this_min[k] > 0.0 {
+                    this_min[k] = 0.0;
+                    this_scale[k] = sum_xl[k] / sum_l2[k];
+                }
+            }
+            let mut cur_error = [0f32; L];
+            for i in 0..N {
+                for k in 0..L {
+                    let mut diff = this_scale[k] * f32::from(laux[i][k]) + this_min[k] - x[i][k];
+                    diff = if p.use_mad { diff.abs() } else { diff * diff };
+                    cur_error[k] += w[i][k] * diff;
+                }
+            }
+            let mut take = [false; L];
+            for k in 0..L {
+                take[k] = ok[k] && cur_error[k] < best_error[k];
+                if take[k] {
+                    best_error[k] = cur_error[k];
+                    scale[k] = this_scale[k];
+                    min[k] = this_min[k];
+                }
+            }
+            if take.iter().any(|&t| t) {
+                for i in 0..N {
+                    for k in 0..L {
+                        if take[k] {
+                            l_out[i][k] = laux[i][k];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut the_min = [0f32; L];
+    for k in 0..L {
+        if empty[k] {
+            scale[k] = 0.0;
+            min[k] = min0[k];
+        }
+        the_min[k] = -min[k];
+    }
+    if empty.iter().any(|&e| e) {
+        for row in l_out.iter_mut() {
+            for k in 0..L {
+                if empty[k] {
+                    row[k] = 0;
+                }
+            }
+        }
+    }
+    (scale, the_min)
+}
