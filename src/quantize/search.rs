@@ -161,70 +161,6 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<
     scale
 }
 
-/// `make_q3_quants` with `do_rmse` (as Q3_K calls it): `L` gets values in `0..2*nmax`.
-pub(crate) fn make_q3_quants(nmax: i32, x: &[f32], l_out: &mut [i8]) -> f32 {
-    let n = x.len();
-    let mut max = 0f32;
-    let mut amax = 0f32;
-    for &v in x {
-        let ax = v.abs();
-        if ax > amax {
-            amax = ax;
-            max = v;
-        }
-    }
-    if amax < GROUP_MAX_EPS {
-        l_out[..n].fill(0);
-        return 0.0;
-    }
-    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
-    let iscale = -(nmax as f32) / max;
-    let mut sumlx = 0f32;
-    let mut suml2 = 0f32;
-    for i in 0..n {
-        let l = clamp(nearest_int(iscale * x[i]));
-        l_out[i] = l as i8;
-        let w = x[i] * x[i];
-        let lf = l as f32;
-        sumlx += w * x[i] * lf;
-        suml2 += w * lf * lf;
-    }
-    for _ in 0..5 {
-        let mut n_changed = 0;
-        for i in 0..n {
-            let w = x[i] * x[i];
-            let li = l_out[i] as f32;
-            let mut slx = sumlx - w * x[i] * li;
-            if slx > 0.0 {
-                let mut sl2 = suml2 - w * li * li;
-                let new_l = clamp(nearest_int(x[i] * sl2 / slx));
-                if new_l != i32::from(l_out[i]) {
-                    let nf = new_l as f32;
-                    slx += w * x[i] * nf;
-                    sl2 += w * nf * nf;
-                    if sl2 > 0.0 && slx * slx * suml2 > sumlx * sumlx * sl2 {
-                        l_out[i] = new_l as i8;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        n_changed += 1;
-                    }
-                }
-            }
-        }
-        if n_changed == 0 {
-            break;
-        }
-    }
-    for l in &mut l_out[..n] {
-        *l += nmax as i8;
-    }
-    if suml2 > 0.0 {
-        sumlx / suml2
-    } else {
-        0.0
-    }
-}
-
 /// The parameters of a `make_qkx2_quants` / `make_qkx3_quants` search.
 pub(crate) struct Qkx {
     pub nmax: i32,
@@ -560,4 +496,214 @@ pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
         }
     }
     (scale, the_min)
+}
+
+/// [`make_qx_quants`] on `L` groups of `N` values at once (`L` gets values in `0..2*nmax`);
+/// the weights are `w`, or each value's square. Returns each group's scale.
+#[inline(always)]
+pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    w: Option<&[[f32; L]; N]>,
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let mut max = [0f32; L];
+    let mut amax = [0f32; L];
+    for row in x {
+        for k in 0..L {
+            let ax = row[k].abs();
+            if ax > amax[k] {
+                amax[k] = ax;
+                max[k] = row[k];
+            }
+        }
+    }
+    let mut ww = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            ww[i][k] = match w {
+                Some(w) => w[i][k],
+                None => x[i][k] * x[i][k],
+            };
+        }
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let nmaxf = nmax as f32;
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -nmaxf / max[k];
+    }
+    let mut sumlx = [0f32; L];
+    let mut suml2 = [0f32; L];
+    for i in 0..N {
+        for k in 0..L {
+            let l = clamp(nearest_int(iscale[k] * x[i][k]));
+            l_out[i][k] = (l + nmax) as i8;
+            let lf = l as f32;
+            sumlx[k] += ww[i][k] * x[i][k] * lf;
+            suml2[k] += ww[i][k] * lf * lf;
+        }
+    }
+    let mut scale = [0f32; L];
+    let mut best = [0f32; L];
+    for k in 0..L {
+        scale[k] = if suml2[k] != 0.0 {
+            sumlx[k] / suml2[k]
+        } else {
+            0.0
+        };
+        best[k] = scale[k] * sumlx[k];
+    }
+    for is in -9i32..=9 {
+        if is == 0 {
+            continue;
+        }
+        let c = -(nmaxf + 0.1f32 * is as f32);
+        for k in 0..L {
+            iscale[k] = c / max[k];
+        }
+        let mut sumlx = [0f32; L];
+        let mut suml2 = [0f32; L];
+        let mut lt = [[0i8; L]; N];
+        for i in 0..N {
+            for k in 0..L {
+                let l = clamp(nearest_int(iscale[k] * x[i][k]));
+                lt[i][k] = (l + nmax) as i8;
+                let lf = l as f32;
+                sumlx[k] += ww[i][k] * x[i][k] * lf;
+                suml2[k] += ww[i][k] * lf * lf;
+            }
+        }
+        let mut take = [false; L];
+        for k in 0..L {
+            take[k] = suml2[k] > 0.0 && sumlx[k] * sumlx[k] > best[k] * suml2[k];
+            if take[k] {
+                scale[k] = sumlx[k] / suml2[k];
+                best[k] = scale[k] * sumlx[k];
+            }
+        }
+        if take.iter().any(|&t| t) {
+            for i in 0..N {
+                for k in 0..L {
+                    if take[k] {
+                        l_out[i][k] = lt[i][k];
+                    }
+                }
+            }
+        }
+    }
+    let mut zero = [false; L];
+    for k in 0..L {
+        zero[k] = amax[k] < GROUP_MAX_EPS;
+        if zero[k] {
+            scale[k] = 0.0;
+        }
+    }
+    if zero.iter().any(|&z| z) {
+        for row in l_out.iter_mut() {
+            for k in 0..L {
+                if zero[k] {
+                    row[k] = 0;
+                }
+            }
+        }
+    }
+    scale
+}
+
+/// ggml's `make_q3_quants` (with `do_rmse`, as Q3_K calls it) on `L` groups of `N` values at once.
+#[inline(always)]
+pub(crate) fn make_q3_lanes<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let mut max = [0f32; L];
+    let mut amax = [0f32; L];
+    for row in x {
+        for k in 0..L {
+            let ax = row[k].abs();
+            if ax > amax[k] {
+                amax[k] = ax;
+                max[k] = row[k];
+            }
+        }
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -(nmax as f32) / max[k];
+    }
+    let mut sumlx = [0f32; L];
+    let mut suml2 = [0f32; L];
+    let mut ww = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            let l = clamp(nearest_int(iscale[k] * x[i][k]));
+            l_out[i][k] = l as i8;
+            let w = x[i][k] * x[i][k];
+            ww[i][k] = w;
+            let lf = l as f32;
+            sumlx[k] += w * x[i][k] * lf;
+            suml2[k] += w * lf * lf;
+        }
+    }
+    // The refinement visits values one at a time and each change feeds the next: lanes run
+    // it each on their own values, stopping where the scalar search stops.
+    let mut active = [true; L];
+    for _ in 0..5 {
+        let mut changed = [false; L];
+        for i in 0..N {
+            for k in 0..L {
+                let w = ww[i][k];
+                let li = f32::from(l_out[i][k]);
+                let mut slx = sumlx[k] - w * x[i][k] * li;
+                let mut sl2 = suml2[k] - w * li * li;
+                let new_l = clamp(nearest_int(x[i][k] * sl2 / slx));
+                let nf = new_l as f32;
+                slx += w * x[i][k] * nf;
+                sl2 += w * nf * nf;
+                let take = active[k]
+                    && sumlx[k] - w * x[i][k] * li > 0.0
+                    && new_l != i32::from(l_out[i][k])
+                    && sl2 > 0.0
+                    && slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2;
+                if take {
+                    l_out[i][k] = new_l as i8;
+                    sumlx[k] = slx;
+                    suml2[k] = sl2;
+                    changed[k] = true;
+                }
+            }
+        }
+        for k in 0..L {
+            active[k] = active[k] && changed[k];
+        }
+        if !active.iter().any(|&a| a) {
+            break;
+        }
+    }
+    let mut scale = [0f32; L];
+    for k in 0..L {
+        scale[k] = if suml2[k] > 0.0 {
+            sumlx[k] / suml2[k]
+        } else {
+            0.0
+        };
+    }
+    for row in l_out.iter_mut() {
+        for k in 0..L {
+            row[k] = if amax[k] < GROUP_MAX_EPS {
+                0
+            } else {
+                row[k] + nmax as i8
+            };
+        }
+    }
+    for k in 0..L {
+        if amax[k] < GROUP_MAX_EPS {
+            scale[k] = 0.0;
+        }
+    }
+    scale
 }
