@@ -11,37 +11,6 @@ use crate::quant::f16_to_f32;
 
 const QK_K: usize = 256;
 
-/// Each type's entry point: the same code compiled for the widest vectors this CPU has (the
-/// lanes of the searches fill them; no fused multiply-add either way), chosen by
-/// `crate::quant::simd::active` (so `GGUF_SIMD=scalar` gives the baseline build).
-macro_rules! entry {
-    ($($name:ident => $rows:ident),* $(,)?) => {$(
-        #[allow(unsafe_code)]
-        pub(crate) fn $name(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                use crate::quant::simd::{active, Isa};
-                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-                fn wide(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-                    $rows(x, imp, y)
-                }
-                #[target_feature(enable = "avx2")]
-                fn avx2(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-                    $rows(x, imp, y)
-                }
-                match active() {
-                    // SAFETY: `active` names an instruction set only when this CPU has it.
-                    Isa::Avx512 => return unsafe { wide(x, imp, y) },
-                    // SAFETY: as above.
-                    Isa::Avx2 => return unsafe { avx2(x, imp, y) },
-                    _ => {}
-                }
-            }
-            $rows(x, imp, y)
-        }
-    )*};
-}
-
 entry!(q2_k => q2_k_rows, q3_k => q3_k_rows, q4_k => q4_k_rows, q5_k => q5_k_rows, q6_k => q6_k_rows);
 
 fn f16_at(b: &[u8], at: usize) -> f32 {

@@ -32,11 +32,67 @@ pub(crate) fn nearest_int(f: f32) -> i32 {
 /// `INT_MIN` for NaN and values out of range.
 #[inline(always)]
 pub(crate) fn trunc_i32(f: f32) -> i32 {
-    if f.is_nan() || f >= 2_147_483_648.0 || f < -2_147_483_648.0 {
+    // `as` saturates (and gives 0 for NaN); only NaN and the top of the range differ.
+    let t = f as i32;
+    if f.is_nan() || f >= 2_147_483_648.0 {
         i32::MIN
     } else {
-        f as i32
+        t
     }
+}
+
+/// [`trunc_i32`] on eight floats.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code, unused_unsafe)]
+pub(crate) fn trunc_i32x8(v: [f32; 8]) -> [i32; 8] {
+    use core::arch::x86_64::{_mm_cvttps_epi32, _mm_loadu_ps, _mm_storeu_si128};
+    let mut out = [0i32; 8];
+    // SAFETY: SSE2 is part of x86-64; each load reads 4 floats of `v` and each store writes 4
+    // ints of `out` (unaligned forms).
+    unsafe {
+        let lo = _mm_cvttps_epi32(_mm_loadu_ps(v.as_ptr()));
+        let hi = _mm_cvttps_epi32(_mm_loadu_ps(v.as_ptr().add(4)));
+        _mm_storeu_si128(out.as_mut_ptr().cast(), lo);
+        _mm_storeu_si128(out.as_mut_ptr().add(4).cast(), hi);
+    }
+    out
+}
+
+/// [`trunc_i32`] on eight floats.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn trunc_i32x8(v: [f32; 8]) -> [i32; 8] {
+    v.map(trunc_i32)
+}
+
+/// C's `(int)roundf(v)` on eight floats (halves away from zero; `INT_MIN` for NaN and values
+/// out of range), without a call to the C library.
+#[inline(always)]
+pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
+    let t = trunc_i32x8(v);
+    let mut out = [0i32; 8];
+    for k in 0..8 {
+        // Below 2^23 the fraction is exact; above, every float is an integer (fraction 0).
+        let d = v[k] - t[k] as f32;
+        let up = i32::from(d >= 0.5) - i32::from(d <= -0.5);
+        out[k] = if t[k] == i32::MIN { i32::MIN } else { t[k] + up };
+    }
+    out
+}
+
+/// `f(x[j])` for each of 32 values, eight at a time, into C-truncated integers.
+#[inline(always)]
+pub(crate) fn map_trunc32(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
+    let mut out = [0i32; 32];
+    for (o, c) in out.chunks_exact_mut(8).zip(x.chunks_exact(8)) {
+        let mut v = [0f32; 8];
+        for k in 0..8 {
+            v[k] = f(c[k]);
+        }
+        o.copy_from_slice(&trunc_i32x8(v));
+    }
+    out
 }
 
 /// glibc's `lroundf` on x86-64: halves away from zero, `LONG_MIN` for NaN and values out of

@@ -5,6 +5,7 @@
 use super::search::{c_max, lround, put_f16};
 
 /// The block's scale (its absolute maximum, C's `MAX` in order) and its inverse.
+#[inline(always)]
 fn scale(xb: &[f32]) -> (f32, f32) {
     let mut amax = 0f32;
     for &v in xb {
@@ -14,16 +15,19 @@ fn scale(xb: &[f32]) -> (f32, f32) {
 }
 
 /// `lroundf(v * id) + 1` as ggml keeps it in an `int`.
+#[inline(always)]
 fn trit(v: f32, id: f32) -> i32 {
     lround(v * id).wrapping_add(1) as i32
 }
 
 /// Five (or four, then shifted) trits into a byte that maps onto 0..=255 (ceiling division).
+#[inline(always)]
 fn spread(q: u8) -> u8 {
     ((u16::from(q) * 256 + 242) / 243) as u8
 }
 
-pub(crate) fn tq1_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn tq1_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     // qs[48] at 0, qh[4] at 48, d at 52.
     for (xb, yb) in x.chunks_exact(256).zip(y.chunks_exact_mut(54)) {
         let (d, id) = scale(xb);
@@ -60,7 +64,8 @@ pub(crate) fn tq1_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
-pub(crate) fn tq2_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn tq2_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     // qs[64] at 0, d at 64.
     for (xb, yb) in x.chunks_exact(256).zip(y.chunks_exact_mut(66)) {
         let (d, id) = scale(xb);
@@ -77,3 +82,5 @@ pub(crate) fn tq2_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
         }
     }
 }
+
+entry!(tq1_0 => tq1_0_rows, tq2_0 => tq2_0_rows);
