@@ -53,8 +53,34 @@ fn signed_max(xb: &[f32]) -> f32 {
 
 #[inline(always)]
 fn min_max(xb: &[f32]) -> (f32, f32) {
-    let mut min = f32::MAX;
-    let mut max = -f32::MAX;
+    // Over eight interleaved lanes (NaN never wins a comparison), then across them. Only the
+    // sign of a zero depends on the order (the first of equal zeros stays): such blocks take
+    // the sequential scan.
+    let mut lo = [f32::MAX; 8];
+    let mut hi = [-f32::MAX; 8];
+    for c in xb.chunks_exact(8) {
+        for k in 0..8 {
+            if c[k] < lo[k] {
+                lo[k] = c[k];
+            }
+            if c[k] > hi[k] {
+                hi[k] = c[k];
+            }
+        }
+    }
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
+    for k in 0..8 {
+        if lo[k] < min {
+            min = lo[k];
+        }
+        if hi[k] > max {
+            max = hi[k];
+        }
+    }
+    if min != 0.0 && max != 0.0 {
+        return (min, max);
+    }
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
     for &v in xb {
         if v < min {
             min = v;
@@ -86,9 +112,18 @@ fn q1_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
 #[inline(always)]
 fn q2_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(64).zip(y.chunks_exact_mut(18)) {
+        // Magnitudes are never -0 and NaN never wins: the lanes' order does not matter.
+        let mut lanes = [0f32; 8];
+        for c in xb.chunks_exact(8) {
+            for k in 0..8 {
+                let a = c[k].abs();
+                if a > lanes[k] {
+                    lanes[k] = a;
+                }
+            }
+        }
         let mut amax = 0f32;
-        for &v in xb {
-            let a = v.abs();
+        for a in lanes {
             if a > amax {
                 amax = a;
             }
