@@ -3,9 +3,7 @@
 //! (`quantize_row_q4_0_impl` and its siblings). One row per call.
 #![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
 
-use super::search::{
-    make_qkx_quants, make_qx_quants, map_trunc32, put_f16, round_i32x8, Qkx,
-};
+use super::search::{make_qkx_quants, make_qx_quants, map_trunc32, put_f16, round_i32x8, Qkx};
 
 /// The importance path's weights of one block: `qw[j] * sqrt(sigma2 + x[j]^2)`.
 #[inline(always)]
@@ -328,10 +326,7 @@ fn q5_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
 #[inline(always)]
 fn q8_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(34)) {
-        let mut amax = 0f32;
-        for &v in xb {
-            amax = super::search::c_max(amax, v.abs());
-        }
+        let amax = super::search::abs_max_c(xb);
         let d = amax / 127.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         put_f16(yb, 0, d);

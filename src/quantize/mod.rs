@@ -38,7 +38,6 @@ macro_rules! entry {
     )*};
 }
 
-
 mod float;
 mod fp4;
 pub(crate) mod iquant;

@@ -19,6 +19,33 @@ pub(crate) fn c_max(a: f32, b: f32) -> f32 {
     }
 }
 
+/// `MAX(amax, fabsf(v))` over `x` in order from 0, as ggml's Q8_0 and ternary quantizers
+/// take a block's absolute maximum. A NaN makes the running value NaN until the next
+/// comparison replaces it, so the order matters only when there is one: without NaN, lanes.
+#[inline(always)]
+pub(crate) fn abs_max_c(x: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let mut nan = [false; 8];
+    for c in x.chunks_exact(8) {
+        for k in 0..8 {
+            lanes[k] = c_max(lanes[k], c[k].abs());
+            nan[k] |= c[k].is_nan();
+        }
+    }
+    if nan.iter().any(|&n| n) || x.len() % 8 != 0 {
+        let mut amax = 0f32;
+        for &v in x {
+            amax = c_max(amax, v.abs());
+        }
+        return amax;
+    }
+    let mut amax = 0f32;
+    for a in lanes {
+        amax = c_max(amax, a);
+    }
+    amax
+}
+
 /// ggml's `nearest_int`: the float rounded to the nearest integer (ties to even) by adding
 /// 1.5 * 2^23 and reading the low mantissa bits. Outside +-2^22 (and for NaN) the result is
 /// what those bits say, as in ggml's release builds.
@@ -76,7 +103,11 @@ pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
         // Below 2^23 the fraction is exact; above, every float is an integer (fraction 0).
         let d = v[k] - t[k] as f32;
         let up = i32::from(d >= 0.5) - i32::from(d <= -0.5);
-        out[k] = if t[k] == i32::MIN { i32::MIN } else { t[k] + up };
+        out[k] = if t[k] == i32::MIN {
+            i32::MIN
+        } else {
+            t[k] + up
+        };
     }
     out
 }
@@ -93,17 +124,6 @@ pub(crate) fn map_trunc32(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
         o.copy_from_slice(&trunc_i32x8(v));
     }
     out
-}
-
-/// glibc's `lroundf` on x86-64: halves away from zero, `LONG_MIN` for NaN and values out of
-/// range.
-#[inline(always)]
-pub(crate) fn lround(f: f32) -> i64 {
-    if f.is_nan() || f >= 9.223_372e18 || f < -9.223_372e18 {
-        i64::MIN
-    } else {
-        f.round() as i64
-    }
 }
 
 /// ggml's `ggml_compute_fp32_to_fp16`: round to nearest even, every NaN to a quiet NaN that keeps
