@@ -249,88 +249,6 @@ pub(crate) struct Qkx {
     pub x3: bool,
 }
 
-/// `make_qkx2_quants` / `make_qkx3_quants` (with weights): `L` gets values in `0..=nmax`.
-/// Returns the scale and the minimum (`the_min`, as ggml stores it: the negated offset).
-pub(crate) fn make_qkx_quants(p: &Qkx, x: &[f32], weights: &[f32], l_out: &mut [u8]) -> (f32, f32) {
-    let n = x.len();
-    let mut laux = [0u8; 32];
-    let mut min = x[0];
-    let mut max = x[0];
-    let mut sum_w = weights[0];
-    let mut sum_x = sum_w * x[0];
-    for i in 1..n {
-        if x[i] < min {
-            min = x[i];
-        }
-        if x[i] > max {
-            max = x[i];
-        }
-        let w = weights[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if min > 0.0 {
-        min = 0.0;
-    }
-    let empty = if p.x3 { max <= min } else { max == min };
-    if empty {
-        l_out[..n].fill(0);
-        return (0.0, -min);
-    }
-    let nmax = p.nmax;
-    let nmaxf = nmax as f32;
-    let mut iscale = nmaxf / (max - min);
-    let mut scale = 1.0 / iscale;
-    let mut best_error = 0f32;
-    for i in 0..n {
-        let l = nearest_int(iscale * (x[i] - min)).min(nmax).max(0);
-        l_out[i] = l as u8;
-        let mut diff = scale * (l as f32) + min - x[i];
-        diff = if p.use_mad { diff.abs() } else { diff * diff };
-        best_error += weights[i] * diff;
-    }
-    if p.nstep < 1 {
-        return (scale, -min);
-    }
-    for is in 0..=p.nstep {
-        iscale = (p.rmin + p.rdelta * is as f32 + nmaxf) / (max - min);
-        let mut sum_l = 0f32;
-        let mut sum_l2 = 0f32;
-        let mut sum_xl = 0f32;
-        for i in 0..n {
-            let l = nearest_int(iscale * (x[i] - min)).min(nmax).max(0);
-            laux[i] = l as u8;
-            let w = weights[i];
-            let lf = l as f32;
-            sum_l += w * lf;
-            sum_l2 += w * lf * lf;
-            sum_xl += w * lf * x[i];
-        }
-        let d = sum_w * sum_l2 - sum_l * sum_l;
-        if d > 0.0 {
-            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / d;
-            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / d;
-            if this_min > 0.0 {
-                this_min = 0.0;
-                this_scale = sum_xl / sum_l2;
-            }
-            let mut cur_error = 0f32;
-            for i in 0..n {
-                let mut diff = this_scale * f32::from(laux[i]) + this_min - x[i];
-                diff = if p.use_mad { diff.abs() } else { diff * diff };
-                cur_error += weights[i] * diff;
-            }
-            if cur_error < best_error {
-                l_out[..n].copy_from_slice(&laux[..n]);
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    (scale, -min)
-}
-
 /// `make_qp_quants`: `L` gets values up to `nmax` (as `uint8_t`, so a negative one wraps, as in
 /// ggml). Returns the scale.
 pub(crate) fn make_qp_quants(nmax: i32, x: &[f32], l_out: &mut [u8], qw: &[f32]) -> f32 {
@@ -433,7 +351,8 @@ pub(crate) fn transpose<const L: usize, const N: usize>(x: &[f32]) -> [[f32; L];
     out
 }
 
-/// [`make_qkx_quants`] on `L` groups of `N` values at once. Returns each group's scale and
+/// ggml's `make_qkx2_quants` / `make_qkx3_quants` (with weights) on `L` groups of `N` values
+/// at once: quants in `0..=nmax`. Returns each group's scale and
 /// minimum.
 #[inline(always)]
 pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
