@@ -32,13 +32,7 @@ fn bytes_are_ggmls_on_this_platform() {
             ggmls_bytes(isa);
         }
     }
-    set_isa(
-        Isa::ALL
-            .into_iter()
-            .filter(|&i| available(i))
-            .last()
-            .unwrap(),
-    );
+    set_isa(Isa::ALL.into_iter().rfind(|&i| available(i)).unwrap());
 }
 
 fn ggmls_bytes(isa: Isa) {

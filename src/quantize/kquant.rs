@@ -1,7 +1,10 @@
 //! The K types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ggml's reference quantizers
 //! (`quantize_row_q*_K_ref`) and, with importance weights, its searches
 //! (`quantize_row_q*_K_impl`). One row per call; blocks of 256 values.
-#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{
     make_q3_lanes, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants, nearest_int,

@@ -1,7 +1,10 @@
 //! The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and the sign/ternary-free small
 //! types Q1_0 and Q2_0: ggml's reference quantizers, and with importance weights its searches
 //! (`quantize_row_q4_0_impl` and its siblings). One row per call.
-#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{make_qkx_lanes, make_qx_lanes, map_trunc32, put_f16, round_i32x8, Qkx};
 

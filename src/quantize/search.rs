@@ -5,6 +5,10 @@
 //!
 //! Every sum runs in ggml's order and every product is a separate rounding (no fused
 //! multiply-add); C's `MAX`/`MIN` macros and comparisons keep their NaN behaviour.
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 /// ggml's bound below which a group counts as all zeros.
 pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
