@@ -188,23 +188,18 @@ fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
             l[16 * j + ii] = (v + 4) as i8;
         }
     }
-    yb[..32].fill(0);
-    let mut m = 0;
-    let mut hm = 1u8;
+    // Value 32 * g + m (each 0..8) keeps its high bit in bit g of hmask[m], its low two bits in
+    // the packed quants.
+    let mut hmask = [0u8; 32];
     let mut lu = [0u8; QK_K];
-    for j in 0..QK_K {
-        let mut v = l[j];
-        if v > 3 {
-            yb[m] |= hm;
-            v -= 4;
-        }
-        lu[j] = v as u8;
-        m += 1;
-        if m == QK_K / 8 {
-            m = 0;
-            hm <<= 1;
+    for g in 0..8 {
+        for m in 0..32 {
+            let v = l[32 * g + m] as u8;
+            hmask[m] |= u8::from(v > 3) << g;
+            lu[32 * g + m] = v & 3;
         }
     }
+    yb[..32].copy_from_slice(&hmask);
     pack2(&lu, &mut yb[32..96]);
 }
 
