@@ -467,11 +467,10 @@ pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
                 }
             }
             if take.iter().any(|&t| t) {
+                let mask: [u8; L] = take.map(|t| 0u8.wrapping_sub(u8::from(t)));
                 for i in 0..N {
                     for k in 0..L {
-                        if take[k] {
-                            l_out[i][k] = laux[i][k];
-                        }
+                        l_out[i][k] = (laux[i][k] & mask[k]) | (l_out[i][k] & !mask[k]);
                     }
                 }
             }
@@ -582,11 +581,10 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
             }
         }
         if take.iter().any(|&t| t) {
+            let mask: [i8; L] = take.map(|t| -i8::from(t));
             for i in 0..N {
                 for k in 0..L {
-                    if take[k] {
-                        l_out[i][k] = lt[i][k];
-                    }
+                    l_out[i][k] = (lt[i][k] & mask[k]) | (l_out[i][k] & !mask[k]);
                 }
             }
         }
