@@ -704,3 +704,101 @@ pub(crate) fn make_q3_lanes<const L: usize, const N: usize>(
     }
     scale
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::f16_to_f32;
+
+    #[test]
+    fn half_rounding_is_ieee_and_ggmls() {
+        // Every half comes back to itself; NaN keeps only its sign.
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            let want = if f.is_nan() { (h & 0x8000) | 0x7E00 } else { h };
+            assert_eq!(f32_to_f16(f), want, "{h:#06x}");
+        }
+        // Halfway cases round to even; overflow to infinity; below the smallest subnormal's
+        // half, to zero.
+        assert_eq!(f32_to_f16(1.0 + 1.0 / 2048.0), 0x3C00);
+        assert_eq!(f32_to_f16(1.0 + 3.0 / 2048.0), 0x3C02);
+        assert_eq!(f32_to_f16(65520.0), 0x7C00);
+        assert_eq!(f32_to_f16(65519.996), 0x7BFF);
+        assert_eq!(f32_to_f16(-2.9e-8), 0x8000);
+        assert_eq!(f32_to_f16(3.0e-8), 0x0001);
+    }
+
+    #[test]
+    fn bfloat16_rounds_to_even_and_quiets_nan() {
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8000)), 0x3F80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x7F80_0001)), 0x7FC0);
+        assert_eq!(f32_to_bf16(f32::from_bits(0xFF81_0000)), 0xFFC1);
+        assert_eq!(f32_to_bf16(f32::INFINITY), 0x7F80);
+    }
+
+    #[test]
+    fn c_conversions() {
+        assert_eq!(nearest_int(2.5), 2);
+        assert_eq!(nearest_int(3.5), 4);
+        assert_eq!(nearest_int(-2.5), -2);
+        assert_eq!(nearest_int(-0.7), -1);
+        let v = [0.5, -0.5, 1.5, -2.5, 2.49, f32::NAN, 3e9, -3e9];
+        assert_eq!(trunc_i32x8(v), v.map(trunc_i32));
+        assert_eq!(
+            trunc_i32x8(v),
+            [0, 0, 1, -2, 2, i32::MIN, i32::MIN, i32::MIN]
+        );
+        assert_eq!(
+            round_i32x8(v),
+            [1, -1, 2, -3, 2, i32::MIN, i32::MIN, i32::MIN]
+        );
+        let big = [
+            8388609.0,
+            -8388609.0,
+            16777216.0,
+            0.49999997,
+            -0.49999997,
+            0.0,
+            -0.0,
+            1e-45,
+        ];
+        assert_eq!(
+            round_i32x8(big),
+            [8388609, -8388609, 16777216, 0, 0, 0, 0, 0]
+        );
+    }
+
+    /// The lane searches give what one group alone gives (each lane is independent).
+    #[test]
+    fn lanes_are_independent() {
+        let mut s = 1u32;
+        let mut next = || {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / 16_777_216.0 - 0.5
+        };
+        let x: Vec<f32> = (0..16 * 16).map(|_| next()).collect();
+        let xt: [[f32; 16]; 16] = transpose(&x);
+        let mut lt = [[0i8; 16]; 16];
+        let all = make_qx_lanes(32, &xt, None, &mut lt);
+        for g in 0..16 {
+            let mut one = [0f32; 16];
+            one.copy_from_slice(&x[16 * g..16 * g + 16]);
+            let alone: [[f32; 1]; 16] = one.map(|v| [v]);
+            let mut l1 = [[0i8; 1]; 16];
+            let s1 = make_qx_lanes(32, &alone, None, &mut l1);
+            assert_eq!(s1[0].to_bits(), all[g].to_bits());
+            for i in 0..16 {
+                assert_eq!(l1[i][0], lt[i][g]);
+            }
+            let mut scalar = [0i8; 16];
+            assert_eq!(
+                make_qx_quants(32, &one, &mut scalar, None).to_bits(),
+                all[g].to_bits()
+            );
+            for i in 0..16 {
+                assert_eq!(scalar[i], lt[i][g]);
+            }
+        }
+    }
+}
