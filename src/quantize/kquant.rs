@@ -292,19 +292,45 @@ fn k4_get(j: usize, q: &[u8]) -> (u8, u8) {
 }
 
 /// Q4_K's and Q5_K's search of each 32-value group's scale and minimum and of the block's two
-/// super-scales; writes d, dmin and the packed scales, leaves each group's values in `l`.
+/// super-scales, for one or two blocks (`xs`, `qw`: their values and weights; `ys`: their bytes,
+/// `bb` each) side by side: sixteen lanes, one AVX-512 register (a lone block has zeros beside
+/// it). Writes d, dmin and the packed scales; leaves each block's values in `ls`.
 #[inline(always)]
-fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut [u8; QK_K]) {
-    let xt: [[f32; 8]; 32] = transpose(xb);
-    let mut wt = [[0f32; 8]; 32];
-    let mut lt = [[0u8; 8]; 32];
-    if let Some(qw) = qw {
-        let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
-        let qt: [[f32; 8]; 32] = transpose(qw);
-        let mut sw = [0f32; 8];
+fn k45_blocks(
+    xs: &[f32],
+    qw: Option<&[f32]>,
+    nmax: i32,
+    bb: usize,
+    ys: &mut [u8],
+    ls: &mut [[u8; QK_K]; 2],
+) {
+    let n = xs.len() / QK_K;
+    let mut xt = [[0f32; 16]; 32];
+    let mut qt = [[0f32; 16]; 32];
+    for b in 0..n {
+        for g in 0..8 {
+            for i in 0..32 {
+                let at = QK_K * b + 32 * g + i;
+                xt[i][8 * b + g] = xs[at];
+                if let Some(q) = qw {
+                    qt[i][8 * b + g] = q[at];
+                }
+            }
+        }
+    }
+    let mut wt = [[0f32; 16]; 32];
+    let mut lt = [[0u8; 16]; 32];
+    let (scales, mins);
+    let mut sw = [0f32; 16];
+    if qw.is_some() {
+        let mut sigma2 = [0f32; 16];
+        for b in 0..n {
+            let s2 = 2.0 * sum_sq(&xs[QK_K * b..QK_K * (b + 1)]) / QK_K as f32;
+            sigma2[8 * b..8 * b + 8].fill(s2);
+        }
         for i in 0..32 {
-            for k in 0..8 {
-                wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+            for k in 0..16 {
+                wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                 sw[k] += wt[i][k];
             }
         }
@@ -316,22 +342,7 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
             use_mad: false,
             x3: true,
         };
-        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
-        untranspose(&lt, l);
-        let mut ls = [0u8; 8];
-        let mut lm = [0u8; 8];
-        let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
-        let m_block = make_qp_quants(63, &mins, &mut lm, &sw);
-        for j in 0..8 {
-            let (a, b) = if nmax == 31 {
-                (ls[j].min(63), lm[j].min(63))
-            } else {
-                (ls[j], lm[j])
-            };
-            k4_put(&mut yb[4..16], j, a, b);
-        }
-        put_f16(yb, 0, d_block);
-        put_f16(yb, 2, m_block);
+        (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
     } else {
         let p = if nmax == 15 {
             Qkx {
@@ -352,111 +363,152 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
                 x3: false,
             }
         };
-        let mut sum_x2 = [0f32; 8];
+        let mut sum_x2 = [0f32; 16];
         for row in &xt {
-            for k in 0..8 {
+            for k in 0..16 {
                 sum_x2[k] += row[k] * row[k];
             }
         }
-        let mut av_x = [0f32; 8];
-        for k in 0..8 {
+        let mut av_x = [0f32; 16];
+        for k in 0..16 {
             av_x[k] = (sum_x2[k] / 32.0).sqrt();
         }
         for i in 0..32 {
-            for k in 0..8 {
+            for k in 0..16 {
                 wt[i][k] = av_x[k] + xt[i][k].abs();
             }
         }
-        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
-        untranspose(&lt, l);
-        let mut max_scale = 0f32;
-        let mut max_min = 0f32;
-        for j in 0..8 {
-            if scales[j] > max_scale {
-                max_scale = scales[j];
-            }
-            if mins[j] > max_min {
-                max_min = mins[j];
-            }
-        }
-        let inv_scale = if max_scale > 0.0 {
-            63.0 / max_scale
-        } else {
-            0.0
-        };
-        let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
-        for j in 0..8 {
-            let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
-            let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
-            k4_put(&mut yb[4..16], j, ls, lm);
-        }
-        put_f16(yb, 0, max_scale / 63.0);
-        put_f16(yb, 2, max_min / 63.0);
+        (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
     }
-    let d_all = f16_at(yb, 0);
-    let m_all = f16_at(yb, 2);
-    for j in 0..8 {
-        let (sc, m) = k4_get(j, &yb[4..16]);
-        let d = d_all * f32::from(sc);
-        if d == 0.0 {
-            continue;
+    for b in 0..n {
+        let l = &mut ls[b];
+        for g in 0..8 {
+            for i in 0..32 {
+                l[32 * g + i] = lt[i][8 * b + g];
+            }
         }
-        let dm = m_all * f32::from(m);
-        for ii in 0..32 {
-            l[32 * j + ii] = nearest_int((xb[32 * j + ii] + dm) / d).min(nmax).max(0) as u8;
+        let mut sc = [0f32; 8];
+        let mut mn = [0f32; 8];
+        sc.copy_from_slice(&scales[8 * b..8 * b + 8]);
+        mn.copy_from_slice(&mins[8 * b..8 * b + 8]);
+        let xb = &xs[QK_K * b..QK_K * (b + 1)];
+        let yb = &mut ys[bb * b..bb * (b + 1)];
+        if qw.is_some() {
+            let mut sww = [0f32; 8];
+            sww.copy_from_slice(&sw[8 * b..8 * b + 8]);
+            let mut ls = [0u8; 8];
+            let mut lm = [0u8; 8];
+            let d_block = make_qp_quants(63, &sc, &mut ls, &sww);
+            let m_block = make_qp_quants(63, &mn, &mut lm, &sww);
+            for j in 0..8 {
+                let (a, b) = if nmax == 31 {
+                    (ls[j].min(63), lm[j].min(63))
+                } else {
+                    (ls[j], lm[j])
+                };
+                k4_put(&mut yb[4..16], j, a, b);
+            }
+            put_f16(yb, 0, d_block);
+            put_f16(yb, 2, m_block);
+        } else {
+            let mut max_scale = 0f32;
+            let mut max_min = 0f32;
+            for j in 0..8 {
+                if sc[j] > max_scale {
+                    max_scale = sc[j];
+                }
+                if mn[j] > max_min {
+                    max_min = mn[j];
+                }
+            }
+            let inv_scale = if max_scale > 0.0 {
+                63.0 / max_scale
+            } else {
+                0.0
+            };
+            let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+            for j in 0..8 {
+                let ls = (nearest_int(inv_scale * sc[j]) as u8).min(63);
+                let lm = (nearest_int(inv_min * mn[j]) as u8).min(63);
+                k4_put(&mut yb[4..16], j, ls, lm);
+            }
+            put_f16(yb, 0, max_scale / 63.0);
+            put_f16(yb, 2, max_min / 63.0);
+        }
+        let d_all = f16_at(yb, 0);
+        let m_all = f16_at(yb, 2);
+        for j in 0..8 {
+            let (sc, m) = k4_get(j, &yb[4..16]);
+            let d = d_all * f32::from(sc);
+            if d == 0.0 {
+                continue;
+            }
+            let dm = m_all * f32::from(m);
+            for ii in 0..32 {
+                l[32 * j + ii] = nearest_int((xb[32 * j + ii] + dm) / d).min(nmax).max(0) as u8;
+            }
         }
     }
 }
 
 #[inline(always)]
 fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0u8; QK_K];
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(144))
-        .enumerate()
-    {
-        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + 1)]);
-        k45_scales(xb, qw, 15, yb, &mut l);
-        let q = &mut yb[16..144];
-        for (g, j) in (0..QK_K).step_by(64).enumerate() {
-            for i in 0..32 {
-                q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+    let mut ls = [[0u8; QK_K]; 2];
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(2);
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
+        let ys = &mut y[144 * ib..144 * (ib + n)];
+        k45_blocks(xs, qw, 15, 144, ys, &mut ls);
+        for (b, l) in ls.iter().take(n).enumerate() {
+            let q = &mut ys[144 * b + 16..144 * (b + 1)];
+            for (g, j) in (0..QK_K).step_by(64).enumerate() {
+                for i in 0..32 {
+                    q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+                }
             }
         }
+        ib += n;
     }
 }
 
 #[inline(always)]
 fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0u8; QK_K];
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(176))
-        .enumerate()
-    {
-        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + 1)]);
-        k45_scales(xb, qw, 31, yb, &mut l);
-        let (qh, ql) = yb[16..176].split_at_mut(32);
-        qh.fill(0);
-        let (mut m1, mut m2) = (1u8, 2u8);
-        for (g, n) in (0..QK_K).step_by(64).enumerate() {
-            for j in 0..32 {
-                let mut l1 = l[n + j];
-                if l1 > 15 {
-                    l1 -= 16;
-                    qh[j] |= m1;
+    let mut ls = [[0u8; QK_K]; 2];
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(2);
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
+        let ys = &mut y[176 * ib..176 * (ib + n)];
+        k45_blocks(xs, qw, 31, 176, ys, &mut ls);
+        for (b, l) in ls.iter().take(n).enumerate() {
+            let yb = &mut ys[176 * b..176 * (b + 1)];
+            let (qh, ql) = yb[16..176].split_at_mut(32);
+            qh.fill(0);
+            let (mut m1, mut m2) = (1u8, 2u8);
+            for (g, n) in (0..QK_K).step_by(64).enumerate() {
+                for j in 0..32 {
+                    let mut l1 = l[n + j];
+                    if l1 > 15 {
+                        l1 -= 16;
+                        qh[j] |= m1;
+                    }
+                    let mut l2 = l[n + j + 32];
+                    if l2 > 15 {
+                        l2 -= 16;
+                        qh[j] |= m2;
+                    }
+                    ql[32 * g + j] = l1 | (l2 << 4);
                 }
-                let mut l2 = l[n + j + 32];
-                if l2 > 15 {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[32 * g + j] = l1 | (l2 << 4);
+                m1 <<= 2;
+                m2 <<= 2;
             }
-            m1 <<= 2;
-            m2 <<= 2;
         }
+        ib += n;
     }
 }
 
