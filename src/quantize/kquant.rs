@@ -205,63 +205,90 @@ fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
 
 #[inline(always)]
 fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0i8; QK_K];
-    let mut scales;
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(110))
-        .enumerate()
-    {
-        if let Some(qw) = imp {
-            let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
-            let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
-            let xt: [[f32; 16]; 16] = transpose(xb);
-            let qt: [[f32; 16]; 16] = transpose(qw);
-            let mut wt = [[0f32; 16]; 16];
-            let mut sw = [0f32; 16];
+    // Two blocks' 16 groups side by side (32 lanes: the refinement's chain of one hides the
+    // other's latency); a lone last block has zeros beside it.
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(2);
+        let mut xt = [[0f32; 32]; 16];
+        let mut qt = [[0f32; 32]; 16];
+        for b in 0..n {
+            for g in 0..16 {
+                for i in 0..16 {
+                    let at = QK_K * (ib + b) + 16 * g + i;
+                    xt[i][16 * b + g] = x[at];
+                    if let Some(q) = imp {
+                        qt[i][16 * b + g] = q[at];
+                    }
+                }
+            }
+        }
+        let mut lt = [[0i8; 32]; 16];
+        let mut sw = [0f32; 32];
+        let scales = if imp.is_some() {
+            let mut sigma2 = [0f32; 32];
+            for b in 0..n {
+                let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+                let s2 = 2.0 * sum_sq(xb) / QK_K as f32;
+                sigma2[16 * b..16 * b + 16].fill(s2);
+            }
+            let mut wt = [[0f32; 32]; 16];
             for i in 0..16 {
-                for k in 0..16 {
-                    wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                for k in 0..32 {
+                    wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                     sw[k] += wt[i][k];
                 }
             }
-            let mut lt = [[0i8; 16]; 16];
-            scales = make_qx_lanes(4, &xt, Some(&wt), &mut lt);
-            untranspose(&lt, &mut l);
-            yb[96..108].fill(0);
-            let mut ls = [0i8; 16];
-            let d_block = make_qx_quants(32, &scales, &mut ls, Some(&sw));
-            for j in 0..16 {
-                q3_k_put_scale(&mut yb[96..108], j, i32::from(ls[j]));
-            }
-            put_f16(yb, 108, d_block);
+            make_qx_lanes(4, &xt, Some(&wt), &mut lt)
         } else {
-            let mut max_scale = 0f32;
-            let mut amax = 0f32;
-            let xt: [[f32; 16]; 16] = transpose(xb);
-            let mut lt = [[0i8; 16]; 16];
-            scales = make_q3_lanes(4, &xt, &mut lt);
-            untranspose(&lt, &mut l);
-            for j in 0..16 {
-                let scale = scales[j].abs();
-                if scale > amax {
-                    amax = scale;
-                    max_scale = scales[j];
+            make_q3_lanes(4, &xt, &mut lt)
+        };
+        for b in 0..n {
+            let mut l = [0i8; QK_K];
+            for g in 0..16 {
+                for i in 0..16 {
+                    l[16 * g + i] = lt[i][16 * b + g];
                 }
             }
+            let mut sc = [0f32; 16];
+            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
+            let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+            let yb = &mut y[110 * (ib + b)..110 * (ib + b + 1)];
             yb[96..108].fill(0);
-            if max_scale != 0.0 {
-                let iscale = -32.0 / max_scale;
+            if imp.is_some() {
+                let mut sww = [0f32; 16];
+                sww.copy_from_slice(&sw[16 * b..16 * b + 16]);
+                let mut ls = [0i8; 16];
+                let d_block = make_qx_quants(32, &sc, &mut ls, Some(&sww));
                 for j in 0..16 {
-                    let v = i32::from(nearest_int(iscale * scales[j]) as i8);
-                    q3_k_put_scale(&mut yb[96..108], j, v.min(31).max(-32) + 32);
+                    q3_k_put_scale(&mut yb[96..108], j, i32::from(ls[j]));
                 }
-                put_f16(yb, 108, 1.0 / iscale);
+                put_f16(yb, 108, d_block);
             } else {
-                put_f16(yb, 108, 0.0);
+                let mut max_scale = 0f32;
+                let mut amax = 0f32;
+                for j in 0..16 {
+                    let scale = sc[j].abs();
+                    if scale > amax {
+                        amax = scale;
+                        max_scale = sc[j];
+                    }
+                }
+                if max_scale != 0.0 {
+                    let iscale = -32.0 / max_scale;
+                    for j in 0..16 {
+                        let v = i32::from(nearest_int(iscale * sc[j]) as i8);
+                        q3_k_put_scale(&mut yb[96..108], j, v.min(31).max(-32) + 32);
+                    }
+                    put_f16(yb, 108, 1.0 / iscale);
+                } else {
+                    put_f16(yb, 108, 0.0);
+                }
             }
+            q3_k_finish(xb, yb, &mut l);
         }
-        q3_k_finish(xb, yb, &mut l);
+        ib += n;
     }
 }
 
