@@ -17,12 +17,16 @@ macro_rules! entry {
             #[cfg(target_arch = "x86_64")]
             {
                 use crate::quant::simd::{active, Isa};
+                /// # Safety
+                /// The CPU has AVX-512 (F, BW, VL) and AVX2.
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-                fn wide(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+                unsafe fn wide(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                     $rows(x, imp, y)
                 }
+                /// # Safety
+                /// The CPU has AVX2.
                 #[target_feature(enable = "avx2")]
-                fn avx2(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+                unsafe fn avx2(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                     $rows(x, imp, y)
                 }
                 match active() {
