@@ -203,16 +203,19 @@ fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
     pack2(&lu, &mut yb[32..96]);
 }
 
+/// Q3_K's blocks searched side by side.
+const Q3_LANES: usize = 64;
+
 #[inline(always)]
 fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    // Two blocks' 16 groups side by side (32 lanes: the refinement's chain of one hides the
-    // other's latency); a lone last block has zeros beside it.
+    // Four blocks' 16 groups side by side (64 lanes: the refinement's chain of one hides the
+    // others' latency); missing last blocks are zeros.
     let nb = x.len() / QK_K;
     let mut ib = 0;
     while ib < nb {
-        let n = (nb - ib).min(2);
-        let mut xt = [[0f32; 32]; 16];
-        let mut qt = [[0f32; 32]; 16];
+        let n = (nb - ib).min(Q3_LANES / 16);
+        let mut xt = [[0f32; Q3_LANES]; 16];
+        let mut qt = [[0f32; Q3_LANES]; 16];
         for b in 0..n {
             for g in 0..16 {
                 for i in 0..16 {
@@ -224,18 +227,18 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 }
             }
         }
-        let mut lt = [[0i8; 32]; 16];
-        let mut sw = [0f32; 32];
+        let mut lt = [[0i8; Q3_LANES]; 16];
+        let mut sw = [0f32; Q3_LANES];
         let scales = if imp.is_some() {
-            let mut sigma2 = [0f32; 32];
+            let mut sigma2 = [0f32; Q3_LANES];
             for b in 0..n {
                 let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
                 let s2 = 2.0 * sum_sq(xb) / QK_K as f32;
                 sigma2[16 * b..16 * b + 16].fill(s2);
             }
-            let mut wt = [[0f32; 32]; 16];
+            let mut wt = [[0f32; Q3_LANES]; 16];
             for i in 0..16 {
-                for k in 0..32 {
+                for k in 0..Q3_LANES {
                     wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                     sw[k] += wt[i][k];
                 }
