@@ -544,65 +544,96 @@ fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
 
 // Q6_K: ql[128] at 0, qh[64] at 128, scales[16] (signed) at 192, d at 208.
 
+/// Q6_K's blocks searched side by side.
+const Q6_LANES: usize = 64;
+
 #[inline(always)]
 fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0i8; QK_K];
-    let mut scales;
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(210))
-        .enumerate()
-    {
-        let mut max_scale = 0f32;
-        let mut max_abs_scale = 0f32;
-        let xt: [[f32; 16]; 16] = transpose(xb);
-        let qt: Option<[[f32; 16]; 16]> = imp.map(|q| transpose(&q[QK_K * ib..QK_K * (ib + 1)]));
-        let mut lt = [[0i8; 16]; 16];
-        scales = make_qx_lanes(32, &xt, qt.as_ref(), &mut lt);
-        untranspose(&lt, &mut l);
-        for &scale in &scales {
-            let abs_scale = scale.abs();
-            if abs_scale > max_abs_scale {
-                max_abs_scale = abs_scale;
-                max_scale = scale;
+    // Four blocks' 16 groups side by side (64 lanes, so the searches' sums of one hide the
+    // latency of the others'); missing last blocks are zeros.
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(Q6_LANES / 16);
+        let mut xt = [[0f32; Q6_LANES]; 16];
+        let mut qt = [[0f32; Q6_LANES]; 16];
+        for b in 0..n {
+            for g in 0..16 {
+                for i in 0..16 {
+                    let at = QK_K * (ib + b) + 16 * g + i;
+                    xt[i][16 * b + g] = x[at];
+                    if let Some(q) = imp {
+                        qt[i][16 * b + g] = q[at];
+                    }
+                }
             }
         }
-        if max_abs_scale < GROUP_MAX_EPS {
-            yb.fill(0);
+        let mut lt = [[0i8; Q6_LANES]; 16];
+        let scales = make_qx_lanes(32, &xt, imp.map(|_| &qt), &mut lt);
+        for b in 0..n {
+            let mut l = [0i8; QK_K];
+            for g in 0..16 {
+                for i in 0..16 {
+                    l[16 * g + i] = lt[i][16 * b + g];
+                }
+            }
+            let mut sc = [0f32; 16];
+            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
+            let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+            q6_k_finish(xb, &sc, &mut l, &mut y[210 * (ib + b)..210 * (ib + b + 1)]);
+        }
+        ib += n;
+    }
+}
+
+/// Q6_K's block from its groups' scales and quants: the super-scale, the 8-bit scales, every
+/// value again from them, then the packed bits.
+#[inline(always)]
+fn q6_k_finish(xb: &[f32], scales: &[f32; 16], l: &mut [i8; QK_K], yb: &mut [u8]) {
+    let mut max_scale = 0f32;
+    let mut max_abs_scale = 0f32;
+    for &scale in scales {
+        let abs_scale = scale.abs();
+        if abs_scale > max_abs_scale {
+            max_abs_scale = abs_scale;
+            max_scale = scale;
+        }
+    }
+    if max_abs_scale < GROUP_MAX_EPS {
+        yb.fill(0);
+        return;
+    }
+    let iscale = -128.0 / max_scale;
+    put_f16(yb, 208, 1.0 / iscale);
+    for j in 0..16 {
+        yb[192 + j] = nearest_int(iscale * scales[j]).min(127) as u8;
+    }
+    let d_all = via_f16(1.0 / iscale);
+    for j in 0..16 {
+        let d = d_all * f32::from(yb[192 + j] as i8);
+        if d == 0.0 {
             continue;
         }
-        let iscale = -128.0 / max_scale;
-        put_f16(yb, 208, 1.0 / iscale);
-        for j in 0..16 {
-            yb[192 + j] = nearest_int(iscale * scales[j]).min(127) as u8;
+        for ii in 0..16 {
+            let v = nearest_int(xb[16 * j + ii] / d).min(31).max(-32);
+            l[16 * j + ii] = (v + 32) as i8;
         }
-        let d_all = via_f16(1.0 / iscale);
-        for j in 0..16 {
-            let d = d_all * f32::from(yb[192 + j] as i8);
-            if d == 0.0 {
-                continue;
-            }
-            for ii in 0..16 {
-                let v = nearest_int(xb[16 * j + ii] / d).min(31).max(-32);
-                l[16 * j + ii] = (v + 32) as i8;
-            }
-        }
-        let lu = l.map(|v| v as u8);
-        let (ql, rest) = yb.split_at_mut(128);
-        let qh = &mut rest[..64];
-        for (g, j) in (0..QK_K).step_by(128).enumerate() {
-            for i in 0..32 {
-                let q1 = lu[j + i] & 0xF;
-                let q2 = lu[j + i + 32] & 0xF;
-                let q3 = lu[j + i + 64] & 0xF;
-                let q4 = lu[j + i + 96] & 0xF;
-                ql[64 * g + i] = q1 | (q3 << 4);
-                ql[64 * g + i + 32] = q2 | (q4 << 4);
-                qh[32 * g + i] = (lu[j + i] >> 4)
-                    | ((lu[j + i + 32] >> 4) << 2)
-                    | ((lu[j + i + 64] >> 4) << 4)
-                    | ((lu[j + i + 96] >> 4) << 6);
-            }
+    }
+    let lu = l.map(|v| v as u8);
+    let (ql, rest) = yb.split_at_mut(128);
+    let qh = &mut rest[..64];
+    for (g, j) in (0..QK_K).step_by(128).enumerate() {
+        for i in 0..32 {
+            let q1 = lu[j + i] & 0xF;
+            let q2 = lu[j + i + 32] & 0xF;
+            let q3 = lu[j + i + 64] & 0xF;
+            let q4 = lu[j + i + 96] & 0xF;
+            ql[64 * g + i] = q1 | (q3 << 4);
+            ql[64 * g + i + 32] = q2 | (q4 << 4);
+            qh[32 * g + i] = (lu[j + i] >> 4)
+                | ((lu[j + i + 32] >> 4) << 2)
+                | ((lu[j + i + 64] >> 4) << 4)
+                | ((lu[j + i + 96] >> 4) << 6);
         }
     }
 }
