@@ -8,7 +8,7 @@
 
 use super::search::{
     make_q3_lanes, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants, nearest_int,
-    put_f16, transpose, via_f16, Qkx, GROUP_MAX_EPS,
+    put_f16, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
 
@@ -28,16 +28,6 @@ fn sum_sq(x: &[f32]) -> f32 {
         s += v * v;
     }
     s
-}
-
-/// Lane-major quants (`lt[i][k]`: value `i` of group `k`) back in order.
-#[inline(always)]
-fn untranspose<T: Copy, const L: usize, const N: usize>(lt: &[[T; L]; N], l: &mut [T; QK_K]) {
-    for (i, row) in lt.iter().enumerate() {
-        for (k, &v) in row.iter().enumerate() {
-            l[N * k + i] = v;
-        }
-    }
 }
 
 /// 2-bit values of 256 into 64 bytes, four 32-value groups per 128.
@@ -71,21 +61,43 @@ fn q2_k_finish(x: &[f32], yb: &mut [u8], l: &mut [u8; QK_K]) {
     pack2(l, &mut yb[16..80]);
 }
 
+/// Q2_K's blocks searched side by side.
+const Q2_LANES: usize = 64;
+
 #[inline(always)]
 fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0u8; QK_K];
-    let mut lt = [[0u8; 16]; 16];
-    for (ib, (xb, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(84)).enumerate() {
-        let xt: [[f32; 16]; 16] = transpose(xb);
-        let mut wt = [[0f32; 16]; 16];
-        if let Some(qw) = imp {
-            let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
-            let sigma2 = sum_sq(xb) / QK_K as f32;
-            let qt: [[f32; 16]; 16] = transpose(qw);
-            let mut sw = [0f32; 16];
+    // Four blocks' 16 groups side by side (64 lanes, so the searches' sums of one hide the
+    // latency of the others'); missing last blocks are zeros.
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(Q2_LANES / 16);
+        let mut xt = [[0f32; Q2_LANES]; 16];
+        let mut qt = [[0f32; Q2_LANES]; 16];
+        for b in 0..n {
+            for g in 0..16 {
+                for i in 0..16 {
+                    let at = QK_K * (ib + b) + 16 * g + i;
+                    xt[i][16 * b + g] = x[at];
+                    if let Some(q) = imp {
+                        qt[i][16 * b + g] = q[at];
+                    }
+                }
+            }
+        }
+        let mut wt = [[0f32; Q2_LANES]; 16];
+        let mut lt = [[0u8; Q2_LANES]; 16];
+        let mut sw = [0f32; Q2_LANES];
+        let (scales, mins) = if imp.is_some() {
+            let mut sigma2 = [0f32; Q2_LANES];
+            for b in 0..n {
+                let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+                let s2 = sum_sq(xb) / QK_K as f32;
+                sigma2[16 * b..16 * b + 16].fill(s2);
+            }
             for i in 0..16 {
-                for k in 0..16 {
-                    wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                for k in 0..Q2_LANES {
+                    wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                     sw[k] += wt[i][k];
                 }
             }
@@ -97,20 +109,10 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 use_mad: false,
                 x3: true,
             };
-            let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
-            untranspose(&lt, &mut l);
-            let mut ls = [0u8; 16];
-            let mut lm = [0u8; 16];
-            let dm = make_qp_quants(15, &scales, &mut ls, &sw);
-            let mm = make_qp_quants(15, &mins, &mut lm, &sw);
-            put_f16(yb, 80, dm);
-            put_f16(yb, 82, mm);
-            for j in 0..16 {
-                yb[j] = ls[j] | (lm[j] << 4);
-            }
+            make_qkx_lanes(&p, &xt, &wt, &mut lt)
         } else {
             for i in 0..16 {
-                for k in 0..16 {
+                for k in 0..Q2_LANES {
                     wt[i][k] = xt[i][k].abs();
                 }
             }
@@ -122,39 +124,67 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 use_mad: true,
                 x3: false,
             };
-            let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
-            untranspose(&lt, &mut l);
-            let mut max_scale = 0f32;
-            let mut max_min = 0f32;
-            for j in 0..16 {
-                if scales[j] > max_scale {
-                    max_scale = scales[j];
-                }
-                if mins[j] > max_min {
-                    max_min = mins[j];
+            make_qkx_lanes(&p, &xt, &wt, &mut lt)
+        };
+        for b in 0..n {
+            let mut l = [0u8; QK_K];
+            for g in 0..16 {
+                for i in 0..16 {
+                    l[16 * g + i] = lt[i][16 * b + g];
                 }
             }
-            if max_scale > 0.0 {
-                let iscale = 15.0 / max_scale;
+            let mut sc = [0f32; 16];
+            let mut mn = [0f32; 16];
+            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
+            mn.copy_from_slice(&mins[16 * b..16 * b + 16]);
+            let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+            let yb = &mut y[84 * (ib + b)..84 * (ib + b + 1)];
+            if imp.is_some() {
+                let mut sww = [0f32; 16];
+                sww.copy_from_slice(&sw[16 * b..16 * b + 16]);
+                let mut ls = [0u8; 16];
+                let mut lm = [0u8; 16];
+                let dm = make_qp_quants(15, &sc, &mut ls, &sww);
+                let mm = make_qp_quants(15, &mn, &mut lm, &sww);
+                put_f16(yb, 80, dm);
+                put_f16(yb, 82, mm);
                 for j in 0..16 {
-                    yb[j] = nearest_int(iscale * scales[j]) as u8;
+                    yb[j] = ls[j] | (lm[j] << 4);
                 }
-                put_f16(yb, 80, max_scale / 15.0);
             } else {
-                yb[..16].fill(0);
-                put_f16(yb, 80, 0.0);
-            }
-            if max_min > 0.0 {
-                let iscale = 15.0 / max_min;
+                let mut max_scale = 0f32;
+                let mut max_min = 0f32;
                 for j in 0..16 {
-                    yb[j] |= (nearest_int(iscale * mins[j]) << 4) as u8;
+                    if sc[j] > max_scale {
+                        max_scale = sc[j];
+                    }
+                    if mn[j] > max_min {
+                        max_min = mn[j];
+                    }
                 }
-                put_f16(yb, 82, max_min / 15.0);
-            } else {
-                put_f16(yb, 82, 0.0);
+                if max_scale > 0.0 {
+                    let iscale = 15.0 / max_scale;
+                    for j in 0..16 {
+                        yb[j] = nearest_int(iscale * sc[j]) as u8;
+                    }
+                    put_f16(yb, 80, max_scale / 15.0);
+                } else {
+                    yb[..16].fill(0);
+                    put_f16(yb, 80, 0.0);
+                }
+                if max_min > 0.0 {
+                    let iscale = 15.0 / max_min;
+                    for j in 0..16 {
+                        yb[j] |= (nearest_int(iscale * mn[j]) << 4) as u8;
+                    }
+                    put_f16(yb, 82, max_min / 15.0);
+                } else {
+                    put_f16(yb, 82, 0.0);
+                }
             }
+            q2_k_finish(xb, yb, &mut l);
         }
-        q2_k_finish(xb, yb, &mut l);
+        ib += n;
     }
 }
 

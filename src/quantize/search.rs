@@ -344,8 +344,8 @@ pub(crate) fn make_qp_quants(nmax: i32, x: &[f32], l_out: &mut [u8], qw: &[f32])
 // ---------------------------------------------------------------------------------------------
 
 /// Value `i` of group `k` of `x` (groups of `N` consecutive values) at `[i][k]`.
-#[inline(always)]
-pub(crate) fn transpose<const L: usize, const N: usize>(x: &[f32]) -> [[f32; L]; N] {
+#[cfg(test)]
+fn transpose<const L: usize, const N: usize>(x: &[f32]) -> [[f32; L]; N] {
     let mut out = [[0f32; L]; N];
     for (k, g) in x.chunks_exact(N).take(L).enumerate() {
         for (i, &v) in g.iter().enumerate() {
