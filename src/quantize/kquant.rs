@@ -351,10 +351,13 @@ fn k4_get(j: usize, q: &[u8]) -> (u8, u8) {
     }
 }
 
+/// Q4_K's and Q5_K's blocks searched side by side, eight groups each.
+const K45_LANES: usize = 32;
+
 /// Q4_K's and Q5_K's search of each 32-value group's scale and minimum and of the block's two
-/// super-scales, for one or two blocks (`xs`, `qw`: their values and weights; `ys`: their bytes,
-/// `bb` each) side by side: sixteen lanes, one AVX-512 register (a lone block has zeros beside
-/// it). Writes d, dmin and the packed scales; leaves each block's values in `ls`.
+/// super-scales, for up to four blocks (`xs`, `qw`: their values and weights; `ys`: their
+/// bytes, `bb` each) side by side: 32 lanes, two AVX-512 registers (missing last blocks are
+/// zeros). Writes d, dmin and the packed scales; leaves each block's values in `ls`.
 #[inline(always)]
 fn k45_blocks(
     xs: &[f32],
@@ -362,11 +365,11 @@ fn k45_blocks(
     nmax: i32,
     bb: usize,
     ys: &mut [u8],
-    ls: &mut [[u8; QK_K]; 2],
+    ls: &mut [[u8; QK_K]; K45_LANES / 8],
 ) {
     let n = xs.len() / QK_K;
-    let mut xt = [[0f32; 16]; 32];
-    let mut qt = [[0f32; 16]; 32];
+    let mut xt = [[0f32; K45_LANES]; 32];
+    let mut qt = [[0f32; K45_LANES]; 32];
     for b in 0..n {
         for g in 0..8 {
             for i in 0..32 {
@@ -378,18 +381,18 @@ fn k45_blocks(
             }
         }
     }
-    let mut wt = [[0f32; 16]; 32];
-    let mut lt = [[0u8; 16]; 32];
+    let mut wt = [[0f32; K45_LANES]; 32];
+    let mut lt = [[0u8; K45_LANES]; 32];
     let (scales, mins);
-    let mut sw = [0f32; 16];
+    let mut sw = [0f32; K45_LANES];
     if qw.is_some() {
-        let mut sigma2 = [0f32; 16];
+        let mut sigma2 = [0f32; K45_LANES];
         for b in 0..n {
             let s2 = 2.0 * sum_sq(&xs[QK_K * b..QK_K * (b + 1)]) / QK_K as f32;
             sigma2[8 * b..8 * b + 8].fill(s2);
         }
         for i in 0..32 {
-            for k in 0..16 {
+            for k in 0..K45_LANES {
                 wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                 sw[k] += wt[i][k];
             }
@@ -423,18 +426,18 @@ fn k45_blocks(
                 x3: false,
             }
         };
-        let mut sum_x2 = [0f32; 16];
+        let mut sum_x2 = [0f32; K45_LANES];
         for row in &xt {
-            for k in 0..16 {
+            for k in 0..K45_LANES {
                 sum_x2[k] += row[k] * row[k];
             }
         }
-        let mut av_x = [0f32; 16];
-        for k in 0..16 {
+        let mut av_x = [0f32; K45_LANES];
+        for k in 0..K45_LANES {
             av_x[k] = (sum_x2[k] / 32.0).sqrt();
         }
         for i in 0..32 {
-            for k in 0..16 {
+            for k in 0..K45_LANES {
                 wt[i][k] = av_x[k] + xt[i][k].abs();
             }
         }
@@ -513,11 +516,11 @@ fn k45_blocks(
 
 #[inline(always)]
 fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut ls = [[0u8; QK_K]; 2];
+    let mut ls = [[0u8; QK_K]; K45_LANES / 8];
     let nb = x.len() / QK_K;
     let mut ib = 0;
     while ib < nb {
-        let n = (nb - ib).min(2);
+        let n = (nb - ib).min(K45_LANES / 8);
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
         let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
         let ys = &mut y[144 * ib..144 * (ib + n)];
@@ -536,11 +539,11 @@ fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
 
 #[inline(always)]
 fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut ls = [[0u8; QK_K]; 2];
+    let mut ls = [[0u8; QK_K]; K45_LANES / 8];
     let nb = x.len() / QK_K;
     let mut ib = 0;
     while ib < nb {
-        let n = (nb - ib).min(2);
+        let n = (nb - ib).min(K45_LANES / 8);
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
         let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
         let ys = &mut y[176 * ib..176 * (ib + n)];
