@@ -8,7 +8,7 @@
 
 use super::search::{make_qkx_lanes, make_qx_lanes, map_trunc32, put_f16, round_i32x8, Qkx};
 
-/// The importance path of the 32-value types, eight blocks side by side: each block's weights
+/// The importance path of the 32-value types, `BLOCK_LANES` blocks side by side: each block's weights
 /// `qw[j] * sqrt(sigma2 + x[j]^2)` (`sigma2` over the whole row), the search on the lanes
 /// (values and weights lane-major, quants out, each lane's scale and minimum), then each block
 /// written; the type is told by its block's bytes.
@@ -19,9 +19,9 @@ fn importance_lanes<const BLOCK_BYTES: usize>(x: &[f32], qw: &[f32], y: &mut [u8
     let nb = x.len() / 32;
     let mut b = 0;
     while b < nb {
-        let n = (nb - b).min(8);
-        let mut xt = [[0f32; 8]; 32];
-        let mut wt = [[0f32; 8]; 32];
+        let n = (nb - b).min(BLOCK_LANES);
+        let mut xt = [[0f32; BLOCK_LANES]; 32];
+        let mut wt = [[0f32; BLOCK_LANES]; 32];
         for k in 0..n {
             let xb = &x[32 * (b + k)..32 * (b + k + 1)];
             let q = &qw[32 * (b + k)..32 * (b + k + 1)];
@@ -30,7 +30,7 @@ fn importance_lanes<const BLOCK_BYTES: usize>(x: &[f32], qw: &[f32], y: &mut [u8
                 wt[i][k] = q[i] * (sigma2 + xb[i] * xb[i]).sqrt();
             }
         }
-        let mut lt = [[0u8; 8]; 32];
+        let mut lt = [[0u8; BLOCK_LANES]; 32];
         // The type, by its block size (every call site is inlined into its type's entry).
         let (d, m) = match BLOCK_BYTES {
             18 => q4_0_search(&xt, &wt, &mut lt),
@@ -55,37 +55,40 @@ fn importance_lanes<const BLOCK_BYTES: usize>(x: &[f32], qw: &[f32], y: &mut [u8
     }
 }
 
-type Lanes = [[f32; 8]; 32];
-type Quants = [[u8; 8]; 32];
+/// Blocks searched side by side (two AVX-512 registers of lanes).
+const BLOCK_LANES: usize = 32;
+type Lanes = [[f32; BLOCK_LANES]; 32];
+type Quants = [[u8; BLOCK_LANES]; 32];
+type PerLane = [f32; BLOCK_LANES];
 
-/// `make_qx_quants` on eight blocks, as bytes.
+/// `make_qx_quants` on the lanes' blocks, as bytes.
 #[inline(always)]
-fn qx_search(nmax: i32, xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
-    let mut l8 = [[0i8; 8]; 32];
+fn qx_search(nmax: i32, xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> (PerLane, PerLane) {
+    let mut l8 = [[0i8; BLOCK_LANES]; 32];
     let d = make_qx_lanes(nmax, xt, Some(wt), &mut l8);
     for (o, i) in lt.iter_mut().zip(&l8) {
         *o = i.map(|v| v as u8);
     }
-    (d, [0.0; 8])
+    (d, [0.0; BLOCK_LANES])
 }
 
 #[inline(always)]
-fn q4_0_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+fn q4_0_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> (PerLane, PerLane) {
     qx_search(8, xt, wt, lt)
 }
 
 #[inline(always)]
-fn q5_0_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+fn q5_0_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> (PerLane, PerLane) {
     qx_search(16, xt, wt, lt)
 }
 
 #[inline(always)]
-fn q4_1_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+fn q4_1_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> (PerLane, PerLane) {
     make_qkx_lanes(&QKX3_LEGACY, xt, wt, lt)
 }
 
 #[inline(always)]
-fn q5_1_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+fn q5_1_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> (PerLane, PerLane) {
     make_qkx_lanes(
         &Qkx {
             nmax: 31,
