@@ -7,8 +7,8 @@
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{
-    make_q3_lanes, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants, nearest_int,
-    put_f16, via_f16, Qkx, GROUP_MAX_EPS,
+    make_q3_lanes, make_q3_quants, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants,
+    nearest_int, put_f16, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
 
@@ -233,6 +233,19 @@ fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
     pack2(&lu, &mut yb[32..96]);
 }
 
+/// Whether this run uses AVX-512 (where Q3_K's refinement pays in lanes).
+#[inline(always)]
+fn wide_lanes() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::quant::simd::active() == crate::quant::simd::Isa::Avx512
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Q3_K's blocks searched side by side.
 const Q3_LANES: usize = 64;
 
@@ -274,8 +287,23 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 }
             }
             make_qx_lanes(4, &xt, Some(&wt), &mut lt)
-        } else {
+        } else if wide_lanes() {
             make_q3_lanes(4, &xt, &mut lt)
+        } else {
+            // One group at a time (see `make_q3_quants`).
+            let mut scales = [0f32; Q3_LANES];
+            for k in 0..16 * n {
+                let mut g = [0f32; 16];
+                for i in 0..16 {
+                    g[i] = xt[i][k];
+                }
+                let mut l = [0i8; 16];
+                scales[k] = make_q3_quants(4, &g, &mut l);
+                for i in 0..16 {
+                    lt[i][k] = l[i];
+                }
+            }
+            scales
         };
         for b in 0..n {
             let mut l = [0i8; QK_K];
