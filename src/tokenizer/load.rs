@@ -359,8 +359,8 @@ fn newline(tok: &Tokenizer) -> Option<i32> {
 }
 
 /// llama.cpp's search for EOT, EOM and FIM tokens by their text, where no key names them; a
-/// token found so becomes a control token. Among several candidates, the lowest id wins
-/// (llama.cpp takes the first its hash map yields).
+/// token found so becomes a control token. Among several candidates, the highest id wins:
+/// llama.cpp takes the first its hash map yields, which is mostly the last inserted.
 fn detect_by_text(vocab: &mut Vocab, ids: &mut Ids) {
     let lists: [(&[&str], Field); 8] = [
         (
@@ -440,7 +440,7 @@ fn detect_by_text(vocab: &mut Vocab, ids: &mut Ids) {
         if *id != -1 {
             continue;
         }
-        if let Some(found) = names.iter().filter_map(|s| vocab.find(s.as_bytes())).min() {
+        if let Some(found) = names.iter().filter_map(|s| vocab.find(s.as_bytes())).max() {
             *id = i64::from(found);
             vocab.attrs[found as usize] |= attr::CONTROL;
         }
