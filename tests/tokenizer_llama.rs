@@ -413,4 +413,5 @@ differential! {
     llama_spm => "llama-spm",
     phi_3 => "phi-3",
     baichuan => "baichuan",
+    nomic_bert_moe => "nomic-bert-moe",
 }

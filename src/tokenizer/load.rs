@@ -3,8 +3,18 @@
 //! silent fallbacks for a damaged vocabulary made an error.
 
 use super::detokenize::pieces;
+use super::rwkv::Rwkv;
+use super::ugm::{CharsMap, Ugm};
 use super::vocab::{self, attr, bad, Vocab};
-use super::{Flags, SpecialTokens, Tokenizer, VocabType};
+use super::{Flags, ModelData, SpecialTokens, Tokenizer, VocabType};
+use crate::types::ValueType;
+
+/// An algorithm's tables while the loader runs.
+enum Pending {
+    None,
+    Ugm(Option<CharsMap>),
+    Rwkv(Rwkv),
+}
 use crate::error::Result;
 use crate::file::GgufFile;
 use crate::text::quote;
@@ -184,7 +194,10 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             )))
         }
     };
-    if kind != VocabType::Spm {
+    // llama.cpp finds the newline token before it reads the keys: its fallback is the model
+    // type's default padding token.
+    let default_pad = ids.pad;
+    if matches!(kind, VocabType::Bpe | VocabType::Wpm | VocabType::Plamo2) {
         return Err(crate::error::Error::msg(
             crate::error::ErrorCode::Unsupported,
             format!(
@@ -234,6 +247,29 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     let mut vocab = Vocab::load(file)?;
     let n = vocab.len();
     let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
+
+    // llama.cpp builds the algorithm's tables here, from the attributes the token types give,
+    // before any special token changes them.
+    let mut model_data = match kind {
+        VocabType::Ugm => {
+            let charsmap = match vocab::array(file, "tokenizer.ggml.precompiled_charsmap")? {
+                None => None,
+                Some(a) if matches!(a.elem_type(), ValueType::Uint8 | ValueType::Int8) => {
+                    Some(CharsMap::parse(a.raw_bytes())?)
+                }
+                Some(_) => {
+                    return Err(vocab::wrong_type(
+                        "tokenizer.ggml.precompiled_charsmap",
+                        "an array of UINT8 or INT8",
+                    ))
+                }
+            };
+            // The unknown token is known only later: the tables wait for it.
+            Pending::Ugm(charsmap)
+        }
+        VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
+        _ => Pending::None,
+    };
 
     // Special tokens by key; an id past the vocabulary is an error (llama.cpp falls back to the
     // default with a warning).
@@ -288,6 +324,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     flags.strip_accents =
         vocab::boolean(file, "tokenizer.ggml.normalizer.strip_accents")?.unwrap_or(flags.lowercase);
 
+    let original_attrs = vocab.attrs.clone();
     detect_by_text(&mut vocab, &mut ids);
     let eog = end_of_generation(&mut vocab, &ids);
 
@@ -306,6 +343,13 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     per_token_attributes(file, &mut vocab, &special_cache, pre_key)?;
 
     let to_id = |v: i64| i32::try_from(v).ok().filter(|&v| v >= 0);
+    let model_data = match std::mem::replace(&mut model_data, Pending::None) {
+        Pending::None => ModelData::None,
+        Pending::Rwkv(r) => ModelData::Rwkv(r),
+        Pending::Ugm(charsmap) => {
+            ModelData::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, to_id(ids.unk))?)
+        }
+    };
     let mut tok = Tokenizer {
         vocab,
         kind,
@@ -333,13 +377,14 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         special_cache,
         pieces: pieces_buf,
         piece_ends,
+        model_data,
     };
-    tok.special.nl = newline(&tok);
+    tok.special.nl = newline(&tok, to_id(default_pad));
     Ok(tok)
 }
 
 /// The newline token, as llama.cpp finds it (before any special token is known).
-fn newline(tok: &Tokenizer) -> Option<i32> {
+fn newline(tok: &Tokenizer, default_pad: Option<i32>) -> Option<i32> {
     match tok.kind {
         VocabType::Spm => {
             let lf = tok
@@ -347,13 +392,13 @@ fn newline(tok: &Tokenizer) -> Option<i32> {
                 .find(b"<0x0A>")
                 .or_else(|| tok.vocab.find(b"\n"))
                 .map(|i| i as i32);
-            lf.or(tok.special.pad)
+            lf.or(default_pad)
         }
-        VocabType::Wpm => tok.special.pad,
+        VocabType::Wpm => default_pad,
         _ => {
             let mut out = Vec::new();
             tok.tokenize_text(b"\n", &mut out);
-            out.first().copied().or(tok.special.pad)
+            out.first().copied().or(default_pad)
         }
     }
 }

@@ -8,8 +8,11 @@
 mod detokenize;
 mod load;
 pub mod pretokenize;
+mod rwkv;
 mod special;
 mod spm;
+mod trie;
+mod ugm;
 pub mod unicode;
 mod unicode_tables;
 mod vocab;
@@ -108,6 +111,15 @@ pub struct Tokenizer {
     /// Every token's piece (with special tokens' text), in one buffer.
     pub(crate) pieces: Vec<u8>,
     pub(crate) piece_ends: Vec<usize>,
+    /// The algorithm's own tables.
+    pub(crate) model_data: ModelData,
+}
+
+/// What one algorithm needs beyond the vocabulary.
+pub(crate) enum ModelData {
+    None,
+    Ugm(ugm::Ugm),
+    Rwkv(rwkv::Rwkv),
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -253,10 +265,16 @@ impl Tokenizer {
 
     /// The tokens of one text fragment (no special tokens in it), by the vocabulary's algorithm.
     pub(crate) fn tokenize_text(&self, text: &[u8], out: &mut Vec<i32>) {
-        if self.kind == VocabType::Spm {
-            let mut buf = Vec::with_capacity(text.len() + 3);
-            escape_whitespace(text, &mut buf);
-            spm::tokenize(&self.vocab, &buf, &|b| self.byte_token(b), out);
+        match &self.model_data {
+            ModelData::Ugm(u) => u.tokenize(&self.vocab, text, &self.flags, out),
+            ModelData::Rwkv(r) => r.tokenize(text, self.special.unk, out),
+            ModelData::None => {
+                if self.kind == VocabType::Spm {
+                    let mut buf = Vec::with_capacity(text.len() + 3);
+                    escape_whitespace(text, &mut buf);
+                    spm::tokenize(&self.vocab, &buf, &|b| self.byte_token(b), out);
+                }
+            }
         }
     }
 
