@@ -64,8 +64,9 @@ export CARGO_INCREMENTAL=0
 #   dequant_tables           runs the table generator on the reference Python package
 #   architecture             reads the source tree and ARCHITECTURE.md (the same on every target)
 #   tokenizer_llama          loads llama.cpp's prebuilt x86-64 libllama (tokenizer_vocab runs everywhere)
+#   tokenizer_split          llama.cpp's x86-64 libllama (its Unicode functions, through a C++ shim)
 HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
-  validate_ggml dequant_tables url architecture tokenizer_llama"
+  validate_ggml dequant_tables url architecture tokenizer_llama tokenizer_split"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)
