@@ -296,6 +296,40 @@ fn text(rng: &mut Rng, specials: &[Vec<u8>]) -> Vec<u8> {
     t
 }
 
+/// Breaks every sequence llama.cpp would decode to a code point past U+10FFFF (a lead byte
+/// 0xF4..=0xF7 and three continuation bytes): its `unicode_cpt_to_utf8` throws on those, and
+/// the exception crosses `llama_tokenize`'s C boundary and aborts the process. (Ours encodes
+/// the 21 bits it decoded; the lead byte becomes 0xFF here, still invalid UTF-8.)
+fn llama_safe(t: &mut [u8]) {
+    let mut i = 0;
+    while i < t.len() {
+        let b = t[i];
+        let n = match b {
+            _ if b & 0x80 == 0 || b & 0x40 == 0 => 1,
+            _ if b & 0x20 == 0 => 2,
+            _ if b & 0x10 == 0 => 3,
+            _ if b & 0x08 == 0 => 4,
+            _ => 1,
+        };
+        if n == 1 || i + n > t.len() || !t[i + 1..i + n].iter().all(|&c| c & 0xc0 == 0x80) {
+            i += 1;
+            continue;
+        }
+        if n == 4 {
+            let cp = u32::from(b & 7) << 18
+                | u32::from(t[i + 1] & 0x3f) << 12
+                | u32::from(t[i + 2] & 0x3f) << 6
+                | u32::from(t[i + 3] & 0x3f);
+            if cp > 0x10ffff {
+                t[i] = 0xff;
+                i += 1;
+                continue;
+            }
+        }
+        i += n;
+    }
+}
+
 fn compare(name: &str, texts: usize) {
     let path = common::llama_src_dir().join(format!("models/ggml-vocab-{name}.gguf"));
     let file = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
@@ -303,6 +337,9 @@ fn compare(name: &str, texts: usize) {
     let theirs = LlamaVocab::load(&path);
 
     // Special tokens and flags.
+    if std::env::var_os("TK_TRACE").is_some() {
+        eprintln!("loaded");
+    }
     let l = llama();
     let s = ours.special_tokens();
     for (what, f) in &l.special {
@@ -332,6 +369,9 @@ fn compare(name: &str, texts: usize) {
 
     // Every token's piece.
     let n = i32::try_from(ours.n_tokens()).unwrap();
+    if std::env::var_os("TK_TRACE").is_some() {
+        eprintln!("pieces of {n} tokens");
+    }
     for id in 0..n {
         for (lstrip, special) in [(0, true), (0, false), (1, true)] {
             let mine = ours.token_to_piece(id, lstrip as u32, special).unwrap();
@@ -352,8 +392,12 @@ fn compare(name: &str, texts: usize) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
     let mut diffs = Vec::new();
     for _ in 0..texts {
-        let t = text(&mut rng, &specials);
+        let mut t = text(&mut rng, &specials);
+        llama_safe(&mut t);
         for (add, parse) in [(false, false), (true, false), (false, true), (true, true)] {
+            if std::env::var_os("TK_TRACE").is_some() {
+                eprintln!("{add} {parse} {:?}", String::from_utf8_lossy(&t));
+            }
             let want = theirs.tokenize(&t, add, parse);
             let got = ours.tokenize(&t, add, parse);
             if got != want {
@@ -414,4 +458,18 @@ differential! {
     phi_3 => "phi-3",
     baichuan => "baichuan",
     nomic_bert_moe => "nomic-bert-moe",
+    aquila => "aquila",
+    command_r => "command-r",
+    deepseek_coder => "deepseek-coder",
+    deepseek_llm => "deepseek-llm",
+    falcon => "falcon",
+    gemma_4 => "gemma-4",
+    gpt_2 => "gpt-2",
+    gpt_neox => "gpt-neox",
+    llama_bpe => "llama-bpe",
+    mpt => "mpt",
+    qwen2 => "qwen2",
+    qwen35 => "qwen35",
+    refact => "refact",
+    starcoder => "starcoder",
 }

@@ -98,6 +98,18 @@ macro_rules! vocab_tests {
 vocab_tests! {
     llama_spm => "llama-spm",
     phi_3 => "phi-3",
+    llama_bpe => "llama-bpe",
+    falcon => "falcon",
+    gpt_2 => "gpt-2",
+    starcoder => "starcoder",
+    deepseek_coder => "deepseek-coder",
+    deepseek_llm => "deepseek-llm",
+    qwen2 => "qwen2",
+    qwen35 => "qwen35",
+    refact => "refact",
+    command_r => "command-r",
+    mpt => "mpt",
+    gemma_4 => "gemma-4",
 }
 
 #[test]

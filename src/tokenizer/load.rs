@@ -2,11 +2,13 @@
 //! special tokens by key and by text, end-of-generation tokens, attributes), with each of its
 //! silent fallbacks for a damaged vocabulary made an error.
 
+use super::bpe::Merges;
 use super::detokenize::pieces;
+use super::pretokenize::{PreType, Splitter};
 use super::rwkv::Rwkv;
 use super::ugm::{CharsMap, Ugm};
 use super::vocab::{self, attr, bad, Vocab};
-use super::{Flags, ModelData, SpecialTokens, Tokenizer, VocabType};
+use super::{BpeData, Flags, ModelData, SpecialTokens, Tokenizer, VocabType};
 use crate::types::ValueType;
 
 /// An algorithm's tables while the loader runs.
@@ -14,6 +16,7 @@ enum Pending {
     None,
     Ugm(Option<CharsMap>),
     Rwkv(Rwkv),
+    Bpe(Box<BpeData>),
 }
 use crate::error::Result;
 use crate::file::GgufFile;
@@ -181,6 +184,15 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             (ids.bos, ids.eos, ids.unk, ids.pad) = (1, 2, 0, 3);
             VocabType::Plamo2
         }
+        "hybriddna" | "whitespace" => {
+            return Err(crate::error::Error::msg(
+                crate::error::ErrorCode::Unsupported,
+                format!(
+                    "tokenizer model {} is not supported yet",
+                    quote(model_bytes)
+                ),
+            ))
+        }
         "no_vocab" | "none" => {
             return Err(bad(format!(
                 "the file has no vocabulary (tokenizer.ggml.model is {})",
@@ -197,7 +209,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     // llama.cpp finds the newline token before it reads the keys: its fallback is the model
     // type's default padding token.
     let default_pad = ids.pad;
-    if matches!(kind, VocabType::Bpe | VocabType::Wpm | VocabType::Plamo2) {
+    if matches!(kind, VocabType::Wpm | VocabType::Plamo2) {
         return Err(crate::error::Error::msg(
             crate::error::ErrorCode::Unsupported,
             format!(
@@ -268,6 +280,22 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             Pending::Ugm(charsmap)
         }
         VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
+        VocabType::Bpe => {
+            let pre_type = PreType::from_name(&pre).ok_or_else(|| {
+                bad(format!(
+                    "unknown pre-tokenizer {} (tokenizer.ggml.pre)",
+                    quote(pre.as_bytes())
+                ))
+            })?;
+            let splitter = Splitter::new(pre_type.regexes()).map_err(bad)?;
+            let merges = Merges::load(file, &vocab, pre == "kimi-k2")?;
+            Pending::Bpe(Box::new(BpeData {
+                merges,
+                splitter,
+                byte_encode: pre_type.byte_encode(),
+                gemma4: pre_type == PreType::Gemma4,
+            }))
+        }
         _ => Pending::None,
     };
 
@@ -346,6 +374,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     let model_data = match std::mem::replace(&mut model_data, Pending::None) {
         Pending::None => ModelData::None,
         Pending::Rwkv(r) => ModelData::Rwkv(r),
+        Pending::Bpe(b) => ModelData::Bpe(b),
         Pending::Ugm(charsmap) => {
             ModelData::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, to_id(ids.unk))?)
         }

@@ -5,6 +5,7 @@
 //! no token are errors) and copies what it needs: the tokenizer does not borrow the file, and
 //! it is immutable, so one tokenizer serves any number of threads at once.
 
+mod bpe;
 mod detokenize;
 mod load;
 pub mod pretokenize;
@@ -120,6 +121,15 @@ pub(crate) enum ModelData {
     None,
     Ugm(ugm::Ugm),
     Rwkv(rwkv::Rwkv),
+    Bpe(Box<BpeData>),
+}
+
+/// A byte-level BPE vocabulary's merges and pre-tokenizer.
+pub(crate) struct BpeData {
+    pub merges: bpe::Merges,
+    pub splitter: pretokenize::Splitter,
+    pub byte_encode: bool,
+    pub gemma4: bool,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -268,6 +278,28 @@ impl Tokenizer {
         match &self.model_data {
             ModelData::Ugm(u) => u.tokenize(&self.vocab, text, &self.flags, out),
             ModelData::Rwkv(r) => r.tokenize(text, self.special.unk, out),
+            ModelData::Bpe(b) => {
+                let escaped;
+                let text = if self.flags.escape_whitespaces {
+                    let mut buf = Vec::with_capacity(text.len() + 16);
+                    escape_whitespace(text, &mut buf);
+                    escaped = buf;
+                    &escaped[..]
+                } else {
+                    text
+                };
+                let pass = bpe::Bpe {
+                    vocab: &self.vocab,
+                    merges: &b.merges,
+                    ignore_merges: self.flags.ignore_merges,
+                    gemma4: b.gemma4,
+                    byte_encode: b.byte_encode,
+                };
+                let mut session = bpe::Session::default();
+                for word in b.splitter.split(text, b.byte_encode) {
+                    pass.word(&mut session, &word, out);
+                }
+            }
             ModelData::None => {
                 if self.kind == VocabType::Spm {
                     let mut buf = Vec::with_capacity(text.len() + 3);
@@ -343,7 +375,21 @@ pub(crate) fn bad_token(id: i32, n: usize) -> Error {
 /// A byte-level BPE token's text (GPT-2's printable stand-ins for bytes) as the bytes it
 /// stands for, as llama.cpp's `llama_decode_text`.
 pub(crate) fn decode_bpe_text(text: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(text);
+    for cp in unicode::cpts_from_utf8(text) {
+        match unicode::cpt_to_byte(cp) {
+            Some(b) => out.push(b),
+            None => {
+                out.extend_from_slice(b"[UNK_BYTE_0x");
+                let mut utf8 = Vec::with_capacity(4);
+                unicode::cpt_to_utf8(cp, &mut utf8);
+                for b in utf8 {
+                    out.extend_from_slice(format!("{b:02x}").as_bytes());
+                }
+                out.extend_from_slice(text);
+                out.push(b']');
+            }
+        }
+    }
 }
 
 /// `text` with every space as U+2581 (SentencePiece's visible space), appended to `out`.
