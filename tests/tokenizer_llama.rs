@@ -472,4 +472,5 @@ differential! {
     qwen35 => "qwen35",
     refact => "refact",
     starcoder => "starcoder",
+    bert_bge => "bert-bge",
 }

@@ -110,6 +110,7 @@ vocab_tests! {
     command_r => "command-r",
     mpt => "mpt",
     gemma_4 => "gemma-4",
+    bert_bge => "bert-bge",
 }
 
 #[test]

@@ -17,6 +17,7 @@ enum Pending {
     Ugm(Option<CharsMap>),
     Rwkv(Rwkv),
     Bpe(Box<BpeData>),
+    Wpm(usize),
 }
 use crate::error::Result;
 use crate::file::GgufFile;
@@ -155,6 +156,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     };
     let mut flags = Flags {
         escape_whitespaces: true,
+        lowercase: true,
         ..Flags::default()
     };
     let kind = match model.as_str() {
@@ -209,7 +211,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     // llama.cpp finds the newline token before it reads the keys: its fallback is the model
     // type's default padding token.
     let default_pad = ids.pad;
-    if matches!(kind, VocabType::Wpm | VocabType::Plamo2) {
+    if matches!(kind, VocabType::Plamo2) {
         return Err(crate::error::Error::msg(
             crate::error::ErrorCode::Unsupported,
             format!(
@@ -234,8 +236,9 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             if p.no_bos {
                 ids.bos = none;
             }
-            // `whitespace` turns the (default off) lowercase option off: nothing to do.
-            let _ = p.no_lowercase;
+            if p.no_lowercase {
+                flags.lowercase = false;
+            }
         }
         VocabType::Spm => {
             flags.add_space_prefix = true;
@@ -280,6 +283,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             Pending::Ugm(charsmap)
         }
         VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
+        VocabType::Wpm => Pending::Wpm((0..n).map(|i| vocab.text(i).len()).max().unwrap_or(0)),
         VocabType::Bpe => {
             let pre_type = PreType::from_name(&pre).ok_or_else(|| {
                 bad(format!(
@@ -348,7 +352,9 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     if kind == VocabType::Bpe && gemma4 {
         flags.add_bos = true;
     }
-    flags.lowercase = vocab::boolean(file, "tokenizer.ggml.normalizer.lowercase")?.unwrap_or(false);
+    if let Some(v) = vocab::boolean(file, "tokenizer.ggml.normalizer.lowercase")? {
+        flags.lowercase = v;
+    }
     flags.strip_accents =
         vocab::boolean(file, "tokenizer.ggml.normalizer.strip_accents")?.unwrap_or(flags.lowercase);
 
@@ -374,6 +380,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     let model_data = match std::mem::replace(&mut model_data, Pending::None) {
         Pending::None => ModelData::None,
         Pending::Rwkv(r) => ModelData::Rwkv(r),
+        Pending::Wpm(m) => ModelData::Wpm(m),
         Pending::Bpe(b) => ModelData::Bpe(b),
         Pending::Ugm(charsmap) => {
             ModelData::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, to_id(ids.unk))?)

@@ -17,6 +17,7 @@ mod ugm;
 pub mod unicode;
 mod unicode_tables;
 mod vocab;
+mod wpm;
 
 use crate::error::{Error, ErrorCode, Result};
 use special::Fragment;
@@ -122,6 +123,8 @@ pub(crate) enum ModelData {
     Ugm(ugm::Ugm),
     Rwkv(rwkv::Rwkv),
     Bpe(Box<BpeData>),
+    /// WordPiece: the longest token's length.
+    Wpm(usize),
 }
 
 /// A byte-level BPE vocabulary's merges and pre-tokenizer.
@@ -278,6 +281,15 @@ impl Tokenizer {
         match &self.model_data {
             ModelData::Ugm(u) => u.tokenize(&self.vocab, text, &self.flags, out),
             ModelData::Rwkv(r) => r.tokenize(text, self.special.unk, out),
+            &ModelData::Wpm(max_len) => wpm::tokenize(
+                &self.vocab,
+                max_len,
+                text,
+                self.flags.lowercase,
+                self.flags.strip_accents,
+                self.special.unk,
+                out,
+            ),
             ModelData::Bpe(b) => {
                 let escaped;
                 let text = if self.flags.escape_whitespaces {

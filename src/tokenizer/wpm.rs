@@ -1,0 +1,106 @@
+//! WordPiece (`tokenizer.ggml.model` = `bert`), as llama.cpp's `llm_tokenizer_wpm`: the text
+//! split into words at whitespace, punctuation, ASCII symbols and CJK ideographs (lower-cased
+//! and stripped of accents as the normalizer options say), each word, after a U+2581, cut
+//! greedily into the longest tokens; a word with an uncovered part is the unknown token.
+
+use super::unicode::{cpt_to_utf8, cpts_from_utf8, flags, nfd, to_lower};
+use super::vocab::Vocab;
+
+/// llama.cpp's `is_chinese_char` (with its 0x2B920 where BERT has 0x2B820).
+fn is_chinese_char(cp: u32) -> bool {
+    matches!(cp,
+        0x4E00..=0x9FFF
+        | 0x3400..=0x4DBF
+        | 0x20000..=0x2A6DF
+        | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F
+        | 0x2B920..=0x2CEAF
+        | 0xF900..=0xFAFF
+        | 0x2F800..=0x2FA1F)
+}
+
+/// The words of `text`, as llama.cpp's `preprocess`.
+fn words(text: &[u8], lowercase: bool, strip_accents: bool) -> Vec<Vec<u8>> {
+    let mut cpts = cpts_from_utf8(text);
+    if strip_accents {
+        cpts = nfd(&cpts);
+    }
+    let mut words: Vec<Vec<u8>> = vec![Vec::new()];
+    for cp in cpts {
+        let f = flags(cp);
+        if f.is_whitespace {
+            if words.last().is_some_and(|w| !w.is_empty()) {
+                words.push(Vec::new());
+            }
+            continue;
+        }
+        if cp == 0 || cp == 0xFFFD || f.is_control {
+            continue;
+        }
+        if strip_accents && f.is_accent_mark {
+            continue;
+        }
+        let mut s = Vec::with_capacity(4);
+        cpt_to_utf8(if lowercase { to_lower(cp) } else { cp }, &mut s);
+        if f.is_punctuation || (cp < 0x7F && f.is_symbol) || is_chinese_char(cp) {
+            if words.last().is_some_and(|w| !w.is_empty()) {
+                words.push(Vec::new());
+            }
+            if let Some(last) = words.last_mut() {
+                *last = s;
+            }
+            words.push(Vec::new());
+        } else if let Some(last) = words.last_mut() {
+            last.extend_from_slice(&s);
+        }
+    }
+    if words.last().is_some_and(Vec::is_empty) {
+        words.pop();
+    }
+    words
+}
+
+/// Appends the tokens of `text` to `out`.
+pub(crate) fn tokenize(
+    vocab: &Vocab,
+    max_token_len: usize,
+    text: &[u8],
+    lowercase: bool,
+    strip_accents: bool,
+    unk: Option<i32>,
+    out: &mut Vec<i32>,
+) {
+    let mut word1 = Vec::new();
+    for word in words(text, lowercase, strip_accents) {
+        if word.is_empty() {
+            continue;
+        }
+        word1.clear();
+        word1.extend_from_slice("\u{2581}".as_bytes());
+        word1.extend_from_slice(&word);
+        let n = word1.len();
+        let before = out.len();
+        let mut i = 0;
+        while i < n {
+            let mut matched = false;
+            let mut j = n.min(i + max_token_len + 1);
+            while j > i {
+                if let Some(id) = vocab.find(&word1[i..j]) {
+                    out.push(id as i32);
+                    matched = true;
+                    i = j;
+                    break;
+                }
+                j -= 1;
+            }
+            if !matched {
+                out.truncate(before);
+                break;
+            }
+        }
+        if out.len() == before {
+            // llama.cpp pushes its unknown id, -1 where the vocabulary has none; nothing here.
+            out.extend(unk);
+        }
+    }
+}
