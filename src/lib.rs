@@ -41,6 +41,10 @@ mod size;
 #[allow(unsafe_code)]
 pub mod source;
 pub mod text;
+/// Text to tokens and back, as llama.cpp does, from a file's vocabulary (the C API's
+/// `gguf_tokenize`).
+///
+/// cbindgen:ignore
 pub mod tokenizer;
 pub mod types;
 pub mod value;
