@@ -48,6 +48,7 @@ from ._native import (
     library_version,
 )
 from ._strings import StringArray
+from ._tokenizer import Tokenizer
 from ._writer import Writer, infer_type
 
 __version__ = "0.1.0"
@@ -72,6 +73,7 @@ __all__ = [
     "Placement",
     "Shard",
     "StringArray",
+    "Tokenizer",
     "Tensor",
     "UploadPlan",
     "ValueType",
