@@ -10,6 +10,9 @@
 #[cfg(doctest)]
 #[doc = include_str!("../docs/rust.md")]
 struct RustGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tokenizer.md")]
+struct TokenizerGuide;
 
 mod atomic_file;
 pub mod check;
