@@ -375,6 +375,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     })?;
 
     per_token_attributes(file, &mut vocab, &special_cache, pre_key)?;
+    let special_index = super::special::SpecialIndex::new(&vocab, &special_cache);
 
     let to_id = |v: i64| i32::try_from(v).ok().filter(|&v| v >= 0);
     let model_data = match std::mem::replace(&mut model_data, Pending::None) {
@@ -410,7 +411,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             fim_sep: to_id(ids.fim_sep),
         },
         eog,
-        special_cache,
+        special_index,
         pieces: pieces_buf,
         piece_ends,
         model_data,

@@ -108,8 +108,8 @@ pub struct Tokenizer {
     pub(crate) special: SpecialTokens,
     /// End-of-generation tokens, sorted.
     pub(crate) eog: Vec<i32>,
-    /// Control, user-defined and unknown tokens, longest text first.
-    pub(crate) special_cache: Vec<u32>,
+    /// Control, user-defined and unknown tokens, found in the text before tokenizing.
+    pub(crate) special_index: special::SpecialIndex,
     /// Every token's piece (with special tokens' text), in one buffer.
     pub(crate) pieces: Vec<u8>,
     pub(crate) piece_ends: Vec<usize>,
@@ -206,7 +206,9 @@ impl Tokenizer {
     /// CLS/SEP), `parse_special` turns control-token text into those tokens. Any bytes are
     /// accepted (invalid UTF-8 and NUL included).
     pub fn tokenize(&self, text: &[u8], add_special: bool, parse_special: bool) -> Vec<i32> {
-        let fragments = special::partition(&self.vocab, &self.special_cache, text, parse_special);
+        let fragments = self
+            .special_index
+            .partition(&self.vocab, text, parse_special);
         let mut out = Vec::with_capacity(text.len() / 3 + 4);
         match self.kind {
             VocabType::Spm => self.tokenize_spm(text, &fragments, add_special, &mut out),
