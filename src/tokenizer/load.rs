@@ -378,6 +378,11 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     let special_index = super::special::SpecialIndex::new(&vocab, &special_cache);
 
     let to_id = |v: i64| i32::try_from(v).ok().filter(|&v| v >= 0);
+    let spm_pairs = if kind == VocabType::Spm {
+        super::spm::Pairs::new(&vocab)
+    } else {
+        super::spm::Pairs::empty()
+    };
     let model_data = match std::mem::replace(&mut model_data, Pending::None) {
         Pending::None => ModelData::None,
         Pending::Rwkv(r) => ModelData::Rwkv(r),
@@ -415,6 +420,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         pieces: pieces_buf,
         piece_ends,
         model_data,
+        spm_pairs,
     };
     tok.special.nl = newline(&tok, to_id(default_pad));
     Ok(tok)

@@ -115,6 +115,8 @@ pub struct Tokenizer {
     pub(crate) piece_ends: Vec<usize>,
     /// The algorithm's own tables.
     pub(crate) model_data: ModelData,
+    /// SentencePiece: the character pairs inside tokens (empty for the other algorithms).
+    pub(crate) spm_pairs: spm::Pairs,
 }
 
 /// What one algorithm needs beyond the vocabulary.
@@ -266,7 +268,13 @@ impl Tokenizer {
                         buf.extend_from_slice("\u{2581}".as_bytes());
                     }
                     escape_whitespace(&text[s..e], &mut buf);
-                    spm::tokenize(&self.vocab, &buf, &|b| self.byte_token(b), out);
+                    spm::tokenize(
+                        &self.vocab,
+                        &self.spm_pairs,
+                        &buf,
+                        &|b| self.byte_token(b),
+                        out,
+                    );
                     prev_special = false;
                 }
             }
@@ -318,7 +326,13 @@ impl Tokenizer {
                 if self.kind == VocabType::Spm {
                     let mut buf = Vec::with_capacity(text.len() + 3);
                     escape_whitespace(text, &mut buf);
-                    spm::tokenize(&self.vocab, &buf, &|b| self.byte_token(b), out);
+                    spm::tokenize(
+                        &self.vocab,
+                        &self.spm_pairs,
+                        &buf,
+                        &|b| self.byte_token(b),
+                        out,
+                    );
                 }
             }
         }

@@ -70,17 +70,98 @@ pub(crate) fn symbols(text: &[u8], out: &mut Vec<Symbol>) {
     }
 }
 
+/// The pairs of adjacent characters that occur inside some token: a merge can join two
+/// symbols only across such a pair, so the text is cut, where no token can span, into segments
+/// merged independently (the same merges as over the whole text, in small heaps).
+pub(crate) struct Pairs(hashbrown::HashSet<u64, foldhash::fast::FixedState>);
+
+/// Up to 4 bytes as a number (symbols are at most 4 bytes; two that pack alike only merge the
+/// sets they stand for, which keeps a boundary that could have been cut).
+#[inline]
+fn pack(s: &[u8]) -> u64 {
+    let mut b = [0u8; 4];
+    let n = s.len().min(4);
+    b[..n].copy_from_slice(&s[..n]);
+    u64::from(u32::from_le_bytes(b))
+}
+
+impl Pairs {
+    /// No pairs (for the algorithms that do not use them).
+    pub fn empty() -> Pairs {
+        Pairs(hashbrown::HashSet::with_hasher(
+            foldhash::fast::FixedState::with_seed(7),
+        ))
+    }
+
+    pub fn new(vocab: &Vocab) -> Pairs {
+        let mut set = hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(7));
+        let mut syms = Vec::new();
+        for id in 0..vocab.len() {
+            let t = vocab.text(id);
+            symbols(t, &mut syms);
+            for w in syms.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                set.insert(
+                    pack(&t[a.start..a.start + a.len]) << 32 | pack(&t[b.start..b.start + b.len]),
+                );
+            }
+        }
+        Pairs(set)
+    }
+
+    #[inline]
+    fn joinable(&self, a: &[u8], b: &[u8]) -> bool {
+        self.0.contains(&(pack(a) << 32 | pack(b)))
+    }
+}
+
 /// Appends the tokens of `text` (spaces already escaped as U+2581) to `out`; `byte_token`
 /// gives the token of a byte no token covers.
 pub(crate) fn tokenize(
     vocab: &Vocab,
+    pairs: &Pairs,
     text: &[u8],
     byte_token: &dyn Fn(u8) -> Option<u32>,
     out: &mut Vec<i32>,
 ) {
+    let mut all = Vec::new();
+    symbols(text, &mut all);
     let mut syms = Vec::new();
-    symbols(text, &mut syms);
     let mut queue = BinaryHeap::new();
+    let mut from = 0;
+    for i in 1..=all.len() {
+        if i < all.len() {
+            let (a, b) = (all[i - 1], all[i]);
+            if pairs.joinable(
+                &text[a.start..a.start + a.len],
+                &text[b.start..b.start + b.len],
+            ) {
+                continue;
+            }
+        }
+        // Symbols `from..i` are a segment no merge leaves.
+        syms.clear();
+        syms.extend(all[from..i].iter().enumerate().map(|(k, y)| Symbol {
+            start: y.start,
+            len: y.len,
+            prev: if k == 0 { NONE } else { k - 1 },
+            next: if from + k + 1 == i { NONE } else { k + 1 },
+        }));
+        merge(vocab, text, &mut syms, &mut queue, byte_token, out);
+        from = i;
+    }
+}
+
+/// The merges of one segment, then its tokens into `out`.
+fn merge(
+    vocab: &Vocab,
+    text: &[u8],
+    syms: &mut [Symbol],
+    queue: &mut BinaryHeap<Bigram>,
+    byte_token: &dyn Fn(u8) -> Option<u32>,
+    out: &mut Vec<i32>,
+) {
+    queue.clear();
     let try_add = |syms: &[Symbol], queue: &mut BinaryHeap<Bigram>, left: usize, right: usize| {
         if left == NONE || right == NONE {
             return;
@@ -98,7 +179,7 @@ pub(crate) fn tokenize(
         }
     };
     for i in 1..syms.len() {
-        try_add(&syms, &mut queue, i - 1, i);
+        try_add(syms, queue, i - 1, i);
     }
     while let Some(b) = queue.pop() {
         let (l, r) = (syms[b.left], syms[b.right]);
@@ -111,8 +192,8 @@ pub(crate) fn tokenize(
         if r.next != NONE {
             syms[r.next].prev = b.left;
         }
-        try_add(&syms, &mut queue, l.prev, b.left);
-        try_add(&syms, &mut queue, b.left, r.next);
+        try_add(syms, queue, l.prev, b.left);
+        try_add(syms, queue, b.left, r.next);
     }
     let mut i = if syms.is_empty() { NONE } else { 0 };
     while i != NONE {

@@ -3,7 +3,7 @@
 //! and stripped of accents as the normalizer options say), each word, after a U+2581, cut
 //! greedily into the longest tokens; a word with an uncovered part is the unknown token.
 
-use super::unicode::{cpt_to_utf8, cpts_from_utf8, flags, nfd, to_lower};
+use super::unicode::{cpt_to_utf8, cpts_from_utf8, flags, nfd_one, to_lower};
 use super::vocab::Vocab;
 
 /// llama.cpp's `is_chinese_char` (with its 0x2B920 where BERT has 0x2B820).
@@ -19,18 +19,29 @@ fn is_chinese_char(cp: u32) -> bool {
         | 0x2F800..=0x2FA1F)
 }
 
-/// The words of `text`, as llama.cpp's `preprocess`.
-fn words(text: &[u8], lowercase: bool, strip_accents: bool) -> Vec<Vec<u8>> {
-    let mut cpts = cpts_from_utf8(text);
-    if strip_accents {
-        cpts = nfd(&cpts);
-    }
-    let mut words: Vec<Vec<u8>> = vec![Vec::new()];
-    for cp in cpts {
+/// The words of `text`, as llama.cpp's `preprocess`: their bytes in `buf`, each word's end in
+/// `ends` (words may be empty).
+fn words(
+    text: &[u8],
+    lowercase: bool,
+    strip_accents: bool,
+    buf: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) {
+    buf.clear();
+    ends.clear();
+    for cp in cpts_from_utf8(text) {
+        // ASCII is its own NFD form, and lower-cases by the ASCII rule in llama.cpp's table.
+        let cp = if strip_accents && cp >= 0x80 {
+            nfd_one(cp)
+        } else {
+            cp
+        };
         let f = flags(cp);
+        let word_open = ends.last().copied().unwrap_or(0) < buf.len();
         if f.is_whitespace {
-            if words.last().is_some_and(|w| !w.is_empty()) {
-                words.push(Vec::new());
+            if word_open {
+                ends.push(buf.len());
             }
             continue;
         }
@@ -40,24 +51,26 @@ fn words(text: &[u8], lowercase: bool, strip_accents: bool) -> Vec<Vec<u8>> {
         if strip_accents && f.is_accent_mark {
             continue;
         }
-        let mut s = Vec::with_capacity(4);
-        cpt_to_utf8(if lowercase { to_lower(cp) } else { cp }, &mut s);
+        let c = if !lowercase {
+            cp
+        } else if cp < 0x80 {
+            u32::from(u8::try_from(cp).unwrap_or(0).to_ascii_lowercase())
+        } else {
+            to_lower(cp)
+        };
         if f.is_punctuation || (cp < 0x7F && f.is_symbol) || is_chinese_char(cp) {
-            if words.last().is_some_and(|w| !w.is_empty()) {
-                words.push(Vec::new());
+            if word_open {
+                ends.push(buf.len());
             }
-            if let Some(last) = words.last_mut() {
-                *last = s;
-            }
-            words.push(Vec::new());
-        } else if let Some(last) = words.last_mut() {
-            last.extend_from_slice(&s);
+            cpt_to_utf8(c, buf);
+            ends.push(buf.len());
+        } else {
+            cpt_to_utf8(c, buf);
         }
     }
-    if words.last().is_some_and(Vec::is_empty) {
-        words.pop();
+    if ends.last().copied().unwrap_or(0) < buf.len() {
+        ends.push(buf.len());
     }
-    words
 }
 
 /// Appends the tokens of `text` to `out`.
@@ -71,13 +84,18 @@ pub(crate) fn tokenize(
     out: &mut Vec<i32>,
 ) {
     let mut word1 = Vec::new();
-    for word in words(text, lowercase, strip_accents) {
+    let (mut buf, mut ends) = (Vec::with_capacity(text.len() + 16), Vec::new());
+    words(text, lowercase, strip_accents, &mut buf, &mut ends);
+    let mut start = 0;
+    for &end in &ends {
+        let word = &buf[start..end];
+        start = end;
         if word.is_empty() {
             continue;
         }
         word1.clear();
         word1.extend_from_slice("\u{2581}".as_bytes());
-        word1.extend_from_slice(&word);
+        word1.extend_from_slice(word);
         let n = word1.len();
         let before = out.len();
         let mut i = 0;
