@@ -276,3 +276,82 @@ fn a_tokenizer_outlives_its_file_and_serves_threads() {
         }
     });
 }
+
+/// A vocabulary of `model` with `tokens` (all of type NORMAL), as a file.
+fn made(model: &str, tokens: &[Vec<u8>]) -> GgufFile<Vec<u8>> {
+    let mut w = Writer::new();
+    w.add_metadata("tokenizer.ggml.model", MetadataValue::string(model))
+        .unwrap();
+    w.add_metadata("tokenizer.ggml.tokens", string_array(tokens.to_vec()))
+        .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.token_type",
+        MetadataValue::Array(ValueType::Int32, vec![MetadataValue::I32(1); tokens.len()]),
+    )
+    .unwrap();
+    GgufFile::from_bytes(w.header_bytes().unwrap()).unwrap()
+}
+
+/// RWKV (no vocabulary file of llama.cpp's sources has one): tokens are escaped byte strings,
+/// the text is cut greedily into the longest token at each position, and pieces unescape.
+#[test]
+fn rwkv_cuts_the_longest_token_and_unescapes_pieces() {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8)
+        .map(|b| {
+            if b.is_ascii_graphic() && b != b'\\' || b == b' ' {
+                vec![b]
+            } else {
+                format!("\\x{b:02x}").into_bytes()
+            }
+        })
+        .collect();
+    for t in ["Hel", "Hello", " world", "\\n\\n", "\\\\"] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let tok = Tokenizer::from_file(&made("rwkv", &tokens)).unwrap();
+    let ids = tok.tokenize(b"Hello world\n\n\n!\\\xff", true, false);
+    assert_eq!(ids, vec![257, 258, 259, 10, 33, 260, 255]);
+    assert_eq!(
+        tok.detokenize(&ids, false, false).unwrap(),
+        b"Hello world\n\n\n!\\\xff"
+    );
+    assert_eq!(tok.token_to_piece(259, 0, false), Some(&b"\n\n"[..]));
+    assert_eq!(tok.token_to_piece(0x41, 0, false), Some(&b"A"[..]));
+    // add_special adds nothing; the newline token is the first token of "\n".
+    assert_eq!(tok.tokenize(b"", true, true), Vec::<i32>::new());
+    assert_eq!(tok.special_tokens().nl, Some(10));
+}
+
+#[test]
+fn models_llama_cpp_knows_but_this_does_not_yet_are_refused_by_name() {
+    for model in ["plamo2", "hybriddna", "whitespace"] {
+        let e = refused(&made(model, &[b"a".to_vec(), b"b".to_vec()]));
+        assert!(
+            e.contains(&format!("tokenizer model '{model}' is not supported yet")),
+            "{e}"
+        );
+    }
+    let e = refused(&edited("llama-bpe", |w| {
+        w.set_metadata("tokenizer.ggml.pre", MetadataValue::string("llama-9"))
+            .unwrap();
+    }));
+    assert!(e.contains("unknown pre-tokenizer 'llama-9'"), "{e}");
+    let e = refused(&edited("gpt-2", |w| {
+        let mut merges: Vec<Vec<u8>> = open("gpt-2")
+            .get("tokenizer.ggml.merges")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .strings()
+            .unwrap()
+            .map(<[u8]>::to_vec)
+            .collect();
+        merges[17] = b"\xc4\xa0 qqqqzzzz".to_vec();
+        w.set_metadata("tokenizer.ggml.merges", string_array(merges))
+            .unwrap();
+    }));
+    assert!(
+        e.contains("merge 17") && e.contains("which is no token"),
+        "{e}"
+    );
+}
