@@ -1142,6 +1142,8 @@ mod regex {
         low: [u64; 4],
         high: Vec<(u32, u32)>,
         negated: bool,
+        /// A class a unit must also be in (`(?=[a])[b]` becomes `b` and `a`).
+        and: Option<Box<Class>>,
     }
 
     impl Class {
@@ -1185,7 +1187,7 @@ mod regex {
             } else {
                 self.high.iter().any(|&(a, b)| a <= u && u <= b)
             };
-            inside != self.negated
+            inside != self.negated && self.and.as_ref().is_none_or(|a| a.matches(u))
         }
     }
 
@@ -1288,7 +1290,11 @@ mod regex {
                 }
                 items.push(self.term()?);
             }
-            Ok(Node::Concat(items))
+            Ok(if items.len() == 1 {
+                items.pop().unwrap_or(Node::Concat(Vec::new()))
+            } else {
+                Node::Concat(items)
+            })
         }
 
         fn number(&mut self) -> Option<u32> {
@@ -1525,6 +1531,10 @@ mod regex {
         insts: Vec<Inst>,
         classes: Vec<Class>,
         n_memo: usize,
+        /// The failure bits numbered from here on belong to lookahead bodies.
+        look_memo: u32,
+        /// Whether it has `^` or `\b` / `\B`.
+        anchors: bool,
     }
 
     struct Compiler {
@@ -1578,7 +1588,23 @@ mod regex {
                         });
                     }
                 }
-                Node::Concat(items) => items.iter().for_each(|n| self.emit(n)),
+                Node::Concat(items) => {
+                    let mut i = 0;
+                    while i < items.len() {
+                        // `(?=[a])[b]`: one class, `b` and `a`.
+                        if let (Node::Look(false, look), Some(next)) = (&items[i], items.get(i + 1)) {
+                            if let (Some(a), Some(mut b)) = (look.as_class(), next.as_class()) {
+                                b.and = Some(Box::new(a));
+                                let id = self.class(b);
+                                self.insts.push(Inst::Class(id));
+                                i += 2;
+                                continue;
+                            }
+                        }
+                        self.emit(&items[i]);
+                        i += 1;
+                    }
+                }
                 Node::Alt(alts) => {
                     let mut jumps = Vec::new();
                     for (i, alt) in alts.iter().enumerate() {
@@ -1697,6 +1723,7 @@ mod regex {
             };
             c.emit(&node);
             c.insts.push(Inst::Match);
+            let look_memo = c.n_memo;
             let mut i = 0;
             while i < c.looks.len() {
                 let (at, inner) = c.looks[i].clone();
@@ -1708,11 +1735,17 @@ mod regex {
                 }
                 i += 1;
             }
+            let anchors = c
+                .insts
+                .iter()
+                .any(|i| matches!(i, Inst::Bol | Inst::WordBoundary(_)));
             Ok(Program {
                 collapsed,
                 insts: c.insts,
                 classes: c.classes,
                 n_memo: c.n_memo as usize,
+                look_memo,
+                anchors,
             })
         }
 
@@ -1779,8 +1812,12 @@ mod regex {
         prog: &'a Program,
         units: &'a [u32],
         failed: Vec<u64>,
+        /// For the states of lookahead bodies, which only ask whether a match exists: the
+        /// (state, position) pairs from which one was found.
+        found: Vec<u64>,
         looks: HashMap<(u32, usize), bool>,
         stack: Vec<Frame>,
+        retrying: bool,
         begin: usize,
         prev_avail: bool,
         not_null: bool,
@@ -1797,8 +1834,14 @@ mod regex {
                 prog,
                 units,
                 failed: vec![0; bits.div_ceil(64)],
+                found: if (prog.look_memo as usize) < prog.n_memo {
+                    vec![0; bits.div_ceil(64)]
+                } else {
+                    Vec::new()
+                },
                 looks: HashMap::new(),
                 stack: Vec::new(),
+                retrying: false,
                 begin: 0,
                 prev_avail: false,
                 not_null: false,
@@ -1807,7 +1850,8 @@ mod regex {
 
         #[inline]
         fn bit(&self, memo: u32, pos: usize) -> (usize, u64) {
-            let i = memo as usize * (self.units.len() + 1) + pos;
+            // Position-major: the bits a position's states use lie together.
+            let i = pos * self.prog.n_memo + memo as usize;
             (i >> 6, 1 << (i & 63))
         }
 
@@ -1828,13 +1872,18 @@ mod regex {
         }
 
         /// regex_search at `start` alone, for a non-empty match (`match_not_null |
-        /// match_continuous`), with failure bits of its own.
+        /// match_continuous`). Its failures are not recorded (an empty match at `start` fails
+        /// here alone), and it trusts the recorded ones unless the expression has `^` or `\b`
+        /// (which may decide differently at `start` without `match_prev_avail`).
         fn retry(&mut self, start: usize, prev_avail: bool) -> Option<usize> {
-            let mut sub = Exec::new(self.prog, self.units);
-            sub.begin = start;
-            sub.prev_avail = prev_avail;
-            sub.not_null = true;
-            sub.run(0, start)
+            self.begin = start;
+            self.prev_avail = prev_avail;
+            self.not_null = true;
+            self.retrying = true;
+            let found = self.run(0, start);
+            self.not_null = false;
+            self.retrying = false;
+            found
         }
 
         fn look(&mut self, id: u32, start: u32, pos: usize) -> bool {
@@ -1846,6 +1895,24 @@ mod regex {
             self.stack = saved;
             self.looks.insert((id, pos), r);
             r
+        }
+
+        #[inline]
+        fn trust_failures(&self) -> bool {
+            !(self.retrying && self.prog.anchors)
+        }
+
+        /// A lookahead body matched: every state on the way there (the failure frames still on
+        /// the stack) leads to a match.
+        fn found_at(&mut self, base: usize, pos: usize) -> usize {
+            let n_memo = self.prog.n_memo;
+            for frame in self.stack.drain(base..) {
+                if let Frame::Fail { memo, pos: q } = frame {
+                    let i = q * n_memo + memo as usize;
+                    self.found[i >> 6] |= 1 << (i & 63);
+                }
+            }
+            pos
         }
 
         /// Backtracking from instruction `pc` at `pos`: the end of the first match in
@@ -1874,7 +1941,10 @@ mod regex {
                         memo,
                     } => {
                         let (w, b) = self.bit(memo, pos);
-                        if self.failed[w] & b != 0 {
+                        if memo >= self.prog.look_memo && self.found[w] & b != 0 {
+                            return Some(self.found_at(base, pos));
+                        }
+                        if self.failed[w] & b != 0 && self.trust_failures() {
                             false
                         } else {
                             self.stack.push(Frame::Fail { memo, pos });
@@ -1921,13 +1991,16 @@ mod regex {
                         memo,
                     } => {
                         let (w, b) = self.bit(memo, pos);
+                        if memo >= self.prog.look_memo && self.found[w] & b != 0 {
+                            return Some(self.found_at(base, pos));
+                        }
                         let class = &self.prog.classes[class as usize];
                         let mut k = 0;
                         while k < max as usize && pos + k < n && class.matches(self.units[pos + k])
                         {
                             k += 1;
                         }
-                        if self.failed[w] & b != 0 || k < min as usize {
+                        if self.failed[w] & b != 0 && self.trust_failures() || k < min as usize {
                             false
                         } else {
                             self.stack.push(Frame::Fail { memo, pos });
@@ -1950,10 +2023,7 @@ mod regex {
                             return Some(pos);
                         }
                     }
-                    Inst::LookEnd => {
-                        self.stack.truncate(base);
-                        return Some(pos);
-                    }
+                    Inst::LookEnd => return Some(self.found_at(base, pos)),
                 };
                 if ok {
                     continue;
@@ -1970,8 +2040,10 @@ mod regex {
                             break;
                         }
                         Some(Frame::Fail { memo, pos: q }) => {
-                            let (w, b) = self.bit(memo, q);
-                            self.failed[w] |= b;
+                            if !self.retrying {
+                                let (w, b) = self.bit(memo, q);
+                                self.failed[w] |= b;
+                            }
                         }
                         Some(Frame::Run {
                             pc: p,
