@@ -550,8 +550,9 @@ impl Splitter {
                     };
                     let mut out = Vec::with_capacity(offsets.len());
                     let mut start = 0;
+                    let mut scratch = regex::Scratch::default();
                     for &len in &offsets {
-                        program.split_piece(&units[start..start + len], &mut out);
+                        program.split_piece(&units[start..start + len], &mut out, &mut scratch);
                         start += len;
                     }
                     out
@@ -1067,8 +1068,6 @@ fn newlines(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
 /// The `std::regex` path of llama.cpp's splitter: the expression transformed as llama.cpp
 /// transforms it, parsed as libstdc++ parses ECMAScript, and matched with its semantics.
 mod regex {
-    use std::collections::HashMap;
-
     use super::cpts_from_utf8;
 
     /// llama.cpp's category names and the stand-in byte each becomes, with its ASCII members
@@ -1219,6 +1218,18 @@ mod regex {
                 Node::Alt(v) => v.iter().any(Node::can_be_empty),
                 Node::Repeat { node, min, .. } => *min == 0 || node.can_be_empty(),
             }
+        }
+
+        /// The class of a node that matches exactly one unit, `(?=[a])[b]` included.
+        fn one_class(&self) -> Option<Class> {
+            if let Node::Concat(items) = self {
+                if let [Node::Look(false, look), next] = &items[..] {
+                    let (a, mut b) = (look.as_class()?, next.as_class()?);
+                    b.and = Some(Box::new(a));
+                    return Some(b);
+                }
+            }
+            self.as_class()
         }
 
         /// The class of a node that matches exactly one unit.
@@ -1512,6 +1523,12 @@ mod regex {
             start: u32,
             id: u32,
         },
+        /// Greedy `class*`: a loop whose every iteration has its own failure bit, as a
+        /// `Split` loop, but one frame for all its iterations.
+        Star {
+            class: u32,
+            memo: u32,
+        },
         /// Greedy `class{min,max}`.
         Run {
             class: u32,
@@ -1531,6 +1548,8 @@ mod regex {
         insts: Vec<Inst>,
         classes: Vec<Class>,
         n_memo: usize,
+        /// The number of lookaheads with sub-programs.
+        n_looks: usize,
         /// The failure bits numbered from here on belong to lookahead bodies.
         look_memo: u32,
         /// Whether it has `^` or `\b` / `\B`.
@@ -1592,7 +1611,8 @@ mod regex {
                     let mut i = 0;
                     while i < items.len() {
                         // `(?=[a])[b]`: one class, `b` and `a`.
-                        if let (Node::Look(false, look), Some(next)) = (&items[i], items.get(i + 1)) {
+                        if let (Node::Look(false, look), Some(next)) = (&items[i], items.get(i + 1))
+                        {
                             if let (Some(a), Some(mut b)) = (look.as_class(), next.as_class()) {
                                 b.and = Some(Box::new(a));
                                 let id = self.class(b);
@@ -1653,6 +1673,12 @@ mod regex {
                     }
                     for _ in 0..*min {
                         self.emit(node);
+                    }
+                    if let (Some(class), None, true) = (node.one_class(), max, greedy) {
+                        let class = self.class(class);
+                        let memo = self.memo();
+                        self.insts.push(Inst::Star { class, memo });
+                        return;
                     }
                     let split = |c: &mut Compiler, body: u32, exit: u32| {
                         let memo = c.memo();
@@ -1744,6 +1770,7 @@ mod regex {
                 insts: c.insts,
                 classes: c.classes,
                 n_memo: c.n_memo as usize,
+                n_looks: c.looks.len(),
                 look_memo,
                 anchors,
             })
@@ -1751,8 +1778,13 @@ mod regex {
 
         /// Splits one piece (its units) as llama.cpp's `unicode_regex_split_stl`: the text
         /// before each match, each match (empty ones too), the text after the last; as lengths.
-        pub(in super::super) fn split_piece(&self, units: &[u32], out: &mut Vec<usize>) {
-            let mut exec = Exec::new(self, units);
+        pub(in super::super) fn split_piece(
+            &self,
+            units: &[u32],
+            out: &mut Vec<usize>,
+            scratch: &mut Scratch,
+        ) {
+            let mut exec = Exec::new(self, units, scratch);
             let mut last = 0;
             let mut emit = |s: usize, e: usize, out: &mut Vec<usize>| {
                 if s > last {
@@ -1785,7 +1817,17 @@ mod regex {
             if last < units.len() {
                 out.push(units.len() - last);
             }
+            exec.give_back(scratch);
         }
+    }
+
+    /// Buffers a [`Program`] reuses from piece to piece.
+    #[derive(Default)]
+    pub(in super::super) struct Scratch {
+        failed: Vec<u64>,
+        found: Vec<u64>,
+        looks: Vec<u8>,
+        stack: Vec<Frame>,
     }
 
     enum Frame {
@@ -1796,6 +1838,13 @@ mod regex {
         Fail {
             memo: u32,
             pos: usize,
+        },
+        /// The exits of a `Star` at `lo..=hi` still to try after the one at `hi` (being tried).
+        Star {
+            exit: u32,
+            memo: u32,
+            lo: usize,
+            hi: usize,
         },
         Run {
             pc: u32,
@@ -1815,7 +1864,8 @@ mod regex {
         /// For the states of lookahead bodies, which only ask whether a match exists: the
         /// (state, position) pairs from which one was found.
         found: Vec<u64>,
-        looks: HashMap<(u32, usize), bool>,
+        /// Per lookahead and position: 0 not known yet, 1 no match, 2 a match.
+        looks: Vec<u8>,
         stack: Vec<Frame>,
         retrying: bool,
         begin: usize,
@@ -1828,24 +1878,38 @@ mod regex {
     }
 
     impl<'a> Exec<'a> {
-        fn new(prog: &'a Program, units: &'a [u32]) -> Exec<'a> {
-            let bits = prog.n_memo * (units.len() + 1);
+        fn new(prog: &'a Program, units: &'a [u32], scratch: &mut Scratch) -> Exec<'a> {
+            let words = (prog.n_memo * (units.len() + 1)).div_ceil(64);
+            let reset = |v: &mut Vec<u64>, len: usize| {
+                let mut v = std::mem::take(v);
+                v.clear();
+                v.resize(len, 0);
+                v
+            };
+            let has_looks = (prog.look_memo as usize) < prog.n_memo;
+            let mut looks = std::mem::take(&mut scratch.looks);
+            looks.clear();
+            looks.resize(prog.n_looks * (units.len() + 1), 0);
             Exec {
                 prog,
                 units,
-                failed: vec![0; bits.div_ceil(64)],
-                found: if (prog.look_memo as usize) < prog.n_memo {
-                    vec![0; bits.div_ceil(64)]
-                } else {
-                    Vec::new()
-                },
-                looks: HashMap::new(),
-                stack: Vec::new(),
+                failed: reset(&mut scratch.failed, words),
+                found: reset(&mut scratch.found, if has_looks { words } else { 0 }),
+                looks,
+                stack: std::mem::take(&mut scratch.stack),
                 retrying: false,
                 begin: 0,
                 prev_avail: false,
                 not_null: false,
             }
+        }
+
+        /// Returns the buffers for the next piece.
+        fn give_back(self, scratch: &mut Scratch) {
+            scratch.failed = self.failed;
+            scratch.found = self.found;
+            scratch.looks = self.looks;
+            scratch.stack = self.stack;
         }
 
         #[inline]
@@ -1887,13 +1951,15 @@ mod regex {
         }
 
         fn look(&mut self, id: u32, start: u32, pos: usize) -> bool {
-            if let Some(&r) = self.looks.get(&(id, pos)) {
-                return r;
+            let slot = id as usize * (self.units.len() + 1) + pos;
+            match self.looks[slot] {
+                1 => return false,
+                2 => return true,
+                _ => {}
             }
-            let saved = std::mem::take(&mut self.stack);
+            // The body runs on the same stack, above the frames of the outer match.
             let r = self.run(start, pos).is_some();
-            self.stack = saved;
-            self.looks.insert((id, pos), r);
+            self.looks[slot] = 1 + u8::from(r);
             r
         }
 
@@ -1907,7 +1973,12 @@ mod regex {
         fn found_at(&mut self, base: usize, pos: usize) -> usize {
             let n_memo = self.prog.n_memo;
             for frame in self.stack.drain(base..) {
-                if let Frame::Fail { memo, pos: q } = frame {
+                let (memo, positions) = match frame {
+                    Frame::Fail { memo, pos: q } => (memo, q..=q),
+                    Frame::Star { memo, lo, hi, .. } => (memo, lo..=hi),
+                    _ => continue,
+                };
+                for q in positions {
                     let i = q * n_memo + memo as usize;
                     self.found[i >> 6] |= 1 << (i & 63);
                 }
@@ -2015,6 +2086,47 @@ mod regex {
                             true
                         }
                     }
+                    Inst::Star { class, memo } => {
+                        let look = memo >= self.prog.look_memo;
+                        let class = &self.prog.classes[class as usize];
+                        let mut p = pos;
+                        let mut found = false;
+                        let hi = loop {
+                            let (w, b) = self.bit(memo, p);
+                            if look && self.found[w] & b != 0 {
+                                found = true;
+                                break p.checked_sub(1);
+                            }
+                            if self.failed[w] & b != 0 && self.trust_failures() {
+                                break p.checked_sub(1);
+                            }
+                            if p < n && class.matches(self.units[p]) {
+                                p += 1;
+                            } else {
+                                break Some(p);
+                            }
+                        }
+                        .filter(|&hi| hi >= pos);
+                        if let Some(hi) = hi {
+                            self.stack.push(Frame::Star {
+                                exit: pc + 1,
+                                memo,
+                                lo: pos,
+                                hi,
+                            });
+                        }
+                        if found {
+                            return Some(self.found_at(base, p));
+                        }
+                        match hi {
+                            Some(hi) => {
+                                pc += 1;
+                                pos = hi;
+                                true
+                            }
+                            None => false,
+                        }
+                    }
                     Inst::Match => {
                         if self.not_null && pos == self.begin {
                             false
@@ -2043,6 +2155,23 @@ mod regex {
                             if !self.retrying {
                                 let (w, b) = self.bit(memo, q);
                                 self.failed[w] |= b;
+                            }
+                        }
+                        Some(Frame::Star { exit, memo, lo, hi }) => {
+                            if !self.retrying {
+                                let (w, b) = self.bit(memo, hi);
+                                self.failed[w] |= b;
+                            }
+                            if hi > lo {
+                                self.stack.push(Frame::Star {
+                                    exit,
+                                    memo,
+                                    lo,
+                                    hi: hi - 1,
+                                });
+                                pc = exit;
+                                pos = hi - 1;
+                                break;
                             }
                         }
                         Some(Frame::Run {
