@@ -525,6 +525,18 @@ impl Splitter {
     /// `cpts.len()`; a length may be 0 where llama.cpp yields an empty word, which happens only
     /// for expressions that can match nothing, such as `superbpe`'s lookahead).
     pub fn split_cpts(&self, cpts: &[u32]) -> Vec<usize> {
+        self.split_counting(cpts).0
+    }
+
+    /// The number of steps the expression matcher takes to split `cpts` (instructions run and
+    /// backtracking frames popped; the hand-written splitters take none): instrumentation, for
+    /// tests that the matcher runs in linear time.
+    pub fn matcher_steps(&self, cpts: &[u32]) -> u64 {
+        self.split_counting(cpts).1
+    }
+
+    fn split_counting(&self, cpts: &[u32]) -> (Vec<usize>, u64) {
+        let mut matcher_steps = 0;
         let flags: Vec<u16> = cpts.iter().map(|&cp| flag_bits(cp)).collect();
         let mut offsets = vec![cpts.len()];
         let mut collapsed: Option<Vec<u32>> = None;
@@ -555,6 +567,7 @@ impl Splitter {
                         program.split_piece(&units[start..start + len], &mut out, &mut scratch);
                         start += len;
                     }
+                    matcher_steps += scratch.steps;
                     out
                 }
             };
@@ -562,7 +575,7 @@ impl Splitter {
             // the expression through `std::regex` instead, which yields nothing either.
             offsets = next;
         }
-        offsets
+        (offsets, matcher_steps)
     }
 
     /// The words of `text` (UTF-8, decoded as llama.cpp decodes it: each invalid byte becomes
@@ -1828,6 +1841,8 @@ mod regex {
         found: Vec<u64>,
         looks: Vec<u8>,
         stack: Vec<Frame>,
+        /// The steps taken so far (see `Splitter::matcher_steps`).
+        pub(in super::super) steps: u64,
     }
 
     enum Frame {
@@ -1867,6 +1882,7 @@ mod regex {
         /// Per lookahead and position: 0 not known yet, 1 no match, 2 a match.
         looks: Vec<u8>,
         stack: Vec<Frame>,
+        steps: u64,
         retrying: bool,
         begin: usize,
         prev_avail: bool,
@@ -1897,6 +1913,7 @@ mod regex {
                 found: reset(&mut scratch.found, if has_looks { words } else { 0 }),
                 looks,
                 stack: std::mem::take(&mut scratch.stack),
+                steps: 0,
                 retrying: false,
                 begin: 0,
                 prev_avail: false,
@@ -1910,6 +1927,7 @@ mod regex {
             scratch.found = self.found;
             scratch.looks = self.looks;
             scratch.stack = self.stack;
+            scratch.steps += self.steps;
         }
 
         #[inline]
@@ -1993,6 +2011,7 @@ mod regex {
             let (mut pc, mut pos) = (pc, pos);
             let n = self.units.len();
             loop {
+                self.steps += 1;
                 let ok = match self.prog.insts[pc as usize] {
                     Inst::Unit(u) => {
                         let ok = pos < n && self.units[pos] == u;
@@ -2142,6 +2161,7 @@ mod regex {
                 }
                 // Backtrack.
                 loop {
+                    self.steps += 1;
                     if self.stack.len() == base {
                         return None;
                     }
