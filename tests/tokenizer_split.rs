@@ -682,6 +682,44 @@ fn names_and_expressions_are_llama_cpp_s() {
     assert!(seen.len() > 50);
 }
 
+/// The expressions llama.cpp runs over code points (`std::wregex`: those naming no category)
+/// see every code point of the Basic Multilingual Plane as llama.cpp does: each between a space
+/// and a letter, so `\s`, `\S`, `\d`, `\w` and the literal ranges meet them all.
+#[test]
+fn code_point_expressions_see_every_bmp_code_point_as_llama_cpp() {
+    let mut shim = Shim::start();
+    let mut checked = 0;
+    for (pres, regexes, byte_encode) in pre_tokenizer_groups() {
+        if regexes.iter().all(|r| r.contains(r"\p{")) {
+            continue;
+        }
+        let splitter = Splitter::new(regexes).unwrap();
+        for block in (0x80u32..0x1_0000).step_by(0x2000) {
+            let mut text = Vec::new();
+            for cp in block..block + 0x2000 {
+                text.push(b' ');
+                unicode::cpt_to_utf8(cp, &mut text);
+                text.push(b'a');
+            }
+            let theirs = shim
+                .split(regexes, byte_encode, &text)
+                .expect("llama.cpp splits");
+            let ours = splitter.split(&text, byte_encode);
+            if let Some(i) =
+                (0..ours.len().max(theirs.len())).find(|&i| ours.get(i) != theirs.get(i))
+            {
+                panic!(
+                    "{pres:?}, code points from U+{block:04X}: word {i}: ours {:?}, llama.cpp {:?}",
+                    ours.get(i).map(|w| String::from_utf8_lossy(w)),
+                    theirs.get(i).map(|w| String::from_utf8_lossy(w))
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 80, "{checked}");
+}
+
 /// The expression matcher stays linear on long runs of one character (where a backtracking
 /// matcher, such as `std::regex`, goes quadratic or overflows its stack): four times the input
 /// takes about four times the steps, for every pre-tokenizer, never sixteen. (The hand-written
