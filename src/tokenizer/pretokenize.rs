@@ -582,6 +582,11 @@ impl Splitter {
     /// U+FFFD), each re-encoded as UTF-8 and, when `byte_encode`, mapped byte by byte to GPT-2's
     /// byte-level characters ([`super::unicode::byte_to_utf8`]), as llama.cpp's
     /// `unicode_regex_split(text, regex_exprs, byte_encode)`.
+    ///
+    /// llama.cpp throws instead when `text` decodes to a code point above 0x10FFFF (lead bytes
+    /// 0xF4 to 0xF7 followed by continuation bytes: it cannot re-encode the word); here such a
+    /// code point is re-encoded from its bits, giving back the four bytes it came from. For the
+    /// Kimi K2 and AFMoE expressions llama.cpp also throws on empty text; here there are no words.
     pub fn split(&self, text: &[u8], byte_encode: bool) -> Vec<Vec<u8>> {
         let cpts = cpts_from_utf8(text);
         let offsets = self.split_cpts(&cpts);
@@ -2410,6 +2415,13 @@ mod tests {
             ]
         );
         assert!(split(b"", PreType::Llama3.regexes(), true).is_empty());
+    }
+
+    #[test]
+    fn a_splitter_is_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Splitter>();
+        shared::<PreType>();
     }
 
     #[test]
