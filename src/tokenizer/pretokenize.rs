@@ -17,7 +17,9 @@
 //! backtracking matcher, which gives `std::regex`'s match but remembers the (state, position)
 //! pairs that failed, so no input makes it quadratic.
 
-use super::unicode::{cpt_to_utf8, cpts_from_utf8, flag_bits, is_han, to_lower, Flags};
+use super::unicode::{
+    byte_to_utf8_bytes, cpt_to_utf8, cpts_from_utf8, flag_bits, is_han, to_lower, Flags,
+};
 
 /// A pre-tokenizer: one of llama.cpp's `LLAMA_VOCAB_PRE_TYPE_*` (same order, same numbers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -592,22 +594,23 @@ impl Splitter {
         let offsets = self.split_cpts(&cpts);
         let mut words = Vec::with_capacity(offsets.len());
         let mut start = 0;
-        let mut utf8 = Vec::new();
+        let mut utf8 = Vec::with_capacity(4);
         for len in offsets {
-            utf8.clear();
-            for &cp in &cpts[start..start + len] {
-                cpt_to_utf8(cp, &mut utf8);
-            }
+            let cps = &cpts[start..start + len];
             start += len;
-            if byte_encode {
-                let mut word = Vec::with_capacity(utf8.len() * 2);
-                for &b in &utf8 {
-                    word.extend_from_slice(super::unicode::byte_to_utf8(b).as_bytes());
+            let mut word = Vec::with_capacity(if byte_encode { 2 * len } else { len });
+            for &cp in cps {
+                if byte_encode {
+                    utf8.clear();
+                    cpt_to_utf8(cp, &mut utf8);
+                    for &b in &utf8 {
+                        word.extend_from_slice(byte_to_utf8_bytes(b));
+                    }
+                } else {
+                    cpt_to_utf8(cp, &mut word);
                 }
-                words.push(word);
-            } else {
-                words.push(utf8.clone());
             }
+            words.push(word);
         }
         words
     }
