@@ -1851,6 +1851,8 @@ mod regex {
         stack: Vec<Frame>,
         /// The steps taken so far (see `Splitter::matcher_steps`).
         pub(in super::super) steps: u64,
+        /// Remember nothing, as where the bits would not fit (for tests).
+        forget: bool,
     }
 
     enum Frame {
@@ -1890,6 +1892,10 @@ mod regex {
         /// Per lookahead and position: 0 not known yet, 1 no match, 2 a match.
         looks: Vec<u8>,
         stack: Vec<Frame>,
+        /// Whether `failed` and `found` have their bits (see `Exec::new`).
+        remember: bool,
+        /// Whether `looks` has its bytes.
+        remember_looks: bool,
         steps: u64,
         retrying: bool,
         begin: usize,
@@ -1903,7 +1909,13 @@ mod regex {
 
     impl<'a> Exec<'a> {
         fn new(prog: &'a Program, units: &'a [u32], scratch: &mut Scratch) -> Exec<'a> {
-            let words = (prog.n_memo * (units.len() + 1)).div_ceil(64);
+            // One bit per (state, position) and one byte per (lookahead, position). Where a
+            // count does not fit in usize (a piece of hundreds of millions of code points on a
+            // 32-bit target), nothing is remembered: the same words, without the linear bound.
+            let cells = |per: usize| units.len().checked_add(1).and_then(|n| n.checked_mul(per));
+            let memo_cells = cells(prog.n_memo);
+            let look_cells = cells(prog.n_looks);
+            let words = memo_cells.map_or(1, |c| c.div_ceil(64).max(1));
             let reset = |v: &mut Vec<u64>, len: usize| {
                 let mut v = std::mem::take(v);
                 v.clear();
@@ -1913,7 +1925,7 @@ mod regex {
             let has_looks = (prog.look_memo as usize) < prog.n_memo;
             let mut looks = std::mem::take(&mut scratch.looks);
             looks.clear();
-            looks.resize(prog.n_looks * (units.len() + 1), 0);
+            looks.resize(look_cells.unwrap_or(0), 0);
             Exec {
                 prog,
                 units,
@@ -1921,6 +1933,8 @@ mod regex {
                 found: reset(&mut scratch.found, if has_looks { words } else { 0 }),
                 looks,
                 stack: std::mem::take(&mut scratch.stack),
+                remember: memo_cells.is_some() && !scratch.forget,
+                remember_looks: look_cells.is_some() && !scratch.forget,
                 steps: 0,
                 retrying: false,
                 begin: 0,
@@ -1941,6 +1955,9 @@ mod regex {
         #[inline]
         fn bit(&self, memo: u32, pos: usize) -> (usize, u64) {
             // Position-major: the bits a position's states use lie together.
+            if !self.remember {
+                return (0, 0);
+            }
             let i = pos * self.prog.n_memo + memo as usize;
             (i >> 6, 1 << (i & 63))
         }
@@ -1977,6 +1994,9 @@ mod regex {
         }
 
         fn look(&mut self, id: u32, start: u32, pos: usize) -> bool {
+            if !self.remember_looks {
+                return self.run(start, pos).is_some();
+            }
             let slot = id as usize * (self.units.len() + 1) + pos;
             match self.looks[slot] {
                 1 => return false,
@@ -1998,6 +2018,10 @@ mod regex {
         /// the stack) leads to a match.
         fn found_at(&mut self, base: usize, pos: usize) -> usize {
             let n_memo = self.prog.n_memo;
+            if !self.remember {
+                self.stack.truncate(base);
+                return pos;
+            }
             for frame in self.stack.drain(base..) {
                 let (memo, positions) = match frame {
                     Frame::Fail { memo, pos: q } => (memo, q..=q),
@@ -2221,6 +2245,42 @@ mod regex {
                             }
                         }
                         None => return None,
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Without the failure bits and lookahead table (where they would not fit), the words
+        /// are the same.
+        #[test]
+        fn forgetting_gives_the_same_words() {
+            let texts = [
+                "a 1234567 89 'S  x\r\n\n  Ünï 中文 !!",
+                "   \t x",
+                "",
+                "1234",
+            ];
+            for regexes in super::super::PreType::ALL.map(super::super::PreType::regexes) {
+                for re in regexes {
+                    let Ok(program) = Program::new(re) else {
+                        continue;
+                    };
+                    for text in texts {
+                        let units: Vec<u32> = text.chars().map(u32::from).collect();
+                        let mut both = [Vec::new(), Vec::new()];
+                        for (forget, out) in [false, true].into_iter().zip(&mut both) {
+                            let mut scratch = Scratch {
+                                forget,
+                                ..Scratch::default()
+                            };
+                            program.split_piece(&units, out, &mut scratch);
+                        }
+                        assert_eq!(both[0], both[1], "{re:?} on {text:?}");
                     }
                 }
             }
