@@ -17,7 +17,9 @@
 //! backtracking matcher, which gives `std::regex`'s match but remembers the (state, position)
 //! pairs that failed, so no input makes it quadratic.
 
-use super::unicode::{cpt_to_utf8, cpts_from_utf8, flag_bits, is_han, to_lower, Flags};
+use super::unicode::{
+    byte_to_utf8_bytes, cpt_to_utf8, cpts_from_utf8, flag_bits, is_han, to_lower, Flags,
+};
 
 /// A pre-tokenizer: one of llama.cpp's `LLAMA_VOCAB_PRE_TYPE_*` (same order, same numbers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -525,6 +527,18 @@ impl Splitter {
     /// `cpts.len()`; a length may be 0 where llama.cpp yields an empty word, which happens only
     /// for expressions that can match nothing, such as `superbpe`'s lookahead).
     pub fn split_cpts(&self, cpts: &[u32]) -> Vec<usize> {
+        self.split_counting(cpts).0
+    }
+
+    /// The number of steps the expression matcher takes to split `cpts` (instructions run and
+    /// backtracking frames popped; the hand-written splitters take none): instrumentation, for
+    /// tests that the matcher runs in linear time.
+    pub fn matcher_steps(&self, cpts: &[u32]) -> u64 {
+        self.split_counting(cpts).1
+    }
+
+    fn split_counting(&self, cpts: &[u32]) -> (Vec<usize>, u64) {
+        let mut matcher_steps = 0;
         let flags: Vec<u16> = cpts.iter().map(|&cp| flag_bits(cp)).collect();
         let mut offsets = vec![cpts.len()];
         let mut collapsed: Option<Vec<u32>> = None;
@@ -550,10 +564,12 @@ impl Splitter {
                     };
                     let mut out = Vec::with_capacity(offsets.len());
                     let mut start = 0;
+                    let mut scratch = regex::Scratch::default();
                     for &len in &offsets {
-                        program.split_piece(&units[start..start + len], &mut out);
+                        program.split_piece(&units[start..start + len], &mut out, &mut scratch);
                         start += len;
                     }
+                    matcher_steps += scratch.steps;
                     out
                 }
             };
@@ -561,34 +577,40 @@ impl Splitter {
             // the expression through `std::regex` instead, which yields nothing either.
             offsets = next;
         }
-        offsets
+        (offsets, matcher_steps)
     }
 
     /// The words of `text` (UTF-8, decoded as llama.cpp decodes it: each invalid byte becomes
     /// U+FFFD), each re-encoded as UTF-8 and, when `byte_encode`, mapped byte by byte to GPT-2's
     /// byte-level characters ([`super::unicode::byte_to_utf8`]), as llama.cpp's
     /// `unicode_regex_split(text, regex_exprs, byte_encode)`.
+    ///
+    /// llama.cpp throws instead when `text` decodes to a code point above 0x10FFFF (lead bytes
+    /// 0xF4 to 0xF7 followed by continuation bytes: it cannot re-encode the word); here such a
+    /// code point is re-encoded from its bits, giving back the four bytes it came from. For the
+    /// Kimi K2 and AFMoE expressions llama.cpp also throws on empty text; here there are no words.
     pub fn split(&self, text: &[u8], byte_encode: bool) -> Vec<Vec<u8>> {
         let cpts = cpts_from_utf8(text);
         let offsets = self.split_cpts(&cpts);
         let mut words = Vec::with_capacity(offsets.len());
         let mut start = 0;
-        let mut utf8 = Vec::new();
+        let mut utf8 = Vec::with_capacity(4);
         for len in offsets {
-            utf8.clear();
-            for &cp in &cpts[start..start + len] {
-                cpt_to_utf8(cp, &mut utf8);
-            }
+            let cps = &cpts[start..start + len];
             start += len;
-            if byte_encode {
-                let mut word = Vec::with_capacity(utf8.len() * 2);
-                for &b in &utf8 {
-                    word.extend_from_slice(super::unicode::byte_to_utf8(b).as_bytes());
+            let mut word = Vec::with_capacity(if byte_encode { 2 * len } else { len });
+            for &cp in cps {
+                if byte_encode {
+                    utf8.clear();
+                    cpt_to_utf8(cp, &mut utf8);
+                    for &b in &utf8 {
+                        word.extend_from_slice(byte_to_utf8_bytes(b));
+                    }
+                } else {
+                    cpt_to_utf8(cp, &mut word);
                 }
-                words.push(word);
-            } else {
-                words.push(utf8.clone());
             }
+            words.push(word);
         }
         words
     }
@@ -1067,8 +1089,6 @@ fn newlines(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
 /// The `std::regex` path of llama.cpp's splitter: the expression transformed as llama.cpp
 /// transforms it, parsed as libstdc++ parses ECMAScript, and matched with its semantics.
 mod regex {
-    use std::collections::HashMap;
-
     use super::cpts_from_utf8;
 
     /// llama.cpp's category names and the stand-in byte each becomes, with its ASCII members
@@ -1142,6 +1162,8 @@ mod regex {
         low: [u64; 4],
         high: Vec<(u32, u32)>,
         negated: bool,
+        /// A class a unit must also be in (`(?=[a])[b]` becomes `b` and `a`).
+        and: Option<Box<Class>>,
     }
 
     impl Class {
@@ -1185,7 +1207,7 @@ mod regex {
             } else {
                 self.high.iter().any(|&(a, b)| a <= u && u <= b)
             };
-            inside != self.negated
+            inside != self.negated && self.and.as_ref().is_none_or(|a| a.matches(u))
         }
     }
 
@@ -1217,6 +1239,18 @@ mod regex {
                 Node::Alt(v) => v.iter().any(Node::can_be_empty),
                 Node::Repeat { node, min, .. } => *min == 0 || node.can_be_empty(),
             }
+        }
+
+        /// The class of a node that matches exactly one unit, `(?=[a])[b]` included.
+        fn one_class(&self) -> Option<Class> {
+            if let Node::Concat(items) = self {
+                if let [Node::Look(false, look), next] = &items[..] {
+                    let (a, mut b) = (look.as_class()?, next.as_class()?);
+                    b.and = Some(Box::new(a));
+                    return Some(b);
+                }
+            }
+            self.as_class()
         }
 
         /// The class of a node that matches exactly one unit.
@@ -1288,7 +1322,11 @@ mod regex {
                 }
                 items.push(self.term()?);
             }
-            Ok(Node::Concat(items))
+            Ok(if items.len() == 1 {
+                items.pop().unwrap_or(Node::Concat(Vec::new()))
+            } else {
+                Node::Concat(items)
+            })
         }
 
         fn number(&mut self) -> Option<u32> {
@@ -1506,6 +1544,12 @@ mod regex {
             start: u32,
             id: u32,
         },
+        /// Greedy `class*`: a loop whose every iteration has its own failure bit, as a
+        /// `Split` loop, but one frame for all its iterations.
+        Star {
+            class: u32,
+            memo: u32,
+        },
         /// Greedy `class{min,max}`.
         Run {
             class: u32,
@@ -1525,6 +1569,12 @@ mod regex {
         insts: Vec<Inst>,
         classes: Vec<Class>,
         n_memo: usize,
+        /// The number of lookaheads with sub-programs.
+        n_looks: usize,
+        /// The failure bits numbered from here on belong to lookahead bodies.
+        look_memo: u32,
+        /// Whether it has `^` or `\b` / `\B`.
+        anchors: bool,
     }
 
     struct Compiler {
@@ -1578,7 +1628,24 @@ mod regex {
                         });
                     }
                 }
-                Node::Concat(items) => items.iter().for_each(|n| self.emit(n)),
+                Node::Concat(items) => {
+                    let mut i = 0;
+                    while i < items.len() {
+                        // `(?=[a])[b]`: one class, `b` and `a`.
+                        if let (Node::Look(false, look), Some(next)) = (&items[i], items.get(i + 1))
+                        {
+                            if let (Some(a), Some(mut b)) = (look.as_class(), next.as_class()) {
+                                b.and = Some(Box::new(a));
+                                let id = self.class(b);
+                                self.insts.push(Inst::Class(id));
+                                i += 2;
+                                continue;
+                            }
+                        }
+                        self.emit(&items[i]);
+                        i += 1;
+                    }
+                }
                 Node::Alt(alts) => {
                     let mut jumps = Vec::new();
                     for (i, alt) in alts.iter().enumerate() {
@@ -1627,6 +1694,12 @@ mod regex {
                     }
                     for _ in 0..*min {
                         self.emit(node);
+                    }
+                    if let (Some(class), None, true) = (node.one_class(), max, greedy) {
+                        let class = self.class(class);
+                        let memo = self.memo();
+                        self.insts.push(Inst::Star { class, memo });
+                        return;
                     }
                     let split = |c: &mut Compiler, body: u32, exit: u32| {
                         let memo = c.memo();
@@ -1697,6 +1770,7 @@ mod regex {
             };
             c.emit(&node);
             c.insts.push(Inst::Match);
+            let look_memo = c.n_memo;
             let mut i = 0;
             while i < c.looks.len() {
                 let (at, inner) = c.looks[i].clone();
@@ -1708,18 +1782,30 @@ mod regex {
                 }
                 i += 1;
             }
+            let anchors = c
+                .insts
+                .iter()
+                .any(|i| matches!(i, Inst::Bol | Inst::WordBoundary(_)));
             Ok(Program {
                 collapsed,
                 insts: c.insts,
                 classes: c.classes,
                 n_memo: c.n_memo as usize,
+                n_looks: c.looks.len(),
+                look_memo,
+                anchors,
             })
         }
 
         /// Splits one piece (its units) as llama.cpp's `unicode_regex_split_stl`: the text
         /// before each match, each match (empty ones too), the text after the last; as lengths.
-        pub(in super::super) fn split_piece(&self, units: &[u32], out: &mut Vec<usize>) {
-            let mut exec = Exec::new(self, units);
+        pub(in super::super) fn split_piece(
+            &self,
+            units: &[u32],
+            out: &mut Vec<usize>,
+            scratch: &mut Scratch,
+        ) {
+            let mut exec = Exec::new(self, units, scratch);
             let mut last = 0;
             let mut emit = |s: usize, e: usize, out: &mut Vec<usize>| {
                 if s > last {
@@ -1752,7 +1838,21 @@ mod regex {
             if last < units.len() {
                 out.push(units.len() - last);
             }
+            exec.give_back(scratch);
         }
+    }
+
+    /// Buffers a [`Program`] reuses from piece to piece.
+    #[derive(Default)]
+    pub(in super::super) struct Scratch {
+        failed: Vec<u64>,
+        found: Vec<u64>,
+        looks: Vec<u8>,
+        stack: Vec<Frame>,
+        /// The steps taken so far (see `Splitter::matcher_steps`).
+        pub(in super::super) steps: u64,
+        /// Remember nothing, as where the bits would not fit (for tests).
+        forget: bool,
     }
 
     enum Frame {
@@ -1763,6 +1863,13 @@ mod regex {
         Fail {
             memo: u32,
             pos: usize,
+        },
+        /// The exits of a `Star` at `lo..=hi` still to try after the one at `hi` (being tried).
+        Star {
+            exit: u32,
+            memo: u32,
+            lo: usize,
+            hi: usize,
         },
         Run {
             pc: u32,
@@ -1779,8 +1886,18 @@ mod regex {
         prog: &'a Program,
         units: &'a [u32],
         failed: Vec<u64>,
-        looks: HashMap<(u32, usize), bool>,
+        /// For the states of lookahead bodies, which only ask whether a match exists: the
+        /// (state, position) pairs from which one was found.
+        found: Vec<u64>,
+        /// Per lookahead and position: 0 not known yet, 1 no match, 2 a match.
+        looks: Vec<u8>,
         stack: Vec<Frame>,
+        /// Whether `failed` and `found` have their bits (see `Exec::new`).
+        remember: bool,
+        /// Whether `looks` has its bytes.
+        remember_looks: bool,
+        steps: u64,
+        retrying: bool,
         begin: usize,
         prev_avail: bool,
         not_null: bool,
@@ -1791,23 +1908,57 @@ mod regex {
     }
 
     impl<'a> Exec<'a> {
-        fn new(prog: &'a Program, units: &'a [u32]) -> Exec<'a> {
-            let bits = prog.n_memo * (units.len() + 1);
+        fn new(prog: &'a Program, units: &'a [u32], scratch: &mut Scratch) -> Exec<'a> {
+            // One bit per (state, position) and one byte per (lookahead, position). Where a
+            // count does not fit in usize (a piece of hundreds of millions of code points on a
+            // 32-bit target), nothing is remembered: the same words, without the linear bound.
+            let cells = |per: usize| units.len().checked_add(1).and_then(|n| n.checked_mul(per));
+            let memo_cells = cells(prog.n_memo);
+            let look_cells = cells(prog.n_looks);
+            let words = memo_cells.map_or(1, |c| c.div_ceil(64).max(1));
+            let reset = |v: &mut Vec<u64>, len: usize| {
+                let mut v = std::mem::take(v);
+                v.clear();
+                v.resize(len, 0);
+                v
+            };
+            let has_looks = (prog.look_memo as usize) < prog.n_memo;
+            let mut looks = std::mem::take(&mut scratch.looks);
+            looks.clear();
+            looks.resize(look_cells.unwrap_or(0), 0);
             Exec {
                 prog,
                 units,
-                failed: vec![0; bits.div_ceil(64)],
-                looks: HashMap::new(),
-                stack: Vec::new(),
+                failed: reset(&mut scratch.failed, words),
+                found: reset(&mut scratch.found, if has_looks { words } else { 0 }),
+                looks,
+                stack: std::mem::take(&mut scratch.stack),
+                remember: memo_cells.is_some() && !scratch.forget,
+                remember_looks: look_cells.is_some() && !scratch.forget,
+                steps: 0,
+                retrying: false,
                 begin: 0,
                 prev_avail: false,
                 not_null: false,
             }
         }
 
+        /// Returns the buffers for the next piece.
+        fn give_back(self, scratch: &mut Scratch) {
+            scratch.failed = self.failed;
+            scratch.found = self.found;
+            scratch.looks = self.looks;
+            scratch.stack = self.stack;
+            scratch.steps += self.steps;
+        }
+
         #[inline]
         fn bit(&self, memo: u32, pos: usize) -> (usize, u64) {
-            let i = memo as usize * (self.units.len() + 1) + pos;
+            // Position-major: the bits a position's states use lie together.
+            if !self.remember {
+                return (0, 0);
+            }
+            let i = pos * self.prog.n_memo + memo as usize;
             (i >> 6, 1 << (i & 63))
         }
 
@@ -1828,24 +1979,61 @@ mod regex {
         }
 
         /// regex_search at `start` alone, for a non-empty match (`match_not_null |
-        /// match_continuous`), with failure bits of its own.
+        /// match_continuous`). Its failures are not recorded (an empty match at `start` fails
+        /// here alone), and it trusts the recorded ones unless the expression has `^` or `\b`
+        /// (which may decide differently at `start` without `match_prev_avail`).
         fn retry(&mut self, start: usize, prev_avail: bool) -> Option<usize> {
-            let mut sub = Exec::new(self.prog, self.units);
-            sub.begin = start;
-            sub.prev_avail = prev_avail;
-            sub.not_null = true;
-            sub.run(0, start)
+            self.begin = start;
+            self.prev_avail = prev_avail;
+            self.not_null = true;
+            self.retrying = true;
+            let found = self.run(0, start);
+            self.not_null = false;
+            self.retrying = false;
+            found
         }
 
         fn look(&mut self, id: u32, start: u32, pos: usize) -> bool {
-            if let Some(&r) = self.looks.get(&(id, pos)) {
-                return r;
+            if !self.remember_looks {
+                return self.run(start, pos).is_some();
             }
-            let saved = std::mem::take(&mut self.stack);
+            let slot = id as usize * (self.units.len() + 1) + pos;
+            match self.looks[slot] {
+                1 => return false,
+                2 => return true,
+                _ => {}
+            }
+            // The body runs on the same stack, above the frames of the outer match.
             let r = self.run(start, pos).is_some();
-            self.stack = saved;
-            self.looks.insert((id, pos), r);
+            self.looks[slot] = 1 + u8::from(r);
             r
+        }
+
+        #[inline]
+        fn trust_failures(&self) -> bool {
+            !(self.retrying && self.prog.anchors)
+        }
+
+        /// A lookahead body matched: every state on the way there (the failure frames still on
+        /// the stack) leads to a match.
+        fn found_at(&mut self, base: usize, pos: usize) -> usize {
+            let n_memo = self.prog.n_memo;
+            if !self.remember {
+                self.stack.truncate(base);
+                return pos;
+            }
+            for frame in self.stack.drain(base..) {
+                let (memo, positions) = match frame {
+                    Frame::Fail { memo, pos: q } => (memo, q..=q),
+                    Frame::Star { memo, lo, hi, .. } => (memo, lo..=hi),
+                    _ => continue,
+                };
+                for q in positions {
+                    let i = q * n_memo + memo as usize;
+                    self.found[i >> 6] |= 1 << (i & 63);
+                }
+            }
+            pos
         }
 
         /// Backtracking from instruction `pc` at `pos`: the end of the first match in
@@ -1855,6 +2043,7 @@ mod regex {
             let (mut pc, mut pos) = (pc, pos);
             let n = self.units.len();
             loop {
+                self.steps += 1;
                 let ok = match self.prog.insts[pc as usize] {
                     Inst::Unit(u) => {
                         let ok = pos < n && self.units[pos] == u;
@@ -1874,7 +2063,10 @@ mod regex {
                         memo,
                     } => {
                         let (w, b) = self.bit(memo, pos);
-                        if self.failed[w] & b != 0 {
+                        if memo >= self.prog.look_memo && self.found[w] & b != 0 {
+                            return Some(self.found_at(base, pos));
+                        }
+                        if self.failed[w] & b != 0 && self.trust_failures() {
                             false
                         } else {
                             self.stack.push(Frame::Fail { memo, pos });
@@ -1921,13 +2113,16 @@ mod regex {
                         memo,
                     } => {
                         let (w, b) = self.bit(memo, pos);
+                        if memo >= self.prog.look_memo && self.found[w] & b != 0 {
+                            return Some(self.found_at(base, pos));
+                        }
                         let class = &self.prog.classes[class as usize];
                         let mut k = 0;
                         while k < max as usize && pos + k < n && class.matches(self.units[pos + k])
                         {
                             k += 1;
                         }
-                        if self.failed[w] & b != 0 || k < min as usize {
+                        if self.failed[w] & b != 0 && self.trust_failures() || k < min as usize {
                             false
                         } else {
                             self.stack.push(Frame::Fail { memo, pos });
@@ -1942,6 +2137,47 @@ mod regex {
                             true
                         }
                     }
+                    Inst::Star { class, memo } => {
+                        let look = memo >= self.prog.look_memo;
+                        let class = &self.prog.classes[class as usize];
+                        let mut p = pos;
+                        let mut found = false;
+                        let hi = loop {
+                            let (w, b) = self.bit(memo, p);
+                            if look && self.found[w] & b != 0 {
+                                found = true;
+                                break p.checked_sub(1);
+                            }
+                            if self.failed[w] & b != 0 && self.trust_failures() {
+                                break p.checked_sub(1);
+                            }
+                            if p < n && class.matches(self.units[p]) {
+                                p += 1;
+                            } else {
+                                break Some(p);
+                            }
+                        }
+                        .filter(|&hi| hi >= pos);
+                        if let Some(hi) = hi {
+                            self.stack.push(Frame::Star {
+                                exit: pc + 1,
+                                memo,
+                                lo: pos,
+                                hi,
+                            });
+                        }
+                        if found {
+                            return Some(self.found_at(base, p));
+                        }
+                        match hi {
+                            Some(hi) => {
+                                pc += 1;
+                                pos = hi;
+                                true
+                            }
+                            None => false,
+                        }
+                    }
                     Inst::Match => {
                         if self.not_null && pos == self.begin {
                             false
@@ -1950,16 +2186,14 @@ mod regex {
                             return Some(pos);
                         }
                     }
-                    Inst::LookEnd => {
-                        self.stack.truncate(base);
-                        return Some(pos);
-                    }
+                    Inst::LookEnd => return Some(self.found_at(base, pos)),
                 };
                 if ok {
                     continue;
                 }
                 // Backtrack.
                 loop {
+                    self.steps += 1;
                     if self.stack.len() == base {
                         return None;
                     }
@@ -1970,8 +2204,27 @@ mod regex {
                             break;
                         }
                         Some(Frame::Fail { memo, pos: q }) => {
-                            let (w, b) = self.bit(memo, q);
-                            self.failed[w] |= b;
+                            if !self.retrying {
+                                let (w, b) = self.bit(memo, q);
+                                self.failed[w] |= b;
+                            }
+                        }
+                        Some(Frame::Star { exit, memo, lo, hi }) => {
+                            if !self.retrying {
+                                let (w, b) = self.bit(memo, hi);
+                                self.failed[w] |= b;
+                            }
+                            if hi > lo {
+                                self.stack.push(Frame::Star {
+                                    exit,
+                                    memo,
+                                    lo,
+                                    hi: hi - 1,
+                                });
+                                pc = exit;
+                                pos = hi - 1;
+                                break;
+                            }
                         }
                         Some(Frame::Run {
                             pc: p,
@@ -1992,6 +2245,42 @@ mod regex {
                             }
                         }
                         None => return None,
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Without the failure bits and lookahead table (where they would not fit), the words
+        /// are the same.
+        #[test]
+        fn forgetting_gives_the_same_words() {
+            let texts = [
+                "a 1234567 89 'S  x\r\n\n  Ünï 中文 !!",
+                "   \t x",
+                "",
+                "1234",
+            ];
+            for regexes in super::super::PreType::ALL.map(super::super::PreType::regexes) {
+                for re in regexes {
+                    let Ok(program) = Program::new(re) else {
+                        continue;
+                    };
+                    for text in texts {
+                        let units: Vec<u32> = text.chars().map(u32::from).collect();
+                        let mut both = [Vec::new(), Vec::new()];
+                        for (forget, out) in [false, true].into_iter().zip(&mut both) {
+                            let mut scratch = Scratch {
+                                forget,
+                                ..Scratch::default()
+                            };
+                            program.split_piece(&units, out, &mut scratch);
+                        }
+                        assert_eq!(both[0], both[1], "{re:?} on {text:?}");
                     }
                 }
             }
@@ -2189,6 +2478,13 @@ mod tests {
             ]
         );
         assert!(split(b"", PreType::Llama3.regexes(), true).is_empty());
+    }
+
+    #[test]
+    fn a_splitter_is_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Splitter>();
+        shared::<PreType>();
     }
 
     #[test]

@@ -318,10 +318,15 @@ const BYTE_UTF8: [[u8; 3]; 256] = {
 /// The text GPT-2's byte-level encoding gives byte `b` (llama.cpp's `unicode_byte_to_utf8`):
 /// the UTF-8 of [`byte_to_cpt`].
 pub fn byte_to_utf8(b: u8) -> &'static str {
-    let entry = &BYTE_UTF8[usize::from(b)];
-    let bytes = &entry[..usize::from(entry[2])];
     // The table holds the UTF-8 of code points below 0x800, built above.
-    std::str::from_utf8(bytes).unwrap_or_default()
+    std::str::from_utf8(byte_to_utf8_bytes(b)).unwrap_or_default()
+}
+
+/// The bytes of [`byte_to_utf8`] (without the UTF-8 check).
+#[inline]
+pub fn byte_to_utf8_bytes(b: u8) -> &'static [u8] {
+    let entry = &BYTE_UTF8[usize::from(b)];
+    &entry[..usize::from(entry[2])]
 }
 
 /// The byte whose GPT-2 byte-level text is `s` (llama.cpp's `unicode_utf8_to_byte`, which
