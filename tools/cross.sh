@@ -296,6 +296,13 @@ for t in "${triples[@]}"; do
   esac
 done
 
+# llama.cpp's tokenizer test files (tests/tokenizer_vocab.rs reads them on every target), fetched
+# once on the host.
+if [ -z "${GGUF_LLAMA_SRC_DIR:-}" ]; then
+  [ -f "$root/target/llama.cpp/models/ggml-vocab-llama-spm.gguf" ] || make -C "$root" llama-src
+  export GGUF_LLAMA_SRC_DIR="$root/target/llama.cpp"
+fi
+
 summary=()
 # Every test file is in one of the two lists: a new one is never silently left out here.
 for f in tests/*.rs; do
