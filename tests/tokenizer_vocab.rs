@@ -78,6 +78,34 @@ fn check(name: &str) {
             String::from_utf8_lossy(&text)
         );
     }
+    // Hostile bytes (invalid UTF-8, NUL, special-token text cut short) with every flag: ids in
+    // the vocabulary, and text back.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ name.len() as u64;
+    let n = tok.n_tokens();
+    for _ in 0..40 {
+        let mut text = Vec::new();
+        for _ in 0..seed % 48 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let b = seed.to_le_bytes();
+            text.push(if b[1] < 64 {
+                b"<|/s>[]\n "[usize::from(b[2] % 9)]
+            } else {
+                b[3]
+            });
+        }
+        for (add, parse) in [(false, false), (true, false), (false, true), (true, true)] {
+            let ids = tok.tokenize(&text, add, parse);
+            assert!(
+                ids.iter().all(|&i| usize::try_from(i).is_ok_and(|i| i < n)),
+                "{name}: an id outside the vocabulary for {text:?}"
+            );
+            for (remove, unparse) in [(false, false), (true, true)] {
+                tok.detokenize(&ids, remove, unparse).unwrap();
+            }
+        }
+    }
     assert!(
         failures.is_empty(),
         "{name}: {} tests differ from llama.cpp:\n{}",
