@@ -3,7 +3,9 @@
 //! each vocabulary file of llama.cpp's sources with `vocab_only`, and `llama_tokenize`,
 //! `llama_detokenize` and `llama_token_to_piece` answer beside ours on generated text: many
 //! scripts, invalid UTF-8, NUL bytes, runs of one character, of whitespace and of digits,
-//! special-token text glued to words, with every flag combination. Zero differences.
+//! special-token text glued to words, with every flag combination; and 96 KiB of real text in
+//! many scripts (every tokenizer test input of llama.cpp, then its documentation). Zero
+//! differences.
 //!
 //! `llama_model_params` is passed by value: its layout in that build (80 bytes, `vocab_only` at
 //! byte 72) is checked from `llama_model_default_params()` before use.
@@ -330,6 +332,32 @@ fn llama_safe(t: &mut [u8]) {
     }
 }
 
+/// Every `.inp` of llama.cpp's models (many scripts), then its README and documentation, cut
+/// to 96 KiB.
+fn real_text() -> Vec<u8> {
+    let src = common::llama_src_dir();
+    let files = |dir: &str, ext: &str| {
+        let mut v: Vec<_> = std::fs::read_dir(src.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut text = Vec::new();
+    for p in files("models", "inp")
+        .into_iter()
+        .chain(files("docs", "md"))
+    {
+        text.extend(std::fs::read(p).unwrap());
+    }
+    text.extend(std::fs::read(src.join("README.md")).unwrap_or_default());
+    assert!(text.len() > 96 * 1024, "too little real text");
+    text.truncate(96 * 1024);
+    text
+}
+
 fn compare(name: &str, texts: usize) {
     let path = common::llama_src_dir().join(format!("models/ggml-vocab-{name}.gguf"));
     let file = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
@@ -432,6 +460,25 @@ fn compare(name: &str, texts: usize) {
                     String::from_utf8_lossy(&want_text),
                     String::from_utf8_lossy(&got_text)
                 ));
+            }
+        }
+    }
+    // Real text in many scripts: every tokenizer test input of llama.cpp, then its documentation.
+    let real = real_text();
+    for (add, parse) in [(false, false), (true, true)] {
+        let want = theirs.tokenize(&real, add, parse);
+        let got = ours.tokenize(&real, add, parse);
+        if got != want {
+            let at = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            diffs.push(format!(
+                "real text, add {add} parse {parse}: first difference at token {at}: llama {:?}, ours {:?}",
+                &want[at..want.len().min(at + 8)],
+                &got[at..got.len().min(at + 8)]
+            ));
+        } else {
+            let want_text = theirs.detokenize(&want, add, parse);
+            if ours.detokenize(&want, add, parse).unwrap() != want_text {
+                diffs.push(format!("real text back, remove {add} unparse {parse}"));
             }
         }
     }
