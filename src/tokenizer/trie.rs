@@ -85,7 +85,7 @@ impl Prefixes {
                 t.len() <= d || if strict { t[d] < c } else { t[d] <= c }
             };
             let start = range.partition_point(|id| below(id, true));
-            let end = range.partition_point(|id| below(id, false));
+            let end = start + range[start..].partition_point(|id| below(id, false));
             if start == end {
                 return d;
             }
