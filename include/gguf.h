@@ -65,6 +65,29 @@
 #define GGUF_NO_VIEW 18446744073709551615ull
 
 /**
+ * `gguf_tokenize` flag: add the model's BOS/EOS (or CLS/SEP) as llama.cpp's `add_special`.
+ */
+#define GGUF_TOKENIZE_ADD_SPECIAL 1
+
+/**
+ * `gguf_tokenize` flag: read special-token text (`<|im_start|>`) as those tokens, as
+ * llama.cpp's `parse_special`.
+ */
+#define GGUF_TOKENIZE_PARSE_SPECIAL 2
+
+/**
+ * `gguf_detokenize` flag: drop a leading BOS and trailing EOS the model adds, as llama.cpp's
+ * `remove_special`.
+ */
+#define GGUF_DETOKENIZE_REMOVE_SPECIAL 1
+
+/**
+ * `gguf_detokenize` and `gguf_token_to_piece` flag: write control tokens' text, as llama.cpp's
+ * `unparse_special` (`special`); without it they give nothing.
+ */
+#define GGUF_DETOKENIZE_UNPARSE_SPECIAL 2
+
+/**
  * The type of a metadata value, as stored in the file (`u32`).
  */
 enum GGUFValueType
@@ -619,6 +642,11 @@ typedef struct GGUFDigesterImpl GGUFDigesterImpl;
 typedef struct GGUFFileImpl GGUFFileImpl;
 
 /**
+ * The opaque state behind a `GGUFTokenizer`.
+ */
+typedef struct GGUFTokenizerImpl GGUFTokenizerImpl;
+
+/**
  * The opaque state behind a `GGUFWriter`.
  */
 typedef struct GGUFWriterImpl GGUFWriterImpl;
@@ -924,6 +952,88 @@ typedef struct GGUFShardInfo {
    */
   const uint8_t *base;
 } GGUFShardInfo;
+
+/**
+ * A file's vocabulary made into a tokenizer (`gguf_tokenizer_open`). Owned by the caller,
+ * independent of the file handle once made, and usable from many threads at once. NULL is
+ * never a valid tokenizer.
+ */
+typedef struct GGUFTokenizerImpl *GGUFTokenizer;
+
+/**
+ * The special tokens of a vocabulary, each -1 where it has none, and whether `add_special`
+ * adds BOS and EOS.
+ */
+typedef struct GGUFSpecialTokens {
+  /**
+   * Beginning of sequence (BERT's CLS).
+   */
+  int32_t bos;
+  /**
+   * End of sequence.
+   */
+  int32_t eos;
+  /**
+   * End of turn.
+   */
+  int32_t eot;
+  /**
+   * End of message.
+   */
+  int32_t eom;
+  /**
+   * Unknown.
+   */
+  int32_t unk;
+  /**
+   * Separator.
+   */
+  int32_t sep;
+  /**
+   * Padding.
+   */
+  int32_t pad;
+  /**
+   * Mask.
+   */
+  int32_t mask;
+  /**
+   * Newline.
+   */
+  int32_t nl;
+  /**
+   * Fill-in-the-middle: prefix.
+   */
+  int32_t fim_pre;
+  /**
+   * Fill-in-the-middle: suffix.
+   */
+  int32_t fim_suf;
+  /**
+   * Fill-in-the-middle: middle.
+   */
+  int32_t fim_mid;
+  /**
+   * Fill-in-the-middle: padding.
+   */
+  int32_t fim_pad;
+  /**
+   * Fill-in-the-middle: repository.
+   */
+  int32_t fim_rep;
+  /**
+   * Fill-in-the-middle: file separator.
+   */
+  int32_t fim_sep;
+  /**
+   * Whether GGUF_TOKENIZE_ADD_SPECIAL adds BOS.
+   */
+  bool add_bos;
+  /**
+   * Whether GGUF_TOKENIZE_ADD_SPECIAL adds EOS.
+   */
+  bool add_eos;
+} GGUFSpecialTokens;
 
 /**
  * How `gguf_open_url_with` (all fields) and `gguf_open_url_ex` (the fields before
@@ -1562,6 +1672,82 @@ GGUF_API const struct GGUFTensorInfo *gguf_get_tensor_by_index(GGUFFile file, ui
  * opened with GGUF_OPEN_FLAG_READ holds a private copy instead).
  */
 GGUF_API const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo *info);
+
+/**
+ * The tokenizer of `file`'s vocabulary (`tokenizer.ggml.*`), checked: NULL, with the reason,
+ * when the file has none or it is unusable (an unknown model or pre-tokenizer name, duplicate
+ * tokens, merges naming no token, token types out of range, NaN scores, special-token ids past
+ * the vocabulary). The caller owns the tokenizer (`gguf_tokenizer_close`); it does not need the
+ * file to stay open.
+ */
+GGUF_API GGUFTokenizer gguf_tokenizer_open(GGUFFile file);
+
+/**
+ * Frees a tokenizer from `gguf_tokenizer_open`; NULL is ignored.
+ */
+GGUF_API void gguf_tokenizer_close(GGUFTokenizer tok);
+
+/**
+ * The number of tokens in the vocabulary; 0 if `tok` is NULL.
+ */
+GGUF_API int32_t gguf_tokenizer_n_tokens(GGUFTokenizer tok);
+
+/**
+ * Fills `out` with the vocabulary's special tokens. False if a pointer is NULL.
+ */
+GGUF_API bool gguf_tokenizer_special_tokens(GGUFTokenizer tok, struct GGUFSpecialTokens *out);
+
+/**
+ * Whether `token` ends generation (EOS, EOT, EOM and the tokens llama.cpp counts so); false if
+ * `tok` is NULL.
+ */
+GGUF_API bool gguf_token_is_eog(GGUFTokenizer tok, int32_t token);
+
+/**
+ * Tokenizes the `len` bytes at `text` (any bytes: invalid UTF-8 and NUL are accepted; NULL when
+ * `len` is 0) into `tokens` (room for `max_tokens`; NULL when `max_tokens` is 0), exactly as
+ * llama.cpp's `llama_tokenize`. `flags`: GGUF_TOKENIZE_ADD_SPECIAL, GGUF_TOKENIZE_PARSE_SPECIAL.
+ * Returns the number of tokens; when that is more than `max_tokens`, nothing is written (call
+ * again with that much room). -1 on failure: a NULL pointer, unknown flags
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ */
+GGUF_API
+int64_t gguf_tokenize(GGUFTokenizer tok,
+                      const char *text,
+                      uint64_t len,
+                      int32_t *tokens,
+                      uint64_t max_tokens,
+                      uint32_t flags);
+
+/**
+ * Writes the text of the `n` tokens at `tokens` (NULL when `n` is 0) to `text` (room for
+ * `max_len` bytes, no NUL added; NULL when `max_len` is 0), exactly as llama.cpp's
+ * `llama_detokenize`. `flags`: GGUF_DETOKENIZE_REMOVE_SPECIAL, GGUF_DETOKENIZE_UNPARSE_SPECIAL.
+ * Returns the text's length; when that is more than `max_len`, nothing is written. -1 on
+ * failure: a token id outside the vocabulary, unknown flags (GGUF_ERROR_CODE_INVALID_ARGUMENT),
+ * a NULL pointer.
+ */
+GGUF_API
+int64_t gguf_detokenize(GGUFTokenizer tok,
+                        const int32_t *tokens,
+                        uint64_t n,
+                        char *text,
+                        uint64_t max_len,
+                        uint32_t flags);
+
+/**
+ * Writes token `token`'s text to `buf` (room for `max_len` bytes, no NUL added; NULL when
+ * `max_len` is 0), as llama.cpp's `llama_token_to_piece` with no spaces stripped: control and
+ * unknown tokens give nothing unless `flags` has GGUF_DETOKENIZE_UNPARSE_SPECIAL. Returns the
+ * piece's length; when that is more than `max_len`, nothing is written. -1 on failure: a token
+ * id outside the vocabulary, unknown flags (GGUF_ERROR_CODE_INVALID_ARGUMENT), a NULL pointer.
+ */
+GGUF_API
+int64_t gguf_token_to_piece(GGUFTokenizer tok,
+                            int32_t token,
+                            char *buf,
+                            uint64_t max_len,
+                            uint32_t flags);
 
 /**
  * ggml's name of the tensor data type `dtype` (e.g. "Q4_K"), a static string; NULL for ids

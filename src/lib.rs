@@ -10,6 +10,9 @@
 #[cfg(doctest)]
 #[doc = include_str!("../docs/rust.md")]
 struct RustGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tokenizer.md")]
+struct TokenizerGuide;
 
 mod atomic_file;
 pub mod check;
@@ -41,6 +44,10 @@ mod size;
 #[allow(unsafe_code)]
 pub mod source;
 pub mod text;
+/// Text to tokens and back, as llama.cpp does, from a file's vocabulary (the C API's
+/// `gguf_tokenize`).
+///
+/// cbindgen:ignore
 pub mod tokenizer;
 pub mod types;
 pub mod value;

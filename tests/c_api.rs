@@ -362,6 +362,59 @@ fn engine_fixtures() -> Vec<(String, Vec<u8>)> {
 }
 
 /// Writes every fixture (once per test process) and returns their paths.
+/// A small SentencePiece vocabulary (`vocab_spm.gguf`, test_tokenizer.c): `<unk>`, `<s>`,
+/// `</s>`, the 256 byte tokens (3 to 258), then `▁` (259), `▁H` (260), `▁He` (261), `▁Hel`
+/// (262), `▁Hell` (263), `▁Hello` (264), each scored below the one before; and a copy whose
+/// BOS id is past the vocabulary (`vocab_bad_bos.gguf`).
+fn vocab_fixture(bos: u32) -> Vec<u8> {
+    let mut tokens: Vec<Vec<u8>> = vec![b"<unk>".to_vec(), b"<s>".to_vec(), b"</s>".to_vec()];
+    let mut types = vec![2, 3, 3];
+    for b in 0..=255u8 {
+        tokens.push(format!("<0x{b:02X}>").into_bytes());
+        types.push(6);
+    }
+    for t in [
+        "\u{2581}",
+        "\u{2581}H",
+        "\u{2581}He",
+        "\u{2581}Hel",
+        "\u{2581}Hell",
+        "\u{2581}Hello",
+    ] {
+        tokens.push(t.as_bytes().to_vec());
+        types.push(1);
+    }
+    let n = tokens.len();
+    let scores: Vec<MetadataValue> = (0..n).map(|i| MetadataValue::F32(-(i as f32))).collect();
+    small(|w| {
+        w.add_metadata("tokenizer.ggml.model", MetadataValue::string("llama"))
+            .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.tokens",
+            MetadataValue::Array(
+                ValueType::String,
+                tokens.into_iter().map(MetadataValue::String).collect(),
+            ),
+        )
+        .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.scores",
+            MetadataValue::Array(ValueType::Float32, scores),
+        )
+        .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.token_type",
+            MetadataValue::Array(
+                ValueType::Int32,
+                types.into_iter().map(MetadataValue::I32).collect(),
+            ),
+        )
+        .unwrap();
+        w.add_metadata("tokenizer.ggml.bos_token_id", MetadataValue::U32(bos))
+            .unwrap();
+    })
+}
+
 fn fixtures() -> &'static [PathBuf] {
     static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();
     PATHS.get_or_init(|| {
@@ -377,6 +430,8 @@ fn fixtures() -> &'static [PathBuf] {
             ("v1big.gguf", model(1, ByteOrder::Big, None)),
             ("align.gguf", model(3, ByteOrder::Little, Some(256))),
             ("empty.gguf", small(|_| {})),
+            ("vocab_spm.gguf", vocab_fixture(1)),
+            ("vocab_bad_bos.gguf", vocab_fixture(100_000)),
             // Broken files; the offsets in the comments are where the C tests expect the error.
             ("not_gguf.txt", b"this is not a GGUF file\n".to_vec()),
             ("zero.bin", Vec::new()),
@@ -726,6 +781,16 @@ fn c_test_validate() {
 #[test]
 fn c_test_quantize() {
     run_c_test("test_quantize");
+}
+
+#[test]
+fn c_test_tokenizer() {
+    run_c_test("test_tokenizer");
+}
+
+#[test]
+fn valgrind_tokenizer() {
+    run_valgrind("test_tokenizer");
 }
 
 /// Every program in c_tests/ has a test above (or in tests/url.rs), so none is silently skipped.

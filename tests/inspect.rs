@@ -2694,3 +2694,67 @@ fn shards_data_bytes(root: &Path, name: &str) -> u64 {
     let f = MappedFile::open(root.join(name)).unwrap();
     f.tensors().map(|t| t.size).sum()
 }
+
+// ------------------------------------------------------------------------------------------------
+// The tokenizer: --tokenize and --detokenize.
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn tokenize_and_detokenize_print_llama_cpp_s_tokens_and_text() {
+    let vocab = common::llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
+    let v = vocab.as_os_str();
+    // BOS added, "<s>" read as the special token, pieces quoted and escaped.
+    let out = expect(
+        &[OsStr::new("--tokenize"), "Hello <s>world\x01".as_ref(), v],
+        0,
+    );
+    assert!(out.stderr.is_empty(), "{}", show(&out));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "1\t'<s>'\n15043\t' Hello'\n29871\t' '\n1\t'<s>'\n3186\t' world'\n4\t'\\x01'\n"
+    );
+    let out = expect(&[OsStr::new("--detokenize"), "1,15043 3186".as_ref(), v], 0);
+    assert_eq!(out.stdout, b"<s> Hello world\n");
+    let out = expect(&[OsStr::new("--detokenize=15043,,3186"), v], 0);
+    assert_eq!(out.stdout, b"Hello world\n");
+
+    // An id outside the vocabulary, and a file without one: exit status 1, the reason.
+    let out = expect(&[OsStr::new("--detokenize"), "1,32000".as_ref(), v], 1);
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("token id 32000 is not in the vocabulary"),
+        "{stderr}"
+    );
+    let mut w = Writer::new();
+    w.add_metadata("general.name", MetadataValue::string("no vocabulary"))
+        .unwrap();
+    let bare = scratch_file("no_vocab.gguf", &w.header_bytes().unwrap());
+    let out = expect(
+        &[OsStr::new("--tokenize"), "hi".as_ref(), bare.as_os_str()],
+        1,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no tokenizer (key tokenizer.ggml.model)"),
+        "{stderr}"
+    );
+
+    // Bad usage.
+    let exe = inspector().display().to_string();
+    let line = bad_usage_line(&inspect(&["--detokenize".as_ref(), "1,x".as_ref(), v]));
+    assert_eq!(
+        line,
+        format!(
+            "{exe}: --detokenize takes token ids separated by commas or spaces, not '1,x' (see {exe} --help)\n"
+        )
+    );
+    bad_usage_line(&inspect(&["--tokenize".as_ref(), "hi".as_ref()]));
+    bad_usage_line(&inspect(&["--tokenize".as_ref()]));
+    bad_usage_line(&inspect(&["--json".as_ref(), "--tokenize=hi".as_ref(), v]));
+    bad_usage_line(&inspect(&[
+        "--tokenize=a".as_ref(),
+        "--detokenize=1".as_ref(),
+        v,
+    ]));
+}

@@ -11,8 +11,8 @@
 mod common;
 
 use gguf::ffi::{
-    GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFTensorInfo, GGUFUploadPlan, GGUFUrlOptions,
-    GGUFValue, GGUFView,
+    GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFSpecialTokens, GGUFTensorInfo,
+    GGUFUploadPlan, GGUFUrlOptions, GGUFValue, GGUFView,
 };
 use serde_json::{json, Map, Value as Json};
 use std::mem::{align_of, offset_of, size_of};
@@ -51,6 +51,10 @@ fn ffi_layout() -> Json {
         }),
         "GGUFShardInfo": layout!(GGUFShardInfo {
             path, file_size, data_offset, alignment, version, tensor_count, first_tensor, base
+        }),
+        "GGUFSpecialTokens": layout!(GGUFSpecialTokens {
+            bos, eos, eot, eom, unk, sep, pad, mask, nl, fim_pre, fim_suf, fim_mid, fim_pad,
+            fim_rep, fim_sep, add_bos, add_eos
         }),
         "GGUFUrlOptions": layout!(GGUFUrlOptions {
             bearer_token, timeout_ms, max_redirects, deadline_ms

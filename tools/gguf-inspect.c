@@ -1759,6 +1759,8 @@ static void usage(FILE *out, const char *argv0) {
           "       %s --hash FILE.gguf\n"
           "       %s --check MANIFEST FILE.gguf\n"
           "       %s --tensor NAME --values [N] [FILE.gguf]\n"
+          "       %s --tokenize TEXT FILE.gguf\n"
+          "       %s --detokenize IDS FILE.gguf\n"
           "       %s --version | --help\n"
           "Prints a GGUF file's header, size (parameters, bytes of tensor data; KiB, MiB, GiB\n"
           "  beside byte counts), metadata (long arrays summarized; general.file_type with its\n"
@@ -1806,6 +1808,14 @@ static void usage(FILE *out, const char *argv0) {
           "                  the first N values (default 16, 0 for all) of tensor NAME as\n"
           "                  floats, one a line, bit for bit as ggml converts them (exit status 1\n"
           "                  if there is no such tensor or its type cannot be converted)\n"
+          "  --tokenize TEXT the tokens of TEXT by the file's vocabulary, exactly as llama.cpp\n"
+          "                  tokenizes (the model's BOS/EOS added, special-token text such as\n"
+          "                  <|im_start|> read as that token): one line each, the id, a tab and\n"
+          "                  the token's text, quoted and escaped\n"
+          "  --detokenize IDS  the text of the token ids IDS (separated by commas or spaces),\n"
+          "                  exactly as llama.cpp's llama_detokenize with special tokens' text,\n"
+          "                  the bytes as they are, then a newline. Both exit with status 1 if\n"
+          "                  the file has no usable vocabulary or an id is not in it\n"
           "  --version       the version of libgguf in use\n"
           "  -h, --help      this help\n"
           "--verify, --hash and --check draw a progress bar on stderr when stderr is a\n"
@@ -1818,7 +1828,102 @@ static void usage(FILE *out, const char *argv0) {
           "  general.file_type's value (null if none).\n"
           "exit status: 0 OK, 1 cannot open, key missing, verification or check failed,\n"
           "  2 bad usage or a malformed manifest\n",
-          argv0, argv0, argv0, argv0, argv0, argv0, argv0, GGUF_INSPECT_DEFAULT_SAMPLE);
+          argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0,
+          GGUF_INSPECT_DEFAULT_SAMPLE);
+}
+
+static int bad_usage(const char *argv0, const char *before, const char *arg, const char *after);
+
+/* --tokenize: each token of TEXT, "ID\tPIECE" (the piece quoted and escaped). */
+static int print_tokens(GGUFFile f, const char *path, const char *text, const char *argv0) {
+  GGUFTokenizer tok = gguf_tokenizer_open(f);
+  if (!tok) {
+    fprintf(stderr, "%s: ", argv0);
+    put_escaped_c(stderr, path);
+    fprintf(stderr, ": %s\n", gguf_last_error());
+    return 1;
+  }
+  const uint32_t flags = GGUF_TOKENIZE_ADD_SPECIAL | GGUF_TOKENIZE_PARSE_SPECIAL;
+  size_t len = strlen(text);
+  int64_t n = gguf_tokenize(tok, text, len, NULL, 0, flags);
+  int32_t *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
+  int status = 0;
+  if (n < 0 || (n > 0 && (!ids || gguf_tokenize(tok, text, len, ids, (uint64_t)n, flags) != n))) {
+    fprintf(stderr, "%s: cannot tokenize: %s\n", argv0, n < 0 ? gguf_last_error() : "out of memory");
+    status = 1;
+  }
+  char small[256];
+  for (int64_t i = 0; status == 0 && i < n; i++) {
+    int64_t m = gguf_token_to_piece(tok, ids[i], small, sizeof small, GGUF_DETOKENIZE_UNPARSE_SPECIAL);
+    char *piece = small;
+    if (m > (int64_t)sizeof small) {
+      piece = malloc((size_t)m);
+      if (!piece ||
+          gguf_token_to_piece(tok, ids[i], piece, (uint64_t)m, GGUF_DETOKENIZE_UNPARSE_SPECIAL) != m) {
+        fprintf(stderr, "%s: cannot print token %" PRId32 "\n", argv0, ids[i]);
+        status = 1;
+        if (piece != small) free(piece);
+        break;
+      }
+    }
+    printf("%" PRId32 "\t", ids[i]);
+    print_quoted(piece, m < 0 ? 0 : (uint64_t)m);
+    putchar('\n');
+    if (piece != small) free(piece);
+  }
+  free(ids);
+  gguf_tokenizer_close(tok);
+  return status;
+}
+
+/* --detokenize: the text of the ids in IDS (commas or spaces between them). */
+static int print_text(GGUFFile f, const char *path, const char *list, const char *argv0) {
+  size_t cap = strlen(list) / 2 + 1, n = 0;
+  int32_t *ids = malloc(cap * sizeof *ids);
+  if (!ids) {
+    fprintf(stderr, "%s: out of memory\n", argv0);
+    return 1;
+  }
+  for (const char *p = list; *p;) {
+    if (*p == ',' || *p == ' ' || *p == '\t') {
+      p++;
+      continue;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || v < INT32_MIN || v > INT32_MAX ||
+        (*end && *end != ',' && *end != ' ' && *end != '\t')) {
+      free(ids);
+      return bad_usage(argv0, "--detokenize takes token ids separated by commas or spaces, not ",
+                       list, "");
+    }
+    ids[n++] = (int32_t)v;
+    p = end;
+  }
+  GGUFTokenizer tok = gguf_tokenizer_open(f);
+  if (!tok) {
+    fprintf(stderr, "%s: ", argv0);
+    put_escaped_c(stderr, path);
+    fprintf(stderr, ": %s\n", gguf_last_error());
+    free(ids);
+    return 1;
+  }
+  int status = 0;
+  int64_t len = gguf_detokenize(tok, ids, n, NULL, 0, GGUF_DETOKENIZE_UNPARSE_SPECIAL);
+  char *text = len > 0 ? malloc((size_t)len) : NULL;
+  if (len < 0 || (len > 0 && (!text || gguf_detokenize(tok, ids, n, text, (uint64_t)len,
+                                                        GGUF_DETOKENIZE_UNPARSE_SPECIAL) != len))) {
+    fprintf(stderr, "%s: cannot detokenize: %s\n", argv0, len < 0 ? gguf_last_error() : "out of memory");
+    status = 1;
+  } else {
+    fwrite(text, 1, (size_t)len, stdout);
+    putchar('\n');
+  }
+  free(text);
+  free(ids);
+  gguf_tokenizer_close(tok);
+  return status;
 }
 
 /* Bad usage: one line on stderr, "PROGRAM: BEFORE'ARG'AFTER (see PROGRAM --help)" (ARG, if
@@ -1838,6 +1943,7 @@ static int bad_usage(const char *argv0, const char *before, const char *arg, con
 int main(int argc, char **argv) {
   int json = 0, tensors = 0, verify_mode = 0, hash = 0, options_done = 0, values = 0;
   const char *key = NULL, *path = NULL, *manifest = NULL, *tensor = NULL;
+  const char *tokenize_text = NULL, *detokenize_ids = NULL;
   uint64_t n_values = 16;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1873,6 +1979,14 @@ int main(int argc, char **argv) {
         if (++i == argc) return bad_usage(argv[0], "--tensor needs a NAME", NULL, "");
         tensor = argv[i];
       } else if (!strncmp(a, "--tensor=", 9)) tensor = a + 9;
+      else if (!strcmp(a, "--tokenize") || !strcmp(a, "--detokenize")) {
+        if (++i == argc)
+          return bad_usage(argv[0], a[2] == 't' ? "--tokenize needs a TEXT" : "--detokenize needs IDS",
+                           NULL, "");
+        if (a[2] == 't') tokenize_text = argv[i];
+        else detokenize_ids = argv[i];
+      } else if (!strncmp(a, "--tokenize=", 11)) tokenize_text = a + 11;
+      else if (!strncmp(a, "--detokenize=", 13)) detokenize_ids = a + 13;
       else if (!strcmp(a, "--metadata") || !strcmp(a, "--check")) {
         if (++i == argc)
           return bad_usage(argv[0], a[2] == 'm' ? "--metadata needs a KEY" : "--check needs a MANIFEST",
@@ -1888,11 +2002,15 @@ int main(int argc, char **argv) {
       path = a;
     }
   }
-  if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) + values > 1 ||
-      (json && (verify_mode || hash || manifest || values)))
+  int tokenizing = (tokenize_text != NULL) + (detokenize_ids != NULL);
+  if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) + values + tokenizing > 1 ||
+      (json && (verify_mode || hash || manifest || values || tokenizing)))
     return bad_usage(argv[0],
-                     "--tensors, --metadata, --verify, --hash, --check and --values exclude each "
-                     "other; --json goes with none of the last four",
+                     "--tensors, --metadata, --verify, --hash, --check, --values, --tokenize and "
+                     "--detokenize exclude each other; --json goes with none of the last six",
+                     NULL, "");
+  if (tokenizing && !path)
+    return bad_usage(argv[0], tokenize_text ? "--tokenize TEXT needs a FILE" : "--detokenize IDS needs a FILE",
                      NULL, "");
   if (values != (tensor != NULL))
     return bad_usage(argv[0], values ? "--values needs --tensor NAME" : "--tensor goes with --values",
@@ -1920,6 +2038,10 @@ int main(int argc, char **argv) {
   int status = 0;
   if (values) {
     status = print_values(f, path, tensor, n_values, argv[0]);
+  } else if (tokenize_text) {
+    status = print_tokens(f, path, tokenize_text, argv[0]);
+  } else if (detokenize_ids) {
+    status = print_text(f, path, detokenize_ids, argv[0]);
   } else if (key) {
     const GGUFMetadataKV *kv = gguf_get_metadata(f, key);
     if (!kv) {

@@ -49,6 +49,7 @@ from ._native import (
 )
 from ._quantize import quantize, quantize_requires_importance
 from ._strings import StringArray
+from ._tokenizer import Tokenizer
 from ._writer import Writer, infer_type
 
 __version__ = "0.1.0"
@@ -73,6 +74,7 @@ __all__ = [
     "Placement",
     "Shard",
     "StringArray",
+    "Tokenizer",
     "Tensor",
     "UploadPlan",
     "ValueType",

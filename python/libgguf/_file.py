@@ -1172,6 +1172,18 @@ class GGUFFile:
             self._tensors = out
         return list(self._tensors)
 
+    def tokenizer(self):
+        """The tokenizer of the file's vocabulary (:class:`libgguf.Tokenizer`), exactly as
+        llama.cpp tokenizes. It does not need the file to stay open. Raises :class:`GGUFError`
+        when the file has no usable vocabulary."""
+        from ._tokenizer import Tokenizer
+
+        h = self._handle()
+        ptr = h.lib.gguf_tokenizer_open(h.ptr)
+        if not ptr:
+            raise h.lib.error()
+        return Tokenizer(h.lib, ptr)
+
     def tensor(self, name: str | bytes) -> Tensor:
         """The tensor named ``name`` (``str``, or ``bytes`` for a name that is not UTF-8),
         compared whole: a NUL byte in ``name`` is part of it. Raises :class:`GGUFError` (code

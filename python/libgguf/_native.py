@@ -404,8 +404,19 @@ class GGUFUrlOptions(Structure):
     ]
 
 
+class GGUFSpecialTokens(Structure):
+    _fields_ = [
+        (name, c_int32)
+        for name in (
+            "bos", "eos", "eot", "eom", "unk", "sep", "pad", "mask", "nl",
+            "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
+        )
+    ] + [("add_bos", c_bool), ("add_eos", c_bool)]
+
+
 #: The structures above by their C names (for the layout check in the tests).
 STRUCTS = {
+    "GGUFSpecialTokens": GGUFSpecialTokens,
     "GGUFValue": GGUFValue,
     "GGUFMetadataKV": GGUFMetadataKV,
     "GGUFTensorInfo": GGUFTensorInfo,
@@ -459,6 +470,14 @@ _PROTOTYPES = {
         [_FILE, c_void_p, c_void_p, c_uint64, c_uint32, c_uint32, PROGRESS_FN, c_void_p],
     ),
     "gguf_close": (None, [_FILE]),
+    "gguf_tokenizer_open": (c_void_p, [_FILE]),
+    "gguf_tokenizer_close": (None, [c_void_p]),
+    "gguf_tokenizer_n_tokens": (c_int32, [c_void_p]),
+    "gguf_tokenizer_special_tokens": (c_bool, [c_void_p, POINTER(GGUFSpecialTokens)]),
+    "gguf_token_is_eog": (c_bool, [c_void_p, c_int32]),
+    "gguf_tokenize": (c_int64, [c_void_p, c_char_p, c_uint64, POINTER(c_int32), c_uint64, c_uint32]),
+    "gguf_detokenize": (c_int64, [c_void_p, POINTER(c_int32), c_uint64, c_char_p, c_uint64, c_uint32]),
+    "gguf_token_to_piece": (c_int64, [c_void_p, c_int32, c_char_p, c_uint64, c_uint32]),
     "gguf_version": (c_uint32, [_FILE]),
     "gguf_alignment": (c_uint64, [_FILE]),
     "gguf_data_offset": (c_uint64, [_FILE]),

@@ -1,0 +1,79 @@
+//! RWKV's tokenizer (`tokenizer.ggml.model` = `rwkv`), as llama.cpp's `llm_tokenizer_rwkv`:
+//! tokens are escaped byte strings; the text is cut greedily into the longest token at each
+//! position.
+
+use super::detokenize::unescape_rwkv;
+use super::trie::Prefixes;
+use super::vocab::{bad, Vocab};
+use crate::error::Result;
+
+/// The tokens' unescaped bytes and their prefix index.
+pub(crate) struct Rwkv {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    prefixes: Prefixes,
+}
+
+impl Rwkv {
+    pub fn new(vocab: &Vocab) -> Result<Rwkv> {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(vocab.len());
+        for id in 0..vocab.len() {
+            unescape_rwkv(vocab.text(id), &mut bytes);
+            ends.push(bytes.len());
+        }
+        let text = |i: u32| {
+            let i = i as usize;
+            let start = if i == 0 { 0 } else { ends[i - 1] };
+            &bytes[start..ends[i]]
+        };
+        // Of tokens that unescape alike, llama.cpp's trie keeps the last; one that unescapes to
+        // nothing is never matched.
+        let mut ids: Vec<u32> = (0..vocab.len())
+            .map(|i| u32::try_from(i).map_err(|_| bad("too many tokens")))
+            .collect::<Result<_>>()?;
+        ids.retain(|&i| !text(i).is_empty());
+        ids.sort_unstable_by(|&a, &b| text(a).cmp(text(b)).then(b.cmp(&a)));
+        ids.dedup_by(|a, b| text(*a) == text(*b));
+        let prefixes = Prefixes::new(ids, text);
+        Ok(Rwkv {
+            bytes,
+            ends,
+            prefixes,
+        })
+    }
+
+    fn text(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Appends the tokens of `text`: the longest token at each position; a byte no token
+    /// starts with is the unknown token (skipped where there is none).
+    pub fn tokenize(&self, text: &[u8], unk: Option<i32>, out: &mut Vec<i32>) {
+        let mut at = 0;
+        while at < text.len() {
+            let mut longest = None;
+            let depth = self.prefixes.walk(
+                |i| self.text(i),
+                &text[at..],
+                |len, id| longest = Some((len, id)),
+            );
+            match longest {
+                Some((len, id)) => {
+                    out.push(id as i32);
+                    at += len;
+                }
+                None => {
+                    // No token starts here (llama.cpp pushes the unknown token when no token
+                    // starts with the byte, and loops forever when some do but none ends
+                    // within the text: one byte is skipped as unknown instead).
+                    let _ = depth;
+                    out.extend(unk);
+                    at += 1;
+                }
+            }
+        }
+    }
+}

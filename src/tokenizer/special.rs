@@ -1,0 +1,374 @@
+//! Special-token text cut out of the input before tokenizing, as llama.cpp's
+//! `tokenizer_st_partition` does: each special token in turn (longest first) is found in the
+//! text fragments left by the ones before it, with its lstrip/rstrip attributes taking the
+//! whitespace beside it.
+
+use super::vocab::{attr, Vocab};
+use std::collections::BTreeMap;
+
+/// The special tokens by their first two bytes (and the one-byte ones by their byte), for one
+/// value of `parse_special`: every occurrence of every one of them is found in one pass over
+/// the text.
+struct Lookup {
+    /// Token ids in llama.cpp's order (longest first); a token's place here is its priority.
+    order: Vec<u32>,
+    /// `starts[k]..starts[k + 1]` indexes `by_pair` for the tokens whose first two bytes are
+    /// `k` (first byte high).
+    starts: Vec<u32>,
+    by_pair: Vec<u32>,
+    /// The priorities of the one-byte tokens, by their byte.
+    single: Vec<Vec<u32>>,
+}
+
+impl Lookup {
+    fn new(vocab: &Vocab, order: Vec<u32>) -> Lookup {
+        let mut single = vec![Vec::new(); 256];
+        let mut pairs: Vec<(u16, u32)> = Vec::new();
+        for (prio, &id) in order.iter().enumerate() {
+            // Fewer than 2^31 tokens.
+            let prio = u32::try_from(prio).unwrap_or(u32::MAX);
+            match vocab.text(id as usize) {
+                [] => {}
+                [b] => single[usize::from(*b)].push(prio),
+                [a, b, ..] => pairs.push((u16::from_be_bytes([*a, *b]), prio)),
+            }
+        }
+        pairs.sort_unstable();
+        let mut starts = vec![0u32; 65537];
+        for &(k, _) in &pairs {
+            starts[usize::from(k) + 1] += 1;
+        }
+        for k in 0..65536 {
+            starts[k + 1] += starts[k];
+        }
+        Lookup {
+            order,
+            starts,
+            by_pair: pairs.into_iter().map(|(_, p)| p).collect(),
+            single,
+        }
+    }
+
+    /// Every (priority, position) where one of the tokens occurs in `text`, overlapping ones
+    /// included.
+    fn occurrences(&self, vocab: &Vocab, text: &[u8]) -> Vec<(u32, usize)> {
+        let mut found = Vec::new();
+        if self.order.is_empty() {
+            return found;
+        }
+        let any_single = self.single.iter().any(|s| !s.is_empty());
+        for (i, w) in text.windows(2).enumerate() {
+            let k = usize::from(u16::from_be_bytes([w[0], w[1]]));
+            let (a, b) = (self.starts[k] as usize, self.starts[k + 1] as usize);
+            for &prio in &self.by_pair[a..b] {
+                let t = vocab.text(self.order[prio as usize] as usize);
+                if text[i..].starts_with(t) {
+                    found.push((prio, i));
+                }
+            }
+        }
+        if any_single {
+            for (i, &c) in text.iter().enumerate() {
+                for &prio in &self.single[usize::from(c)] {
+                    found.push((prio, i));
+                }
+            }
+        }
+        found
+    }
+}
+
+/// The special tokens, indexed for [`SpecialIndex::partition`].
+pub(crate) struct SpecialIndex {
+    /// Control, unknown and user-defined tokens (`parse_special`).
+    all: Lookup,
+    /// User-defined tokens only.
+    user: Lookup,
+}
+
+impl SpecialIndex {
+    /// The index of `specials` (control, user-defined and unknown tokens, in llama.cpp's order:
+    /// longest first).
+    pub fn new(vocab: &Vocab, specials: &[u32]) -> SpecialIndex {
+        let user = specials
+            .iter()
+            .copied()
+            .filter(|&id| vocab.attr(id) & (attr::CONTROL | attr::UNKNOWN) == 0)
+            .collect();
+        SpecialIndex {
+            all: Lookup::new(vocab, specials.to_vec()),
+            user: Lookup::new(vocab, user),
+        }
+    }
+
+    /// `text` cut into fragments by the special tokens, exactly as llama.cpp's
+    /// `tokenizer_st_partition` cuts it (token after token, longest first, each token's
+    /// occurrences left to right within what the tokens before it left, with its lstrip and
+    /// rstrip), in time linear in the text and the occurrences: every occurrence of every token
+    /// is found in one pass, then taken in llama.cpp's order where it still lies whole within a
+    /// text fragment.
+    pub fn partition(&self, vocab: &Vocab, text: &[u8], parse_special: bool) -> Vec<Fragment> {
+        if text.is_empty() {
+            return Vec::new();
+        }
+        let lookup = if parse_special { &self.all } else { &self.user };
+        let mut found = lookup.occurrences(vocab, text);
+        if found.is_empty() {
+            return vec![Fragment::Text(0, text.len())];
+        }
+        found.sort_unstable();
+        // Text fragments by start (value: end), and the tokens taken by position.
+        let mut texts: BTreeMap<usize, usize> = BTreeMap::new();
+        texts.insert(0, text.len());
+        let mut tokens: Vec<(usize, u32)> = Vec::new();
+        for (prio, at) in found {
+            let id = lookup.order[prio as usize];
+            let len = vocab.text(id as usize).len();
+            let Some((&start, &end)) = texts.range(..=at).next_back() else {
+                continue;
+            };
+            if at + len > end {
+                continue;
+            }
+            let a = vocab.attr(id);
+            texts.remove(&start);
+            let mut left_end = at;
+            if a & attr::LSTRIP != 0 {
+                while left_end > start && is_c_space(text[left_end - 1]) {
+                    left_end -= 1;
+                }
+            }
+            if left_end > start {
+                texts.insert(start, left_end);
+            }
+            tokens.push((at, id));
+            let mut right = at + len;
+            if a & attr::RSTRIP != 0 {
+                while right < end && is_c_space(text[right]) {
+                    right += 1;
+                }
+            }
+            if right < end {
+                texts.insert(right, end);
+            }
+        }
+        tokens.sort_unstable();
+        let mut out = Vec::with_capacity(tokens.len() * 2 + 1);
+        let mut t = tokens.into_iter().peekable();
+        for (start, end) in texts {
+            while let Some(&(at, id)) = t.peek() {
+                if at > start {
+                    break;
+                }
+                out.push(Fragment::Token(id));
+                t.next();
+            }
+            out.push(Fragment::Text(start, end));
+        }
+        out.extend(t.map(|(_, id)| Fragment::Token(id)));
+        out
+    }
+}
+
+/// A piece of the input: a token already decided, or a byte range still to tokenize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fragment {
+    /// A special token.
+    Token(u32),
+    /// The input's bytes `start..end` (never empty).
+    Text(usize, usize),
+}
+
+/// C's `isspace` in the "C" locale.
+#[inline]
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// The first occurrence of `needle` (not empty) in `hay`.
+#[cfg(test)]
+#[inline]
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    if hay.len() < needle.len() {
+        return None;
+    }
+    let last_start = hay.len() - needle.len();
+    let mut from = 0;
+    while from <= last_start {
+        let at = from + hay[from..=last_start].iter().position(|&b| b == first)?;
+        if &hay[at + 1..at + needle.len()] == rest {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// `text` cut into fragments by the special tokens `specials` (in llama.cpp's order: longest
+/// first), token after token over the whole text, as llama.cpp does it: the reference that
+/// [`SpecialIndex::partition`] is tested against. Control and unknown tokens are cut only when
+/// `parse_special` is set; user-defined ones always.
+#[cfg(test)]
+pub(crate) fn partition_naive(
+    vocab: &Vocab,
+    specials: &[u32],
+    text: &[u8],
+    parse_special: bool,
+) -> Vec<Fragment> {
+    let mut fragments = Vec::new();
+    if text.is_empty() {
+        return fragments;
+    }
+    fragments.push(Fragment::Text(0, text.len()));
+    let mut next = Vec::new();
+    for &id in specials {
+        let a = vocab.attr(id);
+        if !parse_special && a & (attr::CONTROL | attr::UNKNOWN) != 0 {
+            continue;
+        }
+        let tok = vocab.text(id as usize);
+        if tok.is_empty() {
+            continue;
+        }
+        // Most special tokens occur nowhere: one search of each text fragment tells.
+        let occurs = fragments.iter().any(|f| match *f {
+            Fragment::Text(s, e) => find(&text[s..e], tok).is_some(),
+            Fragment::Token(_) => false,
+        });
+        if !occurs {
+            continue;
+        }
+        next.clear();
+        next.reserve(fragments.len() + 2);
+        for &f in &fragments {
+            let Fragment::Text(mut start, end) = f else {
+                next.push(f);
+                continue;
+            };
+            loop {
+                let Some(rel) = find(&text[start..end], tok) else {
+                    next.push(Fragment::Text(start, end));
+                    break;
+                };
+                let at = start + rel;
+                if at > start {
+                    let mut left_end = at;
+                    if a & attr::LSTRIP != 0 {
+                        while left_end > start && is_c_space(text[left_end - 1]) {
+                            left_end -= 1;
+                        }
+                    }
+                    if left_end > start {
+                        next.push(Fragment::Text(start, left_end));
+                    }
+                }
+                next.push(Fragment::Token(id));
+                let mut right = at + tok.len();
+                if right >= end {
+                    break;
+                }
+                if a & attr::RSTRIP != 0 {
+                    while right < end && is_c_space(text[right]) {
+                        right += 1;
+                    }
+                }
+                if right >= end {
+                    break;
+                }
+                start = right;
+            }
+        }
+        std::mem::swap(&mut fragments, &mut next);
+    }
+    fragments
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{MetadataValue, Writer};
+    use crate::{GgufFile, ValueType};
+
+    /// A vocabulary of `texts`, whose types are `types`.
+    fn vocab(texts: &[Vec<u8>], types: &[i32]) -> Vocab {
+        let mut w = Writer::new();
+        w.add_metadata(
+            "tokenizer.ggml.tokens",
+            MetadataValue::Array(
+                ValueType::String,
+                texts.iter().cloned().map(MetadataValue::String).collect(),
+            ),
+        )
+        .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.token_type",
+            MetadataValue::Array(
+                ValueType::Int32,
+                types.iter().copied().map(MetadataValue::I32).collect(),
+            ),
+        )
+        .unwrap();
+        Vocab::load(&GgufFile::from_bytes(w.header_bytes().unwrap()).unwrap()).unwrap()
+    }
+
+    /// The one-pass partition gives what llama.cpp's token-after-token passes give, on random
+    /// special tokens (overlapping, nested, one byte long, with lstrip and rstrip) and texts.
+    #[test]
+    #[allow(clippy::cast_possible_truncation)] // small test numbers
+    fn the_one_pass_partition_matches_llama_cpp_s_passes() {
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as usize
+        };
+        let alphabet = b"ab< >\n";
+        for round in 0..300 {
+            let mut texts: Vec<Vec<u8>> = Vec::new();
+            let mut types = Vec::new();
+            while texts.len() < 2 + next(8) {
+                let len = 1 + next(4);
+                let t: Vec<u8> = (0..len)
+                    .map(|_| alphabet[next(alphabet.len() as u64)])
+                    .collect();
+                if !texts.contains(&t) {
+                    texts.push(t);
+                    types.push([1, 3, 4, 2][next(4)]);
+                }
+            }
+            let mut v = vocab(&texts, &types);
+            for a in v.attrs.iter_mut() {
+                *a |= [0, attr::LSTRIP, attr::RSTRIP, attr::LSTRIP | attr::RSTRIP][next(4)];
+            }
+            let mut specials: Vec<u32> = (0..texts.len() as u32)
+                .filter(|&i| v.attr(i) & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
+                .collect();
+            specials.sort_by_key(|&i| std::cmp::Reverse(v.text(i as usize).len()));
+            let index = SpecialIndex::new(&v, &specials);
+            for _ in 0..20 {
+                let text: Vec<u8> = (0..next(40))
+                    .map(|_| alphabet[next(alphabet.len() as u64)])
+                    .collect();
+                for parse in [false, true] {
+                    assert_eq!(
+                        index.partition(&v, &text, parse),
+                        partition_naive(&v, &specials, &text, parse),
+                        "round {round}: {texts:?} on {:?}",
+                        String::from_utf8_lossy(&text)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn find_matches_the_first_occurrence() {
+        assert_eq!(find(b"abcabc", b"ca"), Some(2));
+        assert_eq!(find(b"abc", b"abcd"), None);
+        assert_eq!(find(b"aab", b"ab"), Some(1));
+        assert_eq!(find(b"", b"a"), None);
+        assert_eq!(find(b"xyz", b"z"), Some(2));
+    }
+}

@@ -1,0 +1,216 @@
+//! SentencePiece BPE (`tokenizer.ggml.model` = `llama`), as llama.cpp's `llm_tokenizer_spm`:
+//! the text split into UTF-8 characters, then the adjacent pair whose joined text is the
+//! highest-scoring token merged first (the leftmost among equal scores), until no pair is a
+//! token; what is left that is no token goes out as byte tokens.
+
+use super::unicode_len;
+use super::vocab::Vocab;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A run of the text: `start..start + len`, linked to its neighbours (`usize::MAX`: none).
+#[derive(Clone, Copy)]
+pub(crate) struct Symbol {
+    pub start: usize,
+    pub len: usize,
+    pub prev: usize,
+    pub next: usize,
+}
+
+pub(crate) const NONE: usize = usize::MAX;
+
+/// A candidate merge: symbols `left` and `right`, whose texts together make a token of
+/// `score`, `size` bytes long.
+struct Bigram {
+    left: usize,
+    right: usize,
+    score: f32,
+    size: usize,
+}
+
+impl PartialEq for Bigram {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Bigram {}
+impl PartialOrd for Bigram {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Bigram {
+    /// The greatest is the highest score, then the leftmost (scores are never NaN).
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .partial_cmp(&other.score)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| other.left.cmp(&self.left))
+    }
+}
+
+/// Splits `text` into UTF-8 characters (a lead byte's length, cut at the end), linked in order.
+pub(crate) fn symbols(text: &[u8], out: &mut Vec<Symbol>) {
+    out.clear();
+    let mut offs = 0;
+    while offs < text.len() {
+        let len = unicode_len(text[offs]).min(text.len() - offs);
+        let index = out.len();
+        out.push(Symbol {
+            start: offs,
+            len,
+            prev: if index == 0 { NONE } else { index - 1 },
+            next: if offs + len == text.len() {
+                NONE
+            } else {
+                index + 1
+            },
+        });
+        offs += len;
+    }
+}
+
+/// The pairs of adjacent characters that occur inside some token: a merge can join two
+/// symbols only across such a pair, so the text is cut, where no token can span, into segments
+/// merged independently (the same merges as over the whole text, in small heaps).
+pub(crate) struct Pairs(hashbrown::HashSet<u64, foldhash::fast::FixedState>);
+
+/// Up to 4 bytes as a number (symbols are at most 4 bytes; two that pack alike only merge the
+/// sets they stand for, which keeps a boundary that could have been cut).
+#[inline]
+fn pack(s: &[u8]) -> u64 {
+    let mut b = [0u8; 4];
+    let n = s.len().min(4);
+    b[..n].copy_from_slice(&s[..n]);
+    u64::from(u32::from_le_bytes(b))
+}
+
+impl Pairs {
+    /// No pairs (for the algorithms that do not use them).
+    pub fn empty() -> Pairs {
+        Pairs(hashbrown::HashSet::with_hasher(
+            foldhash::fast::FixedState::with_seed(7),
+        ))
+    }
+
+    pub fn new(vocab: &Vocab) -> Pairs {
+        let mut set = hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(7));
+        let mut syms = Vec::new();
+        for id in 0..vocab.len() {
+            let t = vocab.text(id);
+            symbols(t, &mut syms);
+            for w in syms.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                set.insert(
+                    pack(&t[a.start..a.start + a.len]) << 32 | pack(&t[b.start..b.start + b.len]),
+                );
+            }
+        }
+        Pairs(set)
+    }
+
+    #[inline]
+    fn joinable(&self, a: &[u8], b: &[u8]) -> bool {
+        self.0.contains(&(pack(a) << 32 | pack(b)))
+    }
+}
+
+/// Appends the tokens of `text` (spaces already escaped as U+2581) to `out`; `byte_token`
+/// gives the token of a byte no token covers.
+pub(crate) fn tokenize(
+    vocab: &Vocab,
+    pairs: &Pairs,
+    text: &[u8],
+    byte_token: &dyn Fn(u8) -> Option<u32>,
+    out: &mut Vec<i32>,
+) {
+    let mut all = Vec::new();
+    symbols(text, &mut all);
+    let mut syms = Vec::new();
+    let mut queue = BinaryHeap::new();
+    let mut from = 0;
+    for i in 1..=all.len() {
+        if i < all.len() {
+            let (a, b) = (all[i - 1], all[i]);
+            if pairs.joinable(
+                &text[a.start..a.start + a.len],
+                &text[b.start..b.start + b.len],
+            ) {
+                continue;
+            }
+        }
+        // Symbols `from..i` are a segment no merge leaves.
+        syms.clear();
+        syms.extend(all[from..i].iter().enumerate().map(|(k, y)| Symbol {
+            start: y.start,
+            len: y.len,
+            prev: if k == 0 { NONE } else { k - 1 },
+            next: if from + k + 1 == i { NONE } else { k + 1 },
+        }));
+        merge(vocab, text, &mut syms, &mut queue, byte_token, out);
+        from = i;
+    }
+}
+
+/// The merges of one segment, then its tokens into `out`.
+fn merge(
+    vocab: &Vocab,
+    text: &[u8],
+    syms: &mut [Symbol],
+    queue: &mut BinaryHeap<Bigram>,
+    byte_token: &dyn Fn(u8) -> Option<u32>,
+    out: &mut Vec<i32>,
+) {
+    queue.clear();
+    let try_add = |syms: &[Symbol], queue: &mut BinaryHeap<Bigram>, left: usize, right: usize| {
+        if left == NONE || right == NONE {
+            return;
+        }
+        let (l, r) = (syms[left], syms[right]);
+        // Adjacent symbols are adjacent in the text.
+        let joined = &text[l.start..r.start + r.len];
+        if let Some(id) = vocab.find(joined) {
+            queue.push(Bigram {
+                left,
+                right,
+                score: vocab.scores[id as usize],
+                size: joined.len(),
+            });
+        }
+    };
+    for i in 1..syms.len() {
+        try_add(syms, queue, i - 1, i);
+    }
+    while let Some(b) = queue.pop() {
+        let (l, r) = (syms[b.left], syms[b.right]);
+        if l.len == 0 || r.len == 0 || l.len + r.len != b.size {
+            continue;
+        }
+        syms[b.left].len += r.len;
+        syms[b.right].len = 0;
+        syms[b.left].next = r.next;
+        if r.next != NONE {
+            syms[r.next].prev = b.left;
+        }
+        try_add(syms, queue, l.prev, b.left);
+        try_add(syms, queue, b.left, r.next);
+    }
+    let mut i = if syms.is_empty() { NONE } else { 0 };
+    while i != NONE {
+        let s = syms[i];
+        let piece = &text[s.start..s.start + s.len];
+        match vocab.find(piece) {
+            Some(id) => out.push(id as i32),
+            None => {
+                // No token: byte tokens (llama.cpp's merge record only ever names tokens, so
+                // its resegmenting ends here too).
+                for &b in piece {
+                    if let Some(id) = byte_token(b) {
+                        out.push(id as i32);
+                    }
+                }
+            }
+        }
+        i = s.next;
+    }
+}

@@ -1,0 +1,124 @@
+//! WordPiece (`tokenizer.ggml.model` = `bert`), as llama.cpp's `llm_tokenizer_wpm`: the text
+//! split into words at whitespace, punctuation, ASCII symbols and CJK ideographs (lower-cased
+//! and stripped of accents as the normalizer options say), each word, after a U+2581, cut
+//! greedily into the longest tokens; a word with an uncovered part is the unknown token.
+
+use super::unicode::{cpt_to_utf8, cpts_from_utf8, flags, nfd_one, to_lower};
+use super::vocab::Vocab;
+
+/// llama.cpp's `is_chinese_char` (with its 0x2B920 where BERT has 0x2B820).
+fn is_chinese_char(cp: u32) -> bool {
+    matches!(cp,
+        0x4E00..=0x9FFF
+        | 0x3400..=0x4DBF
+        | 0x20000..=0x2A6DF
+        | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F
+        | 0x2B920..=0x2CEAF
+        | 0xF900..=0xFAFF
+        | 0x2F800..=0x2FA1F)
+}
+
+/// The words of `text`, as llama.cpp's `preprocess`: their bytes in `buf`, each word's end in
+/// `ends` (words may be empty).
+fn words(
+    text: &[u8],
+    lowercase: bool,
+    strip_accents: bool,
+    buf: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) {
+    buf.clear();
+    ends.clear();
+    for cp in cpts_from_utf8(text) {
+        // ASCII is its own NFD form, and lower-cases by the ASCII rule in llama.cpp's table.
+        let cp = if strip_accents && cp >= 0x80 {
+            nfd_one(cp)
+        } else {
+            cp
+        };
+        let f = flags(cp);
+        let word_open = ends.last().copied().unwrap_or(0) < buf.len();
+        if f.is_whitespace {
+            if word_open {
+                ends.push(buf.len());
+            }
+            continue;
+        }
+        if cp == 0 || cp == 0xFFFD || f.is_control {
+            continue;
+        }
+        if strip_accents && f.is_accent_mark {
+            continue;
+        }
+        let c = if !lowercase {
+            cp
+        } else if cp < 0x80 {
+            u32::from(u8::try_from(cp).unwrap_or(0).to_ascii_lowercase())
+        } else {
+            to_lower(cp)
+        };
+        if f.is_punctuation || (cp < 0x7F && f.is_symbol) || is_chinese_char(cp) {
+            if word_open {
+                ends.push(buf.len());
+            }
+            cpt_to_utf8(c, buf);
+            ends.push(buf.len());
+        } else {
+            cpt_to_utf8(c, buf);
+        }
+    }
+    if ends.last().copied().unwrap_or(0) < buf.len() {
+        ends.push(buf.len());
+    }
+}
+
+/// Appends the tokens of `text` to `out`.
+pub(crate) fn tokenize(
+    vocab: &Vocab,
+    max_token_len: usize,
+    text: &[u8],
+    lowercase: bool,
+    strip_accents: bool,
+    unk: Option<i32>,
+    out: &mut Vec<i32>,
+) {
+    let mut word1 = Vec::new();
+    let (mut buf, mut ends) = (Vec::with_capacity(text.len() + 16), Vec::new());
+    words(text, lowercase, strip_accents, &mut buf, &mut ends);
+    let mut start = 0;
+    for &end in &ends {
+        let word = &buf[start..end];
+        start = end;
+        if word.is_empty() {
+            continue;
+        }
+        word1.clear();
+        word1.extend_from_slice("\u{2581}".as_bytes());
+        word1.extend_from_slice(word);
+        let n = word1.len();
+        let before = out.len();
+        let mut i = 0;
+        while i < n {
+            let mut matched = false;
+            let mut j = n.min(i + max_token_len + 1);
+            while j > i {
+                if let Some(id) = vocab.find(&word1[i..j]) {
+                    out.push(id as i32);
+                    matched = true;
+                    i = j;
+                    break;
+                }
+                j -= 1;
+            }
+            if !matched {
+                out.truncate(before);
+                break;
+            }
+        }
+        if out.len() == before {
+            // llama.cpp pushes its unknown id, -1 where the vocabulary has none; nothing here.
+            out.extend(unk);
+        }
+    }
+}
