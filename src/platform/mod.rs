@@ -110,17 +110,24 @@ pub(crate) fn inside() -> bool {
 /// Runs `body` counted as inside the C API when `quiet` is true (a thread the library starts
 /// for a boundary call passes the caller's [`inside`]): a panic there prints nothing.
 pub(crate) fn quietly<R>(quiet: bool, body: impl FnOnce() -> R) -> R {
-    struct Leave(bool);
-    impl Drop for Leave {
+    /// Counts the thread out again when dropped, also when `body` unwinds.
+    struct Leave<'a>(&'a Cell<u32>);
+    impl Drop for Leave<'_> {
         fn drop(&mut self) {
-            if self.0 {
-                let _ = INSIDE.try_with(|n| n.set(n.get() - 1));
-            }
+            self.0.set(self.0.get() - 1);
         }
     }
-    let entered = quiet && INSIDE.try_with(|n| n.set(n.get() + 1)).is_ok();
-    let _leave = Leave(entered);
-    body()
+    if !quiet {
+        return body();
+    }
+    // One access to the thread-local for the whole call: in a shared library each access is a
+    // call into the dynamic loader, and getters are called millions of times. (`with` cannot
+    // fail here: a constant `Cell` has no destructor, so it is never torn down.)
+    INSIDE.with(|n| {
+        n.set(n.get() + 1);
+        let _leave = Leave(n);
+        body()
+    })
 }
 
 /// Runs `body` (a caller's callback, called from inside the C API) counted as outside it: a
