@@ -1358,6 +1358,59 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
                                               uint64_t page_size);
 
 /**
+ * Quantizes `n_rows` rows of `n_per_row` floats at `src` into data type `dtype` (a
+ * `GGUFDataType` value) at `dst` (`dst_size` bytes), byte for byte as ggml's
+ * `ggml_quantize_chunk` writes them. `importance` is NULL or `n_per_row` weights (one per value
+ * of a row: an importance matrix's column); the types whose ggml quantizer takes weights
+ * (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K and the IQ types) use them, the others ignore them.
+ * Thread-safe; allocates nothing it keeps. Returns the bytes written (the first ones of
+ * `dst`: `gguf_quantize_size`), or 0 (`gguf_last_error` says why; `dst` unchanged but for
+ * rows already written when a later row fails) when the type cannot be quantized
+ * (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
+ * 0 or not a whole number of the type's blocks, `dst_size` is too small, the type needs
+ * importance weights (`gguf_quantize_requires_importance`) and `importance` is NULL, a row
+ * holds values the type cannot represent where ggml has no answer (the message names the row
+ * and the element), a buffer is not aligned for floats, `dst` overlaps `src` or `importance`
+ * (all GGUF_ERROR_CODE_INVALID_ARGUMENT), or a pointer needed is NULL. `n_rows` 0 writes nothing
+ * and returns 0 without recording an error.
+ */
+GGUF_API
+uint64_t gguf_quantize(uint32_t dtype,
+                       const float *src,
+                       uint64_t n_rows,
+                       uint64_t n_per_row,
+                       const float *importance,
+                       void *dst,
+                       uint64_t dst_size);
+
+/**
+ * `gguf_quantize` with the rows split among up to `n_threads` threads (0: one per core; at
+ * most 1024): the bytes are those one thread writes. Threads are started for the call and
+ * joined before it returns.
+ */
+GGUF_API
+uint64_t gguf_quantize_parallel(uint32_t dtype,
+                                const float *src,
+                                uint64_t n_rows,
+                                uint64_t n_per_row,
+                                const float *importance,
+                                void *dst,
+                                uint64_t dst_size,
+                                uint32_t n_threads);
+
+/**
+ * The bytes `n_rows` rows of `n_per_row` values take as `dtype`, or 0 (`gguf_last_error` says
+ * why) when the type cannot be quantized or `n_per_row` is 0 or not whole blocks.
+ */
+GGUF_API uint64_t gguf_quantize_size(uint32_t dtype, uint64_t n_rows, uint64_t n_per_row);
+
+/**
+ * Whether quantizing to `dtype` needs importance weights (IQ2_XXS, IQ2_XS and IQ1_S, as ggml's
+ * `ggml_quantize_requires_imatrix` says); false for every other id.
+ */
+GGUF_API bool gguf_quantize_requires_importance(uint32_t dtype);
+
+/**
  * Opens a GGUF file stored inside another file: `length` bytes from `offset` of the open file
  * descriptor `fd` (0 = to the end of the file), such as an Android APK asset, a llamafile or a
  * tar member. The handle reads through a descriptor of its own: the caller may close `fd` after

@@ -634,6 +634,11 @@ fn valgrind_validate() {
 }
 
 #[test]
+fn valgrind_quantize() {
+    run_valgrind("test_quantize");
+}
+
+#[test]
 fn valgrind_sources() {
     run_valgrind("test_sources");
 }
@@ -716,6 +721,11 @@ fn c_test_values() {
 #[test]
 fn c_test_validate() {
     run_c_test("test_validate");
+}
+
+#[test]
+fn c_test_quantize() {
+    run_c_test("test_quantize");
 }
 
 /// Every program in c_tests/ has a test above (or in tests/url.rs), so none is silently skipped.

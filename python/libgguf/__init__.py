@@ -47,6 +47,7 @@ from ._native import (
     library_path,
     library_version,
 )
+from ._quantize import quantize, quantize_requires_importance
 from ._strings import StringArray
 from ._writer import Writer, infer_type
 
@@ -83,4 +84,6 @@ __all__ = [
     "library_version",
     "open",
     "open_memory",
+    "quantize",
+    "quantize_requires_importance",
 ]

@@ -25,6 +25,7 @@ pub mod open;
 pub mod paging;
 pub mod parallel;
 pub mod plan;
+pub mod quantize;
 pub mod read;
 pub mod shards;
 pub mod tensors;

@@ -1,0 +1,120 @@
+//! The 4-bit float types MXFP4 and NVFP4: ggml's reference quantizers (they take no
+//! importance). One row per call.
+#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+
+use super::search::trunc_i32;
+use crate::quant::tables::KVALUES_MXFP4;
+
+/// The E2M1 value (index into the doubled table) nearest to `x` at scale `e`; the first of
+/// equals.
+fn best_index(x: f32, e: f32) -> u8 {
+    let mut best_index = 0;
+    let mut best_err = (f32::from(KVALUES_MXFP4[0]) * e - x).abs();
+    for (i, &k) in KVALUES_MXFP4.iter().enumerate().skip(1) {
+        let err = (f32::from(k) * e - x).abs();
+        if err < best_err {
+            best_index = i;
+            best_err = err;
+        }
+    }
+    best_index as u8
+}
+
+fn abs_max(xb: &[f32]) -> f32 {
+    let mut amax = 0f32;
+    for &v in xb {
+        if amax < v.abs() {
+            amax = v.abs();
+        }
+    }
+    amax
+}
+
+/// `log2f` correctly rounded (as glibc gives it for these inputs), without the platform's libm.
+fn log2f(x: f32) -> f32 {
+    f64::from(x).log2() as f32
+}
+
+/// `ggml_e8m0_to_fp32_half`: 2^(e - 128).
+fn e8m0_half(e: u8) -> f32 {
+    let bits = if e < 2 {
+        0x0020_0000u32 << e
+    } else {
+        u32::from(e - 1) << 23
+    };
+    f32::from_bits(bits)
+}
+
+pub(crate) fn mxfp4(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+    for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(17)) {
+        let amax = abs_max(xb);
+        let e = if amax > 0.0 {
+            trunc_i32(log2f(amax).floor() - 2.0 + 127.0) as u8
+        } else {
+            0
+        };
+        let d = e8m0_half(e);
+        yb[0] = e;
+        for j in 0..16 {
+            yb[1 + j] = best_index(xb[j], d) | (best_index(xb[16 + j], d) << 4);
+        }
+    }
+}
+
+/// `ggml_fp32_to_ue4m3`.
+fn to_ue4m3(x: f32) -> u8 {
+    if !(x > 0.0) {
+        return 0;
+    }
+    let x = if x > 448.0 { 448.0 } else { x };
+    let bits = x.to_bits();
+    let fp32_exp = ((bits >> 23) & 0xFF) as i32 - 127;
+    let fp32_man = ((bits >> 20) & 0x7) as i32;
+    let mut exp = fp32_exp + 7;
+    if exp <= 0 {
+        let man = trunc_i32(x * 512.0 + 0.5).min(7);
+        return if man < 1 { 0 } else { man as u8 };
+    }
+    if exp >= 15 {
+        return 0x7E;
+    }
+    let mut man = fp32_man + ((bits >> 19) & 1) as i32;
+    if man > 7 {
+        man = 0;
+        exp += 1;
+        if exp >= 15 {
+            return 0x7E;
+        }
+    }
+    ((exp << 3) | man) as u8
+}
+
+/// `ggml_ue4m3_to_fp32` (half the value, as the doubled table wants).
+fn from_ue4m3(x: u8) -> f32 {
+    if x == 0 || x == 0x7F {
+        return 0.0;
+    }
+    let exp = i32::from((x >> 3) & 0xF);
+    let man = f32::from(x & 0x7);
+    let raw = if exp == 0 {
+        man * f32::from_bits(0x3B00_0000) // 2^-9
+    } else {
+        (1.0 + man / 8.0) * f32::from_bits(((exp - 7 + 127) as u32) << 23)
+    };
+    raw * 0.5
+}
+
+pub(crate) fn nvfp4(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+    // d[4] at 0, qs[32] at 4.
+    for (xb, yb) in x.chunks_exact(64).zip(y.chunks_exact_mut(36)) {
+        for s in 0..4 {
+            let xs = &xb[16 * s..16 * s + 16];
+            let ue = to_ue4m3(abs_max(xs) / 6.0);
+            yb[s] = ue;
+            let d = from_ue4m3(ue);
+            for j in 0..8 {
+                yb[4 + 8 * s + j] = best_index(xs[j], d) | (best_index(xs[8 + j], d) << 4);
+            }
+        }
+    }
+}

@@ -1,0 +1,501 @@
+//! The K types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ggml's reference quantizers
+//! (`quantize_row_q*_K_ref`) and, with importance weights, its searches
+//! (`quantize_row_q*_K_impl`). One row per call; blocks of 256 values.
+#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+
+use super::search::{
+    make_q3_quants, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, put_f16, via_f16,
+    Qkx, GROUP_MAX_EPS,
+};
+use crate::quant::f16_to_f32;
+
+const QK_K: usize = 256;
+
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+/// `sum(x^2)` over a block, in order.
+fn sum_sq(x: &[f32]) -> f32 {
+    let mut s = 0f32;
+    for &v in x {
+        s += v * v;
+    }
+    s
+}
+
+/// 2-bit values of 256 into 64 bytes, four 32-value groups per 128.
+fn pack2(l: &[u8; QK_K], qs: &mut [u8]) {
+    for j in (0..QK_K).step_by(128) {
+        for i in 0..32 {
+            qs[j / 4 + i] =
+                l[j + i] | (l[j + i + 32] << 2) | (l[j + i + 64] << 4) | (l[j + i + 96] << 6);
+        }
+    }
+}
+
+// Q2_K: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82.
+
+/// Q2_K's last step: every value again from the stored scales, then packed.
+fn q2_k_finish(x: &[f32], yb: &mut [u8], l: &mut [u8; QK_K]) {
+    let d_all = f16_at(yb, 80);
+    let m_all = f16_at(yb, 82);
+    for j in 0..16 {
+        let d = d_all * f32::from(yb[j] & 0xF);
+        if d == 0.0 {
+            continue;
+        }
+        let dm = m_all * f32::from(yb[j] >> 4);
+        for ii in 0..16 {
+            l[16 * j + ii] = nearest_int((x[16 * j + ii] + dm) / d).min(3).max(0) as u8;
+        }
+    }
+    pack2(l, &mut yb[16..80]);
+}
+
+pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    let mut l = [0u8; QK_K];
+    let mut mins = [0f32; 16];
+    let mut scales = [0f32; 16];
+    let mut weights = [0f32; 16];
+    for (ib, (xb, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(84)).enumerate() {
+        if let Some(qw) = imp {
+            let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
+            let sigma2 = sum_sq(xb) / QK_K as f32;
+            let mut sw = [0f32; 16];
+            let p = Qkx {
+                nmax: 3,
+                rmin: -0.9,
+                rdelta: 0.05,
+                nstep: 36,
+                use_mad: false,
+                x3: true,
+            };
+            for j in 0..16 {
+                let xs = &xb[16 * j..16 * j + 16];
+                for i in 0..16 {
+                    weights[i] = qw[16 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
+                }
+                for &w in &weights {
+                    sw[j] += w;
+                }
+                (scales[j], mins[j]) =
+                    make_qkx_quants(&p, xs, &weights, &mut l[16 * j..16 * j + 16]);
+            }
+            let mut ls = [0u8; 16];
+            let mut lm = [0u8; 16];
+            let dm = make_qp_quants(15, &scales, &mut ls, &sw);
+            let mm = make_qp_quants(15, &mins, &mut lm, &sw);
+            put_f16(yb, 80, dm);
+            put_f16(yb, 82, mm);
+            for j in 0..16 {
+                yb[j] = ls[j] | (lm[j] << 4);
+            }
+        } else {
+            let p = Qkx {
+                nmax: 3,
+                rmin: -0.5,
+                rdelta: 0.1,
+                nstep: 15,
+                use_mad: true,
+                x3: false,
+            };
+            let mut max_scale = 0f32;
+            let mut max_min = 0f32;
+            for j in 0..16 {
+                let xs = &xb[16 * j..16 * j + 16];
+                for i in 0..16 {
+                    weights[i] = xs[i].abs();
+                }
+                (scales[j], mins[j]) =
+                    make_qkx_quants(&p, xs, &weights, &mut l[16 * j..16 * j + 16]);
+                if scales[j] > max_scale {
+                    max_scale = scales[j];
+                }
+                if mins[j] > max_min {
+                    max_min = mins[j];
+                }
+            }
+            if max_scale > 0.0 {
+                let iscale = 15.0 / max_scale;
+                for j in 0..16 {
+                    yb[j] = nearest_int(iscale * scales[j]) as u8;
+                }
+                put_f16(yb, 80, max_scale / 15.0);
+            } else {
+                yb[..16].fill(0);
+                put_f16(yb, 80, 0.0);
+            }
+            if max_min > 0.0 {
+                let iscale = 15.0 / max_min;
+                for j in 0..16 {
+                    yb[j] |= (nearest_int(iscale * mins[j]) << 4) as u8;
+                }
+                put_f16(yb, 82, max_min / 15.0);
+            } else {
+                put_f16(yb, 82, 0.0);
+            }
+        }
+        q2_k_finish(xb, yb, &mut l);
+    }
+}
+
+// Q3_K: hmask[32] at 0, qs[64] at 32, scales[12] at 96, d at 108.
+
+/// Q3_K's 6-bit scale `j` (0..16) of the 12 packed bytes, as stored (`l` in 0..64).
+fn q3_k_put_scale(scales: &mut [u8], j: usize, l: i32) {
+    if j < 8 {
+        scales[j] = (l & 0xF) as u8;
+    } else {
+        scales[j - 8] |= ((l & 0xF) << 4) as u8;
+    }
+    scales[j % 4 + 8] |= ((l >> 4) << (2 * (j / 4))) as u8;
+}
+
+/// Q3_K's last step: every value again from the stored scales, then the high bits and the
+/// packed low bits.
+fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
+    let d_all = f16_at(yb, 108);
+    for j in 0..16 {
+        let s = &yb[96..108];
+        let lo = if j < 8 { s[j] & 0xF } else { s[j - 8] >> 4 };
+        let sc = (lo | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) as i8 - 32;
+        let d = d_all * f32::from(sc);
+        if d == 0.0 {
+            continue;
+        }
+        for ii in 0..16 {
+            let v = nearest_int(x[16 * j + ii] / d).min(3).max(-4);
+            l[16 * j + ii] = (v + 4) as i8;
+        }
+    }
+    yb[..32].fill(0);
+    let mut m = 0;
+    let mut hm = 1u8;
+    let mut lu = [0u8; QK_K];
+    for j in 0..QK_K {
+        let mut v = l[j];
+        if v > 3 {
+            yb[m] |= hm;
+            v -= 4;
+        }
+        lu[j] = v as u8;
+        m += 1;
+        if m == QK_K / 8 {
+            m = 0;
+            hm <<= 1;
+        }
+    }
+    pack2(&lu, &mut yb[32..96]);
+}
+
+pub(crate) fn q3_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    let mut l = [0i8; QK_K];
+    let mut scales = [0f32; 16];
+    for (ib, (xb, yb)) in x
+        .chunks_exact(QK_K)
+        .zip(y.chunks_exact_mut(110))
+        .enumerate()
+    {
+        if let Some(qw) = imp {
+            let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
+            let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
+            let mut weight = [0f32; 16];
+            let mut sw = [0f32; 16];
+            for j in 0..16 {
+                let xs = &xb[16 * j..16 * j + 16];
+                for i in 0..16 {
+                    weight[i] = qw[16 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
+                }
+                let mut sumw = 0f32;
+                for &w in &weight {
+                    sumw += w;
+                }
+                sw[j] = sumw;
+                scales[j] = make_qx_quants(4, xs, &mut l[16 * j..16 * j + 16], Some(&weight));
+            }
+            yb[96..108].fill(0);
+            let mut ls = [0i8; 16];
+            let d_block = make_qx_quants(32, &scales, &mut ls, Some(&sw));
+            for j in 0..16 {
+                q3_k_put_scale(&mut yb[96..108], j, i32::from(ls[j]));
+            }
+            put_f16(yb, 108, d_block);
+        } else {
+            let mut max_scale = 0f32;
+            let mut amax = 0f32;
+            for j in 0..16 {
+                scales[j] =
+                    make_q3_quants(4, &xb[16 * j..16 * j + 16], &mut l[16 * j..16 * j + 16]);
+                let scale = scales[j].abs();
+                if scale > amax {
+                    amax = scale;
+                    max_scale = scales[j];
+                }
+            }
+            yb[96..108].fill(0);
+            if max_scale != 0.0 {
+                let iscale = -32.0 / max_scale;
+                for j in 0..16 {
+                    let v = i32::from(nearest_int(iscale * scales[j]) as i8);
+                    q3_k_put_scale(&mut yb[96..108], j, v.min(31).max(-32) + 32);
+                }
+                put_f16(yb, 108, 1.0 / iscale);
+            } else {
+                put_f16(yb, 108, 0.0);
+            }
+        }
+        q3_k_finish(xb, yb, &mut l);
+    }
+}
+
+// Q4_K: d at 0, dmin at 2, scales[12] at 4, qs[128] at 16.
+// Q5_K: d at 0, dmin at 2, scales[12] at 4, qh[32] at 16, qs[128] at 48.
+
+/// Scale and minimum `j` (0..8) into the 12 packed bytes of Q4_K and Q5_K.
+fn k4_put(s: &mut [u8], j: usize, ls: u8, lm: u8) {
+    if j < 4 {
+        s[j] = ls;
+        s[j + 4] = lm;
+    } else {
+        s[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+        s[j - 4] |= (ls >> 4) << 6;
+        s[j] |= (lm >> 4) << 6;
+    }
+}
+
+fn k4_get(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Q4_K's and Q5_K's search of each 32-value group's scale and minimum and of the block's two
+/// super-scales; writes d, dmin and the packed scales, leaves each group's values in `l`.
+fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut [u8; QK_K]) {
+    let mut mins = [0f32; 8];
+    let mut scales = [0f32; 8];
+    let mut weights = [0f32; 32];
+    if let Some(qw) = qw {
+        let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
+        let mut sw = [0f32; 8];
+        let p = Qkx {
+            nmax,
+            rmin: -0.9,
+            rdelta: 0.05,
+            nstep: 36,
+            use_mad: false,
+            x3: true,
+        };
+        for j in 0..8 {
+            let xs = &xb[32 * j..32 * j + 32];
+            for i in 0..32 {
+                weights[i] = qw[32 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
+            }
+            let mut sumw = 0f32;
+            for &w in &weights {
+                sumw += w;
+            }
+            sw[j] = sumw;
+            (scales[j], mins[j]) = make_qkx_quants(&p, xs, &weights, &mut l[32 * j..32 * j + 32]);
+        }
+        let mut ls = [0u8; 8];
+        let mut lm = [0u8; 8];
+        let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
+        let m_block = make_qp_quants(63, &mins, &mut lm, &sw);
+        for j in 0..8 {
+            let (a, b) = if nmax == 31 {
+                (ls[j].min(63), lm[j].min(63))
+            } else {
+                (ls[j], lm[j])
+            };
+            k4_put(&mut yb[4..16], j, a, b);
+        }
+        put_f16(yb, 0, d_block);
+        put_f16(yb, 2, m_block);
+    } else {
+        let p = if nmax == 15 {
+            Qkx {
+                nmax,
+                rmin: -1.0,
+                rdelta: 0.1,
+                nstep: 20,
+                use_mad: false,
+                x3: false,
+            }
+        } else {
+            Qkx {
+                nmax,
+                rmin: -0.5,
+                rdelta: 0.1,
+                nstep: 15,
+                use_mad: false,
+                x3: false,
+            }
+        };
+        let mut max_scale = 0f32;
+        let mut max_min = 0f32;
+        for j in 0..8 {
+            let xs = &xb[32 * j..32 * j + 32];
+            let av_x = (sum_sq(xs) / 32.0).sqrt();
+            for i in 0..32 {
+                weights[i] = av_x + xs[i].abs();
+            }
+            (scales[j], mins[j]) = make_qkx_quants(&p, xs, &weights, &mut l[32 * j..32 * j + 32]);
+            if scales[j] > max_scale {
+                max_scale = scales[j];
+            }
+            if mins[j] > max_min {
+                max_min = mins[j];
+            }
+        }
+        let inv_scale = if max_scale > 0.0 {
+            63.0 / max_scale
+        } else {
+            0.0
+        };
+        let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+        for j in 0..8 {
+            let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
+            let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
+            k4_put(&mut yb[4..16], j, ls, lm);
+        }
+        put_f16(yb, 0, max_scale / 63.0);
+        put_f16(yb, 2, max_min / 63.0);
+    }
+    let d_all = f16_at(yb, 0);
+    let m_all = f16_at(yb, 2);
+    for j in 0..8 {
+        let (sc, m) = k4_get(j, &yb[4..16]);
+        let d = d_all * f32::from(sc);
+        if d == 0.0 {
+            continue;
+        }
+        let dm = m_all * f32::from(m);
+        for ii in 0..32 {
+            l[32 * j + ii] = nearest_int((xb[32 * j + ii] + dm) / d).min(nmax).max(0) as u8;
+        }
+    }
+}
+
+pub(crate) fn q4_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    let mut l = [0u8; QK_K];
+    for (ib, (xb, yb)) in x
+        .chunks_exact(QK_K)
+        .zip(y.chunks_exact_mut(144))
+        .enumerate()
+    {
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + 1)]);
+        k45_scales(xb, qw, 15, yb, &mut l);
+        let q = &mut yb[16..144];
+        for (g, j) in (0..QK_K).step_by(64).enumerate() {
+            for i in 0..32 {
+                q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+            }
+        }
+    }
+}
+
+pub(crate) fn q5_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    let mut l = [0u8; QK_K];
+    for (ib, (xb, yb)) in x
+        .chunks_exact(QK_K)
+        .zip(y.chunks_exact_mut(176))
+        .enumerate()
+    {
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + 1)]);
+        k45_scales(xb, qw, 31, yb, &mut l);
+        let (qh, ql) = yb[16..176].split_at_mut(32);
+        qh.fill(0);
+        let (mut m1, mut m2) = (1u8, 2u8);
+        for (g, n) in (0..QK_K).step_by(64).enumerate() {
+            for j in 0..32 {
+                let mut l1 = l[n + j];
+                if l1 > 15 {
+                    l1 -= 16;
+                    qh[j] |= m1;
+                }
+                let mut l2 = l[n + j + 32];
+                if l2 > 15 {
+                    l2 -= 16;
+                    qh[j] |= m2;
+                }
+                ql[32 * g + j] = l1 | (l2 << 4);
+            }
+            m1 <<= 2;
+            m2 <<= 2;
+        }
+    }
+}
+
+// Q6_K: ql[128] at 0, qh[64] at 128, scales[16] (signed) at 192, d at 208.
+
+pub(crate) fn q6_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    let mut l = [0i8; QK_K];
+    let mut scales = [0f32; 16];
+    for (ib, (xb, yb)) in x
+        .chunks_exact(QK_K)
+        .zip(y.chunks_exact_mut(210))
+        .enumerate()
+    {
+        let mut max_scale = 0f32;
+        let mut max_abs_scale = 0f32;
+        for j in 0..16 {
+            let qw = imp.map(|q| &q[QK_K * ib + 16 * j..QK_K * ib + 16 * j + 16]);
+            let scale = make_qx_quants(
+                32,
+                &xb[16 * j..16 * j + 16],
+                &mut l[16 * j..16 * j + 16],
+                qw,
+            );
+            scales[j] = scale;
+            let abs_scale = scale.abs();
+            if abs_scale > max_abs_scale {
+                max_abs_scale = abs_scale;
+                max_scale = scale;
+            }
+        }
+        if max_abs_scale < GROUP_MAX_EPS {
+            yb.fill(0);
+            continue;
+        }
+        let iscale = -128.0 / max_scale;
+        put_f16(yb, 208, 1.0 / iscale);
+        for j in 0..16 {
+            yb[192 + j] = nearest_int(iscale * scales[j]).min(127) as u8;
+        }
+        let d_all = via_f16(1.0 / iscale);
+        for j in 0..16 {
+            let d = d_all * f32::from(yb[192 + j] as i8);
+            if d == 0.0 {
+                continue;
+            }
+            for ii in 0..16 {
+                let v = nearest_int(xb[16 * j + ii] / d).min(31).max(-32);
+                l[16 * j + ii] = (v + 32) as i8;
+            }
+        }
+        let lu = l.map(|v| v as u8);
+        let (ql, rest) = yb.split_at_mut(128);
+        let qh = &mut rest[..64];
+        for (g, j) in (0..QK_K).step_by(128).enumerate() {
+            for i in 0..32 {
+                let q1 = lu[j + i] & 0xF;
+                let q2 = lu[j + i + 32] & 0xF;
+                let q3 = lu[j + i + 64] & 0xF;
+                let q4 = lu[j + i + 96] & 0xF;
+                ql[64 * g + i] = q1 | (q3 << 4);
+                ql[64 * g + i + 32] = q2 | (q4 << 4);
+                qh[32 * g + i] = (lu[j + i] >> 4)
+                    | ((lu[j + i + 32] >> 4) << 2)
+                    | ((lu[j + i + 64] >> 4) << 4)
+                    | ((lu[j + i + 96] >> 4) << 6);
+            }
+        }
+    }
+}
