@@ -37,6 +37,7 @@ pub mod quant;
 pub mod quantize;
 pub mod read_at;
 mod reader;
+pub mod requantize;
 mod size;
 #[allow(unsafe_code)]
 pub mod source;
