@@ -22,6 +22,9 @@ pub struct Spec {
     pub weights: DataType,
     /// Whether `output.weight` is left out (embeddings tied to the output).
     pub tied: bool,
+    /// Rows of every 2-D weight instead of its real count (a thin model: the rules look only at
+    /// names and row lengths, and llama.cpp's quantizer does not check shapes).
+    pub rows: Option<u64>,
 }
 
 pub const SPEC: Spec = Spec {
@@ -33,6 +36,7 @@ pub const SPEC: Spec = Spec {
     n_vocab: 320,
     weights: DataType::F32,
     tied: false,
+    rows: None,
 };
 
 /// A deterministic generator of floats in about [-0.05, 0.05].
@@ -79,6 +83,13 @@ pub fn tensors(spec: &Spec) -> Vec<(String, Vec<u64>)> {
     out.push(("output_norm.weight".to_string(), vec![e]));
     if !spec.tied {
         out.push(("output.weight".to_string(), vec![e, spec.n_vocab]));
+    }
+    if let Some(rows) = spec.rows {
+        for (_, dims) in &mut out {
+            if dims.len() == 2 {
+                dims[1] = rows;
+            }
+        }
     }
     out
 }
