@@ -53,8 +53,10 @@ pub struct Options {
     pub tensor_types: Vec<(String, DataType)>,
     /// The importance matrix (`--imatrix`).
     pub importance: Option<Importance>,
-    /// The imatrix file's name as written to `quantize.imatrix.file` (llama-quantize writes the
-    /// path it was given).
+    /// The imatrix file's name, as llama-quantize writes it to `quantize.imatrix.file`: when
+    /// set (with an importance matrix), the `quantize.imatrix.*` keys the command writes are
+    /// written too (the file, the first dataset, the entry and chunk counts); when not, the
+    /// metadata is what `llama_model_quantize` itself writes.
     pub importance_file: Option<String>,
     /// Allow tensors that are already quantized to be quantized again (`--allow-requantize`).
     pub allow_requantize: bool,
@@ -456,15 +458,14 @@ fn output_writers(
         "general.file_type",
         MetadataValue::U32(file_type),
     )?;
-    if let Some(m) = options.importance.as_ref().filter(|m| !m.is_empty()) {
+    let importance = options.importance.as_ref().filter(|m| !m.is_empty());
+    if let (Some(m), Some(file)) = (importance, &options.importance_file) {
         // llama-quantize's strings are cut to 127 bytes.
         let cut = |s: &str| {
             let b = s.as_bytes();
             MetadataValue::String(b[..b.len().min(127)].to_vec())
         };
-        if let Some(file) = &options.importance_file {
-            set(&mut head, "quantize.imatrix.file", cut(file))?;
-        }
+        set(&mut head, "quantize.imatrix.file", cut(file))?;
         if let Some(d) = m.datasets.first() {
             set(&mut head, "quantize.imatrix.dataset", cut(d))?;
         }
