@@ -94,6 +94,81 @@ impl Options {
     }
 }
 
+/// The tensor type named `name` (ggml's name, any case: `q4_k`, `Q8_0`, `f16`), as
+/// llama-quantize's `--output-tensor-type`, `--token-embedding-type` and `--tensor-type` read
+/// it.
+pub fn data_type_named(name: &str) -> Result<DataType> {
+    DataType::ALL
+        .into_iter()
+        .find(|t| t.name().eq_ignore_ascii_case(name))
+        .ok_or_else(|| {
+            invalid(format!(
+                "'{name}' is not a ggml type name (Q4_K, Q8_0, F16, ...)"
+            ))
+        })
+}
+
+/// A `--tensor-type` argument, `PATTERN=TYPE`: the pattern lower-cased as llama-quantize does,
+/// and the type.
+pub fn parse_tensor_type(arg: &str) -> Result<(String, DataType)> {
+    let (pattern, ty) = arg
+        .split_once('=')
+        .ok_or_else(|| invalid(format!("tensor type '{arg}' is not PATTERN=TYPE")))?;
+    if pattern.is_empty() {
+        return Err(invalid(format!(
+            "tensor type '{arg}' has no pattern before '='"
+        )));
+    }
+    if ty.is_empty() {
+        return Err(invalid(format!(
+            "tensor type '{arg}' has no type after '='"
+        )));
+    }
+    Pattern::new(&pattern.to_lowercase())?;
+    Ok((pattern.to_lowercase(), data_type_named(ty)?))
+}
+
+impl Options {
+    /// The options for the preset llama-quantize names `name` (any case; `Q3_K`, `Q4_K` and
+    /// `Q5_K` are the medium mixtures; a decimal file type id; `COPY` copies every tensor).
+    pub fn for_preset(name: &str) -> Result<Options> {
+        if name.eq_ignore_ascii_case("COPY") {
+            let mut o = Options::new(FileType::F32);
+            o.only_copy = true;
+            return Ok(o);
+        }
+        let ft = FileType::from_name(name).ok_or_else(|| {
+            invalid(format!(
+                "'{name}' is not one of llama-quantize's presets (Q4_K_M, Q5_K_S, Q8_0, \
+                 IQ4_XS, F16, COPY, ...)"
+            ))
+        })?;
+        Ok(Options::new(ft))
+    }
+
+    /// Reads the importance matrix at `path` (`--imatrix`), keeps the entries `include` names
+    /// and drops those `exclude` names (`--include-weights`, `--exclude-weights`, which
+    /// llama-quantize does not take together), and records the path for the
+    /// `quantize.imatrix.*` keys.
+    pub fn load_importance(
+        &mut self,
+        path: &Path,
+        include: &[String],
+        exclude: &[String],
+    ) -> Result<()> {
+        if !include.is_empty() && !exclude.is_empty() {
+            return Err(invalid(
+                "weights to include and to exclude cannot be given together".into(),
+            ));
+        }
+        let mut m = Importance::open(path)?;
+        m.filter(include, exclude);
+        self.importance = Some(m);
+        self.importance_file = Some(path.to_string_lossy().into_owned());
+        Ok(())
+    }
+}
+
 /// One tensor of the output, as planned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedTensor {
