@@ -7,6 +7,9 @@
 //! - the presets whose types the quantizer supports: identical files, byte for byte (metadata,
 //!   tensor order, data), with and without an importance matrix.
 //!
+//! - the command, `tools/gguf-quantize.c` (built here against the library), with an imatrix
+//!   file and an override: the file llama-quantize writes (its imatrix keys included).
+//!
 //! The source is the llama-like model of `tests/requantize/model.rs`, thin (16 rows per weight:
 //! the rules look at names and row lengths only, and llama.cpp's quantizer does not check
 //! shapes), so that llama.cpp's slowest quantizers take milliseconds.
@@ -15,7 +18,7 @@ mod common;
 #[path = "requantize/model.rs"]
 mod model;
 
-use common::ggml_dir;
+use common::{bin_dir, cc, ggml_dir, lib_dir, link_aside, manifest_dir, run};
 use gguf::requantize::{plan, requantize_file, FileType, Importance, Options, Progress};
 use gguf::{DataType, Model, OpenOptions};
 use model::{Spec, SPEC};
@@ -43,6 +46,40 @@ struct QuantizeParams {
     tt_overrides: *const TensorOverride,
     prune_layers: *const i32,
     max_buf_size: usize,
+}
+
+/// `struct llama_model_kv_override`: a tag (0 int, 1 float, 2 bool, 3 string), a key of 128
+/// bytes and a value of 128 (264 bytes on x86-64).
+#[repr(C)]
+struct KvOverride {
+    tag: u32,
+    key: [u8; 128],
+    value: KvValue,
+}
+
+#[repr(C)]
+union KvValue {
+    int: i64,
+    string: [u8; 128],
+}
+
+impl KvOverride {
+    fn new(key: &str, value: KvValue, tag: u32) -> KvOverride {
+        let mut k = [0u8; 128];
+        k[..key.len()].copy_from_slice(key.as_bytes());
+        KvOverride { tag, key: k, value }
+    }
+
+    fn int(key: &str, v: i64) -> KvOverride {
+        KvOverride::new(key, KvValue { int: v }, 0)
+    }
+
+    fn string(key: &str, v: &str) -> KvOverride {
+        let mut s = [0u8; 128];
+        let n = v.len().min(127);
+        s[..n].copy_from_slice(&v.as_bytes()[..n]);
+        KvOverride::new(key, KvValue { string: s }, 3)
+    }
 }
 
 /// `struct llama_model_imatrix_data`.
@@ -153,6 +190,8 @@ struct Ask {
     token_embedding_type: Option<DataType>,
     pure: bool,
     leave_output_tensor: bool,
+    /// What llama-quantize passes as metadata overrides (its imatrix keys).
+    kv_overrides: Vec<(String, Result<i64, String>)>,
 }
 
 /// Quantizes `src` into `dst` with llama.cpp; returns whether it succeeded.
@@ -211,6 +250,18 @@ fn llama_quantize(src: &Path, dst: &Path, ft: FileType, ask: &Ask) -> bool {
             ty: GGML_TYPE_COUNT,
         });
         p.tt_overrides = overrides.as_ptr();
+    }
+    let mut kvs: Vec<KvOverride> = ask
+        .kv_overrides
+        .iter()
+        .map(|(k, v)| match v {
+            Ok(i) => KvOverride::int(k, *i),
+            Err(s) => KvOverride::string(k, s),
+        })
+        .collect();
+    if !kvs.is_empty() {
+        kvs.push(KvOverride::new("", KvValue { int: 0 }, 0));
+        p.kv_overrides = kvs.as_ptr().cast();
     }
     let (s, d) = (
         CString::new(src.to_str().unwrap()).unwrap(),
@@ -523,4 +574,149 @@ fn supported_presets_give_llama_cpps_bytes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The command, compiled once per test process against this profile's library.
+fn command() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let root = manifest_dir();
+        let lib = lib_dir();
+        let exe = bin_dir("requantize_llama").join("gguf-quantize");
+        let mut cmd = std::process::Command::new(cc());
+        cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .args([
+                "-fsanitize=address,undefined",
+                "-fno-sanitize-recover=all",
+                "-g",
+            ])
+            .arg(format!("-I{}", root.join("include").display()))
+            .arg(root.join("tools/gguf-quantize.c"))
+            .arg(format!("-L{}", lib.display()))
+            .arg("-lgguf")
+            .arg(format!("-Wl,-rpath,{}", lib.display()));
+        link_aside(&mut cmd, &exe);
+        exe
+    })
+}
+
+#[test]
+fn the_command_writes_llama_quantizes_file() {
+    let dir = temp_dir("command");
+    let src = dir.join("src.gguf");
+    model::write(&src, &THIN);
+    // An imatrix file as llama-imatrix writes it, for every 2-D weight.
+    let imatrix = dir.join("imatrix.gguf");
+    let mut w = gguf::Writer::new();
+    w.add_metadata(
+        "imatrix.datasets",
+        gguf::MetadataValue::Array(
+            gguf::ValueType::String,
+            vec![gguf::MetadataValue::string("calibration.txt")],
+        ),
+    )
+    .unwrap();
+    w.add_metadata("imatrix.chunk_count", gguf::MetadataValue::U32(7))
+        .unwrap();
+    w.add_metadata("imatrix.chunk_size", gguf::MetadataValue::U32(512))
+        .unwrap();
+    for (name, values) in importance(&THIN) {
+        let sums: Vec<u8> = values
+            .iter()
+            .flat_map(|v| (v * 70.0).to_le_bytes())
+            .collect();
+        w.add_tensor(
+            format!("{name}.in_sum2"),
+            &[values.len() as u64, 1],
+            DataType::F32,
+            sums,
+        )
+        .unwrap();
+        w.add_tensor(
+            format!("{name}.counts"),
+            &[1, 1],
+            DataType::F32,
+            70.2f32.to_le_bytes().to_vec(),
+        )
+        .unwrap();
+    }
+    w.write_file(&imatrix).unwrap();
+
+    let ours = dir.join("ours.gguf");
+    let out = run(std::process::Command::new(command())
+        .arg("--imatrix")
+        .arg(&imatrix)
+        .args(["--tensor-type", "ffn_UP=q5_0", "--no-sync", "-q"])
+        .arg(&src)
+        .arg(&ours)
+        .args(["q4_k_m", "2"]));
+    assert!(
+        out.stdout.is_empty(),
+        "--quiet printed {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // llama-quantize's call: the imatrix as it normalizes it, the override lower-cased, its keys.
+    let m = Importance::open(&imatrix).unwrap();
+    let entries: Vec<(String, Vec<f32>)> = importance(&THIN)
+        .into_iter()
+        .map(|(n, _)| {
+            let v = m.get(&n).unwrap().to_vec();
+            (n, v)
+        })
+        .collect();
+    let n_entries = entries.len() as i64;
+    let ask = Ask {
+        importance: Some(entries),
+        tensor_types: vec![("ffn_up".into(), DataType::Q5_0)],
+        kv_overrides: vec![
+            (
+                "quantize.imatrix.file".into(),
+                Err(imatrix.to_str().unwrap().into()),
+            ),
+            (
+                "quantize.imatrix.dataset".into(),
+                Err("calibration.txt".into()),
+            ),
+            ("quantize.imatrix.entries_count".into(), Ok(n_entries)),
+            ("quantize.imatrix.chunks_count".into(), Ok(7)),
+        ],
+        ..Ask::default()
+    };
+    let theirs = dir.join("theirs.gguf");
+    assert!(llama_quantize(&src, &theirs, FileType::Q4_K_M, &ask));
+    let (a, b) = (
+        std::fs::read(&ours).unwrap(),
+        std::fs::read(&theirs).unwrap(),
+    );
+    assert!(
+        a == b,
+        "gguf-quantize's file differs from llama-quantize's ({} and {} bytes)",
+        a.len(),
+        b.len()
+    );
+    let types = types_of(&ours);
+    assert!(types
+        .iter()
+        .any(|(n, t)| n == "blk.5.ffn_up.weight" && *t == DataType::Q5_0));
+
+    // A failure leaves nothing: an unknown type, exit status 1 or 2, no output.
+    let bad = dir.join("bad.gguf");
+    let out = std::process::Command::new(command())
+        .args(["--tensor-type", "attn_q=iq2_xxs", "-q"])
+        .arg(&src)
+        .arg(&bad)
+        .arg("Q4_K_M")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("importance matrix"), "{err}");
+    assert!(!bad.exists());
+    let out = std::process::Command::new(command())
+        .args(["--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
 }
