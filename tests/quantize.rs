@@ -7,6 +7,7 @@
 #[path = "quantize/inputs.rs"]
 mod inputs;
 
+use gguf::quant::simd::{available, set_isa, Isa};
 use gguf::quantize::{
     can_quantize, output_bytes, quantize, quantize_parallel, requires_importance,
 };
@@ -23,8 +24,24 @@ fn quantized(t: DataType, src: &[f32], n_per_row: usize, imp: Option<&[f32]>) ->
     dst
 }
 
+/// Every instruction set this CPU has (the K types are compiled for each), ggml's bytes.
 #[test]
 fn bytes_are_ggmls_on_this_platform() {
+    for isa in Isa::ALL {
+        if set_isa(isa) {
+            ggmls_bytes(isa);
+        }
+    }
+    set_isa(
+        Isa::ALL
+            .into_iter()
+            .filter(|&i| available(i))
+            .last()
+            .unwrap(),
+    );
+}
+
+fn ggmls_bytes(isa: Isa) {
     let golden = golden();
     let imp = importance(ROW);
     let mut failures = Vec::new();
@@ -49,7 +66,10 @@ fn bytes_are_ggmls_on_this_platform() {
         }
     }
     assert_eq!(golden.len(), TYPES.len() * cases().len() * 2);
-    assert!(failures.is_empty(), "not ggml's bytes: {failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "{isa:?}: not ggml's bytes: {failures:#?}"
+    );
 }
 
 #[test]

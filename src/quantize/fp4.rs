@@ -7,6 +7,7 @@ use crate::quant::tables::KVALUES_MXFP4;
 
 /// The E2M1 value (index into the doubled table) nearest to `x` at scale `e`; the first of
 /// equals.
+#[inline(always)]
 fn best_index(x: f32, e: f32) -> u8 {
     let mut best_index = 0;
     let mut best_err = (f32::from(KVALUES_MXFP4[0]) * e - x).abs();
@@ -20,6 +21,7 @@ fn best_index(x: f32, e: f32) -> u8 {
     best_index as u8
 }
 
+#[inline(always)]
 fn abs_max(xb: &[f32]) -> f32 {
     let mut amax = 0f32;
     for &v in xb {
@@ -31,11 +33,13 @@ fn abs_max(xb: &[f32]) -> f32 {
 }
 
 /// `log2f` correctly rounded (as glibc gives it for these inputs), without the platform's libm.
+#[inline(always)]
 fn log2f(x: f32) -> f32 {
     f64::from(x).log2() as f32
 }
 
 /// `ggml_e8m0_to_fp32_half`: 2^(e - 128).
+#[inline(always)]
 fn e8m0_half(e: u8) -> f32 {
     let bits = if e < 2 {
         0x0020_0000u32 << e
@@ -45,7 +49,8 @@ fn e8m0_half(e: u8) -> f32 {
     f32::from_bits(bits)
 }
 
-pub(crate) fn mxfp4(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn mxfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(17)) {
         let amax = abs_max(xb);
         let e = if amax > 0.0 {
@@ -62,6 +67,7 @@ pub(crate) fn mxfp4(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
 }
 
 /// `ggml_fp32_to_ue4m3`.
+#[inline(always)]
 fn to_ue4m3(x: f32) -> u8 {
     if !(x > 0.0) {
         return 0;
@@ -90,6 +96,7 @@ fn to_ue4m3(x: f32) -> u8 {
 }
 
 /// `ggml_ue4m3_to_fp32` (half the value, as the doubled table wants).
+#[inline(always)]
 fn from_ue4m3(x: u8) -> f32 {
     if x == 0 || x == 0x7F {
         return 0.0;
@@ -104,7 +111,8 @@ fn from_ue4m3(x: u8) -> f32 {
     raw * 0.5
 }
 
-pub(crate) fn nvfp4(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn nvfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     // d[4] at 0, qs[32] at 4.
     for (xb, yb) in x.chunks_exact(64).zip(y.chunks_exact_mut(36)) {
         for s in 0..4 {
@@ -118,3 +126,5 @@ pub(crate) fn nvfp4(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
         }
     }
 }
+
+entry!(mxfp4 => mxfp4_rows, nvfp4 => nvfp4_rows);

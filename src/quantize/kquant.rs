@@ -4,18 +4,21 @@
 #![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
 
 use super::search::{
-    make_q3_quants, make_qkx_quants, make_qp_quants, make_qx_quants, nearest_int, put_f16, via_f16,
-    Qkx, GROUP_MAX_EPS,
+    make_q3_lanes, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants, nearest_int,
+    put_f16, transpose, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
 
 const QK_K: usize = 256;
+
+entry!(q2_k => q2_k_rows, q3_k => q3_k_rows, q4_k => q4_k_rows, q5_k => q5_k_rows, q6_k => q6_k_rows);
 
 fn f16_at(b: &[u8], at: usize) -> f32 {
     f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
 }
 
 /// `sum(x^2)` over a block, in order.
+#[inline(always)]
 fn sum_sq(x: &[f32]) -> f32 {
     let mut s = 0f32;
     for &v in x {
@@ -24,7 +27,18 @@ fn sum_sq(x: &[f32]) -> f32 {
     s
 }
 
+/// Lane-major quants (`lt[i][k]`: value `i` of group `k`) back in order.
+#[inline(always)]
+fn untranspose<T: Copy, const L: usize, const N: usize>(lt: &[[T; L]; N], l: &mut [T; QK_K]) {
+    for (i, row) in lt.iter().enumerate() {
+        for (k, &v) in row.iter().enumerate() {
+            l[N * k + i] = v;
+        }
+    }
+}
+
 /// 2-bit values of 256 into 64 bytes, four 32-value groups per 128.
+#[inline(always)]
 fn pack2(l: &[u8; QK_K], qs: &mut [u8]) {
     for j in (0..QK_K).step_by(128) {
         for i in 0..32 {
@@ -37,6 +51,7 @@ fn pack2(l: &[u8; QK_K], qs: &mut [u8]) {
 // Q2_K: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82.
 
 /// Q2_K's last step: every value again from the stored scales, then packed.
+#[inline(always)]
 fn q2_k_finish(x: &[f32], yb: &mut [u8], l: &mut [u8; QK_K]) {
     let d_all = f16_at(yb, 80);
     let m_all = f16_at(yb, 82);
@@ -53,16 +68,24 @@ fn q2_k_finish(x: &[f32], yb: &mut [u8], l: &mut [u8; QK_K]) {
     pack2(l, &mut yb[16..80]);
 }
 
-pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let mut l = [0u8; QK_K];
-    let mut mins = [0f32; 16];
-    let mut scales = [0f32; 16];
-    let mut weights = [0f32; 16];
+    let mut lt = [[0u8; 16]; 16];
     for (ib, (xb, yb)) in x.chunks_exact(QK_K).zip(y.chunks_exact_mut(84)).enumerate() {
+        let xt: [[f32; 16]; 16] = transpose(xb);
+        let mut wt = [[0f32; 16]; 16];
         if let Some(qw) = imp {
             let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
             let sigma2 = sum_sq(xb) / QK_K as f32;
+            let qt: [[f32; 16]; 16] = transpose(qw);
             let mut sw = [0f32; 16];
+            for i in 0..16 {
+                for k in 0..16 {
+                    wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                    sw[k] += wt[i][k];
+                }
+            }
             let p = Qkx {
                 nmax: 3,
                 rmin: -0.9,
@@ -71,17 +94,8 @@ pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 use_mad: false,
                 x3: true,
             };
-            for j in 0..16 {
-                let xs = &xb[16 * j..16 * j + 16];
-                for i in 0..16 {
-                    weights[i] = qw[16 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
-                }
-                for &w in &weights {
-                    sw[j] += w;
-                }
-                (scales[j], mins[j]) =
-                    make_qkx_quants(&p, xs, &weights, &mut l[16 * j..16 * j + 16]);
-            }
+            let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+            untranspose(&lt, &mut l);
             let mut ls = [0u8; 16];
             let mut lm = [0u8; 16];
             let dm = make_qp_quants(15, &scales, &mut ls, &sw);
@@ -92,6 +106,11 @@ pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 yb[j] = ls[j] | (lm[j] << 4);
             }
         } else {
+            for i in 0..16 {
+                for k in 0..16 {
+                    wt[i][k] = xt[i][k].abs();
+                }
+            }
             let p = Qkx {
                 nmax: 3,
                 rmin: -0.5,
@@ -100,15 +119,11 @@ pub(crate) fn q2_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 use_mad: true,
                 x3: false,
             };
+            let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+            untranspose(&lt, &mut l);
             let mut max_scale = 0f32;
             let mut max_min = 0f32;
             for j in 0..16 {
-                let xs = &xb[16 * j..16 * j + 16];
-                for i in 0..16 {
-                    weights[i] = xs[i].abs();
-                }
-                (scales[j], mins[j]) =
-                    make_qkx_quants(&p, xs, &weights, &mut l[16 * j..16 * j + 16]);
                 if scales[j] > max_scale {
                     max_scale = scales[j];
                 }
@@ -154,6 +169,7 @@ fn q3_k_put_scale(scales: &mut [u8], j: usize, l: i32) {
 
 /// Q3_K's last step: every value again from the stored scales, then the high bits and the
 /// packed low bits.
+#[inline(always)]
 fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
     let d_all = f16_at(yb, 108);
     for j in 0..16 {
@@ -189,9 +205,10 @@ fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
     pack2(&lu, &mut yb[32..96]);
 }
 
-pub(crate) fn q3_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    let mut scales = [0f32; 16];
+    let mut scales;
     for (ib, (xb, yb)) in x
         .chunks_exact(QK_K)
         .zip(y.chunks_exact_mut(110))
@@ -200,20 +217,19 @@ pub(crate) fn q3_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         if let Some(qw) = imp {
             let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
             let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
-            let mut weight = [0f32; 16];
+            let xt: [[f32; 16]; 16] = transpose(xb);
+            let qt: [[f32; 16]; 16] = transpose(qw);
+            let mut wt = [[0f32; 16]; 16];
             let mut sw = [0f32; 16];
-            for j in 0..16 {
-                let xs = &xb[16 * j..16 * j + 16];
-                for i in 0..16 {
-                    weight[i] = qw[16 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
+            for i in 0..16 {
+                for k in 0..16 {
+                    wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                    sw[k] += wt[i][k];
                 }
-                let mut sumw = 0f32;
-                for &w in &weight {
-                    sumw += w;
-                }
-                sw[j] = sumw;
-                scales[j] = make_qx_quants(4, xs, &mut l[16 * j..16 * j + 16], Some(&weight));
             }
+            let mut lt = [[0i8; 16]; 16];
+            scales = make_qx_lanes(4, &xt, Some(&wt), &mut lt);
+            untranspose(&lt, &mut l);
             yb[96..108].fill(0);
             let mut ls = [0i8; 16];
             let d_block = make_qx_quants(32, &scales, &mut ls, Some(&sw));
@@ -224,9 +240,11 @@ pub(crate) fn q3_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         } else {
             let mut max_scale = 0f32;
             let mut amax = 0f32;
+            let xt: [[f32; 16]; 16] = transpose(xb);
+            let mut lt = [[0i8; 16]; 16];
+            scales = make_q3_lanes(4, &xt, &mut lt);
+            untranspose(&lt, &mut l);
             for j in 0..16 {
-                scales[j] =
-                    make_q3_quants(4, &xb[16 * j..16 * j + 16], &mut l[16 * j..16 * j + 16]);
                 let scale = scales[j].abs();
                 if scale > amax {
                     amax = scale;
@@ -277,13 +295,21 @@ fn k4_get(j: usize, q: &[u8]) -> (u8, u8) {
 
 /// Q4_K's and Q5_K's search of each 32-value group's scale and minimum and of the block's two
 /// super-scales; writes d, dmin and the packed scales, leaves each group's values in `l`.
+#[inline(always)]
 fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut [u8; QK_K]) {
-    let mut mins = [0f32; 8];
-    let mut scales = [0f32; 8];
-    let mut weights = [0f32; 32];
+    let xt: [[f32; 8]; 32] = transpose(xb);
+    let mut wt = [[0f32; 8]; 32];
+    let mut lt = [[0u8; 8]; 32];
     if let Some(qw) = qw {
         let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
+        let qt: [[f32; 8]; 32] = transpose(qw);
         let mut sw = [0f32; 8];
+        for i in 0..32 {
+            for k in 0..8 {
+                wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                sw[k] += wt[i][k];
+            }
+        }
         let p = Qkx {
             nmax,
             rmin: -0.9,
@@ -292,18 +318,8 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
             use_mad: false,
             x3: true,
         };
-        for j in 0..8 {
-            let xs = &xb[32 * j..32 * j + 32];
-            for i in 0..32 {
-                weights[i] = qw[32 * j + i] * (sigma2 + xs[i] * xs[i]).sqrt();
-            }
-            let mut sumw = 0f32;
-            for &w in &weights {
-                sumw += w;
-            }
-            sw[j] = sumw;
-            (scales[j], mins[j]) = make_qkx_quants(&p, xs, &weights, &mut l[32 * j..32 * j + 32]);
-        }
+        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+        untranspose(&lt, l);
         let mut ls = [0u8; 8];
         let mut lm = [0u8; 8];
         let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
@@ -338,15 +354,26 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
                 x3: false,
             }
         };
+        let mut sum_x2 = [0f32; 8];
+        for row in &xt {
+            for k in 0..8 {
+                sum_x2[k] += row[k] * row[k];
+            }
+        }
+        let mut av_x = [0f32; 8];
+        for k in 0..8 {
+            av_x[k] = (sum_x2[k] / 32.0).sqrt();
+        }
+        for i in 0..32 {
+            for k in 0..8 {
+                wt[i][k] = av_x[k] + xt[i][k].abs();
+            }
+        }
+        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
+        untranspose(&lt, l);
         let mut max_scale = 0f32;
         let mut max_min = 0f32;
         for j in 0..8 {
-            let xs = &xb[32 * j..32 * j + 32];
-            let av_x = (sum_sq(xs) / 32.0).sqrt();
-            for i in 0..32 {
-                weights[i] = av_x + xs[i].abs();
-            }
-            (scales[j], mins[j]) = make_qkx_quants(&p, xs, &weights, &mut l[32 * j..32 * j + 32]);
             if scales[j] > max_scale {
                 max_scale = scales[j];
             }
@@ -383,7 +410,8 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
     }
 }
 
-pub(crate) fn q4_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let mut l = [0u8; QK_K];
     for (ib, (xb, yb)) in x
         .chunks_exact(QK_K)
@@ -401,7 +429,8 @@ pub(crate) fn q4_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
-pub(crate) fn q5_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let mut l = [0u8; QK_K];
     for (ib, (xb, yb)) in x
         .chunks_exact(QK_K)
@@ -435,9 +464,10 @@ pub(crate) fn q5_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
 
 // Q6_K: ql[128] at 0, qh[64] at 128, scales[16] (signed) at 192, d at 208.
 
-pub(crate) fn q6_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let mut l = [0i8; QK_K];
-    let mut scales = [0f32; 16];
+    let mut scales;
     for (ib, (xb, yb)) in x
         .chunks_exact(QK_K)
         .zip(y.chunks_exact_mut(210))
@@ -445,15 +475,12 @@ pub(crate) fn q6_k(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     {
         let mut max_scale = 0f32;
         let mut max_abs_scale = 0f32;
-        for j in 0..16 {
-            let qw = imp.map(|q| &q[QK_K * ib + 16 * j..QK_K * ib + 16 * j + 16]);
-            let scale = make_qx_quants(
-                32,
-                &xb[16 * j..16 * j + 16],
-                &mut l[16 * j..16 * j + 16],
-                qw,
-            );
-            scales[j] = scale;
+        let xt: [[f32; 16]; 16] = transpose(xb);
+        let qt: Option<[[f32; 16]; 16]> = imp.map(|q| transpose(&q[QK_K * ib..QK_K * (ib + 1)]));
+        let mut lt = [[0i8; 16]; 16];
+        scales = make_qx_lanes(32, &xt, qt.as_ref(), &mut lt);
+        untranspose(&lt, &mut l);
+        for &scale in &scales {
             let abs_scale = scale.abs();
             if abs_scale > max_abs_scale {
                 max_abs_scale = abs_scale;

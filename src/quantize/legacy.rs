@@ -3,9 +3,10 @@
 //! (`quantize_row_q4_0_impl` and its siblings). One row per call.
 #![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
 
-use super::search::{make_qkx_quants, make_qx_quants, put_f16, trunc_i32, Qkx};
+use super::search::{make_qkx_quants, make_qx_quants, map_trunc32, put_f16, round_i32x8, Qkx};
 
 /// The importance path's weights of one block: `qw[j] * sqrt(sigma2 + x[j]^2)`.
+#[inline(always)]
 fn weights(xb: &[f32], qw: &[f32], sigma2: f32, out: &mut [f32; 32]) {
     for j in 0..32 {
         out[j] = qw[j] * (sigma2 + xb[j] * xb[j]).sqrt();
@@ -13,6 +14,7 @@ fn weights(xb: &[f32], qw: &[f32], sigma2: f32, out: &mut [f32; 32]) {
 }
 
 /// `sum(x^2) / n` over the whole row, in order.
+#[inline(always)]
 fn row_sigma2(x: &[f32]) -> f32 {
     let mut sum_x2 = 0f32;
     for &v in x {
@@ -22,21 +24,61 @@ fn row_sigma2(x: &[f32]) -> f32 {
 }
 
 /// The absolute maximum and the value that has it (the first one), as Q4_0 and Q5_0 find them.
+#[inline(always)]
 fn signed_max(xb: &[f32]) -> f32 {
-    let mut amax = 0f32;
-    let mut max = 0f32;
-    for &v in xb {
-        if amax < v.abs() {
-            amax = v.abs();
-            max = v;
+    // The largest magnitude (NaN never wins a comparison) over eight interleaved lanes, then
+    // the first value that has it: what the sequential search keeps.
+    let mut lanes = [0f32; 8];
+    for c in xb.chunks_exact(8) {
+        for k in 0..8 {
+            let a = c[k].abs();
+            if lanes[k] < a {
+                lanes[k] = a;
+            }
         }
     }
-    max
+    let mut amax = 0f32;
+    for a in lanes {
+        if amax < a {
+            amax = a;
+        }
+    }
+    if amax == 0.0 {
+        return 0.0;
+    }
+    xb.iter().copied().find(|v| v.abs() == amax).unwrap_or(0.0)
 }
 
+#[inline(always)]
 fn min_max(xb: &[f32]) -> (f32, f32) {
-    let mut min = f32::MAX;
-    let mut max = -f32::MAX;
+    // Over eight interleaved lanes (NaN never wins a comparison), then across them. Only the
+    // sign of a zero depends on the order (the first of equal zeros stays): such blocks take
+    // the sequential scan.
+    let mut lo = [f32::MAX; 8];
+    let mut hi = [-f32::MAX; 8];
+    for c in xb.chunks_exact(8) {
+        for k in 0..8 {
+            if c[k] < lo[k] {
+                lo[k] = c[k];
+            }
+            if c[k] > hi[k] {
+                hi[k] = c[k];
+            }
+        }
+    }
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
+    for k in 0..8 {
+        if lo[k] < min {
+            min = lo[k];
+        }
+        if hi[k] > max {
+            max = hi[k];
+        }
+    }
+    if min != 0.0 && max != 0.0 {
+        return (min, max);
+    }
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
     for &v in xb {
         if v < min {
             min = v;
@@ -48,7 +90,8 @@ fn min_max(xb: &[f32]) -> (f32, f32) {
     (min, max)
 }
 
-pub(crate) fn q1_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q1_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(128).zip(y.chunks_exact_mut(18)) {
         let mut sum_abs = 0f32;
         for &v in xb {
@@ -64,11 +107,21 @@ pub(crate) fn q1_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
-pub(crate) fn q2_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q2_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(64).zip(y.chunks_exact_mut(18)) {
+        // Magnitudes are never -0 and NaN never wins: the lanes' order does not matter.
+        let mut lanes = [0f32; 8];
+        for c in xb.chunks_exact(8) {
+            for k in 0..8 {
+                let a = c[k].abs();
+                if a > lanes[k] {
+                    lanes[k] = a;
+                }
+            }
+        }
         let mut amax = 0f32;
-        for &v in xb {
-            let a = v.abs();
+        for a in lanes {
             if a > amax {
                 amax = a;
             }
@@ -77,28 +130,34 @@ pub(crate) fn q2_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
         let id = if d > 0.0 { 1.0 / d } else { 0.0 };
         put_f16(yb, 0, d);
         yb[2..].fill(0);
-        for (j, &w) in xb.iter().enumerate() {
-            let q = trunc_i32((w * id).round()).wrapping_add(1).clamp(0, 3);
-            yb[2 + j / 4] |= (q as u8) << ((j % 4) * 2);
+        for (c, out) in xb.chunks_exact(8).zip(yb[2..].chunks_exact_mut(2)) {
+            let mut v = [0f32; 8];
+            for k in 0..8 {
+                v[k] = c[k] * id;
+            }
+            let r = round_i32x8(v);
+            for (k, q) in r.iter().enumerate() {
+                out[k / 4] |= (q.wrapping_add(1).clamp(0, 3) as u8) << ((k % 4) * 2);
+            }
         }
     }
 }
 
+#[inline(always)]
 fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
     let max = signed_max(xb);
     let d = max / -8.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
-    for j in 0..16 {
-        let x0 = xb[j] * id;
-        let x1 = xb[16 + j] * id;
-        let xi0 = i32::from(trunc_i32(x0 + 8.5) as i8).min(15) as u8;
-        let xi1 = i32::from(trunc_i32(x1 + 8.5) as i8).min(15) as u8;
-        yb[2 + j] = xi0 | (xi1 << 4);
+    let t = map_trunc32(xb, |v| v * id + 8.5);
+    let q = t.map(|t| i32::from(t as i8).min(15) as u8);
+    for (j, o) in yb[2..18].iter_mut().enumerate() {
+        *o = q[j] | (q[16 + j] << 4);
     }
 }
 
-pub(crate) fn q4_0(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q4_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let Some(qw) = imp else {
         for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(18)) {
             q4_0_ref(xb, yb);
@@ -122,18 +181,17 @@ pub(crate) fn q4_0(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
+#[inline(always)]
 fn q4_1_ref(xb: &[f32], yb: &mut [u8]) {
     let (min, max) = min_max(xb);
     let d = (max - min) / 15.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
     put_f16(yb, 2, min);
+    let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
+    let q = t.map(|t| i32::from(t as i8).min(15) as u8);
     for j in 0..16 {
-        let x0 = (xb[j] - min) * id;
-        let x1 = (xb[16 + j] - min) * id;
-        let xi0 = i32::from(trunc_i32(x0 + 0.5) as i8).min(15) as u8;
-        let xi1 = i32::from(trunc_i32(x1 + 0.5) as i8).min(15) as u8;
-        yb[4 + j] = xi0 | (xi1 << 4);
+        yb[4 + j] = q[j] | (q[16 + j] << 4);
     }
 }
 
@@ -147,7 +205,8 @@ const QKX3_LEGACY: Qkx = Qkx {
     x3: true,
 };
 
-pub(crate) fn q4_1(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q4_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let Some(qw) = imp else {
         for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(20)) {
             q4_1_ref(xb, yb);
@@ -173,6 +232,7 @@ pub(crate) fn q4_1(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
 }
 
 /// Q5_0's and Q5_1's 5-bit values `l` into their low nibbles at `qs` and fifth bits at `qh`.
+#[inline(always)]
 fn pack5(l: &[u8; 32], qh_at: &mut [u8], qs: &mut [u8]) {
     let mut qh = 0u32;
     for j in 0..16 {
@@ -184,20 +244,20 @@ fn pack5(l: &[u8; 32], qh_at: &mut [u8], qs: &mut [u8]) {
     qh_at.copy_from_slice(&qh.to_le_bytes());
 }
 
+#[inline(always)]
 fn q5_0_ref(xb: &[f32], yb: &mut [u8]) {
     let max = signed_max(xb);
     let d = max / -16.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
-    let mut l = [0u8; 32];
-    for j in 0..32 {
-        l[j] = i32::from(trunc_i32(xb[j] * id + 16.5) as i8).min(31) as u8;
-    }
+    let t = map_trunc32(xb, |v| v * id + 16.5);
+    let l = t.map(|t| i32::from(t as i8).min(31) as u8);
     let (qh, qs) = yb[2..].split_at_mut(4);
     pack5(&l, qh, qs);
 }
 
-pub(crate) fn q5_0(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q5_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let Some(qw) = imp else {
         for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(22)) {
             q5_0_ref(xb, yb);
@@ -221,21 +281,21 @@ pub(crate) fn q5_0(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
+#[inline(always)]
 fn q5_1_ref(xb: &[f32], yb: &mut [u8]) {
     let (min, max) = min_max(xb);
     let d = (max - min) / 31.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
     put_f16(yb, 2, min);
-    let mut l = [0u8; 32];
-    for j in 0..32 {
-        l[j] = trunc_i32((xb[j] - min) * id + 0.5) as u8;
-    }
+    let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
+    let l = t.map(|t| t as u8);
     let (qh, qs) = yb[4..].split_at_mut(4);
     pack5(&l, qh, qs);
 }
 
-pub(crate) fn q5_1(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q5_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let Some(qw) = imp else {
         for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(24)) {
             q5_1_ref(xb, yb);
@@ -263,17 +323,23 @@ pub(crate) fn q5_1(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
-pub(crate) fn q8_0(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
+#[inline(always)]
+fn q8_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(34)) {
-        let mut amax = 0f32;
-        for &v in xb {
-            amax = super::search::c_max(amax, v.abs());
-        }
+        let amax = super::search::abs_max_c(xb);
         let d = amax / 127.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         put_f16(yb, 0, d);
-        for j in 0..32 {
-            yb[2 + j] = trunc_i32((xb[j] * id).round()) as u8;
+        for (c, out) in xb.chunks_exact(8).zip(yb[2..].chunks_exact_mut(8)) {
+            let mut v = [0f32; 8];
+            for k in 0..8 {
+                v[k] = c[k] * id;
+            }
+            for (o, q) in out.iter_mut().zip(round_i32x8(v)) {
+                *o = q as u8;
+            }
         }
     }
 }
+
+entry!(q1_0 => q1_0_rows, q2_0 => q2_0_rows, q4_0 => q4_0_rows, q4_1 => q4_1_rows, q5_0 => q5_0_rows, q5_1 => q5_1_rows, q8_0 => q8_0_rows);

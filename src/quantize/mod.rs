@@ -7,6 +7,37 @@
 //! row, an importance matrix's column) steer the searches of the types whose ggml quantizer takes
 //! them; the others ignore them, as ggml does.
 
+/// A type's entry point (`$name`) running its row function (`$rows`, `#[inline(always)]`): the same code compiled for the widest vectors this CPU has (the
+/// lanes of the searches fill them; no fused multiply-add either way), chosen by
+/// `crate::quant::simd::active` (so `GGUF_SIMD=scalar` gives the baseline build).
+macro_rules! entry {
+    ($($name:ident => $rows:ident),* $(,)?) => {$(
+        #[allow(unsafe_code)]
+        pub(crate) fn $name(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use crate::quant::simd::{active, Isa};
+                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+                fn wide(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+                    $rows(x, imp, y)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+                    $rows(x, imp, y)
+                }
+                match active() {
+                    // SAFETY: `active` names an instruction set only when this CPU has it.
+                    Isa::Avx512 => return unsafe { wide(x, imp, y) },
+                    // SAFETY: as above.
+                    Isa::Avx2 => return unsafe { avx2(x, imp, y) },
+                    _ => {}
+                }
+            }
+            $rows(x, imp, y)
+        }
+    )*};
+}
+
 mod float;
 mod fp4;
 pub(crate) mod iquant;

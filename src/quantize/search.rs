@@ -19,6 +19,33 @@ pub(crate) fn c_max(a: f32, b: f32) -> f32 {
     }
 }
 
+/// `MAX(amax, fabsf(v))` over `x` in order from 0, as ggml's Q8_0 and ternary quantizers
+/// take a block's absolute maximum. A NaN makes the running value NaN until the next
+/// comparison replaces it, so the order matters only when there is one: without NaN, lanes.
+#[inline(always)]
+pub(crate) fn abs_max_c(x: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let mut nan = [false; 8];
+    for c in x.chunks_exact(8) {
+        for k in 0..8 {
+            lanes[k] = c_max(lanes[k], c[k].abs());
+            nan[k] |= c[k].is_nan();
+        }
+    }
+    if nan.iter().any(|&n| n) || x.len() % 8 != 0 {
+        let mut amax = 0f32;
+        for &v in x {
+            amax = c_max(amax, v.abs());
+        }
+        return amax;
+    }
+    let mut amax = 0f32;
+    for a in lanes {
+        amax = c_max(amax, a);
+    }
+    amax
+}
+
 /// ggml's `nearest_int`: the float rounded to the nearest integer (ties to even) by adding
 /// 1.5 * 2^23 and reading the low mantissa bits. Outside +-2^22 (and for NaN) the result is
 /// what those bits say, as in ggml's release builds.
@@ -32,22 +59,71 @@ pub(crate) fn nearest_int(f: f32) -> i32 {
 /// `INT_MIN` for NaN and values out of range.
 #[inline(always)]
 pub(crate) fn trunc_i32(f: f32) -> i32 {
-    if f.is_nan() || f >= 2_147_483_648.0 || f < -2_147_483_648.0 {
+    // `as` saturates (and gives 0 for NaN); only NaN and the top of the range differ.
+    let t = f as i32;
+    if f.is_nan() || f >= 2_147_483_648.0 {
         i32::MIN
     } else {
-        f as i32
+        t
     }
 }
 
-/// glibc's `lroundf` on x86-64: halves away from zero, `LONG_MIN` for NaN and values out of
-/// range.
+/// [`trunc_i32`] on eight floats.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(crate) fn lround(f: f32) -> i64 {
-    if f.is_nan() || f >= 9.223_372e18 || f < -9.223_372e18 {
-        i64::MIN
-    } else {
-        f.round() as i64
+#[allow(unsafe_code, unused_unsafe)]
+pub(crate) fn trunc_i32x8(v: [f32; 8]) -> [i32; 8] {
+    use core::arch::x86_64::{_mm_cvttps_epi32, _mm_loadu_ps, _mm_storeu_si128};
+    let mut out = [0i32; 8];
+    // SAFETY: SSE2 is part of x86-64; each load reads 4 floats of `v` and each store writes 4
+    // ints of `out` (unaligned forms).
+    unsafe {
+        let lo = _mm_cvttps_epi32(_mm_loadu_ps(v.as_ptr()));
+        let hi = _mm_cvttps_epi32(_mm_loadu_ps(v.as_ptr().add(4)));
+        _mm_storeu_si128(out.as_mut_ptr().cast(), lo);
+        _mm_storeu_si128(out.as_mut_ptr().add(4).cast(), hi);
     }
+    out
+}
+
+/// [`trunc_i32`] on eight floats.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn trunc_i32x8(v: [f32; 8]) -> [i32; 8] {
+    v.map(trunc_i32)
+}
+
+/// C's `(int)roundf(v)` on eight floats (halves away from zero; `INT_MIN` for NaN and values
+/// out of range), without a call to the C library.
+#[inline(always)]
+pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
+    let t = trunc_i32x8(v);
+    let mut out = [0i32; 8];
+    for k in 0..8 {
+        // Below 2^23 the fraction is exact; above, every float is an integer (fraction 0).
+        let d = v[k] - t[k] as f32;
+        let up = i32::from(d >= 0.5) - i32::from(d <= -0.5);
+        out[k] = if t[k] == i32::MIN {
+            i32::MIN
+        } else {
+            t[k] + up
+        };
+    }
+    out
+}
+
+/// `f(x[j])` for each of 32 values, eight at a time, into C-truncated integers.
+#[inline(always)]
+pub(crate) fn map_trunc32(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
+    let mut out = [0i32; 32];
+    for (o, c) in out.chunks_exact_mut(8).zip(x.chunks_exact(8)) {
+        let mut v = [0f32; 8];
+        for k in 0..8 {
+            v[k] = f(c[k]);
+        }
+        o.copy_from_slice(&trunc_i32x8(v));
+    }
+    out
 }
 
 /// ggml's `ggml_compute_fp32_to_fp16`: round to nearest even, every NaN to a quiet NaN that keeps
@@ -159,70 +235,6 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<
         }
     }
     scale
-}
-
-/// `make_q3_quants` with `do_rmse` (as Q3_K calls it): `L` gets values in `0..2*nmax`.
-pub(crate) fn make_q3_quants(nmax: i32, x: &[f32], l_out: &mut [i8]) -> f32 {
-    let n = x.len();
-    let mut max = 0f32;
-    let mut amax = 0f32;
-    for &v in x {
-        let ax = v.abs();
-        if ax > amax {
-            amax = ax;
-            max = v;
-        }
-    }
-    if amax < GROUP_MAX_EPS {
-        l_out[..n].fill(0);
-        return 0.0;
-    }
-    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
-    let iscale = -(nmax as f32) / max;
-    let mut sumlx = 0f32;
-    let mut suml2 = 0f32;
-    for i in 0..n {
-        let l = clamp(nearest_int(iscale * x[i]));
-        l_out[i] = l as i8;
-        let w = x[i] * x[i];
-        let lf = l as f32;
-        sumlx += w * x[i] * lf;
-        suml2 += w * lf * lf;
-    }
-    for _ in 0..5 {
-        let mut n_changed = 0;
-        for i in 0..n {
-            let w = x[i] * x[i];
-            let li = l_out[i] as f32;
-            let mut slx = sumlx - w * x[i] * li;
-            if slx > 0.0 {
-                let mut sl2 = suml2 - w * li * li;
-                let new_l = clamp(nearest_int(x[i] * sl2 / slx));
-                if new_l != i32::from(l_out[i]) {
-                    let nf = new_l as f32;
-                    slx += w * x[i] * nf;
-                    sl2 += w * nf * nf;
-                    if sl2 > 0.0 && slx * slx * suml2 > sumlx * sumlx * sl2 {
-                        l_out[i] = new_l as i8;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        n_changed += 1;
-                    }
-                }
-            }
-        }
-        if n_changed == 0 {
-            break;
-        }
-    }
-    for l in &mut l_out[..n] {
-        *l += nmax as i8;
-    }
-    if suml2 > 0.0 {
-        sumlx / suml2
-    } else {
-        0.0
-    }
 }
 
 /// The parameters of a `make_qkx2_quants` / `make_qkx3_quants` search.
@@ -400,4 +412,374 @@ pub(crate) fn make_qp_quants(nmax: i32, x: &[f32], l_out: &mut [u8], qw: &[f32])
     } else {
         0.0
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same searches on `L` groups side by side (value `i` of group `k` at `x[i][k]`): each lane
+// does exactly the scalar search's arithmetic, in its order, so the compiler can put the lanes
+// in vector registers (independent sums) without changing a bit. Branches become per-lane
+// selections.
+// ---------------------------------------------------------------------------------------------
+
+/// Value `i` of group `k` of `x` (groups of `N` consecutive values) at `[i][k]`.
+#[inline(always)]
+pub(crate) fn transpose<const L: usize, const N: usize>(x: &[f32]) -> [[f32; L]; N] {
+    let mut out = [[0f32; L]; N];
+    for (k, g) in x.chunks_exact(N).take(L).enumerate() {
+        for (i, &v) in g.iter().enumerate() {
+            out[i][k] = v;
+        }
+    }
+    out
+}
+
+/// [`make_qkx_quants`] on `L` groups of `N` values at once. Returns each group's scale and
+/// minimum.
+#[inline(always)]
+pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
+    p: &Qkx,
+    x: &[[f32; L]; N],
+    w: &[[f32; L]; N],
+    l_out: &mut [[u8; L]; N],
+) -> ([f32; L], [f32; L]) {
+    let mut min = x[0];
+    let mut max = x[0];
+    let mut sum_w = w[0];
+    let mut sum_x = [0f32; L];
+    for k in 0..L {
+        sum_x[k] = sum_w[k] * x[0][k];
+    }
+    for i in 1..N {
+        for k in 0..L {
+            let v = x[i][k];
+            if v < min[k] {
+                min[k] = v;
+            }
+            if v > max[k] {
+                max[k] = v;
+            }
+            sum_w[k] += w[i][k];
+            sum_x[k] += w[i][k] * v;
+        }
+    }
+    let mut empty = [false; L];
+    for k in 0..L {
+        if min[k] > 0.0 {
+            min[k] = 0.0;
+        }
+        empty[k] = if p.x3 {
+            max[k] <= min[k]
+        } else {
+            max[k] == min[k]
+        };
+    }
+    let min0 = min;
+    let nmax = p.nmax;
+    let nmaxf = nmax as f32;
+    let mut scale = [0f32; L];
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = nmaxf / (max[k] - min[k]);
+        scale[k] = 1.0 / iscale[k];
+    }
+    let mut best_error = [0f32; L];
+    for i in 0..N {
+        for k in 0..L {
+            let l = nearest_int(iscale[k] * (x[i][k] - min[k])).min(nmax).max(0);
+            l_out[i][k] = l as u8;
+            let mut diff = scale[k] * (l as f32) + min[k] - x[i][k];
+            diff = if p.use_mad { diff.abs() } else { diff * diff };
+            best_error[k] += w[i][k] * diff;
+        }
+    }
+    if p.nstep >= 1 {
+        let mut laux = [[0u8; L]; N];
+        for is in 0..=p.nstep {
+            let c = p.rmin + p.rdelta * is as f32 + nmaxf;
+            for k in 0..L {
+                iscale[k] = c / (max[k] - min[k]);
+            }
+            let mut sum_l = [0f32; L];
+            let mut sum_l2 = [0f32; L];
+            let mut sum_xl = [0f32; L];
+            for i in 0..N {
+                for k in 0..L {
+                    let l = nearest_int(iscale[k] * (x[i][k] - min[k])).min(nmax).max(0);
+                    laux[i][k] = l as u8;
+                    let lf = l as f32;
+                    let wl = w[i][k] * lf;
+                    sum_l[k] += wl;
+                    sum_l2[k] += wl * lf;
+                    sum_xl[k] += wl * x[i][k];
+                }
+            }
+            let mut this_scale = [0f32; L];
+            let mut this_min = [0f32; L];
+            let mut ok = [false; L];
+            for k in 0..L {
+                let d = sum_w[k] * sum_l2[k] - sum_l[k] * sum_l[k];
+                ok[k] = d > 0.0;
+                this_scale[k] = (sum_w[k] * sum_xl[k] - sum_x[k] * sum_l[k]) / d;
+                this_min[k] = (sum_l2[k] * sum_x[k] - sum_l[k] * sum_xl[k]) / d;
+                if this_min[k] > 0.0 {
+                    this_min[k] = 0.0;
+                    this_scale[k] = sum_xl[k] / sum_l2[k];
+                }
+            }
+            let mut cur_error = [0f32; L];
+            for i in 0..N {
+                for k in 0..L {
+                    let mut diff = this_scale[k] * f32::from(laux[i][k]) + this_min[k] - x[i][k];
+                    diff = if p.use_mad { diff.abs() } else { diff * diff };
+                    cur_error[k] += w[i][k] * diff;
+                }
+            }
+            let mut take = [false; L];
+            for k in 0..L {
+                take[k] = ok[k] && cur_error[k] < best_error[k];
+                if take[k] {
+                    best_error[k] = cur_error[k];
+                    scale[k] = this_scale[k];
+                    min[k] = this_min[k];
+                }
+            }
+            if take.iter().any(|&t| t) {
+                for i in 0..N {
+                    for k in 0..L {
+                        if take[k] {
+                            l_out[i][k] = laux[i][k];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut the_min = [0f32; L];
+    for k in 0..L {
+        if empty[k] {
+            scale[k] = 0.0;
+            min[k] = min0[k];
+        }
+        the_min[k] = -min[k];
+    }
+    if empty.iter().any(|&e| e) {
+        for row in l_out.iter_mut() {
+            for k in 0..L {
+                if empty[k] {
+                    row[k] = 0;
+                }
+            }
+        }
+    }
+    (scale, the_min)
+}
+
+/// [`make_qx_quants`] on `L` groups of `N` values at once (`L` gets values in `0..2*nmax`);
+/// the weights are `w`, or each value's square. Returns each group's scale.
+#[inline(always)]
+pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    w: Option<&[[f32; L]; N]>,
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let mut max = [0f32; L];
+    let mut amax = [0f32; L];
+    for row in x {
+        for k in 0..L {
+            let ax = row[k].abs();
+            if ax > amax[k] {
+                amax[k] = ax;
+                max[k] = row[k];
+            }
+        }
+    }
+    let mut ww = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            ww[i][k] = match w {
+                Some(w) => w[i][k],
+                None => x[i][k] * x[i][k],
+            };
+        }
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let nmaxf = nmax as f32;
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -nmaxf / max[k];
+    }
+    let mut sumlx = [0f32; L];
+    let mut suml2 = [0f32; L];
+    for i in 0..N {
+        for k in 0..L {
+            let l = clamp(nearest_int(iscale[k] * x[i][k]));
+            l_out[i][k] = (l + nmax) as i8;
+            let lf = l as f32;
+            sumlx[k] += ww[i][k] * x[i][k] * lf;
+            suml2[k] += ww[i][k] * lf * lf;
+        }
+    }
+    let mut scale = [0f32; L];
+    let mut best = [0f32; L];
+    for k in 0..L {
+        scale[k] = if suml2[k] != 0.0 {
+            sumlx[k] / suml2[k]
+        } else {
+            0.0
+        };
+        best[k] = scale[k] * sumlx[k];
+    }
+    for is in -9i32..=9 {
+        if is == 0 {
+            continue;
+        }
+        let c = -(nmaxf + 0.1f32 * is as f32);
+        for k in 0..L {
+            iscale[k] = c / max[k];
+        }
+        let mut sumlx = [0f32; L];
+        let mut suml2 = [0f32; L];
+        let mut lt = [[0i8; L]; N];
+        for i in 0..N {
+            for k in 0..L {
+                let l = clamp(nearest_int(iscale[k] * x[i][k]));
+                lt[i][k] = (l + nmax) as i8;
+                let lf = l as f32;
+                sumlx[k] += ww[i][k] * x[i][k] * lf;
+                suml2[k] += ww[i][k] * lf * lf;
+            }
+        }
+        let mut take = [false; L];
+        for k in 0..L {
+            take[k] = suml2[k] > 0.0 && sumlx[k] * sumlx[k] > best[k] * suml2[k];
+            if take[k] {
+                scale[k] = sumlx[k] / suml2[k];
+                best[k] = scale[k] * sumlx[k];
+            }
+        }
+        if take.iter().any(|&t| t) {
+            for i in 0..N {
+                for k in 0..L {
+                    if take[k] {
+                        l_out[i][k] = lt[i][k];
+                    }
+                }
+            }
+        }
+    }
+    let mut zero = [false; L];
+    for k in 0..L {
+        zero[k] = amax[k] < GROUP_MAX_EPS;
+        if zero[k] {
+            scale[k] = 0.0;
+        }
+    }
+    if zero.iter().any(|&z| z) {
+        for row in l_out.iter_mut() {
+            for k in 0..L {
+                if zero[k] {
+                    row[k] = 0;
+                }
+            }
+        }
+    }
+    scale
+}
+
+/// ggml's `make_q3_quants` (with `do_rmse`, as Q3_K calls it) on `L` groups of `N` values at once.
+#[inline(always)]
+pub(crate) fn make_q3_lanes<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let mut max = [0f32; L];
+    let mut amax = [0f32; L];
+    for row in x {
+        for k in 0..L {
+            let ax = row[k].abs();
+            if ax > amax[k] {
+                amax[k] = ax;
+                max[k] = row[k];
+            }
+        }
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -(nmax as f32) / max[k];
+    }
+    let mut sumlx = [0f32; L];
+    let mut suml2 = [0f32; L];
+    let mut ww = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            let l = clamp(nearest_int(iscale[k] * x[i][k]));
+            l_out[i][k] = l as i8;
+            let w = x[i][k] * x[i][k];
+            ww[i][k] = w;
+            let lf = l as f32;
+            sumlx[k] += w * x[i][k] * lf;
+            suml2[k] += w * lf * lf;
+        }
+    }
+    // The refinement visits values one at a time and each change feeds the next: lanes run
+    // it each on their own values, stopping where the scalar search stops.
+    let mut active = [true; L];
+    for _ in 0..5 {
+        let mut changed = [false; L];
+        for i in 0..N {
+            for k in 0..L {
+                let w = ww[i][k];
+                let li = f32::from(l_out[i][k]);
+                let mut slx = sumlx[k] - w * x[i][k] * li;
+                let mut sl2 = suml2[k] - w * li * li;
+                let new_l = clamp(nearest_int(x[i][k] * sl2 / slx));
+                let nf = new_l as f32;
+                slx += w * x[i][k] * nf;
+                sl2 += w * nf * nf;
+                let take = active[k]
+                    && sumlx[k] - w * x[i][k] * li > 0.0
+                    && new_l != i32::from(l_out[i][k])
+                    && sl2 > 0.0
+                    && slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2;
+                if take {
+                    l_out[i][k] = new_l as i8;
+                    sumlx[k] = slx;
+                    suml2[k] = sl2;
+                    changed[k] = true;
+                }
+            }
+        }
+        for k in 0..L {
+            active[k] = active[k] && changed[k];
+        }
+        if !active.iter().any(|&a| a) {
+            break;
+        }
+    }
+    let mut scale = [0f32; L];
+    for k in 0..L {
+        scale[k] = if suml2[k] > 0.0 {
+            sumlx[k] / suml2[k]
+        } else {
+            0.0
+        };
+    }
+    for row in l_out.iter_mut() {
+        for k in 0..L {
+            row[k] = if amax[k] < GROUP_MAX_EPS {
+                0
+            } else {
+                row[k] + nmax as i8
+            };
+        }
+    }
+    for k in 0..L {
+        if amax[k] < GROUP_MAX_EPS {
+            scale[k] = 0.0;
+        }
+    }
+    scale
 }
