@@ -60,19 +60,21 @@ export CARGO_INCREMENTAL=0
 #   concurrency under TSan   `make tsan` (host nightly toolchain)
 #   dequant_ggml, validate_ggml  ggml's x86-64 library (dequant and simd check the same answers
 #                            everywhere: ggml's recorded outputs, and the scalar kernels)
+#   quantize_iq_ggml         ggml's x86-64 library (quantize_iq checks ggml's recorded
+#                            fingerprints everywhere)
 #   url                      nginx and the test servers on the host's loopback
 #   dequant_tables           runs the table generator on the reference Python package
 #   quantize_ggml            ggml's x86-64 library (quantize checks ggml's recorded fingerprints)
 #   architecture             reads the source tree and ARCHITECTURE.md (the same on every target)
 #   requantize_llama         llama.cpp's x86-64 libllama (requantize checks the same rules everywhere)
 HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
-  validate_ggml dequant_tables url architecture quantize_ggml requantize_llama"
+  validate_ggml dequant_tables url architecture quantize_ggml requantize_llama quantize_iq_ggml"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader
-  dequant simd simd_threads sources hostile_reads writer_outputs quantize requantize"
+  dequant simd simd_threads sources hostile_reads writer_outputs quantize requantize quantize_iq"
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
 # it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases

@@ -1,8 +1,32 @@
 //! The IQ types' quantizers (IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
 //! IQ1_M), in ggml's order of operations.
+//!
+//! Each search runs its arithmetic exactly as ggml's C does it (f32 throughout, no fused
+//! multiply-add, the same comparisons, including how they treat NaN), so the bytes are ggml's.
+//! Where ggml has no answer (its `GGML_ASSERT`s on a grid point or on a scale, which abort the
+//! process, or a read outside its tables or its input), this returns an error naming the row and
+//! the element instead.
+//!
+//! The grid maps and neighbour lists ggml builds in `ggml_quantize_init` are built here once per
+//! grid on first use ([`grids`]), from the dequantizers' grids, with the same neighbours in the
+//! same order.
+
+// The casts here are C's conversions that ggml's code makes (to `uint8_t`, `uint16_t`, `int8_t`,
+// from `int` to `float`), of values the block layout bounds (levels below 16, grid indices below
+// 2048, positions in a 256-value block); the index loops keep ggml's loops side by side with
+// its C; `!(scale >= 0.0)` is ggml's assert, which NaN fails.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::needless_range_loop,
+    clippy::neg_cmp_op_on_partial_ord
+)]
+
+mod grids;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::quant::tables::KVALUES_IQ4NL;
 use crate::types::DataType;
+use grids::Grid;
 
 /// Quantizes `src` (whole rows of `n_per_row` floats; `dst` holds exactly their blocks) into the
 /// IQ type `data_type`; returns the bytes written.
@@ -13,9 +37,1788 @@ pub(crate) fn quantize_rows(
     importance: Option<&[f32]>,
     dst: &mut [u8],
 ) -> Result<usize> {
-    let _ = (src, n_per_row, importance, dst);
-    Err(Error::msg(
-        ErrorCode::Unsupported,
-        format!("{} cannot be quantized yet", data_type.name()),
-    ))
+    let name = data_type.name();
+    let invalid = |m: String| Err(Error::msg(ErrorCode::InvalidArgument, m));
+    let (block_elems, block_bytes) = match data_type {
+        DataType::IQ4_NL => (32, 18),
+        DataType::IQ4_XS => (256, 136),
+        DataType::IQ3_XXS => (256, 98),
+        DataType::IQ3_S => (256, 110),
+        DataType::IQ2_XXS => (256, 66),
+        DataType::IQ2_XS => (256, 74),
+        DataType::IQ2_S => (256, 82),
+        DataType::IQ1_S => (256, 50),
+        DataType::IQ1_M => (256, 56),
+        _ => {
+            return Err(Error::msg(
+                ErrorCode::Unsupported,
+                format!("{name} is not an IQ type"),
+            ))
+        }
+    };
+    if n_per_row == 0 || n_per_row % block_elems != 0 {
+        return invalid(format!(
+            "{name}: a row of {n_per_row} values is not a whole number of {block_elems}-value blocks"
+        ));
+    }
+    if src.len() % n_per_row != 0 {
+        return invalid(format!(
+            "{name}: {} values are not whole rows of {n_per_row}",
+            src.len()
+        ));
+    }
+    let rows = src.len() / n_per_row;
+    let row_bytes = n_per_row / block_elems * block_bytes;
+    let need = rows.checked_mul(row_bytes);
+    if need != Some(dst.len()) {
+        return invalid(format!(
+            "{name}: {rows} rows of {n_per_row} values need {} bytes, the output holds {}",
+            need.map_or_else(|| "more than addressable".to_owned(), |n| n.to_string()),
+            dst.len()
+        ));
+    }
+    if let Some(w) = importance {
+        if w.len() != n_per_row {
+            return invalid(format!(
+                "{name}: the importance holds {} weights, a row has {n_per_row} values",
+                w.len()
+            ));
+        }
+    } else if matches!(
+        data_type,
+        DataType::IQ2_XXS | DataType::IQ2_XS | DataType::IQ1_S
+    ) {
+        return invalid(format!("{name} needs an importance matrix (as ggml does)"));
+    }
+    for (r, (x, y)) in src
+        .chunks_exact(n_per_row)
+        .zip(dst.chunks_exact_mut(row_bytes))
+        .enumerate()
+    {
+        let res = match data_type {
+            DataType::IQ4_NL => {
+                for (b, (xb, yb)) in x.chunks_exact(32).zip(y.chunks_exact_mut(18)).enumerate() {
+                    iq4_nl_block(xb, importance.map(|w| &w[32 * b..32 * b + 32]), yb);
+                }
+                Ok(())
+            }
+            DataType::IQ4_XS => {
+                for (b, (xb, yb)) in x.chunks_exact(256).zip(y.chunks_exact_mut(136)).enumerate() {
+                    iq4_xs_block(xb, importance.map(|w| &w[256 * b..256 * b + 256]), yb);
+                }
+                Ok(())
+            }
+            DataType::IQ2_XXS => iq2_xxs_row(x, importance.unwrap_or(&[]), y),
+            DataType::IQ2_XS => iq2_xs_row(x, importance.unwrap_or(&[]), y),
+            DataType::IQ2_S => iq2_s_row(x, importance, y),
+            DataType::IQ3_XXS => iq3_xxs_row(x, importance, y),
+            DataType::IQ3_S => iq3_s_row(x, importance, y),
+            DataType::IQ1_S => iq1_s_row(src, r * n_per_row, n_per_row, importance, y),
+            _ => iq1_m_row(src, r * n_per_row, n_per_row, importance, y),
+        };
+        if let Err(at) = res {
+            return Err(no_answer(name, r, at, x));
+        }
+    }
+    Ok(dst.len())
+}
+
+/// Where a search has no answer: the block (its first element, relative to the row).
+struct NoAnswer(usize);
+
+/// The error for a row ggml has no answer for: it names the row and the element that makes it
+/// so (the first NaN or infinity in the block, else the block's largest magnitude).
+fn no_answer(name: &str, row: usize, at: NoAnswer, x: &[f32]) -> Error {
+    let start = at.0.min(x.len().saturating_sub(1)) / 256 * 256;
+    let block = &x[start..(start + 256).min(x.len())];
+    let pick = block
+        .iter()
+        .position(|v| !v.is_finite())
+        .unwrap_or_else(|| {
+            let mut best = 0;
+            for (i, v) in block.iter().enumerate() {
+                if v.abs() > block[best].abs() {
+                    best = i;
+                }
+            }
+            best
+        });
+    let e = start + pick;
+    Error::msg(
+        ErrorCode::InvalidArgument,
+        format!(
+            "{name}: row {row}, element {e} ({}): ggml finds no grid point or scale for this block (it aborts)",
+            x[e]
+        ),
+    )
+}
+
+// ------------------------------------------------------------------------------------------
+// Helpers with ggml's exact semantics.
+
+/// ggml's `nearest_int`: round to nearest (ties to even) through the float's bits; for values
+/// beyond its range (and NaN, infinity) the same bits ggml gets.
+#[inline(always)]
+fn nearest_int(f: f32) -> i32 {
+    ((f + 12_582_912.0f32).to_bits() & 0x007f_ffff) as i32 - 0x0040_0000
+}
+
+/// C's `MAX(a, b)`: `a > b ? a : b` (a NaN in `a` gives `b`, a NaN in `b` gives NaN).
+#[inline(always)]
+fn cmax(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// ggml's software `GGML_FP32_TO_FP16` (the pinned build has no F16C).
+fn fp16(f: f32) -> u16 {
+    let scale_to_inf = f32::from_bits(0x7780_0000);
+    let scale_to_zero = f32::from_bits(0x0880_0000);
+    let mut base = (f.abs() * scale_to_inf) * scale_to_zero;
+    let w = f.to_bits();
+    let shl1_w = w.wrapping_add(w);
+    let sign = w & 0x8000_0000;
+    let mut bias = shl1_w & 0xFF00_0000;
+    if bias < 0x7100_0000 {
+        bias = 0x7100_0000;
+    }
+    base += f32::from_bits((bias >> 1) + 0x0780_0000);
+    let bits = base.to_bits();
+    let exp_bits = (bits >> 13) & 0x0000_7C00;
+    let mantissa_bits = bits & 0x0000_0FFF;
+    let nonsign = exp_bits + mantissa_bits;
+    ((sign >> 16)
+        | if shl1_w > 0xFF00_0000 {
+            0x7E00
+        } else {
+            nonsign
+        }) as u16
+}
+
+fn put_u16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+/// ggml's `best_index_int8` over the 16 IQ4 values.
+#[inline(always)]
+fn best_index_int8(val: &[i8; 16], x: f32) -> usize {
+    if x <= f32::from(val[0]) {
+        return 0;
+    }
+    if x >= f32::from(val[15]) {
+        return 15;
+    }
+    let (mut ml, mut mu) = (0usize, 15usize);
+    while mu - ml > 1 {
+        let mav = (ml + mu) / 2;
+        if x < f32::from(val[mav]) {
+            mu = mav;
+        } else {
+            ml = mav;
+        }
+    }
+    if x - f32::from(val[mu - 1]) < f32::from(val[mu]) - x {
+        mu - 1
+    } else {
+        mu
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// IQ4_NL and IQ4_XS: ggml's `quantize_row_iq4_nl_impl` (ntry 7).
+
+/// One super-block of `x.len()` values (32: IQ4_NL, 256: IQ4_XS) in blocks of 32. Returns the
+/// f16 super-scale; fills `q4` (packed nibbles), and for IQ4_XS `scales_h` / `scales_l`.
+fn iq4_impl(
+    x: &[f32],
+    qw: Option<&[f32]>,
+    q4: &mut [u8],
+    scales_h: &mut u16,
+    scales_l: &mut [u8],
+) -> u16 {
+    const NTRY: i32 = 7;
+    let values = &KVALUES_IQ4NL;
+    let sbs = x.len();
+    let nb = sbs / 32;
+    let mut sigma2 = 0f32;
+    for &v in x {
+        sigma2 += v * v;
+    }
+    sigma2 *= 2.0 / sbs as f32;
+    let dh;
+    let mut big_l = [0u8; 256];
+    let mut scales = [0f32; 8];
+    let mut weight = [0f32; 32];
+    let (mut max_scale, mut amax_scale) = (0f32, 0f32);
+    let v0 = f32::from(values[0]);
+    for ib in 0..nb {
+        let xb = &x[32 * ib..32 * ib + 32];
+        match qw {
+            Some(q) => {
+                let q = &q[32 * ib..32 * ib + 32];
+                for j in 0..32 {
+                    weight[j] = q[j] * (sigma2 + xb[j] * xb[j]).sqrt();
+                }
+            }
+            None => {
+                for j in 0..32 {
+                    weight[j] = xb[j] * xb[j];
+                }
+            }
+        }
+        let (mut amax, mut max) = (0f32, 0f32);
+        for &v in xb {
+            let ax = v.abs();
+            if ax > amax {
+                amax = ax;
+                max = v;
+            }
+        }
+        if amax < 1e-15 {
+            scales[ib] = 0.0;
+            continue;
+        }
+        // The first try (at -max/values[0]) and the 15 around it, side by side in lanes; then
+        // ggml's choice among them, in its order.
+        let mut ids = [0f32; 16];
+        ids[0] = 1.0 / (-max / v0);
+        for (k, id) in ids[1..].iter_mut().enumerate() {
+            *id = (k as i32 - NTRY + i32::from(values[0])) as f32 / max;
+        }
+        let xb: &[f32; 32] = xb.try_into().expect("32 values");
+        let (sx, s2) = iq4_tries(xb, &weight, &ids);
+        let mut d = if s2[0] > 0.0 { sx[0] / s2[0] } else { 0.0 };
+        let mut best = d * sx[0];
+        for t in 1..16 {
+            if s2[t] > 0.0 && sx[t] * sx[t] > best * s2[t] {
+                d = sx[t] / s2[t];
+                best = d * sx[t];
+            }
+        }
+        scales[ib] = d;
+        let abs_d = d.abs();
+        if abs_d > amax_scale {
+            amax_scale = abs_d;
+            max_scale = d;
+        }
+    }
+    if nb > 1 {
+        *scales_h = 0;
+        let d = -max_scale / 32.0;
+        dh = fp16(d);
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        for ib in 0..nb {
+            let mut l = nearest_int(id * scales[ib]);
+            l = l.clamp(-32, 31);
+            let dl = d * l as f32;
+            let idl = if dl != 0.0 { 1.0 / dl } else { 0.0 };
+            let xb = &x[32 * ib..32 * ib + 32];
+            for (lj, &v) in big_l[32 * ib..32 * ib + 32].iter_mut().zip(xb) {
+                *lj = best_index_int8(values, idl * v) as u8;
+            }
+            l += 32;
+            let l_l = (l & 0xf) as u8;
+            let l_h = (l >> 4) as u16;
+            if ib % 2 == 0 {
+                scales_l[ib / 2] = l_l;
+            } else {
+                scales_l[ib / 2] |= l_l << 4;
+            }
+            *scales_h |= l_h << (2 * (ib % 8));
+        }
+    } else {
+        dh = fp16(scales[0]);
+        let id = if scales[0] != 0.0 {
+            1.0 / scales[0]
+        } else {
+            0.0
+        };
+        for (lj, &v) in big_l.iter_mut().zip(x) {
+            *lj = best_index_int8(values, id * v) as u8;
+        }
+    }
+    for i in 0..sbs / 32 {
+        for j in 0..16 {
+            q4[16 * i + j] = big_l[32 * i + j] | (big_l[32 * i + 16 + j] << 4);
+        }
+    }
+    dh
+}
+
+/// The sums of 16 tries of one IQ4 block: for each try's inverse scale `ids[t]`, each value's
+/// nearest of the 16 levels (as `best_index_int8` picks it) and `sumqx += w*q*x`,
+/// `sumq2 += w*q*q` in ggml's order. The tries are independent, so they run side by side in
+/// vector lanes (each lane doing ggml's operations in ggml's order: the same bits).
+#[inline(always)]
+fn iq4_tries_body(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32; 16]) {
+    let v: [f32; 16] = KVALUES_IQ4NL.map(f32::from);
+    let mut sx = [0f32; 16];
+    let mut s2 = [0f32; 16];
+    for j in 0..32 {
+        let x = xb[j];
+        let wj = w[j];
+        let mut q = [0f32; 16];
+        for t in 0..16 {
+            q[t] = nearest_level(&v, ids[t] * x);
+        }
+        for t in 0..16 {
+            sx[t] += wj * q[t] * x;
+            s2[t] += wj * q[t] * q[t];
+        }
+    }
+    (sx, s2)
+}
+
+/// `best_index_int8`'s level without branches: the last level `lo` not above `x` (counting
+/// every level for NaN, as its search does) and the next `hi`, then the nearer one, ties and
+/// NaN to `hi` as in ggml.
+#[inline(always)]
+fn nearest_level(v: &[f32; 16], x: f32) -> f32 {
+    let mut lo = v[0];
+    let mut hi = v[1];
+    for i in 1..15 {
+        let c = !(x < v[i]);
+        lo = if c { v[i] } else { lo };
+        hi = if c { v[i + 1] } else { hi };
+    }
+    if x - lo < hi - x {
+        lo
+    } else {
+        hi
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[allow(unsafe_code)]
+/// # Safety
+/// The CPU must have the enabled features.
+unsafe fn iq4_tries_avx512(
+    xb: &[f32; 32],
+    w: &[f32; 32],
+    ids: &[f32; 16],
+) -> ([f32; 16], [f32; 16]) {
+    iq4_tries_body(xb, w, ids)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+/// # Safety
+/// The CPU must have the enabled features.
+unsafe fn iq4_tries_avx2(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32; 16]) {
+    iq4_tries_body(xb, w, ids)
+}
+
+#[allow(unsafe_code)]
+fn iq4_tries(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32; 16]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::quant::simd::{active, Isa};
+        match active() {
+            // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it.
+            Isa::Avx512 => return unsafe { iq4_tries_avx512(xb, w, ids) },
+            // SAFETY: the dispatch chose AVX2 only where the CPU has it.
+            Isa::Avx2 => return unsafe { iq4_tries_avx2(xb, w, ids) },
+            _ => {}
+        }
+    }
+    iq4_tries_body(xb, w, ids)
+}
+
+fn iq4_nl_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
+    let mut h = 0u16;
+    let (d, qs) = y.split_at_mut(2);
+    let dh = iq4_impl(x, qw, qs, &mut h, &mut []);
+    d.copy_from_slice(&dh.to_le_bytes());
+}
+
+fn iq4_xs_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
+    let mut h = 0u16;
+    let mut sl = [0u8; 4];
+    let mut qs = [0u8; 128];
+    let dh = iq4_impl(x, qw, &mut qs, &mut h, &mut sl);
+    put_u16(y, 0, dh);
+    put_u16(y, 2, h);
+    y[4..8].copy_from_slice(&sl);
+    y[8..136].copy_from_slice(&qs);
+}
+
+// ------------------------------------------------------------------------------------------
+// Shared pieces of the grid searches.
+
+/// ggml's `iq2_find_best_neighbour` / `iq3_find_best_neighbour`: the neighbour of the point
+/// nearest `xval` at `scale` (weighted); writes its levels to `l`. `None` where ggml asserts.
+#[inline]
+fn find_best_neighbour<const N: usize>(
+    grid: &Grid<N>,
+    list: &[u16],
+    xval: &[f32],
+    weight: &[f32],
+    scale: f32,
+    l: &mut [i8],
+) -> Option<usize> {
+    let mut best_d2 = f32::MAX;
+    let mut grid_index = usize::MAX;
+    for &j in list {
+        let pg = &grid.points[usize::from(j)];
+        let mut d2 = 0f32;
+        for i in 0..N {
+            let q = f32::from(pg[i]);
+            let diff = scale * q - xval[i];
+            d2 += weight[i] * diff * diff;
+        }
+        if d2 < best_d2 {
+            best_d2 = d2;
+            grid_index = usize::from(j);
+        }
+    }
+    let pg = grid.points.get(grid_index)?;
+    for i in 0..N {
+        l[i] = (pg[i] - 1) / 2;
+    }
+    Some(grid_index)
+}
+
+/// The point of `n` levels (`bits` each) as ggml indexes its map: `u |= L << bits*i`, kept to
+/// 16 bits as C's `uint16_t` keeps it.
+#[inline(always)]
+fn point_index(l: &[i8], bits: u32) -> usize {
+    let mut u = 0u16;
+    for (i, &v) in l.iter().enumerate() {
+        u |= (i32::from(v) << (bits * i as u32)) as u16;
+    }
+    usize::from(u)
+}
+
+/// The grid index of a point, or where it is off the grid, its neighbour list.
+enum Lookup<'a> {
+    On(usize),
+    Off(&'a [u16]),
+}
+
+/// The search shared by IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S: scales around `max`, each group of
+/// `N` values rounded to the grid (or its best neighbour), the best scale kept, then off-grid
+/// groups refined. Returns the scale; `l` holds the chosen levels.
+struct Search {
+    kmaxq: i32,
+    range: i32,
+    step: f32,
+    /// Whether groups count as on the grid before any scale is taken (IQ3_S: not).
+    init_on_grid: bool,
+    /// Whether the refinement redoes every group (IQ3_S) or only those off the grid.
+    refine_all: bool,
+}
+
+impl Search {
+    #[allow(clippy::too_many_arguments)]
+    fn run<const N: usize>(
+        &self,
+        grid: &Grid<N>,
+        bits: u32,
+        xval: &[f32],
+        weight: &[f32],
+        waux: &[f32],
+        max: f32,
+        l: &mut [i8],
+    ) -> Option<f32> {
+        let bs = xval.len();
+        let ng = bs / N;
+        let kmaxq = self.kmaxq;
+        let mut laux = [0i8; 32];
+        let mut on_grid = [self.init_on_grid; 8];
+        let mut on_grid_aux = [true; 8];
+        let mut best = 0f32;
+        let mut scale = max / (2 * kmaxq - 1) as f32;
+        for is in -self.range..=self.range {
+            let id = ((2 * kmaxq - 1) as f32 + is as f32 * self.step) / max;
+            let this_scale = 1.0 / id;
+            for k in 0..ng {
+                let g = N * k..N * k + N;
+                for i in g.clone() {
+                    let li = nearest_int(0.5 * (id * xval[i] - 1.0));
+                    laux[i] = li.clamp(0, kmaxq - 1) as i8;
+                }
+                on_grid_aux[k] = true;
+                if let Lookup::Off(list) = grid.lookup(point_index(&laux[g.clone()], bits))? {
+                    on_grid_aux[k] = false;
+                    find_best_neighbour(
+                        grid,
+                        list,
+                        &xval[g.clone()],
+                        &waux[g.clone()],
+                        this_scale,
+                        &mut laux[g],
+                    )?;
+                }
+            }
+            let (mut sumqx, mut sumq2) = (0f32, 0f32);
+            for i in 0..bs {
+                let w = weight[i];
+                let q = (2 * i32::from(laux[i]) + 1) as f32;
+                sumqx += w * xval[i] * q;
+                sumq2 += w * q * q;
+            }
+            if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
+                scale = sumqx / sumq2;
+                best = scale * sumqx;
+                l[..bs].copy_from_slice(&laux[..bs]);
+                on_grid[..ng].copy_from_slice(&on_grid_aux[..ng]);
+            }
+        }
+        let n_not_ongrid = on_grid[..ng].iter().filter(|&&b| !b).count();
+        if n_not_ongrid > 0 && scale > 0.0 {
+            let id = 1.0 / scale;
+            for k in 0..ng {
+                if on_grid[k] && !self.refine_all {
+                    continue;
+                }
+                let g = N * k..N * k + N;
+                for i in g.clone() {
+                    let li = nearest_int(0.5 * (id * xval[i] - 1.0));
+                    l[i] = li.clamp(0, kmaxq - 1) as i8;
+                }
+                if let Lookup::Off(list) = grid.lookup(point_index(&l[g.clone()], bits))? {
+                    find_best_neighbour(
+                        grid,
+                        list,
+                        &xval[g.clone()],
+                        &waux[g.clone()],
+                        scale,
+                        &mut l[g],
+                    )?;
+                }
+            }
+            let (mut sumqx, mut sumq2) = (0f32, 0f32);
+            for i in 0..bs {
+                let w = weight[i];
+                let q = (2 * i32::from(l[i]) + 1) as f32;
+                sumqx += w * xval[i] * q;
+                sumq2 += w * q * q;
+            }
+            if sumq2 > 0.0 {
+                scale = sumqx / sumq2;
+            }
+        }
+        Some(scale)
+    }
+}
+
+/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `x*x`.
+#[inline]
+fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
+    match qw {
+        Some(q) => {
+            for i in 0..xb.len() {
+                weight[i] = q[i] * (sigma2 + xb[i] * xb[i]).sqrt();
+            }
+        }
+        None => {
+            for i in 0..xb.len() {
+                weight[i] = xb[i] * xb[i];
+            }
+        }
+    }
+}
+
+/// Absolute values into `xval` and the sign bits of each 8 (IQ2_XXS, IQ2_XS, IQ3_XXS: with
+/// an even count of flips, the least important value's sign changed to make it so).
+#[inline]
+fn signs(xb: &[f32], weight: &[f32], xval: &mut [f32], block_signs: &mut [u8], even: bool) {
+    for k in 0..xb.len() / 8 {
+        let mut nflip = 0;
+        let mut s = 0u8;
+        for i in 0..8 {
+            let v = xb[8 * k + i];
+            if v >= 0.0 {
+                xval[8 * k + i] = v;
+            } else {
+                xval[8 * k + i] = -v;
+                nflip += 1;
+                s |= 1 << i;
+            }
+        }
+        if even {
+            if nflip % 2 == 1 {
+                let mut imin = 0;
+                let mut min = weight[8 * k] * xb[8 * k] * xb[8 * k];
+                for i in 1..8 {
+                    let ax = weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
+                    if ax < min {
+                        min = ax;
+                        imin = i;
+                    }
+                }
+                xval[8 * k + imin] = -xval[8 * k + imin];
+                s ^= 1 << imin;
+            }
+            block_signs[k] = s & 127;
+        } else {
+            block_signs[k] = s;
+        }
+    }
+}
+
+fn sum_squares(xbl: &[f32]) -> f32 {
+    let mut s = 0f32;
+    for &v in xbl {
+        s += v * v;
+    }
+    s
+}
+
+// ------------------------------------------------------------------------------------------
+// IQ2_XXS: ggml's `quantize_row_iq2_xxs_impl`.
+
+/// ggml's `make_qp_quants` (levels kept as C's `uint8_t`).
+fn make_qp_quants(nmax: i32, x: &[f32], l: &mut [u8], quant_weights: &[f32]) -> f32 {
+    let n = x.len();
+    let mut max = 0f32;
+    for &v in x {
+        max = cmax(max, v);
+    }
+    if max < 1e-15 {
+        l[..n].fill(0);
+        return 0.0;
+    }
+    let mut iscale = nmax as f32 / max;
+    for i in 0..n {
+        l[i] = nearest_int(iscale * x[i]) as u8;
+    }
+    let scale = 1.0 / iscale;
+    let mut best_mse = 0f32;
+    for i in 0..n {
+        let diff = x[i] - scale * f32::from(l[i]);
+        let w = quant_weights[i];
+        best_mse += w * diff * diff;
+    }
+    for is in -4..=4 {
+        if is == 0 {
+            continue;
+        }
+        let iscale_is = (0.1f32 * is as f32 + nmax as f32) / max;
+        let scale_is = 1.0 / iscale_is;
+        let mut mse = 0f32;
+        for i in 0..n {
+            let li = nearest_int(iscale_is * x[i]).min(nmax);
+            let diff = x[i] - scale_is * li as f32;
+            let w = quant_weights[i];
+            mse += w * diff * diff;
+        }
+        if mse < best_mse {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    let (mut sumlx, mut suml2) = (0f32, 0f32);
+    for i in 0..n {
+        let li = nearest_int(iscale * x[i]).min(nmax);
+        l[i] = li as u8;
+        let w = quant_weights[i];
+        sumlx += w * x[i] * li as f32;
+        suml2 += w * li as f32 * li as f32;
+    }
+    for _ in 0..5 {
+        let mut n_changed = 0;
+        for i in 0..n {
+            let w = quant_weights[i];
+            let li = f32::from(l[i]);
+            let mut slx = sumlx - w * x[i] * li;
+            let mut sl2 = suml2 - w * li * li;
+            if slx > 0.0 && sl2 > 0.0 {
+                let new_l = nearest_int(x[i] * sl2 / slx).min(nmax);
+                if new_l != i32::from(l[i]) {
+                    slx += w * x[i] * new_l as f32;
+                    sl2 += w * new_l as f32 * new_l as f32;
+                    if slx * slx * suml2 > sumlx * sumlx * sl2 {
+                        l[i] = new_l as u8;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed += 1;
+                    }
+                }
+            }
+        }
+        if n_changed == 0 {
+            break;
+        }
+    }
+    if suml2 > 0.0 {
+        sumlx / suml2
+    } else {
+        0.0
+    }
+}
+
+fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
+    const KMAXQ: i32 = 3;
+    let grid = grids::iq2_xxs();
+    let mut scales = [0f32; 8];
+    let mut weight = [0f32; 32];
+    let mut xval = [0f32; 32];
+    let mut big_l = [0i8; 32];
+    let mut laux = [0i8; 32];
+    let mut waux = [0f32; 32];
+    let mut block_signs = [0u8; 4];
+    for (ibl, yb) in y.chunks_exact_mut(66).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        let mut q2 = [0u32; 16];
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = sum_squares(xbl) / 256.0;
+        for ib in 0..8 {
+            let xb = &xbl[32 * ib..32 * ib + 32];
+            let q = &qw[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32];
+            weights(xb, Some(q), sigma2, &mut weight);
+            for i in 0..32 {
+                waux[i] = weight[i].sqrt();
+            }
+            signs(xb, &weight, &mut xval, &mut block_signs, true);
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = cmax(max, v);
+            }
+            if max < 1e-15 {
+                scales[ib] = 0.0;
+                big_l.fill(0);
+                continue;
+            }
+            let mut lu = [0u8; 32];
+            for i in 0..32 {
+                lu[i] = big_l[i] as u8;
+            }
+            let mut scale = make_qp_quants(KMAXQ + 1, &xval, &mut lu, &weight);
+            for i in 0..32 {
+                big_l[i] = lu[i] as i8;
+            }
+            let eff_max = scale * KMAXQ as f32;
+            if eff_max <= 0.0 {
+                scales[ib] = 0.0;
+                big_l.fill(0);
+                continue;
+            }
+            let mut best = 0f32;
+            for is in -6..=6 {
+                let id = ((2 * KMAXQ - 1) as f32 + is as f32 * 0.1) / eff_max;
+                let this_scale = 1.0 / id;
+                for k in 0..4 {
+                    let g = 8 * k..8 * k + 8;
+                    for i in g.clone() {
+                        let l = nearest_int(0.5 * (id * xval[i] - 1.0));
+                        laux[i] = l.clamp(0, KMAXQ - 1) as i8;
+                    }
+                    let lk = grid
+                        .lookup(point_index(&laux[g.clone()], 2))
+                        .ok_or_else(fail)?;
+                    if let Lookup::Off(list) = lk {
+                        find_best_neighbour(
+                            grid,
+                            list,
+                            &xval[g.clone()],
+                            &waux[g.clone()],
+                            this_scale,
+                            &mut laux[g],
+                        )
+                        .ok_or_else(fail)?;
+                    }
+                }
+                let (mut sumqx, mut sumq2) = (0f32, 0f32);
+                for i in 0..32 {
+                    let w = weight[i];
+                    let q = (2 * i32::from(laux[i]) + 1) as f32;
+                    sumqx += w * xval[i] * q;
+                    sumq2 += w * q * q;
+                }
+                if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
+                    scale = sumqx / sumq2;
+                    best = scale * sumqx;
+                    big_l = laux;
+                }
+            }
+            if scale > 0.0 {
+                let id = 1.0 / scale;
+                for k in 0..4 {
+                    let g = 8 * k..8 * k + 8;
+                    let mut lv = [0i8; 8];
+                    for i in 0..8 {
+                        let l = nearest_int(0.5 * (id * xval[8 * k + i] - 1.0));
+                        lv[i] = l.clamp(0, KMAXQ - 1) as i8;
+                    }
+                    let gi = match grid.lookup(point_index(&lv, 2)).ok_or_else(fail)? {
+                        Lookup::On(gi) => gi,
+                        Lookup::Off(list) => find_best_neighbour(
+                            grid,
+                            list,
+                            &xval[g.clone()],
+                            &waux[g.clone()],
+                            scale,
+                            &mut big_l[g.clone()],
+                        )
+                        .ok_or_else(fail)?,
+                    };
+                    let pg = &grid.points[gi];
+                    for i in 0..8 {
+                        big_l[8 * k + i] = (pg[i] - 1) / 2;
+                    }
+                }
+                let (mut sumqx, mut sumq2) = (0f32, 0f32);
+                for i in 0..32 {
+                    let w = weight[i];
+                    let q = (2 * i32::from(big_l[i]) + 1) as f32;
+                    sumqx += w * xval[i] * q;
+                    sumq2 += w * q * q;
+                }
+                if sumq2 > 0.0 {
+                    scale = sumqx / sumq2;
+                }
+            }
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s & 127;
+                }
+            }
+            for k in 0..4 {
+                let gi = match grid
+                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(_) => return Err(fail()),
+                };
+                q2[2 * ib] |= (gi as u32) << (8 * k);
+                q2[2 * ib + 1] |= u32::from(block_signs[k]) << (7 * k);
+            }
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            max_scale = cmax(max_scale, scale);
+        }
+        yb.fill(0);
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        put_u16(yb, 0, fp16(d));
+        let id = 1.0 / d;
+        for ib in 0..8 {
+            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
+            q2[2 * ib + 1] |= (l as u32) << 28;
+        }
+        for (i, v) in q2.iter().enumerate() {
+            yb[2 + 4 * i..6 + 4 * i].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// IQ2_XS and IQ2_S: ggml's `quantize_row_iq2_xs_impl` and `quantize_row_iq2_s_impl`.
+
+const SEARCH_IQ2: Search = Search {
+    kmaxq: 3,
+    range: 9,
+    step: 0.1,
+    init_on_grid: true,
+    refine_all: false,
+};
+
+fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
+    let grid = grids::iq2_xs();
+    let mut scales = [0f32; 16];
+    let mut weight = [0f32; 16];
+    let mut xval = [0f32; 16];
+    let mut waux = [0f32; 16];
+    let mut block_signs = [0u8; 2];
+    for (ibl, yb) in y.chunks_exact_mut(74).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut q2 = [0u16; 32];
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = sum_squares(xbl) / 256.0;
+        for ib in 0..16 {
+            let xb = &xbl[16 * ib..16 * ib + 16];
+            let q = &qw[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16];
+            weights(xb, Some(q), sigma2, &mut weight);
+            for i in 0..16 {
+                waux[i] = weight[i].sqrt();
+            }
+            signs(xb, &weight, &mut xval, &mut block_signs, true);
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = cmax(max, v);
+            }
+            let mut big_l = [0i8; 16];
+            if max < 1e-15 {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let mut scale = SEARCH_IQ2
+                .run(grid, 2, &xval, &weight, &waux, max, &mut big_l)
+                .ok_or_else(fail)?;
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s & 127;
+                }
+            }
+            for k in 0..2 {
+                let gi = match grid
+                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(_) => return Err(fail()),
+                };
+                q2[2 * ib + k] = gi as u16 | (u16::from(block_signs[k]) << 9);
+            }
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            max_scale = cmax(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        put_u16(yb, 0, fp16(d));
+        let id = 1.0 / d;
+        for ib in 0..16 {
+            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
+            if ib % 2 == 0 {
+                yb[66 + ib / 2] = l;
+            } else {
+                yb[66 + ib / 2] |= l << 4;
+            }
+        }
+        for (i, v) in q2.iter().enumerate() {
+            put_u16(yb, 2 + 2 * i, *v);
+        }
+    }
+    Ok(())
+}
+
+fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
+    let grid = grids::iq2_s();
+    let mut scales = [0f32; 16];
+    let mut weight = [0f32; 16];
+    let mut xval = [0f32; 16];
+    let mut waux = [0f32; 16];
+    let mut block_signs = [0u8; 2];
+    for (ibl, yb) in y.chunks_exact_mut(82).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
+        for ib in 0..16 {
+            let xb = &xbl[16 * ib..16 * ib + 16];
+            match qw {
+                Some(q) => weights(
+                    xb,
+                    Some(&q[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16]),
+                    sigma2,
+                    &mut weight,
+                ),
+                None => {
+                    for i in 0..16 {
+                        weight[i] = 0.25 * sigma2 + xb[i] * xb[i];
+                    }
+                }
+            }
+            for i in 0..16 {
+                waux[i] = weight[i].sqrt();
+            }
+            signs(xb, &weight, &mut xval, &mut block_signs, false);
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = cmax(max, v);
+            }
+            let mut big_l = [0i8; 16];
+            if max < 1e-8 {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let mut scale = SEARCH_IQ2
+                .run(grid, 2, &xval, &weight, &waux, max, &mut big_l)
+                .ok_or_else(fail)?;
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s;
+                }
+            }
+            for k in 0..2 {
+                let gi = match grid
+                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(_) => return Err(fail()),
+                };
+                let i8 = 2 * ib + k;
+                yb[2 + i8] = (gi & 255) as u8;
+                yb[66 + i8 / 4] |= ((gi >> 8) << (2 * (i8 % 4))) as u8;
+                yb[2 + 32 + i8] = block_signs[k];
+            }
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            max_scale = cmax(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        put_u16(yb, 0, fp16(d * 0.9875));
+        let id = 1.0 / d;
+        for ib in 0..16 {
+            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
+            if ib % 2 == 0 {
+                yb[74 + ib / 2] = l;
+            } else {
+                yb[74 + ib / 2] |= l << 4;
+            }
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// IQ3_XXS and IQ3_S: ggml's `quantize_row_iq3_xxs_impl` and `quantize_row_iq3_s_impl`.
+
+fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
+    const SEARCH: Search = Search {
+        kmaxq: 8,
+        range: 15,
+        step: 0.2,
+        init_on_grid: true,
+        refine_all: false,
+    };
+    let grid = grids::iq3_xxs();
+    let mut scales = [0f32; 8];
+    let mut weight = [0f32; 32];
+    let mut xval = [0f32; 32];
+    let mut waux = [0f32; 32];
+    let mut block_signs = [0u8; 4];
+    for (ibl, yb) in y.chunks_exact_mut(98).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut q3 = [0u8; 64];
+        let mut sas = [0u32; 8];
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
+        for ib in 0..8 {
+            let xb = &xbl[32 * ib..32 * ib + 32];
+            weights(
+                xb,
+                qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]),
+                sigma2,
+                &mut weight,
+            );
+            for i in 0..32 {
+                waux[i] = weight[i].sqrt();
+            }
+            signs(xb, &weight, &mut xval, &mut block_signs, true);
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = cmax(max, v);
+            }
+            let mut big_l = [0i8; 32];
+            if max < 1e-8 {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let mut scale = SEARCH
+                .run(grid, 3, &xval, &weight, &waux, max, &mut big_l)
+                .ok_or_else(fail)?;
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s & 127;
+                }
+            }
+            for k in 0..8 {
+                let gi = match grid
+                    .lookup(point_index(&big_l[4 * k..4 * k + 4], 3))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(_) => return Err(fail()),
+                };
+                q3[8 * ib + k] = gi as u8;
+            }
+            sas[ib] = u32::from(block_signs[0])
+                | (u32::from(block_signs[1]) << 7)
+                | (u32::from(block_signs[2]) << 14)
+                | (u32::from(block_signs[3]) << 21);
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            max_scale = cmax(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        put_u16(yb, 0, fp16(d * 1.0125));
+        let id = 1.0 / d;
+        for ib in 0..8 {
+            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
+            sas[ib] |= (l as u32) << 28;
+        }
+        yb[2..66].copy_from_slice(&q3);
+        for (i, v) in sas.iter().enumerate() {
+            yb[66 + 4 * i..70 + 4 * i].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
+    const SEARCH: Search = Search {
+        kmaxq: 8,
+        range: 9,
+        step: 0.2,
+        init_on_grid: false,
+        refine_all: true,
+    };
+    let grid = grids::iq3_s();
+    let mut scales = [0f32; 8];
+    let mut weight = [0f32; 32];
+    let mut xval = [0f32; 32];
+    let mut waux = [0f32; 32];
+    let mut block_signs = [0u8; 4];
+    // Block: d (2), qs (64), qh (8), signs (32), scales (4).
+    for (ibl, yb) in y.chunks_exact_mut(110).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
+        // As in ggml, the grid indices and the signs of a block go after those of the last
+        // block written: a block of zeros (skipped) leaves no gap, its place taken by the next.
+        let (mut qs_at, mut signs_at) = (2usize, 74usize);
+        for ib in 0..8 {
+            let xb = &xbl[32 * ib..32 * ib + 32];
+            weights(
+                xb,
+                qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]),
+                sigma2,
+                &mut weight,
+            );
+            for i in 0..32 {
+                waux[i] = weight[i].sqrt();
+            }
+            signs(xb, &weight, &mut xval, &mut block_signs, false);
+            let mut max = xval[0];
+            for &v in &xval[1..] {
+                max = cmax(max, v);
+            }
+            let mut big_l = [0i8; 32];
+            if max == 0.0 {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let mut scale = SEARCH
+                .run(grid, 3, &xval, &weight, &waux, max, &mut big_l)
+                .ok_or_else(fail)?;
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s;
+                }
+            }
+            for k in 0..8 {
+                let gi = match grid
+                    .lookup(point_index(&big_l[4 * k..4 * k + 4], 3))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(_) => return Err(fail()),
+                };
+                yb[qs_at + k] = (gi & 255) as u8;
+                yb[66 + ib] |= ((gi >> 8) << k) as u8;
+            }
+            qs_at += 8;
+            yb[signs_at..signs_at + 4].copy_from_slice(&block_signs);
+            signs_at += 4;
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            max_scale = cmax(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        put_u16(yb, 0, fp16(d * 1.033));
+        let id = 1.0 / d;
+        for ib in (0..8).step_by(2) {
+            let l1 = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
+            let l2 = nearest_int(0.5 * (id * scales[ib + 1] - 1.0)).clamp(0, 15);
+            yb[106 + ib / 2] = (l1 | (l2 << 4)) as u8;
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// IQ1_S and IQ1_M: ggml's `quantize_row_iq1_s_impl` and `quantize_row_iq1_m_impl`.
+
+/// glibc's `qsort` (a stable top-down merge sort, `msort_with_tmp`) of (value, index) pairs
+/// with ggml's comparator `*l < *r ? -1 : *l > *r ? 1 : 0`: the left element is taken unless
+/// it compares greater, so NaNs land exactly where ggml's land on the reference's platform.
+fn msort(b: &mut [(f32, u8)], tmp: &mut [(f32, u8)]) {
+    let n = b.len();
+    if n <= 1 {
+        return;
+    }
+    let n1 = n / 2;
+    {
+        let (b1, b2) = b.split_at_mut(n1);
+        msort(b1, tmp);
+        msort(b2, tmp);
+    }
+    let (mut i1, mut i2, mut t) = (0, n1, 0);
+    while i1 < n1 && i2 < n {
+        if b[i1].0 > b[i2].0 {
+            tmp[t] = b[i2];
+            i2 += 1;
+        } else {
+            tmp[t] = b[i1];
+            i1 += 1;
+        }
+        t += 1;
+    }
+    while i1 < n1 {
+        tmp[t] = b[i1];
+        i1 += 1;
+        t += 1;
+    }
+    b[..t].copy_from_slice(&tmp[..t]);
+}
+
+/// ggml's `iq1_find_best_neighbour2`, with its whole-grid fallback (which reads the input at
+/// the grid index rather than at the value's position: `src` and `at`, the group's offset in
+/// it, give that read; `None` where it would fall outside the input, or where ggml asserts).
+#[allow(clippy::too_many_arguments)]
+fn iq1_find_best_neighbour2(
+    grid: &Grid<8>,
+    list: &[u16],
+    src: &[f32],
+    at: usize,
+    weight: &[f32],
+    scale: f32,
+    xx: &[f32; 3],
+    l: &mut [i8],
+) -> Option<usize> {
+    let xval = &src[at..at + 8];
+    let mut best_score = f32::MAX;
+    let mut grid_index = usize::MAX;
+    for &j in list {
+        let pg = &grid.points[usize::from(j)];
+        let mut d2 = 0f32;
+        for i in 0..8 {
+            let q = xx[((pg[i] - 1) / 2) as usize];
+            let w = weight[i];
+            let diff = scale * q - xval[i];
+            d2 += w * diff * diff;
+        }
+        if d2 < best_score {
+            best_score = d2;
+            grid_index = usize::from(j);
+        }
+    }
+    if grid_index == usize::MAX {
+        for (i, pg) in grid.points.iter().enumerate() {
+            let xi = *src.get(at + i)?;
+            let mut d2 = 0f32;
+            for j in 0..8 {
+                let w = weight[j];
+                let q = xx[((pg[j] - 1) / 2) as usize];
+                let diff = scale * q - xi;
+                d2 += w * diff * diff;
+            }
+            if d2 < best_score {
+                best_score = d2;
+                grid_index = i;
+            }
+        }
+    }
+    let pg = grid.points.get(grid_index)?;
+    for i in 0..8 {
+        l[i] = (pg[i] - 1) / 2;
+    }
+    Some(grid_index)
+}
+
+/// Sorts a block's values (with their positions) as ggml does before its split search.
+fn sorted_pairs<const B: usize>(xb: &[f32]) -> [(f32, u8); B] {
+    let mut pairs = [(0f32, 0u8); B];
+    for j in 0..B {
+        pairs[j] = (xb[j], j as u8);
+    }
+    let mut tmp = [(0f32, 0u8); B];
+    msort(&mut pairs, &mut tmp);
+    pairs
+}
+
+fn iq1_s_row(
+    src: &[f32],
+    row_at: usize,
+    n_per_row: usize,
+    qw: Option<&[f32]>,
+    y: &mut [u8],
+) -> std::result::Result<(), NoAnswer> {
+    const BS: usize = 32;
+    let x = &src[row_at..row_at + n_per_row];
+    let qw = qw.unwrap_or(&[]);
+    let grid = grids::iq1();
+    let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
+    let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+    let mut scales = [0f32; 8];
+    let mut weight = [0f32; BS];
+    let mut shifts = [0i8; 8];
+    let mut big_l = [0i8; BS];
+    let mut sumx = [0f32; BS + 1];
+    let mut sumw = [0f32; BS + 1];
+    // Block: d (2), qs (32), qh (8 u16).
+    for (ibl, yb) in y.chunks_exact_mut(50).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut qh = [0u16; 8];
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
+        for ib in 0..8 {
+            let xb = &xbl[BS * ib..BS * ib + BS];
+            weights(
+                xb,
+                Some(&qw[256 * ibl + BS * ib..256 * ibl + BS * ib + BS]),
+                sigma2,
+                &mut weight,
+            );
+            let mut max = xb[0].abs();
+            for &v in &xb[1..] {
+                max = cmax(max, v.abs());
+            }
+            if max < 1e-12 {
+                scales[ib] = 0.0;
+                shifts[ib] = 1;
+                big_l.fill(1);
+                continue;
+            }
+            let pairs = sorted_pairs::<BS>(xb);
+            sumx[0] = 0.0;
+            sumw[0] = 0.0;
+            for j in 0..BS {
+                let i = usize::from(pairs[j].1);
+                sumx[j + 1] = sumx[j] + weight[i] * xb[i];
+                sumw[j + 1] = sumw[j] + weight[i];
+            }
+            let mut best_score = -f32::MAX;
+            let mut scale = max;
+            let (mut besti1, mut besti2, mut best_shift) = (usize::MAX, usize::MAX, 0i8);
+            for i1 in 0..=BS {
+                for i2 in i1..=BS {
+                    let a = sumx[i1] - sumx[0];
+                    let b = sumx[i2] - sumx[i1];
+                    let c = sumx[BS] - sumx[i2];
+                    let wa = sumw[i1] - sumw[0];
+                    let wb = sumw[i2] - sumw[i1];
+                    let wc = sumw[BS] - sumw[i2];
+                    let sumqx = a * x_p[0] + b * x_p[1] + c * x_p[2];
+                    let sumq2 = wa * x_p[0] * x_p[0] + wb * x_p[1] * x_p[1] + wc * x_p[2] * x_p[2];
+                    if sumq2 > 0.0 && sumqx * sumqx > best_score * sumq2 {
+                        scale = sumqx / sumq2;
+                        best_score = scale * sumqx;
+                        besti1 = i1;
+                        besti2 = i2;
+                        best_shift = 1;
+                    }
+                    let sumqx = a * x_m[0] + b * x_m[1] + c * x_m[2];
+                    let sumq2 = wa * x_m[0] * x_m[0] + wb * x_m[1] * x_m[1] + wc * x_m[2] * x_m[2];
+                    if sumq2 > 0.0 && sumqx * sumqx > best_score * sumq2 {
+                        scale = sumqx / sumq2;
+                        best_score = scale * sumqx;
+                        besti1 = i1;
+                        besti2 = i2;
+                        best_shift = -1;
+                    }
+                }
+            }
+            if besti1 == usize::MAX || besti2 == usize::MAX || best_shift == 0 {
+                scales[ib] = 0.0;
+                shifts[ib] = 1;
+                big_l.fill(1);
+                continue;
+            }
+            for (j, p) in pairs.iter().enumerate() {
+                big_l[usize::from(p.1)] = if j < besti1 {
+                    0
+                } else if j < besti2 {
+                    1
+                } else {
+                    2
+                };
+            }
+            if scale < 0.0 {
+                for v in &mut big_l {
+                    *v = 2 - *v;
+                }
+                scale = -scale;
+                best_shift = -best_shift;
+            }
+            let mut all_on_grid = true;
+            let xx = if best_shift == 1 { &x_p } else { &x_m };
+            let mut index = [0usize; 4];
+            for k in 0..4 {
+                let g = 8 * k..8 * k + 8;
+                index[k] = match grid
+                    .lookup(point_index(&big_l[g.clone()], 2))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(list) => {
+                        all_on_grid = false;
+                        iq1_find_best_neighbour2(
+                            grid,
+                            list,
+                            src,
+                            row_at + 256 * ibl + BS * ib + 8 * k,
+                            &weight[g.clone()],
+                            scale,
+                            xx,
+                            &mut big_l[g],
+                        )
+                        .ok_or_else(fail)?
+                    }
+                };
+            }
+            if !all_on_grid {
+                let (mut sumqx, mut sumq2) = (0f32, 0f32);
+                for k in 0..4 {
+                    let pg = &grid.points[index[k]];
+                    for j in 0..8 {
+                        let w = weight[8 * k + j];
+                        let q = xx[((pg[j] - 1) / 2) as usize];
+                        sumqx += w * q * xb[8 * k + j];
+                        sumq2 += w * q * q;
+                    }
+                }
+                if sumqx > 0.0 && sumq2 > 0.0 {
+                    scale = sumqx / sumq2;
+                }
+            }
+            let mut h = 0u16;
+            for k in 0..4 {
+                yb[2 + 4 * ib + k] = (index[k] & 255) as u8;
+                h |= ((index[k] >> 8) << (3 * k)) as u16;
+            }
+            qh[ib] = h;
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            shifts[ib] = best_shift;
+            max_scale = cmax(max_scale, scale);
+        }
+        if max_scale != 0.0 {
+            let d = max_scale / 15.0;
+            put_u16(yb, 0, fp16(d * 1.125));
+            let id = 1.0 / d;
+            for ib in 0..8 {
+                let mut l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 7);
+                if shifts[ib] == -1 {
+                    l |= 8;
+                }
+                qh[ib] |= (l << 12) as u16;
+            }
+        }
+        for (i, v) in qh.iter().enumerate() {
+            put_u16(yb, 34 + 2 * i, *v);
+        }
+    }
+    Ok(())
+}
+
+fn iq1_m_row(
+    src: &[f32],
+    row_at: usize,
+    n_per_row: usize,
+    qw: Option<&[f32]>,
+    y: &mut [u8],
+) -> std::result::Result<(), NoAnswer> {
+    const BS: usize = 16;
+    let x = &src[row_at..row_at + n_per_row];
+    let grid = grids::iq1();
+    let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
+    let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+    const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
+    let mut scales = [0f32; 16];
+    let mut weight = [0f32; BS];
+    let mut shifts = [0usize; 16];
+    let mut big_l = [0i8; BS];
+    let pick = |k: usize, shift: usize| {
+        if k == 0 {
+            if shift < 2 {
+                &x_p
+            } else {
+                &x_m
+            }
+        } else if shift % 2 == 0 {
+            &x_p
+        } else {
+            &x_m
+        }
+    };
+    // Block: qs (32), qh (16), scales (4 u16).
+    for (ibl, yb) in y.chunks_exact_mut(56).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let qwbl = qw.map(|q| &q[256 * ibl..256 * ibl + 256]);
+        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
+        for ib in 0..16 {
+            let xb = &xbl[BS * ib..BS * ib + BS];
+            weights(
+                xb,
+                qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
+                sigma2,
+                &mut weight,
+            );
+            let mut max = xb[0].abs();
+            for &v in &xb[1..] {
+                max = cmax(max, v.abs());
+            }
+            if max < 1e-7 {
+                scales[ib] = 0.0;
+                shifts[ib] = 0;
+                big_l.fill(1);
+                continue;
+            }
+            let pairs = sorted_pairs::<BS>(xb);
+            let mut best_score = -f32::MAX;
+            let mut scale = max;
+            let (mut besti1, mut besti2, mut best_k) = (usize::MAX, usize::MAX, usize::MAX);
+            {
+                let mut px = [[0f32; BS + 1]; 2];
+                let mut pw = [[0f32; BS + 1]; 2];
+                for j in 0..BS {
+                    let i = usize::from(pairs[j].1);
+                    let h = usize::from(i >= BS / 2);
+                    px[h][j + 1] = px[h][j] + weight[i] * xb[i];
+                    px[1 - h][j + 1] = px[1 - h][j];
+                    pw[h][j + 1] = pw[h][j] + weight[i];
+                    pw[1 - h][j + 1] = pw[1 - h][j];
+                }
+                let txs = [px[0][BS], px[1][BS]];
+                let tws = [pw[0][BS], pw[1][BS]];
+                let p2 = x_p[2];
+                let m2 = x_m[2];
+                let cp1 = x_p[0] * x_p[0] - x_p[1] * x_p[1];
+                let cp2 = x_p[1] * x_p[1] - x_p[2] * x_p[2];
+                let cm1 = x_m[0] * x_m[0] - x_m[1] * x_m[1];
+                let cm2 = x_m[1] * x_m[1] - x_m[2] * x_m[2];
+                for i1 in 0..=BS {
+                    for i2 in i1..=BS {
+                        let mut qx_p = [0f32; 2];
+                        let mut qx_m = [0f32; 2];
+                        let mut q2_p = [0f32; 2];
+                        let mut q2_m = [0f32; 2];
+                        for h in 0..2 {
+                            let sx = px[h][i1] + px[h][i2];
+                            qx_p[h] = txs[h] * p2 - sx;
+                            qx_m[h] = txs[h] * m2 - sx;
+                            q2_p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
+                            q2_m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+                        }
+                        let sumqx = [
+                            qx_p[0] + qx_p[1],
+                            qx_p[0] + qx_m[1],
+                            qx_m[0] + qx_p[1],
+                            qx_m[0] + qx_m[1],
+                        ];
+                        let sumq2 = [
+                            q2_p[0] + q2_p[1],
+                            q2_p[0] + q2_m[1],
+                            q2_m[0] + q2_p[1],
+                            q2_m[0] + q2_m[1],
+                        ];
+                        for k in 0..4 {
+                            if sumq2[k] > 0.0 && sumqx[k] * sumqx[k] > best_score * sumq2[k] {
+                                scale = sumqx[k] / sumq2[k];
+                                best_score = scale * sumqx[k];
+                                besti1 = i1;
+                                besti2 = i2;
+                                best_k = k;
+                            }
+                        }
+                    }
+                }
+            }
+            if besti1 == usize::MAX || besti2 == usize::MAX || best_k == usize::MAX {
+                scales[ib] = 0.0;
+                shifts[ib] = 0;
+                big_l.fill(1);
+                continue;
+            }
+            for (j, p) in pairs.iter().enumerate() {
+                big_l[usize::from(p.1)] = if j < besti1 {
+                    0
+                } else if j < besti2 {
+                    1
+                } else {
+                    2
+                };
+            }
+            if scale < 0.0 {
+                for v in &mut big_l {
+                    *v = 2 - *v;
+                }
+                scale = -scale;
+                best_k = 3 - best_k;
+            }
+            let mut all_on_grid = true;
+            let mut index = [0usize; 2];
+            for k in 0..2 {
+                let xx = pick(k, best_k);
+                let g = 8 * k..8 * k + 8;
+                index[k] = match grid
+                    .lookup(point_index(&big_l[g.clone()], 2))
+                    .ok_or_else(fail)?
+                {
+                    Lookup::On(gi) => gi,
+                    Lookup::Off(list) => {
+                        all_on_grid = false;
+                        iq1_find_best_neighbour2(
+                            grid,
+                            list,
+                            src,
+                            row_at + 256 * ibl + BS * ib + 8 * k,
+                            &weight[g.clone()],
+                            scale,
+                            xx,
+                            &mut big_l[g],
+                        )
+                        .ok_or_else(fail)?
+                    }
+                };
+            }
+            if !all_on_grid {
+                let (mut sumqx, mut sumq2) = (0f32, 0f32);
+                for k in 0..2 {
+                    let xx = pick(k, best_k);
+                    let pg = &grid.points[index[k]];
+                    for j in 0..8 {
+                        let w = weight[8 * k + j];
+                        let q = xx[((pg[j] - 1) / 2) as usize];
+                        sumqx += w * q * xb[8 * k + j];
+                        sumq2 += w * q * q;
+                    }
+                }
+                if sumqx > 0.0 && sumq2 > 0.0 {
+                    scale = sumqx / sumq2;
+                }
+            }
+            yb[2 * ib] = (index[0] & 255) as u8;
+            yb[2 * ib + 1] = (index[1] & 255) as u8;
+            yb[32 + ib] = ((index[0] >> 8) | ((index[1] >> 8) << 4)) as u8;
+            if !(scale >= 0.0) {
+                return Err(fail());
+            }
+            scales[ib] = scale;
+            shifts[ib] = best_k;
+            max_scale = cmax(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let mut sc = [0u16; 4];
+        let mut d = max_scale / 15.0;
+        let id = 1.0 / d;
+        let (mut sumqx, mut sumq2) = (0f32, 0f32);
+        for ib in 0..16 {
+            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 7);
+            sc[ib / 4] |= (l << (3 * (ib % 4))) as u16;
+            yb[32 + ib] |= MASKS[shifts[ib]];
+            let xb = &xbl[BS * ib..BS * ib + BS];
+            weights(
+                xb,
+                qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
+                sigma2,
+                &mut weight,
+            );
+            for k in 0..2 {
+                let xx = pick(k, shifts[ib]);
+                let qh = usize::from(yb[32 + ib]);
+                let gi = usize::from(yb[2 * ib + k]) + ((qh << (8 - 4 * k)) & 0x700);
+                let pg = &grid.points[gi];
+                for j in 0..8 {
+                    let w = weight[8 * k + j];
+                    let q = xx[((pg[j] - 1) / 2) as usize] * (2 * l + 1) as f32;
+                    sumqx += w * q * xb[8 * k + j];
+                    sumq2 += w * q * q;
+                }
+            }
+        }
+        if sumq2 > 0.0 {
+            d = sumqx / sumq2;
+        }
+        let s = fp16(d * 1.1125);
+        sc[0] |= (s & 0x000f) << 12;
+        sc[1] |= (s & 0x00f0) << 8;
+        sc[2] |= (s & 0x0f00) << 4;
+        sc[3] |= s & 0xf000;
+        for (i, v) in sc.iter().enumerate() {
+            put_u16(yb, 48 + 2 * i, *v);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_int_rounds_half_to_even() {
+        assert_eq!(nearest_int(0.5), 0);
+        assert_eq!(nearest_int(1.5), 2);
+        assert_eq!(nearest_int(-2.5), -2);
+        assert_eq!(nearest_int(-0.5), 0);
+    }
+
+    #[test]
+    fn fp16_matches_known_values() {
+        assert_eq!(fp16(1.0), 0x3C00);
+        assert_eq!(fp16(-2.0), 0xC000);
+        assert_eq!(fp16(65504.0), 0x7BFF);
+        assert_eq!(fp16(1e6), 0x7C00);
+        assert_eq!(fp16(f32::NAN) & 0x7FFF, 0x7E00);
+        assert_eq!(fp16(5.960_464_5e-8), 0x0001);
+    }
+
+    #[test]
+    fn msort_is_stable_and_keeps_nan_where_glibc_does() {
+        let mut b = [(2.0, 0u8), (1.0, 1), (2.0, 2), (f32::NAN, 3), (0.0, 4)];
+        let mut t = [(0f32, 0u8); 5];
+        msort(&mut b, &mut t);
+        let order: Vec<u8> = b.iter().map(|p| p.1).collect();
+        // [2,1] -> [1,2]; [2,NaN,0] -> [2] + [NaN,0] -> (NaN vs 0: NaN kept) [NaN,0] ->
+        // 2 vs NaN: take 2; then NaN, 0 -> [2,NaN,0]; merge [1,2] with [2,NaN,0].
+        assert_eq!(order, vec![1, 0, 2, 3, 4]);
+    }
 }

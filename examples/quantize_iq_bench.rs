@@ -1,0 +1,141 @@
+//! The IQ quantizers' speed, side by side with ggml (`bench/quantize_iq.md` has the figures).
+//!
+//!   cargo run --release --example quantize_iq_bench -- [ROUNDS] [ROWS] [GGML_DIR]
+//!
+//! One thread. For each IQ type: ROWS rows (default 16) of 4096 bell-shaped random floats with
+//! an importance column (random positive weights, as an importance matrix gives), quantized by
+//! libgguf's `gguf::quantize::quantize` and by `ggml_quantize_chunk` of the pinned
+//! `libggml-base.so` (GGML_DIR, default target/ggml) in the same process, ROUNDS rounds
+//! (default 15) interleaved; MB/s of float input (4 bytes per value), minimum and median time.
+//! The two outputs are compared byte for byte first (the run fails if they differ). ggml's grid
+//! tables (`ggml_quantize_init`) and ours are built before timing.
+
+use gguf::quantize::quantize;
+use gguf::DataType;
+use std::ffi::{c_void, CString};
+use std::time::Instant;
+
+type Init = unsafe extern "C" fn(u32);
+type Chunk = unsafe extern "C" fn(u32, *const f32, *mut c_void, i64, i64, i64, *const f32) -> usize;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn uniform(&mut self) -> f32 {
+        ((self.next() >> 40) as f32) * (1.0 / 8_388_608.0) - 1.0
+    }
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let rounds: usize = args.get(1).map_or(15, |a| a.parse().expect("ROUNDS"));
+    let rows: usize = args.get(2).map_or(16, |a| a.parse().expect("ROWS"));
+    let dir = args.get(3).map_or("target/ggml", String::as_str);
+    let path = CString::new(format!("{dir}/libggml-base.so")).unwrap();
+    // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded; the symbols
+    // are transmuted to their C signatures (ggml.h).
+    let (init, chunk) = unsafe {
+        let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        assert!(!lib.is_null(), "dlopen {path:?} failed");
+        let sym = |n: &str| {
+            let n = CString::new(n).unwrap();
+            let p = libc::dlsym(lib, n.as_ptr());
+            assert!(!p.is_null());
+            p
+        };
+        (
+            std::mem::transmute::<*mut c_void, Init>(sym("ggml_quantize_init")),
+            std::mem::transmute::<*mut c_void, Chunk>(sym("ggml_quantize_chunk")),
+        )
+    };
+    let n_per_row = 4096;
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let src: Vec<f32> = (0..rows * n_per_row)
+        .map(|_| rng.uniform() + rng.uniform() + rng.uniform())
+        .collect();
+    let imp: Vec<f32> = (0..n_per_row).map(|_| rng.uniform() * 1.9 + 2.0).collect();
+    let mb = (src.len() * 4) as f64 / 1e6;
+    println!("CPU: {}", cpu_model());
+    println!(
+        "one thread, {rows} rows of {n_per_row} floats ({mb:.2} MB) with importance, {rounds} rounds"
+    );
+    println!("| type | libgguf MB/s (min time) | libgguf MB/s (median) | ggml MB/s (min time) | ggml MB/s (median) | ratio (min) | ratio (median) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for t in [
+        DataType::IQ4_NL,
+        DataType::IQ4_XS,
+        DataType::IQ3_XXS,
+        DataType::IQ3_S,
+        DataType::IQ2_XXS,
+        DataType::IQ2_XS,
+        DataType::IQ2_S,
+        DataType::IQ1_S,
+        DataType::IQ1_M,
+    ] {
+        let len = rows * n_per_row / t.block_elems() as usize * t.block_bytes() as usize;
+        let mut ours = vec![0u8; len];
+        let mut theirs = vec![0u8; len];
+        let run_ours = |out: &mut [u8]| {
+            quantize(t, &src, n_per_row, Some(&imp), out).unwrap();
+        };
+        let run_ggml = |out: &mut [u8]| {
+            // SAFETY: src holds rows * n_per_row floats, out their blocks, imp n_per_row.
+            let n = unsafe {
+                chunk(
+                    t.id(),
+                    src.as_ptr(),
+                    out.as_mut_ptr().cast(),
+                    0,
+                    rows as i64,
+                    n_per_row as i64,
+                    imp.as_ptr(),
+                )
+            };
+            assert_eq!(n, out.len());
+        };
+        // SAFETY: builds ggml's tables for t.
+        unsafe { init(t.id()) };
+        run_ours(&mut ours);
+        run_ggml(&mut theirs);
+        assert!(ours == theirs, "{t:?}: libgguf and ggml differ");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let t0 = Instant::now();
+            run_ours(&mut ours);
+            a.push(t0.elapsed().as_secs_f64());
+            let t0 = Instant::now();
+            run_ggml(&mut theirs);
+            b.push(t0.elapsed().as_secs_f64());
+        }
+        a.sort_by(f64::total_cmp);
+        b.sort_by(f64::total_cmp);
+        let (amin, amed, bmin, bmed) = (a[0], a[a.len() / 2], b[0], b[b.len() / 2]);
+        println!(
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x |",
+            t.name(),
+            mb / amin,
+            mb / amed,
+            mb / bmin,
+            mb / bmed,
+            bmin / amin,
+            bmed / amed
+        );
+    }
+}

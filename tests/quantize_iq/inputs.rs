@@ -1,0 +1,91 @@
+#![allow(dead_code)] // each test crate uses part of it
+
+//! The rows the IQ quantizer tests feed, the same on every platform: `quantize_iq_ggml.rs`
+//! checks ggml writes what `tests/data/quantize-iq-fingerprints.tsv` records for the fixed
+//! inputs; `quantize_iq.rs` checks this build writes it too, on any platform (no ggml needed).
+
+use gguf::DataType;
+
+/// The types quantized here, with whether ggml requires an importance matrix for them.
+pub const TYPES: [(DataType, bool); 9] = [
+    (DataType::IQ4_NL, false),
+    (DataType::IQ4_XS, false),
+    (DataType::IQ3_XXS, false),
+    (DataType::IQ3_S, false),
+    (DataType::IQ2_XXS, true),
+    (DataType::IQ2_XS, true),
+    (DataType::IQ2_S, false),
+    (DataType::IQ1_S, true),
+    (DataType::IQ1_M, false),
+];
+
+/// A small xorshift generator: the same numbers on every run and platform.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [-1, 1), exactly (24 random bits scaled by a power of two).
+    pub fn uniform(&mut self) -> f32 {
+        ((self.next() >> 40) as f32) * (1.0 / 8_388_608.0) - 1.0
+    }
+    /// Roughly bell-shaped values, like a weight matrix's (the sum of three uniforms).
+    pub fn bell(&mut self) -> f32 {
+        self.uniform() + self.uniform() + self.uniform()
+    }
+    /// A positive importance weight in [1/64, 4).
+    pub fn weight(&mut self) -> f32 {
+        ((self.next() >> 40) as f32) * (1.0 / 4_194_304.0) + 1.0 / 64.0
+    }
+}
+
+/// The fingerprint case of a type: 4 rows of 512 values (IQ4_NL: rows of 96) at a few scales,
+/// and an importance column.
+pub fn fingerprint_input(t: DataType) -> (Vec<f32>, usize, Vec<f32>) {
+    let n_per_row = if t == DataType::IQ4_NL { 96 } else { 512 };
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ u64::from(t.id()));
+    let mut src = Vec::new();
+    for (r, scale) in [1.0f32, 0.01, 37.5, 1e-5].into_iter().enumerate() {
+        for i in 0..n_per_row {
+            // A few zeros and an outlier now and then, as real tensors have.
+            let v = match (r * 7 + i) % 61 {
+                0 => 0.0,
+                1 => 6.0 * rng.bell(),
+                _ => rng.bell(),
+            };
+            src.push(v * scale);
+        }
+    }
+    let importance = (0..n_per_row).map(|_| rng.weight()).collect();
+    (src, n_per_row, importance)
+}
+
+/// 64-bit FNV-1a of bytes.
+pub fn fnv64(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Where the recorded fingerprints live.
+pub const FINGERPRINTS: &str = "tests/data/quantize-iq-fingerprints.tsv";
+
+/// The fingerprint lines of outputs: `TYPE<TAB>importance|none<TAB>fnv64 hex`.
+pub fn fingerprint_line(t: DataType, with_importance: bool, out: &[u8]) -> String {
+    format!(
+        "{}\t{}\t{:016x}",
+        t.name(),
+        if with_importance {
+            "importance"
+        } else {
+            "none"
+        },
+        fnv64(out)
+    )
+}
