@@ -11,6 +11,10 @@
 #[doc = include_str!("../docs/rust.md")]
 struct RustGuide;
 
+#[cfg(doctest)]
+#[doc = include_str!("../docs/quantize-models.md")]
+struct QuantizeModelsGuide;
+
 mod atomic_file;
 pub mod check;
 pub mod digest;

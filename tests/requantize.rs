@@ -65,7 +65,7 @@ fn q4_k_m(name: &str) -> DataType {
         .strip_prefix("blk.")
         .and_then(|r| r.split('.').next())
         .and_then(|n| n.parse::<u32>().ok());
-    let more = |i: u32| i < 1 || i >= 7 || (i as i64 - 1) % 3 == 2;
+    let more = |i: u32| !(1..7).contains(&i) || (i as i64 - 1) % 3 == 2;
     match (name, layer) {
         ("output.weight", _) => T::Q6_K,
         ("token_embd.weight", _) => T::Q4_K,

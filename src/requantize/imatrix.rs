@@ -114,7 +114,9 @@ impl Importance {
             let per = sums.len() / counts.len();
             let mut values = Vec::with_capacity(sums.len());
             for (row, &count) in sums.chunks_exact(per.max(1)).zip(&counts) {
-                // std::lround, then back to float, as llama.cpp does.
+                // std::lround, then back to float, as llama.cpp does (a count past the i64 range
+                // saturates, where lround's result is unspecified).
+                #[allow(clippy::cast_possible_truncation)]
                 let count = count.round() as i64 as f32;
                 if count > 0.0 {
                     values.extend(row.iter().map(|s| s / count));

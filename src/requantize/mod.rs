@@ -307,10 +307,9 @@ pub fn plan(model: &Model<Source>, options: &Options) -> Result<Vec<PlannedTenso
     let shard_of = |k: usize| -> usize {
         if options.keep_split {
             infos[order[k]].shard
-        } else if options.split_max_tensors > 0 {
-            k / options.split_max_tensors
         } else {
-            0
+            // 0: no split.
+            k.checked_div(options.split_max_tensors).unwrap_or(0)
         }
     };
     let mut planned = Vec::with_capacity(count);
@@ -646,7 +645,8 @@ fn tensor_bytes(model: &Model<Source>, t: &PlannedTensor, options: &Options) -> 
         return Err(Error::msg(
             ErrorCode::InvalidArgument,
             format!(
-                "tensor {}: quantized to {}, {} {} holds {} (is the source finite?)",
+                "tensor {}: as {}, {} {} would hold {}: the source's values are not finite or \
+                 too large for this type (ggml's check refuses such data)",
                 quote(&t.name),
                 t.to.name(),
                 bad.what,

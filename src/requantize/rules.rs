@@ -619,10 +619,9 @@ impl State<'_> {
             && (contains(name, "attn_q_a")
                 || contains(name, "attn_q_b")
                 || contains(name, "nextn.eh_proj"))
+            && !matches!(new_type, T::F32 | T::BF16 | T::F16)
         {
-            if !matches!(new_type, T::F32 | T::BF16 | T::F16) {
-                return Ok(T::Q8_0);
-            }
+            return Ok(T::Q8_0);
         }
 
         let very_low = [
@@ -709,15 +708,11 @@ impl State<'_> {
                 } else {
                     T::IQ3_XXS
                 };
-            } else if matches!(ftype, F::IQ3_XS | F::IQ3_S) && n_gqa >= 4 {
-                new_type = T::Q4_K;
-            } else if ftype == F::IQ3_M {
+            } else if (matches!(ftype, F::IQ3_XS | F::IQ3_S) && n_gqa >= 4) || ftype == F::IQ3_M {
                 new_type = T::Q4_K;
             } else if ftype == F::Q3_K_M {
                 new_type = if i < 2 { T::Q5_K } else { T::Q4_K };
-            } else if ftype == F::Q3_K_L {
-                new_type = T::Q5_K;
-            } else if matches!(ftype, F::IQ4_NL | F::IQ4_XS) && n_gqa >= 4 {
+            } else if ftype == F::Q3_K_L || (matches!(ftype, F::IQ4_NL | F::IQ4_XS) && n_gqa >= 4) {
                 new_type = T::Q5_K;
             } else if matches!(ftype, F::Q4_K_M | F::Q5_K_M) && use_more_bits(i, n) {
                 new_type = T::Q6_K;
