@@ -568,6 +568,19 @@ fn a_failure_leaves_no_file() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("source.gguf")]);
+    // A big-endian source is refused, clearly.
+    let mut big = model::writer(&Spec {
+        n_layer: 1,
+        ..SMALL
+    });
+    big.set_byte_order(gguf::ByteOrder::Big).set_sync(false);
+    let big_path = dir.join("big.gguf");
+    big.write_file(&big_path).unwrap();
+    let e = requantize_file(&big_path, &dst, &o, &mut keep_going).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unsupported, "{e}");
+    assert!(e.to_string().contains("big-endian"), "{e}");
+    std::fs::remove_file(&big_path).unwrap();
+    assert!(!dst.exists());
     // A type that needs an importance matrix, without one: refused before any file exists.
     let mut o = Options::new(FileType::Q4_K_M);
     o.tensor_types = vec![("attn_k".into(), T::IQ2_XXS)];

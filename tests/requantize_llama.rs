@@ -199,6 +199,8 @@ struct Ask {
     token_embedding_type: Option<DataType>,
     pure: bool,
     leave_output_tensor: bool,
+    /// One output shard per source shard (`--keep-split`).
+    keep_split: bool,
     /// Only compute the types (`--dry-run`): llama.cpp logs each tensor's type, quantizes
     /// nothing (so never builds the IQ types' grids, which takes it seconds).
     dry_run: bool,
@@ -222,6 +224,7 @@ fn llama_quantize_logged(src: &Path, dst: &Path, ft: FileType, ask: &Ask) -> (bo
     p.dry_run = ask.dry_run;
     p.ftype = ft.id();
     p.pure = ask.pure;
+    p.keep_split = ask.keep_split;
     p.quantize_output_tensor = !ask.leave_output_tensor;
     if let Some(t) = ask.output_tensor_type {
         p.output_tensor_type = t.id();
@@ -297,6 +300,7 @@ fn options(ft: FileType, ask: &Ask) -> Options {
     let mut o = Options::new(ft);
     o.sync = false;
     o.pure = ask.pure;
+    o.keep_split = ask.keep_split;
     o.leave_output_tensor = ask.leave_output_tensor;
     o.output_tensor_type = ask.output_tensor_type;
     o.token_embedding_type = ask.token_embedding_type;
@@ -816,5 +820,58 @@ fn the_command_writes_llama_quantizes_file() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn split_sources_and_keep_split_as_llama_cpp() {
+    let dir = temp_dir("split");
+    let mut w = model::writer(&THIN);
+    w.set_sync(false);
+    let shards = w.into_shards(25).unwrap();
+    let n = shards.len();
+    for (no, s) in shards.into_iter().enumerate() {
+        s.write_file(dir.join(gguf::Writer::shard_path("src", no, n)))
+            .unwrap();
+    }
+    let first = dir.join(gguf::Writer::shard_path("src", 0, n));
+    for keep_split in [false, true] {
+        let ask = Ask {
+            keep_split,
+            ..Ask::default()
+        };
+        // llama.cpp names shards after the path it is given; we after the path less `.gguf`.
+        assert!(llama_quantize(
+            &first,
+            &dir.join("theirs"),
+            FileType::Q4_K_M,
+            &ask
+        ));
+        let ours = dir.join("ours.gguf");
+        requantize_file(
+            &first,
+            &ours,
+            &options(FileType::Q4_K_M, &ask),
+            &mut |_: &Progress<'_>| true,
+        )
+        .unwrap();
+        let count = if keep_split { n } else { 1 };
+        for no in 0..count {
+            let (a, b) = if keep_split {
+                (
+                    dir.join(gguf::Writer::shard_path("ours", no, n)),
+                    dir.join(gguf::Writer::shard_path("theirs", no, n)),
+                )
+            } else {
+                (ours.clone(), dir.join("theirs"))
+            };
+            assert!(
+                std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+                "{} differs from llama.cpp's {}",
+                a.display(),
+                b.display()
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

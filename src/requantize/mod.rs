@@ -285,9 +285,11 @@ pub fn plan(model: &Model<Source>, options: &Options) -> Result<Vec<PlannedTenso
                 .ok_or_else(|| Error::msg(ErrorCode::Internal, format!("tensor {i} is missing")))
         })
         .collect::<Result<_>>()?;
-    // llama.cpp's order: by layer and name, or with --keep-split by shard and position.
+    // llama.cpp's order: by layer and name, or with --keep-split by shard and data offset.
     let order: Vec<usize> = if options.keep_split {
-        (0..count).collect()
+        let mut order: Vec<usize> = (0..count).collect();
+        order.sort_by_key(|&i| (infos[i].shard, infos[i].info.offset));
+        order
     } else {
         let names: Vec<&[u8]> = infos.iter().map(|t| t.info.name).collect();
         rules::llama_order(&names)
