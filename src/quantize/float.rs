@@ -1,5 +1,9 @@
 //! F32, F16 and BF16 as `ggml_quantize_chunk` writes them: the bits, ggml's half conversion,
 //! and its reference bfloat16 conversion. Little-endian, as GGUF stores them.
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{f32_to_bf16, f32_to_f16};
 

@@ -1,6 +1,9 @@
 //! The 4-bit float types MXFP4 and NVFP4: ggml's reference quantizers (they take no
 //! importance). One row per call.
-#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::trunc_i32;
 use crate::quant::tables::KVALUES_MXFP4;
@@ -69,6 +72,7 @@ fn mxfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
 /// `ggml_fp32_to_ue4m3`.
 #[inline(always)]
 fn to_ue4m3(x: f32) -> u8 {
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN too, as in C
     if !(x > 0.0) {
         return 0;
     }

@@ -1,7 +1,10 @@
 //! The K types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ggml's reference quantizers
 //! (`quantize_row_q*_K_ref`) and, with importance weights, its searches
 //! (`quantize_row_q*_K_impl`). One row per call; blocks of 256 values.
-#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{
     make_q3_lanes, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants, nearest_int,
@@ -185,85 +188,107 @@ fn q3_k_finish(x: &[f32], yb: &mut [u8], l: &mut [i8; QK_K]) {
             l[16 * j + ii] = (v + 4) as i8;
         }
     }
-    yb[..32].fill(0);
-    let mut m = 0;
-    let mut hm = 1u8;
+    // Value 32 * g + m (each 0..8) keeps its high bit in bit g of hmask[m], its low two bits in
+    // the packed quants.
+    let mut hmask = [0u8; 32];
     let mut lu = [0u8; QK_K];
-    for j in 0..QK_K {
-        let mut v = l[j];
-        if v > 3 {
-            yb[m] |= hm;
-            v -= 4;
-        }
-        lu[j] = v as u8;
-        m += 1;
-        if m == QK_K / 8 {
-            m = 0;
-            hm <<= 1;
+    for g in 0..8 {
+        for m in 0..32 {
+            let v = l[32 * g + m] as u8;
+            hmask[m] |= u8::from(v > 3) << g;
+            lu[32 * g + m] = v & 3;
         }
     }
+    yb[..32].copy_from_slice(&hmask);
     pack2(&lu, &mut yb[32..96]);
 }
 
 #[inline(always)]
 fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0i8; QK_K];
-    let mut scales;
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(110))
-        .enumerate()
-    {
-        if let Some(qw) = imp {
-            let qw = &qw[QK_K * ib..QK_K * (ib + 1)];
-            let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
-            let xt: [[f32; 16]; 16] = transpose(xb);
-            let qt: [[f32; 16]; 16] = transpose(qw);
-            let mut wt = [[0f32; 16]; 16];
-            let mut sw = [0f32; 16];
+    // Two blocks' 16 groups side by side (32 lanes: the refinement's chain of one hides the
+    // other's latency); a lone last block has zeros beside it.
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(2);
+        let mut xt = [[0f32; 32]; 16];
+        let mut qt = [[0f32; 32]; 16];
+        for b in 0..n {
+            for g in 0..16 {
+                for i in 0..16 {
+                    let at = QK_K * (ib + b) + 16 * g + i;
+                    xt[i][16 * b + g] = x[at];
+                    if let Some(q) = imp {
+                        qt[i][16 * b + g] = q[at];
+                    }
+                }
+            }
+        }
+        let mut lt = [[0i8; 32]; 16];
+        let mut sw = [0f32; 32];
+        let scales = if imp.is_some() {
+            let mut sigma2 = [0f32; 32];
+            for b in 0..n {
+                let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+                let s2 = 2.0 * sum_sq(xb) / QK_K as f32;
+                sigma2[16 * b..16 * b + 16].fill(s2);
+            }
+            let mut wt = [[0f32; 32]; 16];
             for i in 0..16 {
-                for k in 0..16 {
-                    wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+                for k in 0..32 {
+                    wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                     sw[k] += wt[i][k];
                 }
             }
-            let mut lt = [[0i8; 16]; 16];
-            scales = make_qx_lanes(4, &xt, Some(&wt), &mut lt);
-            untranspose(&lt, &mut l);
-            yb[96..108].fill(0);
-            let mut ls = [0i8; 16];
-            let d_block = make_qx_quants(32, &scales, &mut ls, Some(&sw));
-            for j in 0..16 {
-                q3_k_put_scale(&mut yb[96..108], j, i32::from(ls[j]));
-            }
-            put_f16(yb, 108, d_block);
+            make_qx_lanes(4, &xt, Some(&wt), &mut lt)
         } else {
-            let mut max_scale = 0f32;
-            let mut amax = 0f32;
-            let xt: [[f32; 16]; 16] = transpose(xb);
-            let mut lt = [[0i8; 16]; 16];
-            scales = make_q3_lanes(4, &xt, &mut lt);
-            untranspose(&lt, &mut l);
-            for j in 0..16 {
-                let scale = scales[j].abs();
-                if scale > amax {
-                    amax = scale;
-                    max_scale = scales[j];
+            make_q3_lanes(4, &xt, &mut lt)
+        };
+        for b in 0..n {
+            let mut l = [0i8; QK_K];
+            for g in 0..16 {
+                for i in 0..16 {
+                    l[16 * g + i] = lt[i][16 * b + g];
                 }
             }
+            let mut sc = [0f32; 16];
+            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
+            let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
+            let yb = &mut y[110 * (ib + b)..110 * (ib + b + 1)];
             yb[96..108].fill(0);
-            if max_scale != 0.0 {
-                let iscale = -32.0 / max_scale;
+            if imp.is_some() {
+                let mut sww = [0f32; 16];
+                sww.copy_from_slice(&sw[16 * b..16 * b + 16]);
+                let mut ls = [0i8; 16];
+                let d_block = make_qx_quants(32, &sc, &mut ls, Some(&sww));
                 for j in 0..16 {
-                    let v = i32::from(nearest_int(iscale * scales[j]) as i8);
-                    q3_k_put_scale(&mut yb[96..108], j, v.min(31).max(-32) + 32);
+                    q3_k_put_scale(&mut yb[96..108], j, i32::from(ls[j]));
                 }
-                put_f16(yb, 108, 1.0 / iscale);
+                put_f16(yb, 108, d_block);
             } else {
-                put_f16(yb, 108, 0.0);
+                let mut max_scale = 0f32;
+                let mut amax = 0f32;
+                for j in 0..16 {
+                    let scale = sc[j].abs();
+                    if scale > amax {
+                        amax = scale;
+                        max_scale = sc[j];
+                    }
+                }
+                if max_scale != 0.0 {
+                    let iscale = -32.0 / max_scale;
+                    for j in 0..16 {
+                        let v = i32::from(nearest_int(iscale * sc[j]) as i8);
+                        q3_k_put_scale(&mut yb[96..108], j, v.min(31).max(-32) + 32);
+                    }
+                    put_f16(yb, 108, 1.0 / iscale);
+                } else {
+                    put_f16(yb, 108, 0.0);
+                }
             }
+            q3_k_finish(xb, yb, &mut l);
         }
-        q3_k_finish(xb, yb, &mut l);
+        ib += n;
     }
 }
 
@@ -294,19 +319,45 @@ fn k4_get(j: usize, q: &[u8]) -> (u8, u8) {
 }
 
 /// Q4_K's and Q5_K's search of each 32-value group's scale and minimum and of the block's two
-/// super-scales; writes d, dmin and the packed scales, leaves each group's values in `l`.
+/// super-scales, for one or two blocks (`xs`, `qw`: their values and weights; `ys`: their bytes,
+/// `bb` each) side by side: sixteen lanes, one AVX-512 register (a lone block has zeros beside
+/// it). Writes d, dmin and the packed scales; leaves each block's values in `ls`.
 #[inline(always)]
-fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut [u8; QK_K]) {
-    let xt: [[f32; 8]; 32] = transpose(xb);
-    let mut wt = [[0f32; 8]; 32];
-    let mut lt = [[0u8; 8]; 32];
-    if let Some(qw) = qw {
-        let sigma2 = 2.0 * sum_sq(xb) / QK_K as f32;
-        let qt: [[f32; 8]; 32] = transpose(qw);
-        let mut sw = [0f32; 8];
+fn k45_blocks(
+    xs: &[f32],
+    qw: Option<&[f32]>,
+    nmax: i32,
+    bb: usize,
+    ys: &mut [u8],
+    ls: &mut [[u8; QK_K]; 2],
+) {
+    let n = xs.len() / QK_K;
+    let mut xt = [[0f32; 16]; 32];
+    let mut qt = [[0f32; 16]; 32];
+    for b in 0..n {
+        for g in 0..8 {
+            for i in 0..32 {
+                let at = QK_K * b + 32 * g + i;
+                xt[i][8 * b + g] = xs[at];
+                if let Some(q) = qw {
+                    qt[i][8 * b + g] = q[at];
+                }
+            }
+        }
+    }
+    let mut wt = [[0f32; 16]; 32];
+    let mut lt = [[0u8; 16]; 32];
+    let (scales, mins);
+    let mut sw = [0f32; 16];
+    if qw.is_some() {
+        let mut sigma2 = [0f32; 16];
+        for b in 0..n {
+            let s2 = 2.0 * sum_sq(&xs[QK_K * b..QK_K * (b + 1)]) / QK_K as f32;
+            sigma2[8 * b..8 * b + 8].fill(s2);
+        }
         for i in 0..32 {
-            for k in 0..8 {
-                wt[i][k] = qt[i][k] * (sigma2 + xt[i][k] * xt[i][k]).sqrt();
+            for k in 0..16 {
+                wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
                 sw[k] += wt[i][k];
             }
         }
@@ -318,22 +369,7 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
             use_mad: false,
             x3: true,
         };
-        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
-        untranspose(&lt, l);
-        let mut ls = [0u8; 8];
-        let mut lm = [0u8; 8];
-        let d_block = make_qp_quants(63, &scales, &mut ls, &sw);
-        let m_block = make_qp_quants(63, &mins, &mut lm, &sw);
-        for j in 0..8 {
-            let (a, b) = if nmax == 31 {
-                (ls[j].min(63), lm[j].min(63))
-            } else {
-                (ls[j], lm[j])
-            };
-            k4_put(&mut yb[4..16], j, a, b);
-        }
-        put_f16(yb, 0, d_block);
-        put_f16(yb, 2, m_block);
+        (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
     } else {
         let p = if nmax == 15 {
             Qkx {
@@ -354,111 +390,152 @@ fn k45_scales(xb: &[f32], qw: Option<&[f32]>, nmax: i32, yb: &mut [u8], l: &mut 
                 x3: false,
             }
         };
-        let mut sum_x2 = [0f32; 8];
+        let mut sum_x2 = [0f32; 16];
         for row in &xt {
-            for k in 0..8 {
+            for k in 0..16 {
                 sum_x2[k] += row[k] * row[k];
             }
         }
-        let mut av_x = [0f32; 8];
-        for k in 0..8 {
+        let mut av_x = [0f32; 16];
+        for k in 0..16 {
             av_x[k] = (sum_x2[k] / 32.0).sqrt();
         }
         for i in 0..32 {
-            for k in 0..8 {
+            for k in 0..16 {
                 wt[i][k] = av_x[k] + xt[i][k].abs();
             }
         }
-        let (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
-        untranspose(&lt, l);
-        let mut max_scale = 0f32;
-        let mut max_min = 0f32;
-        for j in 0..8 {
-            if scales[j] > max_scale {
-                max_scale = scales[j];
-            }
-            if mins[j] > max_min {
-                max_min = mins[j];
-            }
-        }
-        let inv_scale = if max_scale > 0.0 {
-            63.0 / max_scale
-        } else {
-            0.0
-        };
-        let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
-        for j in 0..8 {
-            let ls = (nearest_int(inv_scale * scales[j]) as u8).min(63);
-            let lm = (nearest_int(inv_min * mins[j]) as u8).min(63);
-            k4_put(&mut yb[4..16], j, ls, lm);
-        }
-        put_f16(yb, 0, max_scale / 63.0);
-        put_f16(yb, 2, max_min / 63.0);
+        (scales, mins) = make_qkx_lanes(&p, &xt, &wt, &mut lt);
     }
-    let d_all = f16_at(yb, 0);
-    let m_all = f16_at(yb, 2);
-    for j in 0..8 {
-        let (sc, m) = k4_get(j, &yb[4..16]);
-        let d = d_all * f32::from(sc);
-        if d == 0.0 {
-            continue;
+    for b in 0..n {
+        let l = &mut ls[b];
+        for g in 0..8 {
+            for i in 0..32 {
+                l[32 * g + i] = lt[i][8 * b + g];
+            }
         }
-        let dm = m_all * f32::from(m);
-        for ii in 0..32 {
-            l[32 * j + ii] = nearest_int((xb[32 * j + ii] + dm) / d).min(nmax).max(0) as u8;
+        let mut sc = [0f32; 8];
+        let mut mn = [0f32; 8];
+        sc.copy_from_slice(&scales[8 * b..8 * b + 8]);
+        mn.copy_from_slice(&mins[8 * b..8 * b + 8]);
+        let xb = &xs[QK_K * b..QK_K * (b + 1)];
+        let yb = &mut ys[bb * b..bb * (b + 1)];
+        if qw.is_some() {
+            let mut sww = [0f32; 8];
+            sww.copy_from_slice(&sw[8 * b..8 * b + 8]);
+            let mut ls = [0u8; 8];
+            let mut lm = [0u8; 8];
+            let d_block = make_qp_quants(63, &sc, &mut ls, &sww);
+            let m_block = make_qp_quants(63, &mn, &mut lm, &sww);
+            for j in 0..8 {
+                let (a, b) = if nmax == 31 {
+                    (ls[j].min(63), lm[j].min(63))
+                } else {
+                    (ls[j], lm[j])
+                };
+                k4_put(&mut yb[4..16], j, a, b);
+            }
+            put_f16(yb, 0, d_block);
+            put_f16(yb, 2, m_block);
+        } else {
+            let mut max_scale = 0f32;
+            let mut max_min = 0f32;
+            for j in 0..8 {
+                if sc[j] > max_scale {
+                    max_scale = sc[j];
+                }
+                if mn[j] > max_min {
+                    max_min = mn[j];
+                }
+            }
+            let inv_scale = if max_scale > 0.0 {
+                63.0 / max_scale
+            } else {
+                0.0
+            };
+            let inv_min = if max_min > 0.0 { 63.0 / max_min } else { 0.0 };
+            for j in 0..8 {
+                let ls = (nearest_int(inv_scale * sc[j]) as u8).min(63);
+                let lm = (nearest_int(inv_min * mn[j]) as u8).min(63);
+                k4_put(&mut yb[4..16], j, ls, lm);
+            }
+            put_f16(yb, 0, max_scale / 63.0);
+            put_f16(yb, 2, max_min / 63.0);
+        }
+        let d_all = f16_at(yb, 0);
+        let m_all = f16_at(yb, 2);
+        for j in 0..8 {
+            let (sc, m) = k4_get(j, &yb[4..16]);
+            let d = d_all * f32::from(sc);
+            if d == 0.0 {
+                continue;
+            }
+            let dm = m_all * f32::from(m);
+            for ii in 0..32 {
+                l[32 * j + ii] = nearest_int((xb[32 * j + ii] + dm) / d).min(nmax).max(0) as u8;
+            }
         }
     }
 }
 
 #[inline(always)]
 fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0u8; QK_K];
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(144))
-        .enumerate()
-    {
-        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + 1)]);
-        k45_scales(xb, qw, 15, yb, &mut l);
-        let q = &mut yb[16..144];
-        for (g, j) in (0..QK_K).step_by(64).enumerate() {
-            for i in 0..32 {
-                q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+    let mut ls = [[0u8; QK_K]; 2];
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(2);
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
+        let ys = &mut y[144 * ib..144 * (ib + n)];
+        k45_blocks(xs, qw, 15, 144, ys, &mut ls);
+        for (b, l) in ls.iter().take(n).enumerate() {
+            let q = &mut ys[144 * b + 16..144 * (b + 1)];
+            for (g, j) in (0..QK_K).step_by(64).enumerate() {
+                for i in 0..32 {
+                    q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+                }
             }
         }
+        ib += n;
     }
 }
 
 #[inline(always)]
 fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut l = [0u8; QK_K];
-    for (ib, (xb, yb)) in x
-        .chunks_exact(QK_K)
-        .zip(y.chunks_exact_mut(176))
-        .enumerate()
-    {
-        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + 1)]);
-        k45_scales(xb, qw, 31, yb, &mut l);
-        let (qh, ql) = yb[16..176].split_at_mut(32);
-        qh.fill(0);
-        let (mut m1, mut m2) = (1u8, 2u8);
-        for (g, n) in (0..QK_K).step_by(64).enumerate() {
-            for j in 0..32 {
-                let mut l1 = l[n + j];
-                if l1 > 15 {
-                    l1 -= 16;
-                    qh[j] |= m1;
+    let mut ls = [[0u8; QK_K]; 2];
+    let nb = x.len() / QK_K;
+    let mut ib = 0;
+    while ib < nb {
+        let n = (nb - ib).min(2);
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
+        let ys = &mut y[176 * ib..176 * (ib + n)];
+        k45_blocks(xs, qw, 31, 176, ys, &mut ls);
+        for (b, l) in ls.iter().take(n).enumerate() {
+            let yb = &mut ys[176 * b..176 * (b + 1)];
+            let (qh, ql) = yb[16..176].split_at_mut(32);
+            qh.fill(0);
+            let (mut m1, mut m2) = (1u8, 2u8);
+            for (g, n) in (0..QK_K).step_by(64).enumerate() {
+                for j in 0..32 {
+                    let mut l1 = l[n + j];
+                    if l1 > 15 {
+                        l1 -= 16;
+                        qh[j] |= m1;
+                    }
+                    let mut l2 = l[n + j + 32];
+                    if l2 > 15 {
+                        l2 -= 16;
+                        qh[j] |= m2;
+                    }
+                    ql[32 * g + j] = l1 | (l2 << 4);
                 }
-                let mut l2 = l[n + j + 32];
-                if l2 > 15 {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[32 * g + j] = l1 | (l2 << 4);
+                m1 <<= 2;
+                m2 <<= 2;
             }
-            m1 <<= 2;
-            m2 <<= 2;
         }
+        ib += n;
     }
 }
 

@@ -1,16 +1,132 @@
 //! The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and the sign/ternary-free small
 //! types Q1_0 and Q2_0: ggml's reference quantizers, and with importance weights its searches
 //! (`quantize_row_q4_0_impl` and its siblings). One row per call.
-#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
-use super::search::{make_qkx_quants, make_qx_quants, map_trunc32, put_f16, round_i32x8, Qkx};
+use super::search::{make_qkx_lanes, make_qx_lanes, map_trunc32, put_f16, round_i32x8, Qkx};
 
-/// The importance path's weights of one block: `qw[j] * sqrt(sigma2 + x[j]^2)`.
+/// The importance path of the 32-value types, eight blocks side by side: each block's weights
+/// `qw[j] * sqrt(sigma2 + x[j]^2)` (`sigma2` over the whole row), the search on the lanes
+/// (values and weights lane-major, quants out, each lane's scale and minimum), then each block
+/// written; the type is told by its block's bytes.
 #[inline(always)]
-fn weights(xb: &[f32], qw: &[f32], sigma2: f32, out: &mut [f32; 32]) {
-    for j in 0..32 {
-        out[j] = qw[j] * (sigma2 + xb[j] * xb[j]).sqrt();
+fn importance_lanes<const BLOCK_BYTES: usize>(x: &[f32], qw: &[f32], y: &mut [u8]) {
+    let block_bytes = BLOCK_BYTES;
+    let sigma2 = row_sigma2(x);
+    let nb = x.len() / 32;
+    let mut b = 0;
+    while b < nb {
+        let n = (nb - b).min(8);
+        let mut xt = [[0f32; 8]; 32];
+        let mut wt = [[0f32; 8]; 32];
+        for k in 0..n {
+            let xb = &x[32 * (b + k)..32 * (b + k + 1)];
+            let q = &qw[32 * (b + k)..32 * (b + k + 1)];
+            for i in 0..32 {
+                xt[i][k] = xb[i];
+                wt[i][k] = q[i] * (sigma2 + xb[i] * xb[i]).sqrt();
+            }
+        }
+        let mut lt = [[0u8; 8]; 32];
+        // The type, by its block size (every call site is inlined into its type's entry).
+        let (d, m) = match BLOCK_BYTES {
+            18 => q4_0_search(&xt, &wt, &mut lt),
+            20 => q4_1_search(&xt, &wt, &mut lt),
+            22 => q5_0_search(&xt, &wt, &mut lt),
+            _ => q5_1_search(&xt, &wt, &mut lt),
+        };
+        for k in 0..n {
+            let mut l = [0u8; 32];
+            for i in 0..32 {
+                l[i] = lt[i][k];
+            }
+            let yb = &mut y[block_bytes * (b + k)..block_bytes * (b + k + 1)];
+            match BLOCK_BYTES {
+                18 => q4_0_write(d[k], m[k], &l, yb),
+                20 => q4_1_write(d[k], m[k], &l, yb),
+                22 => q5_0_write(d[k], m[k], &l, yb),
+                _ => q5_1_write(d[k], m[k], &l, yb),
+            }
+        }
+        b += n;
     }
+}
+
+type Lanes = [[f32; 8]; 32];
+type Quants = [[u8; 8]; 32];
+
+/// `make_qx_quants` on eight blocks, as bytes.
+#[inline(always)]
+fn qx_search(nmax: i32, xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+    let mut l8 = [[0i8; 8]; 32];
+    let d = make_qx_lanes(nmax, xt, Some(wt), &mut l8);
+    for (o, i) in lt.iter_mut().zip(&l8) {
+        *o = i.map(|v| v as u8);
+    }
+    (d, [0.0; 8])
+}
+
+#[inline(always)]
+fn q4_0_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+    qx_search(8, xt, wt, lt)
+}
+
+#[inline(always)]
+fn q5_0_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+    qx_search(16, xt, wt, lt)
+}
+
+#[inline(always)]
+fn q4_1_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+    make_qkx_lanes(&QKX3_LEGACY, xt, wt, lt)
+}
+
+#[inline(always)]
+fn q5_1_search(xt: &Lanes, wt: &Lanes, lt: &mut Quants) -> ([f32; 8], [f32; 8]) {
+    make_qkx_lanes(
+        &Qkx {
+            nmax: 31,
+            ..QKX3_LEGACY
+        },
+        xt,
+        wt,
+        lt,
+    )
+}
+
+#[inline(always)]
+fn q4_0_write(d: f32, _min: f32, l: &[u8; 32], yb: &mut [u8]) {
+    put_f16(yb, 0, d);
+    for j in 0..16 {
+        yb[2 + j] = l[j] | (l[j + 16] << 4);
+    }
+}
+
+#[inline(always)]
+fn q4_1_write(d: f32, min: f32, l: &[u8; 32], yb: &mut [u8]) {
+    put_f16(yb, 0, d);
+    put_f16(yb, 2, -min);
+    for j in 0..16 {
+        yb[4 + j] = l[j] | (l[j + 16] << 4);
+    }
+}
+
+#[inline(always)]
+fn q5_0_write(d: f32, _min: f32, l: &[u8; 32], yb: &mut [u8]) {
+    put_f16(yb, 0, d);
+    let (qh, qs) = yb[2..].split_at_mut(4);
+    pack5(l, qh, qs);
+}
+
+#[inline(always)]
+fn q5_1_write(d: f32, min: f32, l: &[u8; 32], yb: &mut [u8]) {
+    put_f16(yb, 0, d);
+    put_f16(yb, 2, -min);
+    let (qh, qs) = yb[4..].split_at_mut(4);
+    pack5(l, qh, qs);
 }
 
 /// `sum(x^2) / n` over the whole row, in order.
@@ -164,21 +280,7 @@ fn q4_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         }
         return;
     };
-    let sigma2 = row_sigma2(x);
-    let mut weight = [0f32; 32];
-    let mut l = [0i8; 32];
-    for ((xb, yb), qw) in x
-        .chunks_exact(32)
-        .zip(y.chunks_exact_mut(18))
-        .zip(qw.chunks_exact(32))
-    {
-        weights(xb, qw, sigma2, &mut weight);
-        let d = make_qx_quants(8, xb, &mut l, Some(&weight));
-        put_f16(yb, 0, d);
-        for j in 0..16 {
-            yb[2 + j] = (l[j] | (l[j + 16] << 4)) as u8;
-        }
-    }
+    importance_lanes::<18>(x, qw, y);
 }
 
 #[inline(always)]
@@ -213,22 +315,7 @@ fn q4_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         }
         return;
     };
-    let sigma2 = row_sigma2(x);
-    let mut weight = [0f32; 32];
-    let mut l = [0u8; 32];
-    for ((xb, yb), qw) in x
-        .chunks_exact(32)
-        .zip(y.chunks_exact_mut(20))
-        .zip(qw.chunks_exact(32))
-    {
-        weights(xb, qw, sigma2, &mut weight);
-        let (d, min) = make_qkx_quants(&QKX3_LEGACY, xb, &weight, &mut l);
-        put_f16(yb, 0, d);
-        put_f16(yb, 2, -min);
-        for j in 0..16 {
-            yb[4 + j] = l[j] | (l[j + 16] << 4);
-        }
-    }
+    importance_lanes::<20>(x, qw, y);
 }
 
 /// Q5_0's and Q5_1's 5-bit values `l` into their low nibbles at `qs` and fifth bits at `qh`.
@@ -264,21 +351,7 @@ fn q5_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         }
         return;
     };
-    let sigma2 = row_sigma2(x);
-    let mut weight = [0f32; 32];
-    let mut l = [0i8; 32];
-    for ((xb, yb), qw) in x
-        .chunks_exact(32)
-        .zip(y.chunks_exact_mut(22))
-        .zip(qw.chunks_exact(32))
-    {
-        weights(xb, qw, sigma2, &mut weight);
-        let d = make_qx_quants(16, xb, &mut l, Some(&weight));
-        put_f16(yb, 0, d);
-        let lu = l.map(|v| v as u8);
-        let (qh, qs) = yb[2..].split_at_mut(4);
-        pack5(&lu, qh, qs);
-    }
+    importance_lanes::<22>(x, qw, y);
 }
 
 #[inline(always)]
@@ -302,25 +375,7 @@ fn q5_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         }
         return;
     };
-    let sigma2 = row_sigma2(x);
-    let mut weight = [0f32; 32];
-    let mut l = [0u8; 32];
-    let p = Qkx {
-        nmax: 31,
-        ..QKX3_LEGACY
-    };
-    for ((xb, yb), qw) in x
-        .chunks_exact(32)
-        .zip(y.chunks_exact_mut(24))
-        .zip(qw.chunks_exact(32))
-    {
-        weights(xb, qw, sigma2, &mut weight);
-        let (d, min) = make_qkx_quants(&p, xb, &weight, &mut l);
-        put_f16(yb, 0, d);
-        put_f16(yb, 2, -min);
-        let (qh, qs) = yb[4..].split_at_mut(4);
-        pack5(&l, qh, qs);
-    }
+    importance_lanes::<24>(x, qw, y);
 }
 
 #[inline(always)]

@@ -5,6 +5,10 @@
 //!
 //! Every sum runs in ggml's order and every product is a separate rounding (no fused
 //! multiply-add); C's `MAX`/`MIN` macros and comparisons keep their NaN behaviour.
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 /// ggml's bound below which a group counts as all zeros.
 pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
@@ -249,88 +253,6 @@ pub(crate) struct Qkx {
     pub x3: bool,
 }
 
-/// `make_qkx2_quants` / `make_qkx3_quants` (with weights): `L` gets values in `0..=nmax`.
-/// Returns the scale and the minimum (`the_min`, as ggml stores it: the negated offset).
-pub(crate) fn make_qkx_quants(p: &Qkx, x: &[f32], weights: &[f32], l_out: &mut [u8]) -> (f32, f32) {
-    let n = x.len();
-    let mut laux = [0u8; 32];
-    let mut min = x[0];
-    let mut max = x[0];
-    let mut sum_w = weights[0];
-    let mut sum_x = sum_w * x[0];
-    for i in 1..n {
-        if x[i] < min {
-            min = x[i];
-        }
-        if x[i] > max {
-            max = x[i];
-        }
-        let w = weights[i];
-        sum_w += w;
-        sum_x += w * x[i];
-    }
-    if min > 0.0 {
-        min = 0.0;
-    }
-    let empty = if p.x3 { max <= min } else { max == min };
-    if empty {
-        l_out[..n].fill(0);
-        return (0.0, -min);
-    }
-    let nmax = p.nmax;
-    let nmaxf = nmax as f32;
-    let mut iscale = nmaxf / (max - min);
-    let mut scale = 1.0 / iscale;
-    let mut best_error = 0f32;
-    for i in 0..n {
-        let l = nearest_int(iscale * (x[i] - min)).min(nmax).max(0);
-        l_out[i] = l as u8;
-        let mut diff = scale * (l as f32) + min - x[i];
-        diff = if p.use_mad { diff.abs() } else { diff * diff };
-        best_error += weights[i] * diff;
-    }
-    if p.nstep < 1 {
-        return (scale, -min);
-    }
-    for is in 0..=p.nstep {
-        iscale = (p.rmin + p.rdelta * is as f32 + nmaxf) / (max - min);
-        let mut sum_l = 0f32;
-        let mut sum_l2 = 0f32;
-        let mut sum_xl = 0f32;
-        for i in 0..n {
-            let l = nearest_int(iscale * (x[i] - min)).min(nmax).max(0);
-            laux[i] = l as u8;
-            let w = weights[i];
-            let lf = l as f32;
-            sum_l += w * lf;
-            sum_l2 += w * lf * lf;
-            sum_xl += w * lf * x[i];
-        }
-        let d = sum_w * sum_l2 - sum_l * sum_l;
-        if d > 0.0 {
-            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / d;
-            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / d;
-            if this_min > 0.0 {
-                this_min = 0.0;
-                this_scale = sum_xl / sum_l2;
-            }
-            let mut cur_error = 0f32;
-            for i in 0..n {
-                let mut diff = this_scale * f32::from(laux[i]) + this_min - x[i];
-                diff = if p.use_mad { diff.abs() } else { diff * diff };
-                cur_error += weights[i] * diff;
-            }
-            if cur_error < best_error {
-                l_out[..n].copy_from_slice(&laux[..n]);
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    (scale, -min)
-}
-
 /// `make_qp_quants`: `L` gets values up to `nmax` (as `uint8_t`, so a negative one wraps, as in
 /// ggml). Returns the scale.
 pub(crate) fn make_qp_quants(nmax: i32, x: &[f32], l_out: &mut [u8], qw: &[f32]) -> f32 {
@@ -433,7 +355,8 @@ pub(crate) fn transpose<const L: usize, const N: usize>(x: &[f32]) -> [[f32; L];
     out
 }
 
-/// [`make_qkx_quants`] on `L` groups of `N` values at once. Returns each group's scale and
+/// ggml's `make_qkx2_quants` / `make_qkx3_quants` (with weights) on `L` groups of `N` values
+/// at once: quants in `0..=nmax`. Returns each group's scale and
 /// minimum.
 #[inline(always)]
 pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
@@ -544,11 +467,10 @@ pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
                 }
             }
             if take.iter().any(|&t| t) {
+                let mask: [u8; L] = take.map(|t| 0u8.wrapping_sub(u8::from(t)));
                 for i in 0..N {
                     for k in 0..L {
-                        if take[k] {
-                            l_out[i][k] = laux[i][k];
-                        }
+                        l_out[i][k] = (laux[i][k] & mask[k]) | (l_out[i][k] & !mask[k]);
                     }
                 }
             }
@@ -659,11 +581,10 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
             }
         }
         if take.iter().any(|&t| t) {
+            let mask: [i8; L] = take.map(|t| -i8::from(t));
             for i in 0..N {
                 for k in 0..L {
-                    if take[k] {
-                        l_out[i][k] = lt[i][k];
-                    }
+                    l_out[i][k] = (lt[i][k] & mask[k]) | (l_out[i][k] & !mask[k]);
                 }
             }
         }
@@ -782,4 +703,102 @@ pub(crate) fn make_q3_lanes<const L: usize, const N: usize>(
         }
     }
     scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::f16_to_f32;
+
+    #[test]
+    fn half_rounding_is_ieee_and_ggmls() {
+        // Every half comes back to itself; NaN keeps only its sign.
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            let want = if f.is_nan() { (h & 0x8000) | 0x7E00 } else { h };
+            assert_eq!(f32_to_f16(f), want, "{h:#06x}");
+        }
+        // Halfway cases round to even; overflow to infinity; below the smallest subnormal's
+        // half, to zero.
+        assert_eq!(f32_to_f16(1.0 + 1.0 / 2048.0), 0x3C00);
+        assert_eq!(f32_to_f16(1.0 + 3.0 / 2048.0), 0x3C02);
+        assert_eq!(f32_to_f16(65520.0), 0x7C00);
+        assert_eq!(f32_to_f16(65519.996), 0x7BFF);
+        assert_eq!(f32_to_f16(-2.9e-8), 0x8000);
+        assert_eq!(f32_to_f16(3.0e-8), 0x0001);
+    }
+
+    #[test]
+    fn bfloat16_rounds_to_even_and_quiets_nan() {
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8000)), 0x3F80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x7F80_0001)), 0x7FC0);
+        assert_eq!(f32_to_bf16(f32::from_bits(0xFF81_0000)), 0xFFC1);
+        assert_eq!(f32_to_bf16(f32::INFINITY), 0x7F80);
+    }
+
+    #[test]
+    fn c_conversions() {
+        assert_eq!(nearest_int(2.5), 2);
+        assert_eq!(nearest_int(3.5), 4);
+        assert_eq!(nearest_int(-2.5), -2);
+        assert_eq!(nearest_int(-0.7), -1);
+        let v = [0.5, -0.5, 1.5, -2.5, 2.49, f32::NAN, 3e9, -3e9];
+        assert_eq!(trunc_i32x8(v), v.map(trunc_i32));
+        assert_eq!(
+            trunc_i32x8(v),
+            [0, 0, 1, -2, 2, i32::MIN, i32::MIN, i32::MIN]
+        );
+        assert_eq!(
+            round_i32x8(v),
+            [1, -1, 2, -3, 2, i32::MIN, i32::MIN, i32::MIN]
+        );
+        let big = [
+            8388609.0,
+            -8388609.0,
+            16777216.0,
+            0.49999997,
+            -0.49999997,
+            0.0,
+            -0.0,
+            1e-45,
+        ];
+        assert_eq!(
+            round_i32x8(big),
+            [8388609, -8388609, 16777216, 0, 0, 0, 0, 0]
+        );
+    }
+
+    /// The lane searches give what one group alone gives (each lane is independent).
+    #[test]
+    fn lanes_are_independent() {
+        let mut s = 1u32;
+        let mut next = || {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / 16_777_216.0 - 0.5
+        };
+        let x: Vec<f32> = (0..16 * 16).map(|_| next()).collect();
+        let xt: [[f32; 16]; 16] = transpose(&x);
+        let mut lt = [[0i8; 16]; 16];
+        let all = make_qx_lanes(32, &xt, None, &mut lt);
+        for g in 0..16 {
+            let mut one = [0f32; 16];
+            one.copy_from_slice(&x[16 * g..16 * g + 16]);
+            let alone: [[f32; 1]; 16] = one.map(|v| [v]);
+            let mut l1 = [[0i8; 1]; 16];
+            let s1 = make_qx_lanes(32, &alone, None, &mut l1);
+            assert_eq!(s1[0].to_bits(), all[g].to_bits());
+            for i in 0..16 {
+                assert_eq!(l1[i][0], lt[i][g]);
+            }
+            let mut scalar = [0i8; 16];
+            assert_eq!(
+                make_qx_quants(32, &one, &mut scalar, None).to_bits(),
+                all[g].to_bits()
+            );
+            for i in 0..16 {
+                assert_eq!(scalar[i], lt[i][g]);
+            }
+        }
+    }
 }

@@ -1,6 +1,9 @@
 //! The ternary types TQ1_0 and TQ2_0: ggml's reference quantizers (they take no importance).
 //! One row per call; blocks of 256 values.
-#![allow(clippy::cast_possible_truncation)] // C's conversions to narrower integers are the bytes
+#![allow(clippy::cast_possible_truncation)]
+// C's conversions to narrower integers are the bytes
+// Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{abs_max_c, put_f16, round_i32x8};
 
@@ -31,7 +34,7 @@ fn trits(xb: &[f32], id: f32) -> [u8; 256] {
 /// Five (or four, then shifted) trits into a byte that maps onto 0..=255 (ceiling division).
 #[inline(always)]
 fn spread(q: u8) -> u8 {
-    ((u16::from(q) * 256 + 242) / 243) as u8
+    (u16::from(q) * 256).div_ceil(243) as u8
 }
 
 #[inline(always)]
