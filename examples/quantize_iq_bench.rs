@@ -1,19 +1,31 @@
 //! The IQ quantizers' speed, side by side with ggml (`bench/quantize_iq.md` has the figures).
 //!
-//!   cargo run --release --example quantize_iq_bench -- [ROUNDS] [ROWS] [GGML_DIR]
+//!   cargo run --release --example quantize_iq_bench -- [ROUNDS] [ROWS] [GGML_DIR] [TYPE]
 //!
 //! One thread. For each IQ type: ROWS rows (default 16) of 4096 bell-shaped random floats with
 //! an importance column (random positive weights, as an importance matrix gives), quantized by
 //! libgguf's `gguf::quantize::quantize` and by `ggml_quantize_chunk` of the pinned
 //! `libggml-base.so` (GGML_DIR, default target/ggml) in the same process, ROUNDS rounds
-//! (default 15) interleaved; MB/s of float input (4 bytes per value), minimum and median time.
+//! (default 15) interleaved; MB/s of float input (4 bytes per value), minimum and median of the
+//! thread's CPU time (CLOCK_THREAD_CPUTIME_ID: time the thread ran, so other processes on a
+//! busy machine do not count; their effect on the caches does).
 //! The two outputs are compared byte for byte first (the run fails if they differ). ggml's grid
 //! tables (`ggml_quantize_init`) and ours are built before timing.
 
 use gguf::quantize::quantize;
 use gguf::DataType;
 use std::ffi::{c_void, CString};
-use std::time::Instant;
+
+/// The calling thread's CPU time, in seconds.
+fn cpu_time() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
 
 type Init = unsafe extern "C" fn(u32);
 type Chunk = unsafe extern "C" fn(u32, *const f32, *mut c_void, i64, i64, i64, *const f32) -> usize;
@@ -48,6 +60,7 @@ fn main() {
     let rounds: usize = args.get(1).map_or(15, |a| a.parse().expect("ROUNDS"));
     let rows: usize = args.get(2).map_or(16, |a| a.parse().expect("ROWS"));
     let dir = args.get(3).map_or("target/ggml", String::as_str);
+    let only = args.get(4);
     let path = CString::new(format!("{dir}/libggml-base.so")).unwrap();
     // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded; the symbols
     // are transmuted to their C signatures (ggml.h).
@@ -89,6 +102,9 @@ fn main() {
         DataType::IQ1_S,
         DataType::IQ1_M,
     ] {
+        if only.is_some_and(|o| o != t.name()) {
+            continue;
+        }
         let len = rows * n_per_row / t.block_elems() as usize * t.block_bytes() as usize;
         let mut ours = vec![0u8; len];
         let mut theirs = vec![0u8; len];
@@ -117,12 +133,12 @@ fn main() {
         assert!(ours == theirs, "{t:?}: libgguf and ggml differ");
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            let t0 = Instant::now();
+            let t0 = cpu_time();
             run_ours(&mut ours);
-            a.push(t0.elapsed().as_secs_f64());
-            let t0 = Instant::now();
+            a.push(cpu_time() - t0);
+            let t0 = cpu_time();
             run_ggml(&mut theirs);
-            b.push(t0.elapsed().as_secs_f64());
+            b.push(cpu_time() - t0);
         }
         a.sort_by(f64::total_cmp);
         b.sort_by(f64::total_cmp);

@@ -26,7 +26,7 @@ mod grids;
 use crate::error::{Error, ErrorCode, Result};
 use crate::quant::tables::KVALUES_IQ4NL;
 use crate::types::DataType;
-use grids::Grid;
+use grids::{Grid, Neighbours, LANES};
 
 /// Quantizes `src` (whole rows of `n_per_row` floats; `dst` holds exactly their blocks) into the
 /// IQ type `data_type`; returns the bytes written.
@@ -90,6 +90,83 @@ pub(crate) fn quantize_rows(
     ) {
         return invalid(format!("{name} needs an importance matrix (as ggml does)"));
     }
+    quantize_all(data_type, src, n_per_row, importance, dst, row_bytes)?;
+    Ok(dst.len())
+}
+
+/// The row loop, compiled three times: for AVX-512, for AVX2 (the searches' lanes widen) and
+/// portable; the dispatch picks one (the same bytes from each).
+#[allow(unsafe_code)]
+fn quantize_all(
+    data_type: DataType,
+    src: &[f32],
+    n_per_row: usize,
+    importance: Option<&[f32]>,
+    dst: &mut [u8],
+    row_bytes: usize,
+) -> Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::quant::simd::{active, Isa};
+        match active() {
+            // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it.
+            Isa::Avx512 => {
+                return unsafe {
+                    rows_avx512(data_type, src, n_per_row, importance, dst, row_bytes)
+                }
+            }
+            // SAFETY: the dispatch chose AVX2 only where the CPU has it.
+            Isa::Avx2 => {
+                return unsafe { rows_avx2(data_type, src, n_per_row, importance, dst, row_bytes) }
+            }
+            _ => {}
+        }
+    }
+    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
+#[allow(unsafe_code)]
+/// # Safety
+/// The CPU must have the enabled features.
+unsafe fn rows_avx512(
+    data_type: DataType,
+    src: &[f32],
+    n_per_row: usize,
+    importance: Option<&[f32]>,
+    dst: &mut [u8],
+    row_bytes: usize,
+) -> Result<()> {
+    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+/// # Safety
+/// The CPU must have the enabled features.
+unsafe fn rows_avx2(
+    data_type: DataType,
+    src: &[f32],
+    n_per_row: usize,
+    importance: Option<&[f32]>,
+    dst: &mut [u8],
+    row_bytes: usize,
+) -> Result<()> {
+    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+}
+
+#[inline(always)]
+fn rows_body(
+    data_type: DataType,
+    src: &[f32],
+    n_per_row: usize,
+    importance: Option<&[f32]>,
+    dst: &mut [u8],
+    row_bytes: usize,
+) -> Result<()> {
+    let name = data_type.name();
     for (r, (x, y)) in src
         .chunks_exact(n_per_row)
         .zip(dst.chunks_exact_mut(row_bytes))
@@ -120,7 +197,7 @@ pub(crate) fn quantize_rows(
             return Err(no_answer(name, r, at, x));
         }
     }
-    Ok(dst.len())
+    Ok(())
 }
 
 /// Where a search has no answer: the block (its first element, relative to the row).
@@ -232,6 +309,7 @@ fn best_index_int8(val: &[i8; 16], x: f32) -> usize {
 
 /// One super-block of `x.len()` values (32: IQ4_NL, 256: IQ4_XS) in blocks of 32. Returns the
 /// f16 super-scale; fills `q4` (packed nibbles), and for IQ4_XS `scales_h` / `scales_l`.
+#[inline(always)]
 fn iq4_impl(
     x: &[f32],
     qw: Option<&[f32]>,
@@ -429,6 +507,7 @@ fn iq4_tries(xb: &[f32; 32], w: &[f32; 32], ids: &[f32; 16]) -> ([f32; 16], [f32
     iq4_tries_body(xb, w, ids)
 }
 
+#[inline(always)]
 fn iq4_nl_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
     let mut h = 0u16;
     let (d, qs) = y.split_at_mut(2);
@@ -436,6 +515,7 @@ fn iq4_nl_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
     d.copy_from_slice(&dh.to_le_bytes());
 }
 
+#[inline(always)]
 fn iq4_xs_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
     let mut h = 0u16;
     let mut sl = [0u8; 4];
@@ -452,10 +532,13 @@ fn iq4_xs_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
 
 /// ggml's `iq2_find_best_neighbour` / `iq3_find_best_neighbour`: the neighbour of the point
 /// nearest `xval` at `scale` (weighted); writes its levels to `l`. `None` where ggml asserts.
-#[inline]
+///
+/// [`LANES`] neighbours are computed side by side (each lane summing its terms in ggml's
+/// order: the same bits), then taken in ggml's order with its strict comparison.
+#[inline(always)]
 fn find_best_neighbour<const N: usize>(
     grid: &Grid<N>,
-    list: &[u16],
+    nb: &Neighbours<'_>,
     xval: &[f32],
     weight: &[f32],
     scale: f32,
@@ -463,22 +546,30 @@ fn find_best_neighbour<const N: usize>(
 ) -> Option<usize> {
     let mut best_d2 = f32::MAX;
     let mut grid_index = usize::MAX;
-    for &j in list {
-        let pg = &grid.points[usize::from(j)];
-        let mut d2 = 0f32;
+    let n = nb.ids.len();
+    for c0 in (0..nb.padded).step_by(LANES) {
+        let mut d2 = [0f32; LANES];
         for i in 0..N {
-            let q = f32::from(pg[i]);
-            let diff = scale * q - xval[i];
-            d2 += weight[i] * diff * diff;
+            let lv: &[u8; LANES] = nb.lv[i * nb.padded + c0..][..LANES].try_into().unwrap();
+            let (x, w) = (xval[i], weight[i]);
+            for c in 0..LANES {
+                let q = (2 * i32::from(lv[c]) + 1) as f32;
+                let diff = scale * q - x;
+                d2[c] += w * diff * diff;
+            }
         }
-        if d2 < best_d2 {
-            best_d2 = d2;
-            grid_index = usize::from(j);
+        // ggml's strict `<` in ggml's order: the first of the smallest (NaN never chosen),
+        // without branches.
+        for c in 0..LANES.min(n - c0) {
+            let better = d2[c] < best_d2;
+            best_d2 = if better { d2[c] } else { best_d2 };
+            grid_index = if better { c0 + c } else { grid_index };
         }
     }
-    let pg = grid.points.get(grid_index)?;
+    let grid_index = usize::from(*nb.ids.get(grid_index)?);
+    let lv = grid.levels.get(grid_index)?;
     for i in 0..N {
-        l[i] = (pg[i] - 1) / 2;
+        l[i] = lv[i] as i8;
     }
     Some(grid_index)
 }
@@ -497,7 +588,7 @@ fn point_index(l: &[i8], bits: u32) -> usize {
 /// The grid index of a point, or where it is off the grid, its neighbour list.
 enum Lookup<'a> {
     On(usize),
-    Off(&'a [u16]),
+    Off(Neighbours<'a>),
 }
 
 /// The search shared by IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S: scales around `max`, each group of
@@ -515,6 +606,7 @@ struct Search {
 
 impl Search {
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn run<const N: usize>(
         &self,
         grid: &Grid<N>,
@@ -531,6 +623,18 @@ impl Search {
         let mut laux = [0i8; 32];
         let mut on_grid = [self.init_on_grid; 8];
         let mut on_grid_aux = [true; 8];
+        // `w*x*q` and `w*q*q` of each value at each level: ggml's products, computed once.
+        let mut wxq = [[0f32; 8]; 32];
+        let mut wqq = [[0f32; 8]; 32];
+        for i in 0..bs {
+            let w = weight[i];
+            let wx = w * xval[i];
+            for lv in 0..kmaxq as usize {
+                let q = (2 * lv + 1) as f32;
+                wxq[i][lv] = wx * q;
+                wqq[i][lv] = w * q * q;
+            }
+        }
         let mut best = 0f32;
         let mut scale = max / (2 * kmaxq - 1) as f32;
         for is in -self.range..=self.range {
@@ -547,7 +651,7 @@ impl Search {
                     on_grid_aux[k] = false;
                     find_best_neighbour(
                         grid,
-                        list,
+                        &list,
                         &xval[g.clone()],
                         &waux[g.clone()],
                         this_scale,
@@ -557,10 +661,9 @@ impl Search {
             }
             let (mut sumqx, mut sumq2) = (0f32, 0f32);
             for i in 0..bs {
-                let w = weight[i];
-                let q = (2 * i32::from(laux[i]) + 1) as f32;
-                sumqx += w * xval[i] * q;
-                sumq2 += w * q * q;
+                let lv = laux[i] as usize;
+                sumqx += wxq[i][lv];
+                sumq2 += wqq[i][lv];
             }
             if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
                 scale = sumqx / sumq2;
@@ -584,7 +687,7 @@ impl Search {
                 if let Lookup::Off(list) = grid.lookup(point_index(&l[g.clone()], bits))? {
                     find_best_neighbour(
                         grid,
-                        list,
+                        &list,
                         &xval[g.clone()],
                         &waux[g.clone()],
                         scale,
@@ -608,7 +711,7 @@ impl Search {
 }
 
 /// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `x*x`.
-#[inline]
+#[inline(always)]
 fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
     match qw {
         Some(q) => {
@@ -626,7 +729,7 @@ fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
 
 /// Absolute values into `xval` and the sign bits of each 8 (IQ2_XXS, IQ2_XS, IQ3_XXS: with
 /// an even count of flips, the least important value's sign changed to make it so).
-#[inline]
+#[inline(always)]
 fn signs(xb: &[f32], weight: &[f32], xval: &mut [f32], block_signs: &mut [u8], even: bool) {
     for k in 0..xb.len() / 8 {
         let mut nflip = 0;
@@ -662,6 +765,7 @@ fn signs(xb: &[f32], weight: &[f32], xval: &mut [f32], block_signs: &mut [u8], e
     }
 }
 
+#[inline(always)]
 fn sum_squares(xbl: &[f32]) -> f32 {
     let mut s = 0f32;
     for &v in xbl {
@@ -674,6 +778,7 @@ fn sum_squares(xbl: &[f32]) -> f32 {
 // IQ2_XXS: ggml's `quantize_row_iq2_xxs_impl`.
 
 /// ggml's `make_qp_quants` (levels kept as C's `uint8_t`).
+#[inline(always)]
 fn make_qp_quants(nmax: i32, x: &[f32], l: &mut [u8], quant_weights: &[f32]) -> f32 {
     let n = x.len();
     let mut max = 0f32;
@@ -753,6 +858,7 @@ fn make_qp_quants(nmax: i32, x: &[f32], l: &mut [u8], quant_weights: &[f32]) -> 
     }
 }
 
+#[inline(always)]
 fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const KMAXQ: i32 = 3;
     let grid = grids::iq2_xxs();
@@ -816,7 +922,7 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                     if let Lookup::Off(list) = lk {
                         find_best_neighbour(
                             grid,
-                            list,
+                            &list,
                             &xval[g.clone()],
                             &waux[g.clone()],
                             this_scale,
@@ -851,7 +957,7 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                         Lookup::On(gi) => gi,
                         Lookup::Off(list) => find_best_neighbour(
                             grid,
-                            list,
+                            &list,
                             &xval[g.clone()],
                             &waux[g.clone()],
                             scale,
@@ -927,6 +1033,7 @@ const SEARCH_IQ2: Search = Search {
     refine_all: false,
 };
 
+#[inline(always)]
 fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     let grid = grids::iq2_xs();
     let mut scales = [0f32; 16];
@@ -1004,6 +1111,7 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
     Ok(())
 }
 
+#[inline(always)]
 fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     let grid = grids::iq2_s();
     let mut scales = [0f32; 16];
@@ -1094,6 +1202,7 @@ fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
 // ------------------------------------------------------------------------------------------
 // IQ3_XXS and IQ3_S: ggml's `quantize_row_iq3_xxs_impl` and `quantize_row_iq3_s_impl`.
 
+#[inline(always)]
 fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const SEARCH: Search = Search {
         kmaxq: 8,
@@ -1184,6 +1293,7 @@ fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Resu
     Ok(())
 }
 
+#[inline(always)]
 fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const SEARCH: Search = Search {
         kmaxq: 8,
@@ -1313,9 +1423,10 @@ fn msort(b: &mut [(f32, u8)], tmp: &mut [(f32, u8)]) {
 /// the grid index rather than at the value's position: `src` and `at`, the group's offset in
 /// it, give that read; `None` where it would fall outside the input, or where ggml asserts).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn iq1_find_best_neighbour2(
     grid: &Grid<8>,
-    list: &[u16],
+    nb: &Neighbours<'_>,
     src: &[f32],
     at: usize,
     weight: &[f32],
@@ -1324,21 +1435,27 @@ fn iq1_find_best_neighbour2(
     l: &mut [i8],
 ) -> Option<usize> {
     let xval = &src[at..at + 8];
+    // Each value's term `w*diff*diff` at each of the three levels (ggml's operations on the
+    // same operands: the same bits); each neighbour sums its terms in ggml's order.
+    let mut e = [[0f32; 3]; 8];
+    for i in 0..8 {
+        for (lv, t) in e[i].iter_mut().enumerate() {
+            let diff = scale * xx[lv] - xval[i];
+            *t = weight[i] * diff * diff;
+        }
+    }
     let mut best_score = f32::MAX;
     let mut grid_index = usize::MAX;
-    for &j in list {
-        let pg = &grid.points[usize::from(j)];
+    for &j in nb.ids {
+        let lv = &grid.levels[usize::from(j)];
         let mut d2 = 0f32;
         for i in 0..8 {
-            let q = xx[((pg[i] - 1) / 2) as usize];
-            let w = weight[i];
-            let diff = scale * q - xval[i];
-            d2 += w * diff * diff;
+            d2 += e[i][usize::from(lv[i])];
         }
-        if d2 < best_score {
-            best_score = d2;
-            grid_index = usize::from(j);
-        }
+        // ggml's strict `<` in its order, without branches.
+        let better = d2 < best_score;
+        best_score = if better { d2 } else { best_score };
+        grid_index = if better { usize::from(j) } else { grid_index };
     }
     if grid_index == usize::MAX {
         for (i, pg) in grid.points.iter().enumerate() {
@@ -1374,6 +1491,7 @@ fn sorted_pairs<const B: usize>(xb: &[f32]) -> [(f32, u8); B] {
     pairs
 }
 
+#[inline(always)]
 fn iq1_s_row(
     src: &[f32],
     row_at: usize,
@@ -1494,7 +1612,7 @@ fn iq1_s_row(
                         all_on_grid = false;
                         iq1_find_best_neighbour2(
                             grid,
-                            list,
+                            &list,
                             src,
                             row_at + 256 * ibl + BS * ib + 8 * k,
                             &weight[g.clone()],
@@ -1553,6 +1671,7 @@ fn iq1_s_row(
     Ok(())
 }
 
+#[inline(always)]
 fn iq1_m_row(
     src: &[f32],
     row_at: usize,
@@ -1705,7 +1824,7 @@ fn iq1_m_row(
                         all_on_grid = false;
                         iq1_find_best_neighbour2(
                             grid,
-                            list,
+                            &list,
                             src,
                             row_at + 256 * ibl + BS * ib + 8 * k,
                             &weight[g.clone()],

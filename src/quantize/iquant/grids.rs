@@ -20,11 +20,30 @@ use std::sync::OnceLock;
 pub(super) struct Grid<const N: usize> {
     /// Each grid point's values `2*level + 1`, as ggml keeps them.
     pub(super) points: Vec<[i8; N]>,
+    /// Each grid point's levels.
+    pub(super) levels: Vec<[u8; N]>,
     /// ggml's map over packed levels (`bits` per value): the grid index (>= 0); else
-    /// `-(start + 1)`, where `lists[start]` counts the point's neighbours that follow it;
-    /// `i32::MIN` where no search asks (no list).
+    /// `-(k + 1)` for the point's neighbour list `k`; `i32::MIN` where no search asks (no list).
     map: Vec<i32>,
-    lists: Vec<u16>,
+    /// Each list's start in `ids`, its length, and its start in `lv`.
+    spans: Vec<(u32, u32, u32)>,
+    /// The neighbours' grid indices, list after list.
+    ids: Vec<u16>,
+    /// The neighbours' levels, list after list, value by value: for value `i`, the levels of
+    /// the list's neighbours in order, padded to a multiple of [`LANES`] (with level 0) so that
+    /// the searches compute `LANES` neighbours side by side.
+    lv: Vec<u8>,
+}
+
+/// How many neighbours a search computes side by side.
+pub(super) const LANES: usize = 8;
+
+/// A point's neighbours: grid indices and levels (see [`Grid::lv`]).
+pub(super) struct Neighbours<'a> {
+    pub(super) ids: &'a [u16],
+    pub(super) lv: &'a [u8],
+    /// The list's length rounded up to a multiple of [`LANES`].
+    pub(super) padded: usize,
 }
 
 impl<const N: usize> Grid<N> {
@@ -36,11 +55,20 @@ impl<const N: usize> Grid<N> {
         Some(if m >= 0 {
             super::Lookup::On(m as usize)
         } else if m == i32::MIN {
-            super::Lookup::Off(&[])
+            super::Lookup::Off(Neighbours {
+                ids: &[],
+                lv: &[],
+                padded: 0,
+            })
         } else {
-            let start = (-(m + 1)) as usize;
-            let n = usize::from(self.lists[start]);
-            super::Lookup::Off(&self.lists[start + 1..start + 1 + n])
+            let (start, n, at) = self.spans[(-(m + 1)) as usize];
+            let (start, n, at) = (start as usize, n as usize, at as usize);
+            let padded = n.div_ceil(LANES) * LANES;
+            super::Lookup::Off(Neighbours {
+                ids: &self.ids[start..start + n],
+                lv: &self.lv[at..at + N * padded],
+                padded,
+            })
         })
     }
 }
@@ -66,7 +94,9 @@ fn build<const N: usize>(
         }
         map[index] = k as i32;
     }
-    let mut lists = Vec::new();
+    let mut spans = Vec::new();
+    let mut ids: Vec<u16> = Vec::new();
+    let mut lv = Vec::new();
     let mut d2 = vec![0u16; points.len()];
     let mut count = [0u32; 1024];
     let mask = (1usize << bits) - 1;
@@ -88,8 +118,7 @@ fn build<const N: usize>(
             d2[j] = d as u16;
             count[d as usize] += 1;
         }
-        let start = lists.len();
-        lists.push(0u16);
+        let start = ids.len();
         let mut have = 0;
         for (dist, &c) in count.iter().enumerate() {
             if c == 0 {
@@ -97,7 +126,7 @@ fn build<const N: usize>(
             }
             for (j, &d) in d2.iter().enumerate() {
                 if usize::from(d) == dist {
-                    lists.push(j as u16);
+                    ids.push(j as u16);
                 }
             }
             have += 1;
@@ -105,10 +134,29 @@ fn build<const N: usize>(
                 break;
             }
         }
-        lists[start] = (lists.len() - start - 1) as u16;
-        map[i] = -(start as i32 + 1);
+        let n = ids.len() - start;
+        let padded = n.div_ceil(LANES) * LANES;
+        let at = lv.len();
+        for k in 0..N {
+            for c in 0..padded {
+                lv.push(if c < n {
+                    levels[usize::from(ids[start + c])][k]
+                } else {
+                    0
+                });
+            }
+        }
+        map[i] = -(spans.len() as i32 + 1);
+        spans.push((start as u32, n as u32, at as u32));
     }
-    Grid { points, map, lists }
+    Grid {
+        points,
+        levels: levels.to_vec(),
+        map,
+        spans,
+        ids,
+        lv,
+    }
 }
 
 /// The 2-bit grids' map size in ggml (levels 0..=2 in each of 8 places fit below it).
