@@ -777,3 +777,47 @@ fn split_models_in_and_out() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn command_line_arguments_and_copy() {
+    use gguf::requantize::{data_type_named, parse_tensor_type};
+    assert_eq!(data_type_named("q4_k").unwrap(), T::Q4_K);
+    assert_eq!(data_type_named("BF16").unwrap(), T::BF16);
+    assert!(data_type_named("q9_9")
+        .unwrap_err()
+        .to_string()
+        .contains("q9_9"));
+    assert_eq!(
+        parse_tensor_type(r"BLK\.0\.ATTN_Q=Q8_0").unwrap(),
+        (r"blk\.0\.attn_q".to_string(), T::Q8_0)
+    );
+    for bad in ["attn_q", "=q8_0", "attn_q=", "attn_(q=q8_0", "attn_q=q9"] {
+        assert!(parse_tensor_type(bad).is_err(), "{bad}");
+    }
+    assert_eq!(
+        Options::for_preset("q4_k").unwrap().file_type,
+        FileType::Q4_K_M
+    );
+    assert!(Options::for_preset("Q4_K_X").is_err());
+    let copy = Options::for_preset("copy").unwrap();
+    assert!(copy.only_copy);
+
+    // COPY: every tensor as it was, the source's file type kept.
+    let dir = temp_dir("copy");
+    let spec = Spec {
+        weights: T::F16,
+        ..SMALL
+    };
+    let src = source(&dir, &spec);
+    let dst = dir.join("copy.gguf");
+    let summary = run(&src, &dst, &copy);
+    assert_eq!(summary.converted, 0);
+    let (a, b) = (open(&src), open(&dst));
+    for i in 0..b.tensor_count() {
+        let t = b.tensor_at(i).unwrap().info;
+        let s = a.tensor(t.name).unwrap().info;
+        assert_eq!((t.dtype, t.data), (s.dtype, s.data));
+    }
+    assert_eq!(b.first().get("general.file_type"), Some(Value::U32(1)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
