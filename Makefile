@@ -1,5 +1,6 @@
 # libgguf: the two commands of the README.
-#   make        builds the library (release) and the inspector, then inspects the bundled sample
+#   make        builds the library (release), the inspector and the requantizer (gguf-quantize),
+#               then inspects the bundled sample
 #   make test   runs every test: Rust unit/integration tests, C tests under ASan/UBSan and
 #               valgrind, conformance tests against the reference Python reader (installed into
 #               .venv) and cross-checks against ggml's own parser (fetched into target/ggml);
@@ -18,9 +19,9 @@ SHELL   := /bin/bash
 # The major version (Cargo.toml's [package] version), the number in the soname libgguf.so.MAJOR.
 MAJOR   := $(shell sed -n 's/^version *= *"\([0-9]*\)\..*/\1/p' Cargo.toml | head -n 1)
 
-.PHONY: all lib inspect test test-quick test-prereqs venv ggml llama-src header tsan fuzz-smoke clean cross
+.PHONY: all lib inspect quantize-tool test test-quick test-prereqs venv ggml llama-src header tsan fuzz-smoke clean cross
 
-all: inspect
+all: inspect quantize-tool
 	./$(RELEASE)/gguf-inspect
 
 # The release library with its soname, libgguf.so.MAJOR, which installed copies need: built
@@ -36,6 +37,12 @@ $(RELEASE)/gguf-inspect: tools/gguf-inspect.c include/gguf.h lib
 		-DGGUF_INSPECT_DEFAULT_SAMPLE='"$(CURDIR)/testdata/sample.gguf"'
 
 inspect: $(RELEASE)/gguf-inspect
+
+# The requantizer (tools/gguf-quantize.c, the C API alone), built as the inspector is.
+$(RELEASE)/gguf-quantize: tools/gguf-quantize.c include/gguf.h lib
+	$(CC) $(CFLAGS_INSPECT) -o $@ tools/gguf-quantize.c -L$(RELEASE) -lgguf -Wl,-rpath,'$$ORIGIN'
+
+quantize-tool: $(RELEASE)/gguf-quantize
 
 # The reference implementation (PyPI `gguf`) used by the conformance tests.
 $(VENV)/.installed: tests/conformance/requirements.txt
@@ -121,8 +128,8 @@ test: test-prereqs venv ggml llama-src
 # cargo and $(CC) (tests/*.rs but those below), less the tests in them that need valgrind, the
 # reference Python reader or ggml's library. `make test` runs everything.
 TESTS_NEEDING_TOOLS := c_writer conformance dequant_ggml dequant_tables ggml_crosscheck header \
-	inspect install python quantize_ggml quantize_iq_ggml readme tokenizer_llama tokenizer_split \
-	tokenizer_vocab url validate_ggml
+	inspect install python quantize_ggml quantize_iq_ggml readme requantize_llama tokenizer_llama \
+	tokenizer_split tokenizer_vocab url validate_ggml
 QUICK_TESTS := $(filter-out $(TESTS_NEEDING_TOOLS),$(basename $(notdir $(wildcard tests/*.rs))))
 QUICK_SKIPS := valgrind_ shards_written_by_the_reference_open_as_the_whole_model \
 	the_reference_reads_our_split_keys_as_it_writes_them every_vector_kernel_matches_ggml_bit_for_bit

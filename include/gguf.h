@@ -60,9 +60,40 @@
 #define GGUF_DEFAULT_MAX_REDIRECTS 10
 
 /**
+ * ggml's quantization version (`GGML_QNT_VERSION`), written as `general.quantization_version`.
+ */
+#define QUANTIZATION_VERSION 2
+
+/**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
  */
 #define GGUF_NO_VIEW 18446744073709551615ull
+
+/**
+ * Every tensor quantized gets the preset's default type, no mixture (`--pure`).
+ */
+#define GGUF_REQUANTIZE_PURE 1
+
+/**
+ * `output.weight` keeps its type (`--leave-output-tensor`).
+ */
+#define GGUF_REQUANTIZE_LEAVE_OUTPUT_TENSOR 2
+
+/**
+ * Tensors already quantized may be quantized again (`--allow-requantize`).
+ */
+#define GGUF_REQUANTIZE_ALLOW_REQUANTIZE 4
+
+/**
+ * One output shard per shard of the source (`--keep-split`).
+ */
+#define GGUF_REQUANTIZE_KEEP_SPLIT 8
+
+/**
+ * Do not flush the output to stable storage before it replaces the destination (faster; the
+ * replace stays atomic).
+ */
+#define GGUF_REQUANTIZE_NO_SYNC 16
 
 /**
  * `gguf_tokenize` flag: add the model's BOS/EOS (or CLS/SEP) as llama.cpp's `add_special`.
@@ -632,6 +663,13 @@ typedef uint32_t GGUFReadFlag;
 #endif // __cplusplus
 
 /**
+ * A file type (llama.cpp's `llama_ftype`, the presets llama-quantize names): the default type
+ * of quantized tensors and the mixture rules around it. Its id is written as
+ * `general.file_type`.
+ */
+typedef struct FileType FileType;
+
+/**
  * The opaque state behind a `GGUFDigester`.
  */
 typedef struct GGUFDigesterImpl GGUFDigesterImpl;
@@ -913,6 +951,154 @@ typedef int64_t (*GGUFReadFn)(void *user, uint64_t offset, void *dst, uint64_t s
 typedef bool (*GGUFProgressFn)(void *user, uint64_t done_bytes, uint64_t total_bytes);
 
 /**
+ * One tensor written, as `gguf_requantize` tells its progress callback.
+ */
+typedef struct GGUFRequantizeStep {
+  /**
+   * The tensor's position in the output (0-based) and the number of tensors.
+   */
+  uint64_t index;
+  /**
+   * The number of tensors.
+   */
+  uint64_t count;
+  /**
+   * Its name (NUL-terminated), valid during the call only.
+   */
+  const char *name;
+  /**
+   * Its type in the source (a `GGUFDataType` id).
+   */
+  uint32_t from_type;
+  /**
+   * Its type in the output.
+   */
+  uint32_t to_type;
+  /**
+   * Bytes of source tensor data read so far.
+   */
+  uint64_t bytes_in;
+  /**
+   * Bytes of tensor data written so far.
+   */
+  uint64_t bytes_out;
+  /**
+   * All the source's tensor data, in bytes.
+   */
+  uint64_t total_in;
+} GGUFRequantizeStep;
+
+/**
+ * Told each tensor as `gguf_requantize` writes it (on the calling thread); returns false to
+ * stop, which fails the call with GGUF_ERROR_CODE_CANCELLED and leaves no output file.
+ */
+typedef bool (*GGUFRequantizeProgressFn)(void *user, const struct GGUFRequantizeStep *step);
+
+/**
+ * What `gguf_requantize` does: llama-quantize's options. Zero-initialise it
+ * (`GGUFRequantizeOptions o = {0};`), set `preset` and what else you need; a zero or NULL
+ * field takes its default. Fields are only ever appended (`options_size` says how many the
+ * caller knows).
+ */
+typedef struct GGUFRequantizeOptions {
+  /**
+   * The preset as llama-quantize names it (NUL-terminated, any case): `Q4_K_M`, `Q5_K_S`,
+   * `Q8_0`, `IQ4_XS`, `F16`, ..., `COPY` (tensors copied as they are). NULL: `Q8_0`.
+   */
+  const char *preset;
+  /**
+   * `GGUF_REQUANTIZE_*` flags, combined with `|`.
+   */
+  uint32_t flags;
+  /**
+   * Threads for conversion and quantization: 0 or 1 the calling thread alone; at most 1024.
+   */
+  uint32_t threads;
+  /**
+   * The type of `output.weight` by ggml's name (`--output-tensor-type`), or NULL.
+   */
+  const char *output_tensor_type;
+  /**
+   * The type of the token embeddings (`--token-embedding-type`), or NULL.
+   */
+  const char *token_embedding_type;
+  /**
+   * `n_tensor_types` strings `PATTERN=TYPE` (`--tensor-type`: a regular expression found
+   * anywhere in a tensor's name, lower-cased, and a type name); the first that matches wins.
+   */
+  const char *const *tensor_types;
+  /**
+   * The number of `tensor_types`.
+   */
+  size_t n_tensor_types;
+  /**
+   * The path of an imatrix GGUF file as llama-imatrix writes it (`--imatrix`), or NULL.
+   */
+  const char *imatrix;
+  /**
+   * `n_include_weights` name parts: only the imatrix entries whose name contains one are
+   * used (`--include-weights`).
+   */
+  const char *const *include_weights;
+  /**
+   * The number of `include_weights`.
+   */
+  size_t n_include_weights;
+  /**
+   * `n_exclude_weights` name parts: the imatrix entries whose name contains one are not
+   * used (`--exclude-weights`; not together with `include_weights`).
+   */
+  const char *const *exclude_weights;
+  /**
+   * The number of `exclude_weights`.
+   */
+  size_t n_exclude_weights;
+  /**
+   * Split the output into shards of at most this many tensors (0: no split, unless
+   * `GGUF_REQUANTIZE_KEEP_SPLIT`).
+   */
+  uint32_t split_max_tensors;
+  /**
+   * Called after each tensor is written, or NULL.
+   */
+  GGUFRequantizeProgressFn progress;
+  /**
+   * Passed to `progress`.
+   */
+  void *progress_user;
+} GGUFRequantizeOptions;
+
+/**
+ * What `gguf_requantize` did.
+ */
+typedef struct GGUFRequantizeResult {
+  /**
+   * Tensors written.
+   */
+  uint64_t tensors;
+  /**
+   * Of them, those whose type changed.
+   */
+  uint64_t converted;
+  /**
+   * Of them, those whose chosen type did not fit their rows (a fallback type was taken).
+   */
+  uint64_t fell_back;
+  /**
+   * Bytes of tensor data in the source.
+   */
+  uint64_t bytes_in;
+  /**
+   * Bytes of tensor data in the output.
+   */
+  uint64_t bytes_out;
+  /**
+   * Files written (1, or the number of shards: `<dst without .gguf>-NNNNN-of-MMMMM.gguf`).
+   */
+  uint64_t files;
+} GGUFRequantizeResult;
+
+/**
  * One file of a model: the only one for an unsplit model, or one shard of a split model.
  * Owned by the handle; valid until `gguf_close`.
  */
@@ -1082,6 +1268,8 @@ typedef struct GGUFUrlOptions {
  * A handle to a GGUF file being built. Not for use from several threads at once.
  */
 typedef struct GGUFWriterImpl *GGUFWriter;
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -1623,6 +1811,37 @@ bool gguf_read_tensors(GGUFFile file,
                        uint32_t flags,
                        GGUFProgressFn progress,
                        void *user);
+
+/**
+ * Requantizes the model at `src_path` (a file, or any shard of a split model: all are read)
+ * into `dst_path`, as llama-quantize does: the preset's per-tensor types (the same choices
+ * llama.cpp makes), the overrides, the importance matrix, norms and other 1-D tensors kept,
+ * tensors written in llama.cpp's order with its metadata (`general.file_type`,
+ * `general.quantization_version`, and with an imatrix `quantize.imatrix.*`). It streams:
+ * memory holds a few tensors, never the model. The output appears whole or not at all: on any
+ * failure, or when `progress` returns false, no output file is left and an existing
+ * `dst_path` is untouched. A split output (`GGUF_REQUANTIZE_KEEP_SPLIT`, `split_max_tensors`)
+ * is written to `<dst_path without .gguf>-NNNNN-of-MMMMM.gguf`.
+ *
+ * `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`) is read during the
+ * call. `result` (may be NULL) receives what was done. Returns true on success; false with
+ * the reason recorded (an unknown preset or type name, a bad pattern, a type that needs an
+ * importance matrix without one, a tensor already quantized without
+ * `GGUF_REQUANTIZE_ALLOW_REQUANTIZE`, an I/O error, ...).
+ */
+GGUF_API
+bool gguf_requantize(const char *src_path,
+                     const char *dst_path,
+                     const struct GGUFRequantizeOptions *options,
+                     size_t options_size,
+                     struct GGUFRequantizeResult *result);
+
+/**
+ * The preset llama-quantize names `name` (any case, the aliases `Q3_K`, `Q4_K`, `Q5_K`, a
+ * decimal id, `COPY`): its `general.file_type` id (`LLAMA_FTYPE_*`; 0 for COPY, which keeps the
+ * source's), or -1 with the reason recorded when no preset has that name.
+ */
+GGUF_API int64_t gguf_requantize_preset_id(const char *name);
 
 /**
  * Number of shards the handle holds: 1 for an unsplit file (or one opened with

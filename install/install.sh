@@ -21,7 +21,7 @@
 #   static libraries), include/gguf.h, lib/pkgconfig/gguf.pc,
 #   lib/cmake/gguf/ggufConfig.cmake and ggufConfigVersion.cmake,
 #   bin/gguf-inspect (built with $CC against the installed library, found through the run path
-#   $ORIGIN/../lib) and share/libgguf/sample.gguf (what gguf-inspect reads given no FILE)
+#   $ORIGIN/../lib), bin/gguf-quantize (the same way) and share/libgguf/sample.gguf (what gguf-inspect reads given no FILE)
 # The version comes from Cargo.toml; the last three files are made from the templates beside
 # this script (@PREFIX@, @VERSION@, @MAJOR@, @MINOR@, @PATCH@, @SIZEOF_VOID_P@ substituted).
 set -euo pipefail
@@ -70,7 +70,7 @@ files=("$lib/libgguf.so.$version" "$debug_file" "$lib/libgguf.so.$major" "$lib/l
        "$lib/libgguf.a"
        "$dest/include/gguf.h" "$lib/pkgconfig/gguf.pc" "$lib/cmake/gguf/ggufConfig.cmake"
        "$lib/cmake/gguf/ggufConfigVersion.cmake" "$dest/bin/gguf-inspect"
-       "$dest/share/libgguf/sample.gguf")
+       "$dest/bin/gguf-quantize" "$dest/share/libgguf/sample.gguf")
 
 # Writes template $1 to $2 with the placeholders substituted (no sed: PREFIX may hold any byte).
 generate() {
@@ -126,6 +126,10 @@ case $action in
       -DGGUF_INSPECT_DEFAULT_SAMPLE="\"$sample\"" -o "$stage/gguf-inspect" \
       "$root/tools/gguf-inspect.c" -L"$build_dir" -lgguf -Wl,-rpath,'$ORIGIN/../lib' ||
       die "could not build gguf-inspect"
+    say "building gguf-quantize against it"
+    "${INSTALL_CC:-${CC:-cc}}" -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" \
+      -o "$stage/gguf-quantize" "$root/tools/gguf-quantize.c" -L"$build_dir" -lgguf \
+      -Wl,-rpath,'$ORIGIN/../lib' || die "could not build gguf-quantize"
     header_version=$(sed -n 's/^#define LIBGGUF_VERSION "\(.*\)"$/\1/p' "$root/include/gguf.h")
     [ "$header_version" = "$version" ] ||
       die "include/gguf.h is for version '$header_version', Cargo.toml says $version: run make header"
@@ -139,6 +143,7 @@ case $action in
     install -m 0644 "$stage/libgguf.a" "$lib/libgguf.a"
     install -m 0644 "$root/include/gguf.h" "$dest/include/gguf.h"
     install -m 0755 "$stage/gguf-inspect" "$dest/bin/gguf-inspect"
+    install -m 0755 "$stage/gguf-quantize" "$dest/bin/gguf-quantize"
     install -m 0644 "$root/testdata/sample.gguf" "$dest/share/libgguf/sample.gguf"
     generate gguf.pc.in "$lib/pkgconfig/gguf.pc"
     generate ggufConfig.cmake.in "$lib/cmake/gguf/ggufConfig.cmake"

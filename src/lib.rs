@@ -14,6 +14,10 @@ struct RustGuide;
 #[doc = include_str!("../docs/tokenizer.md")]
 struct TokenizerGuide;
 
+#[cfg(doctest)]
+#[doc = include_str!("../docs/quantize-models.md")]
+struct QuantizeModelsGuide;
+
 mod atomic_file;
 pub mod check;
 pub mod digest;
@@ -40,6 +44,7 @@ pub mod quant;
 pub mod quantize;
 pub mod read_at;
 mod reader;
+pub mod requantize;
 mod size;
 #[allow(unsafe_code)]
 pub mod source;

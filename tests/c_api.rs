@@ -694,6 +694,11 @@ fn valgrind_quantize() {
 }
 
 #[test]
+fn valgrind_requantize() {
+    run_valgrind("test_requantize");
+}
+
+#[test]
 fn valgrind_sources() {
     run_valgrind("test_sources");
 }
@@ -791,6 +796,11 @@ fn c_test_tokenizer() {
 #[test]
 fn valgrind_tokenizer() {
     run_valgrind("test_tokenizer");
+}
+
+#[test]
+fn c_test_requantize() {
+    run_c_test("test_requantize");
 }
 
 /// Every program in c_tests/ has a test above (or in tests/url.rs), so none is silently skipped.

@@ -595,6 +595,7 @@ fn destdir_staging_and_uninstall() {
         .join(format!("lib/.debug/libgguf.so.{VERSION}.debug"))
         .is_file());
     assert!(root.join("bin/gguf-inspect").is_file());
+    assert!(root.join("bin/gguf-quantize").is_file());
     assert!(root.join("share/libgguf/sample.gguf").is_file());
     assert!(
         !Path::new(final_prefix).exists(),

@@ -66,17 +66,19 @@ export CARGO_INCREMENTAL=0
 #   dequant_tables           runs the table generator on the reference Python package
 #   quantize_ggml            ggml's x86-64 library (quantize checks ggml's recorded fingerprints)
 #   architecture             reads the source tree and ARCHITECTURE.md (the same on every target)
+#   requantize_llama         llama.cpp's x86-64 libllama (requantize checks the same rules everywhere)
 #   tokenizer_llama          loads llama.cpp's prebuilt x86-64 libllama (tokenizer_vocab runs everywhere)
 #   tokenizer_split          llama.cpp's x86-64 libllama (its Unicode functions, through a C++ shim)
 HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
   validate_ggml dequant_tables url architecture quantize_ggml quantize_iq_ggml tokenizer_llama
-  tokenizer_split"
+  tokenizer_split requantize_llama"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader
-  dequant simd simd_threads sources hostile_reads writer_outputs quantize quantize_iq tokenizer_vocab"
+  dequant simd simd_threads sources hostile_reads writer_outputs quantize quantize_iq tokenizer_vocab
+  requantize"
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
 # it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases
