@@ -2,12 +2,12 @@
 //! `llama_model_quantize` (the pinned libllama, `make ggml`) on the same F16 source, same
 //! preset, same thread count, in the same process, their outputs compared byte for byte.
 //!
-//!   cargo run --release --example requantize_bench -- [DIR] [PRESET] [THREADS] [LAYERS]
+//!   cargo run --release --example requantize_bench -- [DIR] [PRESET] [THREADS] [LAYERS] [ROUNDS]
 //!
 //! The source is a llama-like model written into DIR (default target/requantize-bench): 1024
 //! wide, FFN 2816, vocabulary 32000, LAYERS layers (default 8), F16 weights of random values.
-//! PRESET defaults to Q4_K_M, THREADS to 2. Each side runs 3 times, alternating; the minimum
-//! and the median wall time are printed with the CPU model.
+//! PRESET defaults to Q4_K_M, THREADS to 2. Each side runs ROUNDS times (default 3),
+//! alternating; the minimum and the median wall time are printed with the CPU model.
 
 use gguf::requantize::{requantize_file, FileType, Options, Progress};
 use gguf::{DataType, MetadataValue, Writer};
@@ -124,6 +124,8 @@ fn main() {
     let preset = FileType::from_name(args.get(2).map_or("Q4_K_M", String::as_str)).unwrap();
     let threads: u32 = args.get(3).map_or(2, |t| t.parse().unwrap());
     let layers: u32 = args.get(4).map_or(8, |t| t.parse().unwrap());
+    let rounds: usize = args.get(5).map_or(3, |t| t.parse().unwrap());
+    assert!(rounds > 0, "ROUNDS must be at least 1");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("source-f16.gguf");
     write_source(&src, layers);
@@ -154,7 +156,7 @@ fn main() {
     options.threads = threads;
     options.sync = false;
     let (mut t_ours, mut t_theirs) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
+    for _ in 0..rounds {
         let t = Instant::now();
         requantize_file(&src, &ours, &options, &mut |_: &Progress<'_>| true).unwrap();
         t_ours.push(t.elapsed().as_secs_f64());
@@ -186,7 +188,7 @@ fn main() {
     };
     let ((a_min, a_med), (b_min, b_med)) = (stat(&mut t_ours), stat(&mut t_theirs));
     println!(
-        "{} to {}, {} threads, {:.0} MiB F16 source, on {}: libgguf {a_min:.2} s (median \
+        "{} to {}, {} threads, {rounds} rounds, {:.0} MiB F16 source, on {}: libgguf {a_min:.2} s (median \
          {a_med:.2}), llama_model_quantize {b_min:.2} s (median {b_med:.2}): {:.2}x; identical \
          output",
         src.display(),

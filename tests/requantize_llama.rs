@@ -8,7 +8,10 @@
 //!   tensor order, data), with and without an importance matrix.
 //!
 //! - the command, `tools/gguf-quantize.c` (built here against the library), with an imatrix
-//!   file and an override: the file llama-quantize writes (its imatrix keys included).
+//!   file and an override: the file llama-quantize writes (its imatrix keys included);
+//! - libllama runs our files: with ggml's baseline x86-64 CPU backend (`libggml-cpu-x64.so`
+//!   beside libllama), one thread, it loads each preset's file of ours and of its own, decodes a
+//!   short prompt, and gives the same logits, bit for bit.
 //!
 //! The source is the llama-like model of `tests/requantize/model.rs`, thin (16 rows per weight:
 //! the rules look at names and row lengths only, and llama.cpp's quantizer does not check
@@ -18,7 +21,7 @@ mod common;
 #[path = "requantize/model.rs"]
 mod model;
 
-use common::{bin_dir, cc, ggml_dir, lib_dir, link_aside, manifest_dir, run};
+use common::{bin_dir, cc, ggml_dir, lib_dir, link_aside, llama_src_dir, manifest_dir, run};
 use gguf::requantize::{plan, requantize_file, FileType, Importance, Options, Progress};
 use gguf::{DataType, Model, OpenOptions};
 use model::{Spec, SPEC};
@@ -874,4 +877,428 @@ fn split_sources_and_keep_split_as_llama_cpp() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `struct llama_model_params` (x86-64: 80 bytes; checked against the defaults libllama returns).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ModelParams {
+    devices: *const c_void,
+    tensor_buft_overrides: *const c_void,
+    n_gpu_layers: i32,
+    split_mode: i32,
+    load_mode: i32,
+    lazy_mode: i32,
+    main_gpu: i32,
+    tensor_split: *const f32,
+    progress_callback: *const c_void,
+    progress_callback_user_data: *mut c_void,
+    kv_overrides: *const c_void,
+    vocab_only: bool,
+    check_tensors: bool,
+    use_extra_bufts: bool,
+    no_host: bool,
+    no_alloc: bool,
+    load_mtp: bool,
+}
+
+/// `struct llama_context_params` (x86-64: 160 bytes; checked against the defaults).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ContextParams {
+    n_ctx: u32,
+    n_batch: u32,
+    n_ubatch: u32,
+    n_seq_max: u32,
+    n_rs_seq: u32,
+    n_outputs_max: u32,
+    n_outputs_max_per_seq: u32,
+    n_threads: i32,
+    n_threads_batch: i32,
+    ctx_type: i32,
+    rope_scaling_type: i32,
+    pooling_type: i32,
+    attention_type: i32,
+    flash_attn_type: i32,
+    rope_freq_base: f32,
+    rope_freq_scale: f32,
+    yarn_ext_factor: f32,
+    yarn_attn_factor: f32,
+    yarn_beta_fast: f32,
+    yarn_beta_slow: f32,
+    yarn_orig_ctx: u32,
+    defrag_thold: f32,
+    cb_eval: *const c_void,
+    cb_eval_user_data: *mut c_void,
+    type_k: u32,
+    type_v: u32,
+    abort_callback: *const c_void,
+    abort_callback_data: *mut c_void,
+    embeddings: bool,
+    offload_kqv: bool,
+    no_perf: bool,
+    op_offload: bool,
+    swa_full: bool,
+    kv_unified: bool,
+    samplers: *const c_void,
+    n_samplers: usize,
+    ctx_other: *mut c_void,
+}
+
+/// `struct llama_batch` (x86-64: 56 bytes; checked against what `llama_batch_get_one` returns).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Batch {
+    n_tokens: i32,
+    token: *mut i32,
+    embd: *mut f32,
+    pos: *mut i32,
+    n_seq_id: *mut i32,
+    seq_id: *mut *mut i32,
+    logits: *mut i8,
+}
+
+/// libllama's inference entry points (`include/llama.h`), with ggml's CPU backend loaded.
+struct Infer {
+    model_default_params: unsafe extern "C" fn() -> ModelParams,
+    context_default_params: unsafe extern "C" fn() -> ContextParams,
+    model_load_from_file: unsafe extern "C" fn(*const c_char, ModelParams) -> *mut c_void,
+    model_free: unsafe extern "C" fn(*mut c_void),
+    init_from_model: unsafe extern "C" fn(*mut c_void, ContextParams) -> *mut c_void,
+    free: unsafe extern "C" fn(*mut c_void),
+    model_get_vocab: unsafe extern "C" fn(*mut c_void) -> *const c_void,
+    vocab_n_tokens: unsafe extern "C" fn(*const c_void) -> i32,
+    tokenize:
+        unsafe extern "C" fn(*const c_void, *const c_char, i32, *mut i32, i32, bool, bool) -> i32,
+    batch_get_one: unsafe extern "C" fn(*mut i32, i32) -> Batch,
+    decode: unsafe extern "C" fn(*mut c_void, Batch) -> i32,
+    get_logits_ith: unsafe extern "C" fn(*mut c_void, i32) -> *mut f32,
+}
+
+/// A symbol's address as the function pointer type `F`.
+///
+/// # Safety
+/// `F` must be the symbol's signature.
+unsafe fn fn_ptr<F: Copy>(f: *mut c_void) -> F {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: same size; the caller vouches for the signature.
+    unsafe { std::mem::transmute_copy(&f) }
+}
+
+fn infer() -> &'static Infer {
+    static INFER: OnceLock<Infer> = OnceLock::new();
+    INFER.get_or_init(|| {
+        llama(); // loaded, its log (and ggml's) silenced
+        let open = |name: &str| {
+            let path = CString::new(ggml_dir().join(name).to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path; the library stays loaded for the process.
+            let lib = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+            assert!(!lib.is_null(), "dlopen {path:?} failed");
+            lib
+        };
+        let sym = |lib: *mut c_void, name: &str| {
+            let c = CString::new(name).unwrap();
+            // SAFETY: a handle dlopen returned and a NUL-terminated name.
+            let f = unsafe { libc::dlsym(lib, c.as_ptr()) };
+            assert!(!f.is_null(), "no {name}");
+            f
+        };
+        let (ggml, lib) = (open("libggml.v0.5.0.so"), open("libllama.v0.5.0.so"));
+        // SAFETY: each symbol is cast to its signature in include/llama.h and
+        // ggml/include/ggml-backend.h; the structs passed by value are checked below.
+        unsafe {
+            let backend_load: unsafe extern "C" fn(*const c_char) -> *mut c_void =
+                std::mem::transmute(sym(ggml, "ggml_backend_load"));
+            let cpu =
+                CString::new(ggml_dir().join("libggml-cpu-x64.so").to_str().unwrap()).unwrap();
+            assert!(
+                !backend_load(cpu.as_ptr()).is_null(),
+                "ggml_backend_load({cpu:?}) failed"
+            );
+            let backend_init: unsafe extern "C" fn() =
+                std::mem::transmute(sym(lib, "llama_backend_init"));
+            backend_init();
+            macro_rules! f {
+                ($name:literal) => {
+                    fn_ptr(sym(lib, $name))
+                };
+            }
+            let infer = Infer {
+                model_default_params: f!("llama_model_default_params"),
+                context_default_params: f!("llama_context_default_params"),
+                model_load_from_file: f!("llama_model_load_from_file"),
+                model_free: f!("llama_model_free"),
+                init_from_model: f!("llama_init_from_model"),
+                free: f!("llama_free"),
+                model_get_vocab: f!("llama_model_get_vocab"),
+                vocab_n_tokens: f!("llama_vocab_n_tokens"),
+                tokenize: f!("llama_tokenize"),
+                batch_get_one: f!("llama_batch_get_one"),
+                decode: f!("llama_decode"),
+                get_logits_ith: f!("llama_get_logits_ith"),
+            };
+            // The layouts: the defaults llama-model.cpp and llama-context.cpp set, each where
+            // the header puts it.
+            assert_eq!(std::mem::size_of::<ModelParams>(), 80);
+            let m = (infer.model_default_params)();
+            assert!(m.devices.is_null() && m.tensor_buft_overrides.is_null());
+            assert_eq!(
+                (
+                    m.n_gpu_layers,
+                    m.split_mode,
+                    m.load_mode,
+                    m.lazy_mode,
+                    m.main_gpu
+                ),
+                (-1, 1, -1, 1, 0)
+            );
+            assert!(m.tensor_split.is_null() && m.progress_callback.is_null());
+            assert!(m.progress_callback_user_data.is_null() && m.kv_overrides.is_null());
+            assert_eq!(
+                [
+                    m.vocab_only,
+                    m.check_tensors,
+                    m.use_extra_bufts,
+                    m.no_host,
+                    m.no_alloc,
+                    m.load_mtp
+                ],
+                [false, false, true, false, false, false]
+            );
+            assert_eq!(std::mem::size_of::<ContextParams>(), 160);
+            let c = (infer.context_default_params)();
+            assert_eq!(
+                [
+                    c.n_ctx,
+                    c.n_batch,
+                    c.n_ubatch,
+                    c.n_seq_max,
+                    c.n_rs_seq,
+                    c.n_outputs_max,
+                    c.n_outputs_max_per_seq
+                ],
+                [512, 2048, 512, 1, 0, 0, 1]
+            );
+            assert_eq!(
+                [
+                    c.ctx_type,
+                    c.rope_scaling_type,
+                    c.pooling_type,
+                    c.attention_type,
+                    c.flash_attn_type
+                ],
+                [0, -1, -1, -1, -1]
+            );
+            assert!(c.n_threads > 0 && c.n_threads == c.n_threads_batch);
+            assert_eq!(
+                [
+                    c.rope_freq_base,
+                    c.rope_freq_scale,
+                    c.yarn_ext_factor,
+                    c.yarn_attn_factor,
+                    c.yarn_beta_fast,
+                    c.yarn_beta_slow,
+                    c.defrag_thold
+                ],
+                [0.0, 0.0, -1.0, -1.0, -1.0, -1.0, -1.0]
+            );
+            assert_eq!((c.yarn_orig_ctx, c.type_k, c.type_v), (0, 1, 1));
+            assert!(c.cb_eval.is_null() && c.cb_eval_user_data.is_null());
+            assert!(c.abort_callback.is_null() && c.abort_callback_data.is_null());
+            assert_eq!(
+                [
+                    c.embeddings,
+                    c.offload_kqv,
+                    c.no_perf,
+                    c.op_offload,
+                    c.swa_full,
+                    c.kv_unified
+                ],
+                [false, true, true, true, true, false]
+            );
+            assert!(c.samplers.is_null() && c.n_samplers == 0 && c.ctx_other.is_null());
+            assert_eq!(std::mem::size_of::<Batch>(), 56);
+            let mut tokens = [1i32, 2, 3];
+            let b = (infer.batch_get_one)(tokens.as_mut_ptr(), 3);
+            assert_eq!((b.n_tokens, b.token), (3, tokens.as_mut_ptr()));
+            assert!(b.embd.is_null() && b.pos.is_null() && b.n_seq_id.is_null());
+            assert!(b.seq_id.is_null() && b.logits.is_null());
+            infer
+        }
+    })
+}
+
+/// The last token's logits after libllama decodes `prompt` with the model in `path` (on the
+/// CPU, one thread, mapped), and the prompt's tokens.
+fn forward(path: &Path, prompt: &str) -> Result<(Vec<i32>, Vec<f32>), String> {
+    let l = infer();
+    let _guard = lock();
+    let p = CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: the functions as the header declares them, with structs of its layout; the model,
+    // context and vocabulary pointers are used only while the model and context live, and freed
+    // once; the token buffer outlives the batch that points into it.
+    unsafe {
+        let mut mp = (l.model_default_params)();
+        mp.n_gpu_layers = 0;
+        mp.load_mode = 1; // LLAMA_LOAD_MODE_MMAP
+        let model = (l.model_load_from_file)(p.as_ptr(), mp);
+        if model.is_null() {
+            return Err(format!("libllama cannot load {}", path.display()));
+        }
+        let mut cp = (l.context_default_params)();
+        (cp.n_ctx, cp.n_batch, cp.n_ubatch) = (64, 16, 16);
+        (cp.n_threads, cp.n_threads_batch) = (1, 1);
+        let ctx = (l.init_from_model)(model, cp);
+        if ctx.is_null() {
+            (l.model_free)(model);
+            return Err(format!("no context for {}", path.display()));
+        }
+        let vocab = (l.model_get_vocab)(model);
+        let n_vocab = (l.vocab_n_tokens)(vocab);
+        let mut tokens = vec![0i32; 16];
+        let n = (l.tokenize)(
+            vocab,
+            prompt.as_ptr().cast(),
+            prompt.len() as i32,
+            tokens.as_mut_ptr(),
+            16,
+            true,
+            false,
+        );
+        let result = if n <= 0 {
+            Err(format!("llama_tokenize gives {n}"))
+        } else {
+            tokens.truncate(n as usize);
+            let rc = (l.decode)(ctx, (l.batch_get_one)(tokens.as_mut_ptr(), n));
+            let logits = (l.get_logits_ith)(ctx, -1);
+            if rc != 0 || logits.is_null() {
+                Err(format!("llama_decode gives {rc}"))
+            } else {
+                Ok((
+                    tokens.clone(),
+                    std::slice::from_raw_parts(logits, n_vocab as usize).to_vec(),
+                ))
+            }
+        };
+        (l.free)(ctx);
+        (l.model_free)(model);
+        result
+    }
+}
+
+/// The model of the forward pass: full rows, one layer, a narrow feed-forward (a multiple of
+/// 32, not of 256: `ffn_down` takes the fallbacks), and the first 512 tokens of llama's
+/// SentencePiece vocabulary (`models/ggml-vocab-llama-spm.gguf`: control tokens, the 256 byte
+/// tokens, the first merges), so that libllama tokenizes any prompt. Small, as our quantizers
+/// run unoptimized in the tests.
+const FORWARD: Spec = Spec {
+    n_layer: 1,
+    n_ff: 96,
+    n_vocab: 512,
+    ..SPEC
+};
+
+fn write_forward_model(path: &Path) {
+    let vocab = llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
+    let v = Model::open(&vocab, OpenOptions::default()).unwrap();
+    let mut w = model::writer(&FORWARD);
+    let n = FORWARD.n_vocab as usize;
+    for e in v.first().metadata() {
+        if !e.key.starts_with(b"tokenizer.") {
+            continue;
+        }
+        let value = match gguf::MetadataValue::from(e.value) {
+            gguf::MetadataValue::Array(t, mut items) => {
+                assert_eq!(items.len(), 32000);
+                items.truncate(n);
+                gguf::MetadataValue::Array(t, items)
+            }
+            other => other,
+        };
+        w.add_metadata(std::str::from_utf8(e.key).unwrap(), value)
+            .unwrap();
+    }
+    w.set_sync(false);
+    w.write_file(path).unwrap();
+}
+
+/// libllama loads each preset's file of ours and of llama.cpp's, decodes the same prompt, and
+/// gives the same last-token logits, bit for bit (same bytes in, same backend, one thread).
+/// Quantized activations make some single-weight changes invisible in the logits, so this check
+/// stands beside the byte comparison above, not instead of it.
+#[test]
+fn libllama_runs_our_files_as_its_own() {
+    let dir = temp_dir("forward");
+    let src = dir.join("src.gguf");
+    write_forward_model(&src);
+    let prompt = "The quick brown fox";
+    let (source_tokens, source_logits) = forward(&src, prompt).unwrap();
+    assert!(
+        source_tokens.len() > 3 && source_tokens[0] == 1,
+        "{source_tokens:?}"
+    );
+    assert!(source_logits.iter().all(|x| x.is_finite()));
+    let mut failures = Vec::new();
+    let range = source_logits.iter().fold(f32::MIN, |m, x| m.max(*x))
+        - source_logits.iter().fold(f32::MAX, |m, x| m.min(*x));
+    let mut seen: Vec<Vec<f32>> = vec![source_logits];
+    // Each preset, and how far (a fraction of the float model's logit range) its logits may
+    // lie from the float model's.
+    for (ft, near) in [
+        (FileType::Q8_0, 0.03),
+        (FileType::Q4_K_M, 0.15),
+        (FileType::Q6_K, 0.08),
+        (FileType::IQ4_XS, 0.2),
+    ] {
+        let theirs = dir.join(format!("llama-{}.gguf", ft.name()));
+        let ours = dir.join(format!("ours-{}.gguf", ft.name()));
+        assert!(llama_quantize(&src, &theirs, ft, &Ask::default()));
+        requantize_file(
+            &src,
+            &ours,
+            &options(ft, &Ask::default()),
+            &mut |_: &Progress<'_>| true,
+        )
+        .unwrap();
+        let (tokens, a) = forward(&ours, prompt).unwrap();
+        let (their_tokens, b) = forward(&theirs, prompt).unwrap();
+        assert_eq!(tokens, source_tokens);
+        assert_eq!(their_tokens, source_tokens);
+        assert_eq!(a.len(), FORWARD.n_vocab as usize);
+        // The model ran: finite logits, not all the same.
+        assert!(a.iter().all(|x| x.is_finite()), "{}: {a:?}", ft.name());
+        assert!(a.iter().any(|x| *x != a[0]), "{}: {a:?}", ft.name());
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        if bits(&a) != bits(&b) {
+            let same_file = std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap();
+            let worst = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max);
+            failures.push(format!(
+                "{}: the logits differ (files identical: {same_file}; largest difference {worst})",
+                ft.name()
+            ));
+        }
+        // The model ran on the weights: near the float model's logits, yet each preset's own.
+        let off = a
+            .iter()
+            .zip(&seen[0])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(
+            off <= near * range,
+            "{}: logits {off} from the float model's (range {range})",
+            ft.name()
+        );
+        assert!(
+            seen.iter().all(|s| bits(s) != bits(&a)),
+            "{}: the logits of another file",
+            ft.name()
+        );
+        seen.push(a);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
