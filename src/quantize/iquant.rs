@@ -559,7 +559,15 @@ fn find_best_neighbour<const N: usize>(
             }
         }
         // ggml's strict `<` in ggml's order: the first of the smallest (NaN never chosen),
-        // without branches.
+        // without branches. A chunk none of whose lanes beats the best so far changes nothing
+        // (the best only falls), so it is skipped after one vector comparison.
+        let mut any = false;
+        for c in 0..LANES {
+            any |= d2[c] < best_d2;
+        }
+        if !any {
+            continue;
+        }
         for c in 0..LANES.min(n - c0) {
             let better = d2[c] < best_d2;
             best_d2 = if better { d2[c] } else { best_d2 };
