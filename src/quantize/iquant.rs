@@ -536,6 +536,7 @@ fn iq4_xs_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
 /// [`LANES`] neighbours are computed side by side (each lane summing its terms in ggml's
 /// order: the same bits), then taken in ggml's order with its strict comparison.
 #[inline(always)]
+#[allow(unsafe_code)]
 fn find_best_neighbour<const N: usize>(
     grid: &Grid<N>,
     nb: &Neighbours<'_>,
@@ -544,6 +545,39 @@ fn find_best_neighbour<const N: usize>(
     scale: f32,
     l: &mut [i8],
 ) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    let grid_index = {
+        use crate::quant::simd::{active, Isa};
+        if matches!(active(), Isa::Avx512 | Isa::Avx2) {
+            // SAFETY: the dispatch chose AVX2 (or AVX-512, which comes with it) only where the
+            // CPU has it.
+            unsafe { nearest_neighbour_avx2::<N>(nb, xval, weight, scale) }
+        } else {
+            nearest_neighbour::<N>(nb, xval, weight, scale)
+        }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let grid_index = nearest_neighbour::<N>(nb, xval, weight, scale);
+    let grid_index = usize::from(*nb.ids.get(grid_index)?);
+    let lv = grid.levels.get(grid_index)?;
+    for i in 0..N {
+        l[i] = lv[i] as i8;
+    }
+    Some(grid_index)
+}
+
+/// The position in `nb` of the neighbour nearest `xval` at `scale` (weighted), as ggml picks
+/// it; `usize::MAX` where none compares below `f32::MAX`.
+///
+/// [`LANES`] neighbours are computed side by side (each lane summing its terms in ggml's
+/// order: the same bits), then taken in ggml's order with its strict comparison.
+#[inline(always)]
+fn nearest_neighbour<const N: usize>(
+    nb: &Neighbours<'_>,
+    xval: &[f32],
+    weight: &[f32],
+    scale: f32,
+) -> usize {
     let mut best_d2 = f32::MAX;
     let mut grid_index = usize::MAX;
     let n = nb.ids.len();
@@ -574,12 +608,64 @@ fn find_best_neighbour<const N: usize>(
             grid_index = if better { c0 + c } else { grid_index };
         }
     }
-    let grid_index = usize::from(*nb.ids.get(grid_index)?);
-    let lv = grid.levels.get(grid_index)?;
+    grid_index
+}
+
+/// [`nearest_neighbour`] for AVX2: each value's term `w*diff*diff` at each of the 8 levels
+/// computed once (ggml's operations on the same operands: the same bits), then each
+/// neighbour's terms picked from those tables by its levels (a lane permutation) and summed in
+/// ggml's order, 8 neighbours side by side.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+#[inline]
+/// # Safety
+/// The CPU must have AVX2.
+unsafe fn nearest_neighbour_avx2<const N: usize>(
+    nb: &Neighbours<'_>,
+    xval: &[f32],
+    weight: &[f32],
+    scale: f32,
+) -> usize {
+    use std::arch::x86_64::*;
+    assert!(xval.len() >= N && weight.len() >= N && nb.lv.len() >= N * nb.padded);
+    assert!(nb.padded % LANES == 0 && LANES == 8);
+    let q = _mm256_setr_ps(1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0);
+    let sq = _mm256_mul_ps(_mm256_set1_ps(scale), q);
+    let mut terms = [_mm256_setzero_ps(); N];
     for i in 0..N {
-        l[i] = lv[i] as i8;
+        let diff = _mm256_sub_ps(sq, _mm256_set1_ps(xval[i]));
+        terms[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(weight[i]), diff), diff);
     }
-    Some(grid_index)
+    let mut best_d2 = f32::MAX;
+    let mut grid_index = usize::MAX;
+    let n = nb.ids.len();
+    let lv = nb.lv.as_ptr();
+    for c0 in (0..nb.padded).step_by(LANES) {
+        let mut d2 = _mm256_setzero_ps();
+        for i in 0..N {
+            // SAFETY: i * padded + c0 + 8 <= N * padded <= lv's length (asserted above); the
+            // load takes 8 bytes, unaligned.
+            let bytes = unsafe { _mm_loadl_epi64(lv.add(i * nb.padded + c0).cast::<__m128i>()) };
+            let idx = _mm256_cvtepu8_epi32(bytes);
+            d2 = _mm256_add_ps(d2, _mm256_permutevar8x32_ps(terms[i], idx));
+        }
+        // ggml's strict `<` in its order; a chunk with no lane below the best so far changes
+        // nothing (the best only falls).
+        let below = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(d2, _mm256_set1_ps(best_d2)));
+        if below == 0 {
+            continue;
+        }
+        let mut v = [0f32; LANES];
+        // SAFETY: v holds 8 floats, the store is unaligned.
+        unsafe { _mm256_storeu_ps(v.as_mut_ptr(), d2) };
+        for c in 0..LANES.min(n - c0) {
+            let better = v[c] < best_d2;
+            best_d2 = if better { v[c] } else { best_d2 };
+            grid_index = if better { c0 + c } else { grid_index };
+        }
+    }
+    grid_index
 }
 
 /// The point of `n` levels (`bits` each) as ggml indexes its map: `u |= L << bits*i`, kept to
