@@ -530,6 +530,19 @@ fn iq4_xs_block(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) {
 // ------------------------------------------------------------------------------------------
 // Shared pieces of the grid searches.
 
+/// Whether the dispatch allows the AVX2 neighbour search (asked once per row or block, not
+/// per search).
+#[inline(always)]
+fn use_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::quant::simd::{active, Isa};
+        matches!(active(), Isa::Avx512 | Isa::Avx2)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// ggml's `iq2_find_best_neighbour` / `iq3_find_best_neighbour`: the neighbour of the point
 /// nearest `xval` at `scale` (weighted); writes its levels to `l`. `None` where ggml asserts.
 ///
@@ -544,20 +557,20 @@ fn find_best_neighbour<const N: usize>(
     weight: &[f32],
     scale: f32,
     l: &mut [i8],
+    avx2: bool,
 ) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
-    let grid_index = {
-        use crate::quant::simd::{active, Isa};
-        if matches!(active(), Isa::Avx512 | Isa::Avx2) {
-            // SAFETY: the dispatch chose AVX2 (or AVX-512, which comes with it) only where the
-            // CPU has it.
-            unsafe { nearest_neighbour_avx2::<N>(nb, xval, weight, scale) }
-        } else {
-            nearest_neighbour::<N>(nb, xval, weight, scale)
-        }
+    let grid_index = if avx2 {
+        // SAFETY: `avx2` comes from `use_avx2`: the CPU has AVX2.
+        unsafe { nearest_neighbour_avx2::<N>(nb, xval, weight, scale) }
+    } else {
+        nearest_neighbour::<N>(nb, xval, weight, scale)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let grid_index = nearest_neighbour::<N>(nb, xval, weight, scale);
+    let grid_index = {
+        let _ = avx2;
+        nearest_neighbour::<N>(nb, xval, weight, scale)
+    };
     let grid_index = usize::from(*nb.ids.get(grid_index)?);
     let lv = grid.levels.get(grid_index)?;
     for i in 0..N {
@@ -641,7 +654,8 @@ unsafe fn nearest_neighbour_avx2<const N: usize>(
     let mut grid_index = usize::MAX;
     let n = nb.ids.len();
     let lv = nb.lv.as_ptr();
-    for c0 in (0..nb.padded).step_by(LANES) {
+    let mut c0 = 0;
+    while c0 < nb.padded {
         let mut d2 = _mm256_setzero_ps();
         for i in 0..N {
             // SAFETY: i * padded + c0 + 8 <= N * padded <= lv's length (asserted above); the
@@ -650,20 +664,33 @@ unsafe fn nearest_neighbour_avx2<const N: usize>(
             let idx = _mm256_cvtepu8_epi32(bytes);
             d2 = _mm256_add_ps(d2, _mm256_permutevar8x32_ps(terms[i], idx));
         }
-        // ggml's strict `<` in its order; a chunk with no lane below the best so far changes
-        // nothing (the best only falls).
-        let below = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(d2, _mm256_set1_ps(best_d2)));
-        if below == 0 {
-            continue;
+        // ggml's strict `<` in its order: the lanes below the best so far (NaN never is); if
+        // some are, the first of their smallest becomes the best (what the scan in order
+        // leaves), else the chunk changes nothing.
+        let live = (1i32 << (n - c0).min(LANES)) - 1;
+        let below =
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(d2, _mm256_set1_ps(best_d2))) & live;
+        if below != 0 {
+            let inf = _mm256_set1_ps(f32::INFINITY);
+            // The lanes below the best that hold a neighbour (not the padding).
+            let real = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                _mm256_set1_epi32((n - c0).min(LANES) as i32),
+                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+            ));
+            let keep = _mm256_and_ps(
+                _mm256_cmp_ps::<_CMP_LT_OQ>(d2, _mm256_set1_ps(best_d2)),
+                real,
+            );
+            let v = _mm256_blendv_ps(inf, d2, keep);
+            let m = _mm256_min_ps(v, _mm256_permute2f128_ps::<1>(v, v));
+            let m = _mm256_min_ps(m, _mm256_permute_ps::<0b01_00_11_10>(m));
+            let m = _mm256_min_ps(m, _mm256_permute_ps::<0b10_11_00_01>(m));
+            let at = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(v, m)) & below;
+            let c = at.trailing_zeros() as usize;
+            best_d2 = _mm_cvtss_f32(_mm256_castps256_ps128(m));
+            grid_index = c0 + c;
         }
-        let mut v = [0f32; LANES];
-        // SAFETY: v holds 8 floats, the store is unaligned.
-        unsafe { _mm256_storeu_ps(v.as_mut_ptr(), d2) };
-        for c in 0..LANES.min(n - c0) {
-            let better = v[c] < best_d2;
-            best_d2 = if better { v[c] } else { best_d2 };
-            grid_index = if better { c0 + c } else { grid_index };
-        }
+        c0 += LANES;
     }
     grid_index
 }
@@ -714,6 +741,7 @@ impl Search {
         let bs = xval.len();
         let ng = bs / N;
         let kmaxq = self.kmaxq;
+        let avx2 = use_avx2();
         let mut laux = [0i8; 32];
         let mut on_grid = [self.init_on_grid; 8];
         let mut on_grid_aux = [true; 8];
@@ -750,6 +778,7 @@ impl Search {
                         &waux[g.clone()],
                         this_scale,
                         &mut laux[g],
+                        avx2,
                     )?;
                 }
             }
@@ -786,6 +815,7 @@ impl Search {
                         &waux[g.clone()],
                         scale,
                         &mut l[g],
+                        avx2,
                     )?;
                 }
             }
@@ -956,6 +986,7 @@ fn make_qp_quants(nmax: i32, x: &[f32], l: &mut [u8], quant_weights: &[f32]) -> 
 fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const KMAXQ: i32 = 3;
     let grid = grids::iq2_xxs();
+    let avx2 = use_avx2();
     let mut scales = [0f32; 8];
     let mut weight = [0f32; 32];
     let mut xval = [0f32; 32];
@@ -1021,6 +1052,7 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                             &waux[g.clone()],
                             this_scale,
                             &mut laux[g],
+                            avx2,
                         )
                         .ok_or_else(fail)?;
                     }
@@ -1056,6 +1088,7 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                             &waux[g.clone()],
                             scale,
                             &mut big_l[g.clone()],
+                            avx2,
                         )
                         .ok_or_else(fail)?,
                     };
