@@ -2085,6 +2085,65 @@ mod tests {
         assert_eq!(fp16(5.960_464_5e-8), 0x0001);
     }
 
+    /// The AVX2 neighbour search against the portable one, over every list of two grids: on
+    /// random values and on values halfway between levels (many equal distances, where the
+    /// first of the smallest must win), including lists whose last chunk is padding.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[allow(unsafe_code)]
+    fn avx2_neighbour_search_matches_portable() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        fn check<const N: usize>(grid: &Grid<N>, bits: u32) {
+            let mut s = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = move || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s
+            };
+            let (mut lists, mut ties) = (0, 0);
+            for u in 0..1usize << (bits * N as u32) {
+                let Some(Lookup::Off(nb)) = grid.lookup(u) else {
+                    continue;
+                };
+                if nb.ids.is_empty() {
+                    continue;
+                }
+                lists += 1;
+                for round in 0..4 {
+                    let mut xval = [0f32; N];
+                    let mut w = [0f32; N];
+                    for i in 0..N {
+                        let r = next();
+                        if round < 2 {
+                            xval[i] = (2 * (r % 8)) as f32;
+                            w[i] = 1.0;
+                        } else {
+                            xval[i] = (r >> 40) as f32 / (1u64 << 21) as f32;
+                            w[i] = ((r >> 8) & 0xffff) as f32 / 4096.0;
+                        }
+                    }
+                    let scale = if round < 2 {
+                        1.0
+                    } else {
+                        0.5 + (next() % 64) as f32 / 32.0
+                    };
+                    let a = nearest_neighbour::<N>(&nb, &xval, &w, scale);
+                    // SAFETY: the CPU has AVX2 (checked above).
+                    let b = unsafe { nearest_neighbour_avx2::<N>(&nb, &xval, &w, scale) };
+                    assert_eq!(a, b, "point {u}, round {round}");
+                    ties += usize::from(round < 2 && nb.ids.len() % LANES != 0);
+                }
+            }
+            assert!(lists > 100 && ties > 0);
+        }
+        check(grids::iq3_xxs(), 3);
+        check(grids::iq3_s(), 3);
+        check(grids::iq2_s(), 2);
+    }
+
     #[test]
     fn msort_is_stable_and_keeps_nan_where_glibc_does() {
         let mut b = [(2.0, 0u8), (1.0, 1), (2.0, 2), (f32::NAN, 3), (0.0, 4)];
