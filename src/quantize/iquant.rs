@@ -641,8 +641,7 @@ unsafe fn nearest_neighbour_avx2<const N: usize>(
     scale: f32,
 ) -> usize {
     use std::arch::x86_64::*;
-    assert!(xval.len() >= N && weight.len() >= N && nb.lv.len() >= N * nb.padded);
-    assert!(nb.padded % LANES == 0 && LANES == 8);
+    assert!(xval.len() >= N && weight.len() >= N);
     let q = _mm256_setr_ps(1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0);
     let sq = _mm256_mul_ps(_mm256_set1_ps(scale), q);
     let mut terms = [_mm256_setzero_ps(); N];
@@ -650,6 +649,25 @@ unsafe fn nearest_neighbour_avx2<const N: usize>(
         let diff = _mm256_sub_ps(sq, _mm256_set1_ps(xval[i]));
         terms[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(weight[i]), diff), diff);
     }
+    // SAFETY: the caller's CPU has AVX2 (this function's own requirement).
+    unsafe { nearest_by_terms_avx2::<N>(nb, &terms) }
+}
+
+/// The scan of [`nearest_neighbour_avx2`] given each value's terms by level (lane `l` of
+/// `terms[i]`: value `i`'s term at level `l`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+#[inline]
+/// # Safety
+/// The CPU must have AVX2.
+unsafe fn nearest_by_terms_avx2<const N: usize>(
+    nb: &Neighbours<'_>,
+    terms: &[std::arch::x86_64::__m256; N],
+) -> usize {
+    use std::arch::x86_64::*;
+    assert!(nb.lv.len() >= N * nb.padded);
+    assert!(nb.padded % LANES == 0 && LANES == 8);
     let mut best_d2 = f32::MAX;
     let mut grid_index = usize::MAX;
     let n = nb.ids.len();
@@ -1549,7 +1567,7 @@ fn msort(b: &mut [(f32, u8)], tmp: &mut [(f32, u8)]) {
 /// ggml's `iq1_find_best_neighbour2`, with its whole-grid fallback (which reads the input at
 /// the grid index rather than at the value's position: `src` and `at`, the group's offset in
 /// it, give that read; `None` where it would fall outside the input, or where ggml asserts).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, unsafe_code)]
 #[inline(always)]
 fn iq1_find_best_neighbour2(
     grid: &Grid<8>,
@@ -1560,6 +1578,7 @@ fn iq1_find_best_neighbour2(
     scale: f32,
     xx: &[f32; 3],
     l: &mut [i8],
+    avx2: bool,
 ) -> Option<usize> {
     let xval = &src[at..at + 8];
     // Each value's term `w*diff*diff` at each of the three levels (ggml's operations on the
@@ -1573,7 +1592,17 @@ fn iq1_find_best_neighbour2(
     }
     let mut best_score = f32::MAX;
     let mut grid_index = usize::MAX;
-    for &j in nb.ids {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: `avx2` comes from `use_avx2`: the CPU has AVX2.
+        let c = unsafe { iq1_nearest_avx2(nb, xval, weight, scale, xx) };
+        if c != usize::MAX {
+            grid_index = usize::from(nb.ids[c]);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx2;
+    for &j in nb.ids.iter().take(if avx2 { 0 } else { nb.ids.len() }) {
         let lv = &grid.levels[usize::from(j)];
         let mut d2 = 0f32;
         for i in 0..8 {
@@ -1607,6 +1636,36 @@ fn iq1_find_best_neighbour2(
     Some(grid_index)
 }
 
+/// [`iq1_find_best_neighbour2`]'s search over its list on AVX2: each value's term at each of
+/// the three levels computed once (ggml's operations on the same operands), neighbours' terms
+/// picked by lane permutation and summed in ggml's order. The position in the list of the
+/// nearest, `usize::MAX` where none compares below `f32::MAX`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+#[inline]
+/// # Safety
+/// The CPU must have AVX2.
+unsafe fn iq1_nearest_avx2(
+    nb: &Neighbours<'_>,
+    xval: &[f32],
+    weight: &[f32],
+    scale: f32,
+    xx: &[f32; 3],
+) -> usize {
+    use std::arch::x86_64::*;
+    assert!(xval.len() >= 8 && weight.len() >= 8);
+    let q = _mm256_setr_ps(xx[0], xx[1], xx[2], 0.0, 0.0, 0.0, 0.0, 0.0);
+    let sq = _mm256_mul_ps(_mm256_set1_ps(scale), q);
+    let mut terms = [_mm256_setzero_ps(); 8];
+    for i in 0..8 {
+        let diff = _mm256_sub_ps(sq, _mm256_set1_ps(xval[i]));
+        terms[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(weight[i]), diff), diff);
+    }
+    // SAFETY: the caller's CPU has AVX2 (this function's own requirement).
+    unsafe { nearest_by_terms_avx2::<8>(nb, &terms) }
+}
+
 /// Sorts a block's values (with their positions) as ggml does before its split search.
 fn sorted_pairs<const B: usize>(xb: &[f32]) -> [(f32, u8); B] {
     let mut pairs = [(0f32, 0u8); B];
@@ -1630,6 +1689,7 @@ fn iq1_s_row(
     let x = &src[row_at..row_at + n_per_row];
     let qw = qw.unwrap_or(&[]);
     let grid = grids::iq1();
+    let avx2 = use_avx2();
     let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
     let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
     let mut scales = [0f32; 8];
@@ -1758,6 +1818,7 @@ fn iq1_s_row(
                             scale,
                             xx,
                             &mut big_l[g],
+                            avx2,
                         )
                         .ok_or_else(fail)?
                     }
@@ -1821,6 +1882,7 @@ fn iq1_m_row(
     const BS: usize = 16;
     let x = &src[row_at..row_at + n_per_row];
     let grid = grids::iq1();
+    let avx2 = use_avx2();
     let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
     let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
     const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
@@ -1986,6 +2048,7 @@ fn iq1_m_row(
                             scale,
                             xx,
                             &mut big_l[g],
+                            avx2,
                         )
                         .ok_or_else(fail)?
                     }
