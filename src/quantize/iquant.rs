@@ -1672,8 +1672,22 @@ fn sorted_pairs<const B: usize>(xb: &[f32]) -> [(f32, u8); B] {
     for j in 0..B {
         pairs[j] = (xb[j], j as u8);
     }
-    let mut tmp = [(0f32, 0u8); B];
-    msort(&mut pairs, &mut tmp);
+    if xb.iter().any(|v| v.is_nan()) {
+        let mut tmp = [(0f32, 0u8); B];
+        msort(&mut pairs, &mut tmp);
+        return pairs;
+    }
+    // Without NaN, `<` is a strict weak order and a stable sort has one result: an insertion
+    // sort (moving a value only past greater ones) leaves glibc's merge sort's order.
+    for j in 1..B {
+        let cur = pairs[j];
+        let mut k = j;
+        while k > 0 && pairs[k - 1].0 > cur.0 {
+            pairs[k] = pairs[k - 1];
+            k -= 1;
+        }
+        pairs[k] = cur;
+    }
     pairs
 }
 
@@ -2205,6 +2219,42 @@ mod tests {
         check(grids::iq3_xxs(), 3);
         check(grids::iq3_s(), 3);
         check(grids::iq2_s(), 2);
+    }
+
+    /// Without NaN the sort before the split search takes a shortcut; it must leave glibc's
+    /// merge sort's order, ties (and both zeros) included.
+    #[test]
+    fn sorted_pairs_match_glibc_order() {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..2000 {
+            let mut xb = [0f32; 32];
+            for v in &mut xb {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                *v = match round % 3 {
+                    0 => (s % 7) as f32 - 3.0,
+                    1 => [0.0, -0.0, 1.5, -1.5][(s % 4) as usize],
+                    _ => (s >> 40) as f32 / 1e6 - 8.0,
+                };
+            }
+            let mut want = [(0f32, 0u8); 32];
+            for j in 0..32 {
+                want[j] = (xb[j], j as u8);
+            }
+            let mut tmp = [(0f32, 0u8); 32];
+            msort(&mut want, &mut tmp);
+            let got = sorted_pairs::<32>(&xb);
+            let ids = |p: &[(f32, u8)]| p.iter().map(|q| q.1).collect::<Vec<_>>();
+            assert_eq!(ids(&got), ids(&want), "round {round}");
+            let got16 = sorted_pairs::<16>(&xb[..16]);
+            let mut want16 = [(0f32, 0u8); 16];
+            for j in 0..16 {
+                want16[j] = (xb[j], j as u8);
+            }
+            msort(&mut want16, &mut tmp);
+            assert_eq!(ids(&got16), ids(&want16), "round {round}");
+        }
     }
 
     #[test]
