@@ -1603,8 +1603,6 @@ fn iq1_find_best_neighbour2(
             grid_index = usize::from(nb.ids[c]);
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = avx2;
     for &j in nb.ids.iter().take(if avx2 { 0 } else { nb.ids.len() }) {
         let lv = &grid.levels[usize::from(j)];
         let mut d2 = 0f32;
