@@ -8,7 +8,8 @@
  * second over the whole of TEXT, one thread, gguf_tokenize against llama_tokenize (LIBLLAMA
  * loaded with dlopen), no special tokens added or parsed; then gguf_detokenize against
  * llama_detokenize over those tokens. Best of ROUNDS (default 5), each round alternating the
- * two. The tokens must be the same (the run fails if they differ).
+ * two. The tokens must be the same (the run fails if they differ). Both best tokenize times,
+ * in milliseconds, go to stderr.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -174,6 +175,8 @@ int main(int argc, char **argv) {
                n / best_llama / 1e6, len / best_dours / 1e6, len / best_dllama / 1e6,
                best_llama / best_ours);
         fflush(stdout);
+        fprintf(stderr, "%s: tokenize %.1f ms, llama.cpp %.1f ms\n", name, best_ours * 1e3,
+                best_llama * 1e3);
         free(ours);
         free(theirs);
         free(out);

@@ -473,3 +473,380 @@ pub fn exercise_read(data: &[u8]) {
         gguf_close(h);
     }
 }
+
+/// The `tokenize` input's layout: two bytes (little-endian) give the length of a prefix, the
+/// prefix holds 32 bytes of choices and then the text, and the rest is a GGUF file holding a
+/// vocabulary (`fuzz/seeds/tokenize/` holds vocabularies cut down from llama.cpp's test files).
+pub fn split_tokenize_input(data: &[u8]) -> (&[u8], &[u8], &[u8]) {
+    let n = usize::from(u16::from_le_bytes([
+        data.first().copied().unwrap_or(0),
+        data.get(1).copied().unwrap_or(0),
+    ]));
+    let rest = data.get(2..).unwrap_or_default();
+    let (prefix, file) = rest.split_at(n.min(rest.len()));
+    let (choices, text) = prefix.split_at(32.min(prefix.len()));
+    (choices, text, file)
+}
+
+/// A `tokenize` input from its parts.
+pub fn tokenize_input(choices: &[u8; 32], text: &[u8], file: &[u8]) -> Vec<u8> {
+    let n = u16::try_from(32 + text.len()).expect("a short text");
+    let mut out = n.to_le_bytes().to_vec();
+    out.extend_from_slice(choices);
+    out.extend_from_slice(text);
+    out.extend_from_slice(file);
+    out
+}
+
+const SPECIAL_KEYS: &[&str] = &[
+    "bos_token_id",
+    "eos_token_id",
+    "eot_token_id",
+    "eom_token_id",
+    "unknown_token_id",
+    "seperator_token_id",
+    "padding_token_id",
+    "mask_token_id",
+    "cls_token_id",
+    "fim_pre_token_id",
+    "fim_suf_token_id",
+    "fim_mid_token_id",
+    "fim_pad_token_id",
+    "fim_rep_token_id",
+    "fim_sep_token_id",
+];
+
+const FLAG_KEYS: &[&str] = &[
+    "add_bos_token",
+    "add_eos_token",
+    "add_sep_token",
+    "add_space_prefix",
+    "remove_extra_whitespaces",
+];
+
+const MODELS: &[&str] = &[
+    "llama",
+    "gpt2",
+    "bert",
+    "t5",
+    "rwkv",
+    "plamo2",
+    "no_vocab",
+    "none",
+    "hybriddna",
+    "whitespace",
+    "gemma4",
+    "",
+];
+
+const PRES: &[&str] = &[
+    "default",
+    "llama3",
+    "qwen2",
+    "deepseek-llm",
+    "deepseek-coder",
+    "deepseek-v3",
+    "falcon",
+    "gpt-2",
+    "starcoder",
+    "command-r",
+    "gpt-4o",
+    "tekken",
+    "kimi-k2",
+    "gemma4",
+    "chatglm-bpe",
+    "viking",
+    "jais",
+    "superbpe",
+    "bloom",
+    "refact",
+    "",
+    "nonexistent",
+];
+
+/// Mutates the vocabulary `kvs` describes, one of a dozen ways chosen by `c`.
+fn mutate_vocabulary(c: &mut Choices, kvs: &mut Vec<(String, MetadataValue)>) {
+    use MetadataValue as V;
+    let find =
+        |kvs: &Vec<(String, MetadataValue)>, key: &str| kvs.iter().position(|(k, _)| k == key);
+    let set = |kvs: &mut Vec<(String, MetadataValue)>, key: &str, v: MetadataValue| match kvs
+        .iter()
+        .position(|(k, _)| k == key)
+    {
+        Some(i) => kvs[i].1 = v,
+        None => kvs.push((key.to_string(), v)),
+    };
+    let n_tokens = match find(kvs, "tokenizer.ggml.tokens").map(|i| &kvs[i].1) {
+        Some(V::Array(_, items)) => items.len() as u64,
+        _ => 0,
+    };
+    let token_string = |kvs: &Vec<(String, MetadataValue)>, i: u64| -> Vec<u8> {
+        match find(kvs, "tokenizer.ggml.tokens").map(|k| &kvs[k].1) {
+            Some(V::Array(_, items)) => match items.get(i as usize) {
+                Some(V::String(s)) => s.clone(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    };
+    let array_item =
+        |kvs: &mut Vec<(String, MetadataValue)>, key: &str, i: u64, v: MetadataValue| {
+            if let Some(k) = kvs.iter().position(|(k, _)| k == key) {
+                if let V::Array(_, items) = &mut kvs[k].1 {
+                    if !items.is_empty() {
+                        let n = items.len();
+                        items[i as usize % n] = v;
+                    }
+                }
+            }
+        };
+    match c.below(13) {
+        0 => {
+            // A token's text: random bytes, or another token's (a duplicate).
+            let i = c.below(n_tokens.max(1));
+            let s = if c.byte() & 1 == 1 {
+                let j = c.below(n_tokens.max(1));
+                token_string(kvs, j)
+            } else {
+                c.bytes(12)
+            };
+            array_item(kvs, "tokenizer.ggml.tokens", i, V::String(s));
+        }
+        1 => {
+            let i = c.below(n_tokens.max(1));
+            let t = i32::from(c.byte() as i8 % 9);
+            array_item(kvs, "tokenizer.ggml.token_type", i, V::I32(t));
+        }
+        2 => {
+            let i = c.below(n_tokens.max(1));
+            let s = match c.byte() % 5 {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                2 => f32::NEG_INFINITY,
+                3 => -1e30,
+                _ => f32::from_bits(c.u64() as u32),
+            };
+            array_item(kvs, "tokenizer.ggml.scores", i, V::F32(s));
+        }
+        3 => {
+            // A merge: two tokens' texts, random bytes, or no space at all.
+            let (a, b) = (c.below(n_tokens.max(1)), c.below(n_tokens.max(1)));
+            let mut m = token_string(kvs, a);
+            match c.byte() % 3 {
+                0 => {
+                    m.push(b' ');
+                    m.extend(token_string(kvs, b));
+                }
+                1 => m = c.bytes(10),
+                _ => {}
+            }
+            let i = c.u64();
+            array_item(kvs, "tokenizer.ggml.merges", i, V::String(m));
+        }
+        4 => {
+            let key = SPECIAL_KEYS[c.below(SPECIAL_KEYS.len() as u64) as usize];
+            let id = match c.byte() % 5 {
+                0 => 0,
+                1 => n_tokens.saturating_sub(1),
+                2 => n_tokens,
+                3 => c.u64() & 0xffff_ffff,
+                _ => c.below(n_tokens.max(1)),
+            };
+            set(kvs, &format!("tokenizer.ggml.{key}"), V::U32(id as u32));
+        }
+        5 => {
+            let m = MODELS[c.below(MODELS.len() as u64) as usize];
+            set(
+                kvs,
+                "tokenizer.ggml.model",
+                V::String(m.as_bytes().to_vec()),
+            );
+        }
+        6 => {
+            let p = PRES[c.below(PRES.len() as u64) as usize];
+            set(kvs, "tokenizer.ggml.pre", V::String(p.as_bytes().to_vec()));
+        }
+        7 => {
+            // An array cut short (tokens, scores, types or merges out of step).
+            let keys = ["tokens", "scores", "token_type", "merges"];
+            let key = format!("tokenizer.ggml.{}", keys[c.below(4) as usize]);
+            let keep = c.below(n_tokens + 1) as usize;
+            if let Some(k) = find(kvs, &key) {
+                if let V::Array(_, items) = &mut kvs[k].1 {
+                    items.truncate(keep);
+                }
+            }
+        }
+        8 => {
+            let key = FLAG_KEYS[c.below(FLAG_KEYS.len() as u64) as usize];
+            let b = c.byte() & 1 == 1;
+            set(kvs, &format!("tokenizer.ggml.{key}"), V::Bool(b));
+        }
+        9 => {
+            if !kvs.is_empty() {
+                let i = c.below(kvs.len() as u64) as usize;
+                kvs.remove(i);
+            }
+        }
+        10 => {
+            // A new token at the end, with its score and type.
+            let s = c.bytes(16);
+            for (key, v) in [
+                ("tokens", V::String(s)),
+                ("scores", V::F32(-(c.byte() as f32))),
+                ("token_type", V::I32(i32::from(c.byte() % 7))),
+            ] {
+                if let Some(k) = find(kvs, &format!("tokenizer.ggml.{key}")) {
+                    if let V::Array(_, items) = &mut kvs[k].1 {
+                        items.push(v);
+                    }
+                }
+            }
+        }
+        11 => {
+            // A key of the wrong type.
+            if !kvs.is_empty() {
+                let i = c.below(kvs.len() as u64) as usize;
+                let ty = ValueType::ALL[c.below(13) as usize];
+                kvs[i].1 = c.value(ty, 1);
+            }
+        }
+        _ => {
+            // Attributes (lstrip/rstrip and the rest) on a token.
+            let i = c.below(n_tokens.max(1));
+            let a = c.u64() as i32;
+            let key = "tokenizer.ggml.token_attr";
+            if find(kvs, key).is_none() && n_tokens > 0 {
+                let zeros = (0..n_tokens).map(|_| V::I32(0)).collect();
+                set(kvs, key, V::Array(ValueType::Int32, zeros));
+            }
+            array_item(kvs, key, i, V::I32(a));
+        }
+    }
+}
+
+/// The `tokenize` target: a vocabulary (the input's file, mutated as its choices say) opened
+/// as a tokenizer must give a tokenizer or an error with a message, never a panic; an accepted
+/// one tokenizes the input's text with every flag into ids in range, adds exactly its BOS/EOS
+/// with `add_special`, detokenizes what it gave, gives a piece for each id, refuses ids out of
+/// range, and the C API gives the same counts under its sizing rule.
+pub fn exercise_tokenize(data: &[u8]) {
+    use gguf::tokenizer::Tokenizer;
+    let (choices, text, file) = split_tokenize_input(data);
+    let mut c = Choices(choices);
+    let Ok(f) = GgufFile::from_bytes(file) else {
+        return;
+    };
+    let mut kvs: Vec<(String, MetadataValue)> = f
+        .metadata()
+        .map(|e| {
+            (
+                String::from_utf8_lossy(e.key).into_owned(),
+                MetadataValue::from(e.value),
+            )
+        })
+        .collect();
+    for _ in 0..c.below(4) {
+        mutate_vocabulary(&mut c, &mut kvs);
+    }
+    let mut w = Writer::new();
+    for (k, v) in kvs {
+        if w.add_metadata(&k, v).is_err() {
+            return;
+        }
+    }
+    let Ok(bytes) = w.to_bytes() else { return };
+    let f = GgufFile::from_bytes(&bytes[..]).expect("what the writer writes, the reader reads");
+    let t = match Tokenizer::from_file(&f) {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(!e.message().is_empty());
+            return;
+        }
+    };
+    let n = t.n_tokens();
+    let sp = t.special_tokens();
+    for id in [
+        sp.bos, sp.eos, sp.eot, sp.unk, sp.sep, sp.pad, sp.mask, sp.nl,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        assert!(
+            (0..n as i64).contains(&i64::from(id)),
+            "special id {id} of {n}"
+        );
+    }
+    for parse in [false, true] {
+        let plain = t.tokenize(text, false, parse);
+        let full = t.tokenize(text, true, parse);
+        for &id in &full {
+            assert!(id >= 0 && (id as usize) < n, "id {id} of {n}");
+            assert!(t
+                .token_to_piece(id, c.byte().into(), c.byte() & 1 == 1)
+                .is_some());
+        }
+        // add_special adds at most one token before and one after, nothing in between.
+        let at = full
+            .windows(plain.len().max(1))
+            .position(|w| plain.is_empty() || w == &plain[..]);
+        assert!(
+            full.len() <= plain.len() + 2 && at.is_some_and(|p| p <= 1),
+            "add_special changed the tokens: {plain:?} -> {full:?}"
+        );
+        for flags in 0..4 {
+            t.detokenize(&full, flags & 1 == 1, flags & 2 == 2)
+                .expect("ids the tokenizer gave detokenize");
+        }
+    }
+    let bad = [n as i32, -1, i32::MAX, i32::MIN];
+    for id in bad {
+        assert!(t.token_to_piece(id, 0, true).is_none());
+        assert!(t.detokenize(&[id], false, false).is_err());
+    }
+
+    // The C API on the same file: the same count, nothing written past max_tokens.
+    let flags = u32::from(c.byte() & 3);
+    let expected = t.tokenize(
+        text,
+        flags & GGUF_TOKENIZE_ADD_SPECIAL != 0,
+        flags & GGUF_TOKENIZE_PARSE_SPECIAL != 0,
+    );
+    // SAFETY: `bytes` outlives the file handle; every buffer has the room given for it.
+    unsafe {
+        let h = gguf_open_memory(bytes.as_ptr().cast(), bytes.len());
+        assert!(!h.is_null());
+        let tok = gguf_tokenizer_open(h);
+        gguf_close(h);
+        assert!(!tok.is_null(), "the C API refuses what Rust accepts");
+        let room = c.below(expected.len() as u64 + 2) as usize;
+        let mut buf = vec![-7i32; room + 4];
+        let got = gguf_tokenize(
+            tok,
+            text.as_ptr().cast(),
+            text.len() as u64,
+            if room == 0 {
+                std::ptr::null_mut()
+            } else {
+                buf.as_mut_ptr()
+            },
+            room as u64,
+            flags,
+        );
+        assert_eq!(got, expected.len() as i64);
+        let written = expected.len().min(room);
+        if expected.len() <= room {
+            assert_eq!(&buf[..written], &expected[..]);
+        }
+        assert!(
+            buf[room..].iter().all(|&x| x == -7),
+            "written past max_tokens"
+        );
+        let mut piece = [0u8; 8];
+        for &id in expected.iter().take(8) {
+            let len = gguf_token_to_piece(tok, id, piece.as_mut_ptr().cast(), 8, flags);
+            assert!(len >= 0);
+        }
+        gguf_tokenizer_close(tok);
+    }
+}

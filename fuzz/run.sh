@@ -2,15 +2,16 @@
 # Fuzzes each target for SECONDS (default 60) with cargo-fuzz (libFuzzer, nightly toolchain).
 #   fuzz/run.sh [SECONDS] [TARGET...]
 # Corpora live in fuzz/corpus/<target> (not committed); they are seeded with the bundled sample
-# (open), the small models in fuzz/seeds/<target> (read: 16 bytes of choices, then the file) and
-# the regression inputs. A crash leaves its input in fuzz/artifacts/<target>: copy it into
+# (open), the small models in fuzz/seeds/<target> (read: 16 bytes of choices, then the file;
+# tokenize: small vocabularies cut from llama.cpp's, see fuzz/regressions/README.md) and the
+# regression inputs. A crash leaves its input in fuzz/artifacts/<target>: copy it into
 # fuzz/regressions/<target>/ so `cargo test --test fuzz_regressions` replays it forever.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(open roundtrip read http_response)
+[ ${#targets[@]} -gt 0 ] || targets=(open roundtrip read http_response tokenize)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

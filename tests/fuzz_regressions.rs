@@ -110,3 +110,38 @@ fn read_regressions_and_seeds() {
         }
     }
 }
+
+#[test]
+fn tokenize_regressions_and_seeds() {
+    for (name, bytes) in inputs("tokenize") {
+        println!("replaying {name}");
+        harness::exercise_tokenize(&bytes);
+    }
+    let seeds = seeds("tokenize");
+    assert!(
+        seeds.len() >= 19,
+        "fuzz/seeds/tokenize holds {} vocabularies",
+        seeds.len()
+    );
+    for (name, seed) in &seeds {
+        println!("replaying {name}");
+        // Each seed's vocabulary, unmutated, is one the tokenizer accepts.
+        let (_, _, file) = harness::split_tokenize_input(seed);
+        let f = gguf::GgufFile::from_bytes(file).unwrap();
+        gguf::tokenizer::Tokenizer::from_file(&f).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Two values of each choice byte, one byte at a time; bit flips across the file.
+        for i in 2..34 {
+            let mut s = seed.clone();
+            for v in [0x35, 0xc9] {
+                s[i] = v;
+                harness::exercise_tokenize(&s);
+            }
+        }
+        let mut mutated = seed.clone();
+        for i in (34..seed.len()).step_by(997) {
+            mutated[i] ^= 0x21;
+            harness::exercise_tokenize(&mutated);
+            mutated[i] ^= 0x21;
+        }
+    }
+}

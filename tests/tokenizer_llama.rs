@@ -5,7 +5,8 @@
 //! scripts, invalid UTF-8, NUL bytes, runs of one character, of whitespace and of digits,
 //! special-token text glued to words, with every flag combination; and 96 KiB of real text in
 //! many scripts (every tokenizer test input of llama.cpp, then its documentation). Zero
-//! differences.
+//! differences. PLaMo 2, of which llama.cpp's sources have no vocabulary, is compared on one
+//! generated with this crate's writer.
 //!
 //! `llama_model_params` is passed by value: its layout in that build (80 bytes, `vocab_only` at
 //! byte 72) is checked from `llama_model_default_params()` before use.
@@ -122,22 +123,29 @@ impl LlamaVocab {
 
     fn tokenize(&self, text: &[u8], add_special: bool, parse_special: bool) -> Vec<i32> {
         let l = llama();
+        // PLaMo 2's byte fallback gives three tokens for an invalid byte: asked again with the
+        // room llama_tokenize says it needs.
         let mut out = vec![0i32; text.len() + 8];
-        // SAFETY: the buffers are as long as the lengths passed.
-        let n = unsafe {
-            (l.tokenize)(
-                self.0,
-                text.as_ptr().cast(),
-                i32::try_from(text.len()).unwrap(),
-                out.as_mut_ptr(),
-                i32::try_from(out.len()).unwrap(),
-                add_special,
-                parse_special,
-            )
-        };
-        assert!(n >= 0, "llama_tokenize needs {} tokens", -n);
-        out.truncate(usize::try_from(n).unwrap());
-        out
+        loop {
+            // SAFETY: the buffers are as long as the lengths passed.
+            let n = unsafe {
+                (l.tokenize)(
+                    self.0,
+                    text.as_ptr().cast(),
+                    i32::try_from(text.len()).unwrap(),
+                    out.as_mut_ptr(),
+                    i32::try_from(out.len()).unwrap(),
+                    add_special,
+                    parse_special,
+                )
+            };
+            if n < 0 {
+                out.resize(usize::try_from(-n).unwrap(), 0);
+                continue;
+            }
+            out.truncate(usize::try_from(n).unwrap());
+            return out;
+        }
     }
 
     fn detokenize(&self, tokens: &[i32], remove_special: bool, unparse_special: bool) -> Vec<u8> {
@@ -360,6 +368,11 @@ fn real_text() -> Vec<u8> {
 
 fn compare(name: &str, texts: usize) {
     let path = common::llama_src_dir().join(format!("models/ggml-vocab-{name}.gguf"));
+    compare_file(name, &path, texts);
+}
+
+fn compare_file(name: &str, path: &std::path::Path, texts: usize) {
+    let path = path.to_path_buf();
     let file = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
     let ours = Tokenizer::from_file(&file).unwrap();
     let theirs = LlamaVocab::load(&path);
@@ -520,4 +533,89 @@ differential! {
     refact => "refact",
     starcoder => "starcoder",
     bert_bge => "bert-bge",
+}
+
+/// A PLaMo 2 vocabulary (there is none in llama.cpp's sources): the unknown, BOS, EOS and
+/// padding tokens, the 256 byte tokens, and every run of one to four characters of the sample
+/// texts as a normal token with a generated score (some equal, some tied at lengths), written
+/// with this crate's writer beside llama-spm's hyperparameters, which a vocabulary-only load
+/// reads.
+#[test]
+fn plamo2_generated() {
+    use gguf::{MetadataValue as V, ValueType, Writer};
+    let base = common::llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
+    let base = GgufFile::from_bytes(std::fs::read(&base).unwrap()).unwrap();
+    let mut tokens: Vec<Vec<u8>> = ["<unk>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>"]
+        .iter()
+        .map(|t| t.as_bytes().to_vec())
+        .collect();
+    let mut types = vec![2i32, 3, 3, 3];
+    for b in 0..256 {
+        tokens.push(format!("<0x{b:02X}>").into_bytes());
+        types.push(6);
+    }
+    let mut seen = std::collections::HashSet::new();
+    for sample in SAMPLES {
+        let chars: Vec<char> = sample.chars().collect();
+        for len in 1..=4 {
+            for w in chars.windows(len) {
+                let t: String = w.iter().collect();
+                // No NUL: llama.cpp reads token texts as C strings.
+                if !t.starts_with('<') && !t.contains('\0') && seen.insert(t.clone()) {
+                    tokens.push(t.into_bytes());
+                    types.push(1);
+                }
+            }
+        }
+    }
+    let mut rng = Rng(0x005e_ed0f_91a0);
+    let scores: Vec<V> = (0..tokens.len())
+        .map(|i| {
+            if i < 260 {
+                V::F32(0.0)
+            } else {
+                // Few distinct values, so that costs tie.
+                V::F32(-(rng.below(40) as f32) * 0.25)
+            }
+        })
+        .collect();
+    let mut w = Writer::new();
+    for e in base.metadata() {
+        if !e.key.starts_with(b"tokenizer.") && e.key != b"llama.vocab_size" {
+            w.add_metadata(e.key, V::from(e.value)).unwrap();
+        }
+    }
+    let n = tokens.len();
+    w.add_metadata("llama.vocab_size", V::U32(u32::try_from(n).unwrap()))
+        .unwrap();
+    w.add_metadata("tokenizer.ggml.model", V::String(b"plamo2".to_vec()))
+        .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        V::Array(
+            ValueType::String,
+            tokens.into_iter().map(V::String).collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.scores",
+        V::Array(ValueType::Float32, scores),
+    )
+    .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.token_type",
+        V::Array(ValueType::Int32, types.into_iter().map(V::I32).collect()),
+    )
+    .unwrap();
+    for (key, id) in [("bos", 1u32), ("eos", 2), ("unknown", 0), ("padding", 3)] {
+        w.add_metadata(format!("tokenizer.ggml.{key}_token_id"), V::U32(id))
+            .unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("libgguf-plamo2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("plamo2.gguf");
+    std::fs::write(&path, w.to_bytes().unwrap()).unwrap();
+    compare_file("plamo2", &path, 400);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -352,13 +352,19 @@ fn rwkv_cuts_the_longest_token_and_unescapes_pieces() {
 
 #[test]
 fn models_llama_cpp_knows_but_this_does_not_yet_are_refused_by_name() {
-    for model in ["plamo2", "hybriddna", "whitespace"] {
+    for model in ["hybriddna", "whitespace"] {
         let e = refused(&made(model, &[b"a".to_vec(), b"b".to_vec()]));
         assert!(
             e.contains(&format!("tokenizer model '{model}' is not supported yet")),
             "{e}"
         );
     }
+    // PLaMo 2 needs every byte token, as llama.cpp's does.
+    let e = refused(&made("plamo2", &[b"a".to_vec(), b"b".to_vec()]));
+    assert!(
+        e.contains("the PLaMo 2 vocabulary has no byte token <0x00>"),
+        "{e}"
+    );
     let e = refused(&edited("llama-bpe", |w| {
         w.set_metadata("tokenizer.ggml.pre", MetadataValue::string("llama-9"))
             .unwrap();

@@ -16,6 +16,7 @@ enum Pending {
     None,
     Ugm(Option<CharsMap>),
     Rwkv(Rwkv),
+    Plamo2,
     Bpe(Box<BpeData>),
     Wpm(usize),
 }
@@ -211,15 +212,6 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     // llama.cpp finds the newline token before it reads the keys: its fallback is the model
     // type's default padding token.
     let default_pad = ids.pad;
-    if matches!(kind, VocabType::Plamo2) {
-        return Err(crate::error::Error::msg(
-            crate::error::ErrorCode::Unsupported,
-            format!(
-                "tokenizer model {} is not supported yet",
-                quote(model_bytes)
-            ),
-        ));
-    }
     match kind {
         VocabType::Bpe => {
             let p = pre_flags(&pre).ok_or_else(|| {
@@ -283,6 +275,8 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             Pending::Ugm(charsmap)
         }
         VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
+        // The byte tokens are known from the attributes, set below.
+        VocabType::Plamo2 => Pending::Plamo2,
         VocabType::Wpm => Pending::Wpm((0..n).map(|i| vocab.text(i).len()).max().unwrap_or(0)),
         VocabType::Bpe => {
             let pre_type = PreType::from_name(&pre).ok_or_else(|| {
@@ -386,6 +380,10 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     let model_data = match std::mem::replace(&mut model_data, Pending::None) {
         Pending::None => ModelData::None,
         Pending::Rwkv(r) => ModelData::Rwkv(r),
+        Pending::Plamo2 => ModelData::Plamo2(Box::new(super::plamo2::Plamo2::new(
+            &vocab,
+            &original_attrs,
+        )?)),
         Pending::Wpm(m) => ModelData::Wpm(m),
         Pending::Bpe(b) => ModelData::Bpe(b),
         Pending::Ugm(charsmap) => {

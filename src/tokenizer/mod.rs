@@ -8,6 +8,7 @@
 mod bpe;
 mod detokenize;
 mod load;
+mod plamo2;
 pub mod pretokenize;
 mod rwkv;
 mod special;
@@ -124,6 +125,7 @@ pub(crate) enum ModelData {
     None,
     Ugm(ugm::Ugm),
     Rwkv(rwkv::Rwkv),
+    Plamo2(Box<plamo2::Plamo2>),
     Bpe(Box<BpeData>),
     /// WordPiece: the longest token's length.
     Wpm(usize),
@@ -291,6 +293,7 @@ impl Tokenizer {
         match &self.model_data {
             ModelData::Ugm(u) => u.tokenize(&self.vocab, text, &self.flags, out),
             ModelData::Rwkv(r) => r.tokenize(text, self.special.unk, out),
+            ModelData::Plamo2(p) => p.tokenize(text, out),
             &ModelData::Wpm(max_len) => wpm::tokenize(
                 &self.vocab,
                 max_len,

@@ -7,10 +7,8 @@ use super::trie::Prefixes;
 use super::vocab::{bad, Vocab};
 use crate::error::Result;
 
-/// The tokens' unescaped bytes and their prefix index.
+/// The trie of the tokens' unescaped bytes.
 pub(crate) struct Rwkv {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
     prefixes: Prefixes,
 }
 
@@ -35,18 +33,9 @@ impl Rwkv {
         ids.retain(|&i| !text(i).is_empty());
         ids.sort_unstable_by(|&a, &b| text(a).cmp(text(b)).then(b.cmp(&a)));
         ids.dedup_by(|a, b| text(*a) == text(*b));
-        let prefixes = Prefixes::new(ids, text);
-        Ok(Rwkv {
-            bytes,
-            ends,
-            prefixes,
-        })
-    }
-
-    fn text(&self, i: u32) -> &[u8] {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+        let prefixes =
+            Prefixes::new(ids, text).ok_or_else(|| bad("the tokens' texts are too long"))?;
+        Ok(Rwkv { prefixes })
     }
 
     /// Appends the tokens of `text`: the longest token at each position; a byte no token
@@ -55,11 +44,9 @@ impl Rwkv {
         let mut at = 0;
         while at < text.len() {
             let mut longest = None;
-            let depth = self.prefixes.walk(
-                |i| self.text(i),
-                &text[at..],
-                |len, id| longest = Some((len, id)),
-            );
+            let depth = self
+                .prefixes
+                .walk(&text[at..], |len, id| longest = Some((len, id)));
             match longest {
                 Some((len, id)) => {
                     out.push(id as i32);

@@ -125,15 +125,17 @@ impl Ugm {
         let text = |i: u32| vocab.text(i as usize);
         Ok(Ugm {
             charsmap,
-            matcher: Prefixes::new(matched, text),
-            user_defined: Prefixes::new(user, text),
+            matcher: Prefixes::new(matched, text)
+                .ok_or_else(|| bad("the tokens' texts are too long"))?,
+            user_defined: Prefixes::new(user, text)
+                .ok_or_else(|| bad("the tokens' texts are too long"))?,
             unknown_score: min_score - 10.0,
             unk,
         })
     }
 
     /// llama.cpp's `normalize`.
-    fn normalize(&self, vocab: &Vocab, input: &[u8], flags: &super::Flags, out: &mut Vec<u8>) {
+    fn normalize(&self, input: &[u8], flags: &super::Flags, out: &mut Vec<u8>) {
         let space: &[u8] = if flags.escape_whitespaces {
             "\u{2581}".as_bytes()
         } else {
@@ -146,8 +148,7 @@ impl Ugm {
         let mut at = 0;
         while at < input.len() {
             let rest = &input[at..];
-            let text = |i: u32| vocab.text(i as usize);
-            let user = self.user_defined.walk(text, rest, |_, _| {});
+            let user = self.user_defined.walk(rest, |_, _| {});
             let (piece, consumed): (&[u8], usize) = if user > 0 {
                 (&rest[..user], user)
             } else if let Some(hit) = self.charsmap.as_ref().and_then(|m| m.longest(rest)) {
@@ -181,7 +182,7 @@ impl Ugm {
     /// Appends the tokens of `text` to `out`.
     pub fn tokenize(&self, vocab: &Vocab, text: &[u8], flags: &super::Flags, out: &mut Vec<i32>) {
         let mut norm = Vec::with_capacity(text.len() * 3);
-        self.normalize(vocab, text, flags, &mut norm);
+        self.normalize(text, flags, &mut norm);
         let n = norm.len();
         if n == 0 {
             return;
@@ -201,13 +202,12 @@ impl Ugm {
             n + 1
         ];
         best[0].score = 0.0;
-        let text_of = |i: u32| vocab.text(i as usize);
         let mut at = 0;
         while at < n {
             let char_len = unicode_len(norm[at]).min(n - at);
             let current = best[at];
             let mut whole_char = false;
-            self.matcher.walk(text_of, &norm[at..], |len, id| {
+            self.matcher.walk(&norm[at..], |len, id| {
                 if len == char_len {
                     whole_char = true;
                 }
