@@ -1,5 +1,5 @@
 /*
- * tokenize_bench.c: the tokenizer, side by side with llama.cpp's (bench/tokenize.md).
+ * tokenize_bench.c: the tokenizer, side by side with llama.cpp's (figures in BENCHMARKS.md, "Tokenizing").
  *
  *   tokenize_bench [-r ROUNDS] LIBLLAMA TEXT VOCAB...
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tokenizer benchmark (bench/tokenize_bench.c, figures in bench/tokenize.md): tokens per
+# The tokenizer benchmark (bench/tokenize_bench.c, figures in BENCHMARKS.md, "Tokenizing"): tokens per
 # second on one thread, libgguf against llama.cpp's llama_tokenize in the same process, over the
 # same text, for a SentencePiece, byte-level BPE and WordPiece vocabulary (and the others of
 # llama.cpp's sources with TOKENIZE_ALL=1); and the time to build the tokenizer against
