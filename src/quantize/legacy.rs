@@ -6,7 +6,9 @@
 // Index loops as ggml writes them (and plain lane loops, which the vectorizer takes).
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
-use super::search::{make_qkx_lanes, make_qx_lanes, map_trunc32, put_f16, round_i32x8, Qkx};
+use super::search::{
+    make_qkx_lanes, make_qx_lanes, map_trunc32, mul_x86, put_f16, round_i32x8, Qkx,
+};
 
 /// The importance path of the 32-value types, `BLOCK_LANES` blocks side by side: each block's weights
 /// `qw[j] * sqrt(sigma2 + x[j]^2)` (`sigma2` over the whole row), the search on the lanes
@@ -27,7 +29,7 @@ fn importance_lanes<const BLOCK_BYTES: usize>(x: &[f32], qw: &[f32], y: &mut [u8
             let q = &qw[32 * (b + k)..32 * (b + k + 1)];
             for i in 0..32 {
                 xt[i][k] = xb[i];
-                wt[i][k] = q[i] * (sigma2 + xb[i] * xb[i]).sqrt();
+                wt[i][k] = mul_x86(q[i], (sigma2 + xb[i] * xb[i]).sqrt());
             }
         }
         let mut lt = [[0u8; BLOCK_LANES]; 32];

@@ -13,6 +13,72 @@
 /// ggml's bound below which a group counts as all zeros.
 pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
 
+/// The NaN x86's SSE makes where arithmetic has no answer (infinity minus infinity, zero times
+/// infinity, zero over zero, infinity over infinity): the negative quiet NaN, as bits. (x86 makes
+/// it itself: only other targets and the tests name it.)
+#[cfg_attr(
+    all(any(target_arch = "x86_64", target_arch = "x86"), not(test)),
+    allow(dead_code)
+)]
+pub(crate) const X86_DEFAULT_NAN: u32 = 0xFFC0_0000;
+
+/// `r`, the result of `a op b`, made what x86 gives (ggml's pinned build is x86-64 SSE code, and
+/// its bytes are the reference on every platform). The rule, from Intel's SDM (SSE: "QNaN
+/// operands"): a NaN operand is the result (the first operand's where both are NaN, quieted); a
+/// NaN from two non-NaN operands is [`X86_DEFAULT_NAN`]. Arm, s390x and wasm generate a positive
+/// NaN instead (and wasm may pick either operand's), so outside x86 the rule is applied here:
+/// a NaN result is replaced by the first NaN operand, or by x86's default NaN when neither is
+/// one. Only the sign of a NaN is ever observable (ggml's half conversion keeps it, the
+/// rounding tricks and comparisons ignore it), and only where a NaN can reach a stored scale is
+/// the rule applied (the importance searches' weighted sums and their quotients). On x86 this is
+/// `r` itself: the hardware already does it, so x86's code is unchanged.
+#[inline(always)]
+pub(crate) fn x86_nan(r: f32, a: f32, b: f32) -> f32 {
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    {
+        let _ = (a, b);
+        r
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+    {
+        // Quieting a NaN sets bit 22; the payloads here are always the default one.
+        let quiet = |v: f32| f32::from_bits(v.to_bits() | 0x0040_0000);
+        if !r.is_nan() {
+            r
+        } else if a.is_nan() {
+            quiet(a)
+        } else if b.is_nan() {
+            quiet(b)
+        } else {
+            f32::from_bits(X86_DEFAULT_NAN)
+        }
+    }
+}
+
+/// `a * b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn mul_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a * b, a, b)
+}
+
+/// `a + b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn add_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a + b, a, b)
+}
+
+/// `a - b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn sub_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a - b, a, b)
+}
+
+/// `a / b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn div_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a / b, a, b)
+}
+
 /// C's `MAX(a, b)` macro on floats: `a > b ? a : b` (a NaN `b` wins, a NaN `a` loses).
 #[inline(always)]
 pub(crate) fn c_max(a: f32, b: f32) -> f32 {
@@ -469,8 +535,8 @@ pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
     let mut scale = [0f32; L];
     let mut iscale = [0f32; L];
     for k in 0..L {
-        iscale[k] = nmaxf / (max[k] - min[k]);
-        scale[k] = 1.0 / iscale[k];
+        iscale[k] = div_x86(nmaxf, sub_x86(max[k], min[k]));
+        scale[k] = div_x86(1.0, iscale[k]);
     }
     let mut best_error = [0f32; L];
     for i in 0..N {
@@ -605,15 +671,17 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
             let l = clamp(nearest_int(iscale[k] * x[i][k]));
             l_out[i][k] = (l + nmax) as i8;
             let lf = l as f32;
-            sumlx[k] += ww[i][k] * x[i][k] * lf;
-            suml2[k] += ww[i][k] * lf * lf;
+            let t = mul_x86(mul_x86(ww[i][k], x[i][k]), lf);
+            sumlx[k] = add_x86(sumlx[k], t);
+            let t = mul_x86(mul_x86(ww[i][k], lf), lf);
+            suml2[k] = add_x86(suml2[k], t);
         }
     }
     let mut scale = [0f32; L];
     let mut best = [0f32; L];
     for k in 0..L {
         scale[k] = if suml2[k] != 0.0 {
-            sumlx[k] / suml2[k]
+            div_x86(sumlx[k], suml2[k])
         } else {
             0.0
         };
@@ -635,15 +703,17 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
                 let l = clamp(nearest_int(iscale[k] * x[i][k]));
                 lt[i][k] = (l + nmax) as i8;
                 let lf = l as f32;
-                sumlx[k] += ww[i][k] * x[i][k] * lf;
-                suml2[k] += ww[i][k] * lf * lf;
+                let t = mul_x86(mul_x86(ww[i][k], x[i][k]), lf);
+                sumlx[k] = add_x86(sumlx[k], t);
+                let t = mul_x86(mul_x86(ww[i][k], lf), lf);
+                suml2[k] = add_x86(suml2[k], t);
             }
         }
         let mut take = [false; L];
         for k in 0..L {
             take[k] = suml2[k] > 0.0 && sumlx[k] * sumlx[k] > best[k] * suml2[k];
             if take[k] {
-                scale[k] = sumlx[k] / suml2[k];
+                scale[k] = div_x86(sumlx[k], suml2[k]);
                 best[k] = scale[k] * sumlx[k];
             }
         }
@@ -802,6 +872,27 @@ mod tests {
         assert_eq!(f32_to_bf16(f32::from_bits(0x7F80_0001)), 0x7FC0);
         assert_eq!(f32_to_bf16(f32::from_bits(0xFF81_0000)), 0xFFC1);
         assert_eq!(f32_to_bf16(f32::INFINITY), 0x7F80);
+    }
+
+    /// x86's NaN rule, on every platform: a NaN from two numbers is the negative default NaN,
+    /// a NaN operand is the result (the first where both are).
+    #[test]
+    fn arithmetic_nans_are_x86s() {
+        use std::hint::black_box as b;
+        let (inf, pos, neg) = (f32::INFINITY, f32::NAN, -f32::NAN);
+        let bits = |v: f32| v.to_bits();
+        assert_eq!(bits(sub_x86(b(inf), b(inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(add_x86(b(inf), b(-inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(mul_x86(b(0.0), b(inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(div_x86(b(0.0), b(0.0))), X86_DEFAULT_NAN);
+        assert_eq!(bits(div_x86(b(inf), b(-inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(add_x86(b(pos), b(1.0))), bits(pos));
+        assert_eq!(bits(mul_x86(b(2.0), b(neg))), bits(neg));
+        assert_eq!(bits(div_x86(b(1.0), b(pos))), bits(pos));
+        assert_eq!(bits(sub_x86(b(neg), b(inf))), bits(neg));
+        // Numbers stay what IEEE makes them.
+        assert_eq!(add_x86(b(1.5), b(2.25)), 3.75);
+        assert_eq!(div_x86(b(1.0), b(0.0)), inf);
     }
 
     #[test]
