@@ -164,13 +164,49 @@ pub(crate) fn trunc_i32x8(v: [f32; 8]) -> [i32; 8] {
 }
 
 /// C's `(int)roundf(v)` on eight floats (halves away from zero; `INT_MIN` for NaN and values
-/// out of range), without a call to the C library.
+/// out of range), without a call to the C library: the truncation, plus one where the dropped
+/// fraction is at least a half, minus one where it is at most minus a half (below 2^23 the
+/// fraction is exact; above, every float is an integer and the fraction 0).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code, unused_unsafe)]
+pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
+    use core::arch::x86_64::{
+        __m128, _mm_add_epi32, _mm_and_si128, _mm_andnot_si128, _mm_castps_si128, _mm_cmpeq_epi32,
+        _mm_cmpge_ps, _mm_cmple_ps, _mm_cvtepi32_ps, _mm_cvttps_epi32, _mm_loadu_ps, _mm_or_si128,
+        _mm_set1_epi32, _mm_set1_ps, _mm_storeu_si128, _mm_sub_epi32, _mm_sub_ps,
+    };
+    let mut out = [0i32; 8];
+    // SAFETY: SSE2 is part of x86-64; each load reads 4 floats of `v` and each store writes 4
+    // ints of `out` (unaligned forms).
+    unsafe {
+        let half = _mm_set1_ps(0.5);
+        let minus_half = _mm_set1_ps(-0.5);
+        let int_min = _mm_set1_epi32(i32::MIN);
+        for h in 0..2 {
+            let x: __m128 = _mm_loadu_ps(v.as_ptr().add(4 * h));
+            let t = _mm_cvttps_epi32(x);
+            let d = _mm_sub_ps(x, _mm_cvtepi32_ps(t));
+            // Comparison masks are -1 where true: subtracting adds one.
+            let up = _mm_castps_si128(_mm_cmpge_ps(d, half));
+            let down = _mm_castps_si128(_mm_cmple_ps(d, minus_half));
+            let r = _mm_add_epi32(_mm_sub_epi32(t, up), down);
+            // Where the truncation already said INT_MIN (NaN, out of range), that stays.
+            let keep = _mm_cmpeq_epi32(t, int_min);
+            let r = _mm_or_si128(_mm_and_si128(keep, int_min), _mm_andnot_si128(keep, r));
+            _mm_storeu_si128(out.as_mut_ptr().add(4 * h).cast(), r);
+        }
+    }
+    out
+}
+
+/// C's `(int)roundf(v)` on eight floats (see the x86-64 form).
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
     let t = trunc_i32x8(v);
     let mut out = [0i32; 8];
     for k in 0..8 {
-        // Below 2^23 the fraction is exact; above, every float is an integer (fraction 0).
         let d = v[k] - t[k] as f32;
         let up = i32::from(d >= 0.5) - i32::from(d <= -0.5);
         out[k] = if t[k] == i32::MIN {
