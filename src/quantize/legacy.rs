@@ -264,6 +264,17 @@ fn q2_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     }
 }
 
+/// `f` on each of 32 integers, in a plain loop (`array::map` is not always inlined, and its call
+/// costs more than the block's arithmetic).
+#[inline(always)]
+fn narrow(t: &[i32; 32], f: impl Fn(i32) -> u8) -> [u8; 32] {
+    let mut q = [0u8; 32];
+    for j in 0..32 {
+        q[j] = f(t[j]);
+    }
+    q
+}
+
 #[inline(always)]
 fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
     let max = signed_max(xb);
@@ -271,7 +282,7 @@ fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
     let t = map_trunc32(xb, |v| v * id + 8.5);
-    let q = t.map(|t| i32::from(t as i8).min(15) as u8);
+    let q = narrow(&t, |t| i32::from(t as i8).min(15) as u8);
     for (j, o) in yb[2..18].iter_mut().enumerate() {
         *o = q[j] | (q[16 + j] << 4);
     }
@@ -296,7 +307,7 @@ fn q4_1_ref(xb: &[f32], yb: &mut [u8]) {
     put_f16(yb, 0, d);
     put_f16(yb, 2, min);
     let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
-    let q = t.map(|t| i32::from(t as i8).min(15) as u8);
+    let q = narrow(&t, |t| i32::from(t as i8).min(15) as u8);
     for j in 0..16 {
         yb[4 + j] = q[j] | (q[16 + j] << 4);
     }
@@ -343,7 +354,7 @@ fn q5_0_ref(xb: &[f32], yb: &mut [u8]) {
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
     let t = map_trunc32(xb, |v| v * id + 16.5);
-    let l = t.map(|t| i32::from(t as i8).min(31) as u8);
+    let l = narrow(&t, |t| i32::from(t as i8).min(31) as u8);
     let (qh, qs) = yb[2..].split_at_mut(4);
     pack5(&l, qh, qs);
 }
@@ -367,7 +378,7 @@ fn q5_1_ref(xb: &[f32], yb: &mut [u8]) {
     put_f16(yb, 0, d);
     put_f16(yb, 2, min);
     let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
-    let l = t.map(|t| t as u8);
+    let l = narrow(&t, |t| t as u8);
     let (qh, qs) = yb[4..].split_at_mut(4);
     pack5(&l, qh, qs);
 }
