@@ -344,8 +344,9 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<
 }
 
 /// `make_q3_quants` with `do_rmse` (as Q3_K calls it) on one group: `L` gets values in
-/// `0..2*nmax`. (Where vectors are narrower than AVX-512 this beats the lanes: its
-/// refinement skips the values that do not change.)
+/// `0..2*nmax`. (The quantizer runs [`make_q3_split`] or [`make_q3_lanes`]; the tests hold
+/// them to this.)
+#[cfg(test)] // the reference the lane forms are tested against
 #[inline(always)]
 pub(crate) fn make_q3_quants(nmax: i32, x: &[f32], l_out: &mut [i8]) -> f32 {
     let n = x.len();
@@ -781,6 +782,89 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
     scale
 }
 
+/// [`make_q3_lanes`] where vectors are narrower than AVX-512: the first pass (each group's
+/// maximum, quants and sums: no branch) in lanes, then each group's refinement on its own as
+/// [`make_q3_quants`] runs it (skipping the values that do not change).
+#[inline(always)]
+pub(crate) fn make_q3_split<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let mut max = [0f32; L];
+    let mut amax = [0f32; L];
+    for row in x {
+        for k in 0..L {
+            let ax = row[k].abs();
+            let take = ax > amax[k];
+            amax[k] = if take { ax } else { amax[k] };
+            max[k] = if take { row[k] } else { max[k] };
+        }
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -(nmax as f32) / max[k];
+    }
+    let mut sumlx = [0f32; L];
+    let mut suml2 = [0f32; L];
+    let mut ww = [[0f32; L]; N];
+    let mut wx = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            let l = clamp(nearest_int(iscale[k] * x[i][k]));
+            l_out[i][k] = l as i8;
+            let w = x[i][k] * x[i][k];
+            ww[i][k] = w;
+            wx[i][k] = w * x[i][k];
+            let lf = l as f32;
+            sumlx[k] += wx[i][k] * lf;
+            suml2[k] += w * lf * lf;
+        }
+    }
+    let mut scale = [0f32; L];
+    for k in 0..L {
+        if amax[k] < GROUP_MAX_EPS {
+            for row in l_out.iter_mut() {
+                row[k] = 0;
+            }
+            continue;
+        }
+        let (mut slx_k, mut sl2_k) = (sumlx[k], suml2[k]);
+        for _ in 0..5 {
+            let mut n_changed = 0;
+            for i in 0..N {
+                let w = ww[i][k];
+                let li = f32::from(l_out[i][k]);
+                let mut slx = slx_k - wx[i][k] * li;
+                if slx > 0.0 {
+                    let mut sl2 = sl2_k - w * li * li;
+                    let new_l = clamp(nearest_int(x[i][k] * sl2 / slx));
+                    if new_l != i32::from(l_out[i][k]) {
+                        let nf = new_l as f32;
+                        slx += wx[i][k] * nf;
+                        sl2 += w * nf * nf;
+                        if sl2 > 0.0 && slx * slx * sl2_k > slx_k * slx_k * sl2 {
+                            l_out[i][k] = new_l as i8;
+                            slx_k = slx;
+                            sl2_k = sl2;
+                            n_changed += 1;
+                        }
+                    }
+                }
+            }
+            if n_changed == 0 {
+                break;
+            }
+        }
+        for row in l_out.iter_mut() {
+            row[k] += nmax as i8;
+        }
+        scale[k] = if sl2_k > 0.0 { slx_k / sl2_k } else { 0.0 };
+    }
+    scale
+}
+
 /// ggml's `make_q3_quants` (with `do_rmse`, as Q3_K calls it) on `L` groups of `N` values at once.
 #[inline(always)]
 pub(crate) fn make_q3_lanes<const L: usize, const N: usize>(
@@ -992,6 +1076,33 @@ mod tests {
             );
             for i in 0..16 {
                 assert_eq!(scalar[i], lt[i][g]);
+            }
+        }
+    }
+
+    /// Q3_K's two lane forms give each group what ggml's one-group search gives (groups of
+    /// random values, one of zeros, one below ggml's bound).
+    #[test]
+    fn q3_lane_forms_are_the_group_search() {
+        let mut s = 7u32;
+        let mut next = || {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / 16_777_216.0 - 0.5
+        };
+        let mut x: Vec<f32> = (0..16 * 16).map(|_| next()).collect();
+        x[16..32].fill(0.0);
+        x[32..48].fill(1e-16);
+        let xt: [[f32; 16]; 16] = transpose(&x);
+        let (mut la, mut lb) = ([[0i8; 16]; 16], [[0i8; 16]; 16]);
+        let a = make_q3_lanes(4, &xt, &mut la);
+        let b = make_q3_split(4, &xt, &mut lb);
+        for g in 0..16 {
+            let mut l = [0i8; 16];
+            let want = make_q3_quants(4, &x[16 * g..16 * g + 16], &mut l);
+            assert_eq!(a[g].to_bits(), want.to_bits(), "group {g}");
+            assert_eq!(b[g].to_bits(), want.to_bits(), "group {g}");
+            for i in 0..16 {
+                assert_eq!((la[i][g], lb[i][g]), (l[i], l[i]), "group {g} value {i}");
             }
         }
     }
