@@ -7,7 +7,7 @@
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{
-    make_q3_lanes, make_q3_quants, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants,
+    make_q3_lanes, make_q3_split, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants,
     nearest_int, put_f16, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
@@ -290,20 +290,7 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         } else if wide_lanes() {
             make_q3_lanes(4, &xt, &mut lt)
         } else {
-            // One group at a time (see `make_q3_quants`).
-            let mut scales = [0f32; Q3_LANES];
-            for k in 0..16 * n {
-                let mut g = [0f32; 16];
-                for i in 0..16 {
-                    g[i] = xt[i][k];
-                }
-                let mut l = [0i8; 16];
-                scales[k] = make_q3_quants(4, &g, &mut l);
-                for i in 0..16 {
-                    lt[i][k] = l[i];
-                }
-            }
-            scales
+            make_q3_split(4, &xt, &mut lt)
         };
         for b in 0..n {
             let mut l = [0i8; QK_K];

@@ -13,6 +13,72 @@
 /// ggml's bound below which a group counts as all zeros.
 pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
 
+/// The NaN x86's SSE makes where arithmetic has no answer (infinity minus infinity, zero times
+/// infinity, zero over zero, infinity over infinity): the negative quiet NaN, as bits. (x86 makes
+/// it itself: only other targets and the tests name it.)
+#[cfg_attr(
+    all(any(target_arch = "x86_64", target_arch = "x86"), not(test)),
+    allow(dead_code)
+)]
+pub(crate) const X86_DEFAULT_NAN: u32 = 0xFFC0_0000;
+
+/// `r`, the result of `a op b`, made what x86 gives (ggml's pinned build is x86-64 SSE code, and
+/// its bytes are the reference on every platform). The rule, from Intel's SDM (SSE: "QNaN
+/// operands"): a NaN operand is the result (the first operand's where both are NaN, quieted); a
+/// NaN from two non-NaN operands is [`X86_DEFAULT_NAN`]. Arm, s390x and wasm generate a positive
+/// NaN instead (and wasm may pick either operand's), so outside x86 the rule is applied here:
+/// a NaN result is replaced by the first NaN operand, or by x86's default NaN when neither is
+/// one. Only the sign of a NaN is ever observable (ggml's half conversion keeps it, the
+/// rounding tricks and comparisons ignore it), and only where a NaN can reach a stored scale is
+/// the rule applied (the importance searches' weighted sums and their quotients). On x86 this is
+/// `r` itself: the hardware already does it, so x86's code is unchanged.
+#[inline(always)]
+pub(crate) fn x86_nan(r: f32, a: f32, b: f32) -> f32 {
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    {
+        let _ = (a, b);
+        r
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+    {
+        // Quieting a NaN sets bit 22; the payloads here are always the default one.
+        let quiet = |v: f32| f32::from_bits(v.to_bits() | 0x0040_0000);
+        if !r.is_nan() {
+            r
+        } else if a.is_nan() {
+            quiet(a)
+        } else if b.is_nan() {
+            quiet(b)
+        } else {
+            f32::from_bits(X86_DEFAULT_NAN)
+        }
+    }
+}
+
+/// `a * b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn mul_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a * b, a, b)
+}
+
+/// `a + b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn add_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a + b, a, b)
+}
+
+/// `a - b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn sub_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a - b, a, b)
+}
+
+/// `a / b` as x86 gives it ([`x86_nan`]).
+#[inline(always)]
+pub(crate) fn div_x86(a: f32, b: f32) -> f32 {
+    x86_nan(a / b, a, b)
+}
+
 /// C's `MAX(a, b)` macro on floats: `a > b ? a : b` (a NaN `b` wins, a NaN `a` loses).
 #[inline(always)]
 pub(crate) fn c_max(a: f32, b: f32) -> f32 {
@@ -98,13 +164,49 @@ pub(crate) fn trunc_i32x8(v: [f32; 8]) -> [i32; 8] {
 }
 
 /// C's `(int)roundf(v)` on eight floats (halves away from zero; `INT_MIN` for NaN and values
-/// out of range), without a call to the C library.
+/// out of range), without a call to the C library: the truncation, plus one where the dropped
+/// fraction is at least a half, minus one where it is at most minus a half (below 2^23 the
+/// fraction is exact; above, every float is an integer and the fraction 0).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code, unused_unsafe)]
+pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
+    use core::arch::x86_64::{
+        __m128, _mm_add_epi32, _mm_and_si128, _mm_andnot_si128, _mm_castps_si128, _mm_cmpeq_epi32,
+        _mm_cmpge_ps, _mm_cmple_ps, _mm_cvtepi32_ps, _mm_cvttps_epi32, _mm_loadu_ps, _mm_or_si128,
+        _mm_set1_epi32, _mm_set1_ps, _mm_storeu_si128, _mm_sub_epi32, _mm_sub_ps,
+    };
+    let mut out = [0i32; 8];
+    // SAFETY: SSE2 is part of x86-64; each load reads 4 floats of `v` and each store writes 4
+    // ints of `out` (unaligned forms).
+    unsafe {
+        let half = _mm_set1_ps(0.5);
+        let minus_half = _mm_set1_ps(-0.5);
+        let int_min = _mm_set1_epi32(i32::MIN);
+        for h in 0..2 {
+            let x: __m128 = _mm_loadu_ps(v.as_ptr().add(4 * h));
+            let t = _mm_cvttps_epi32(x);
+            let d = _mm_sub_ps(x, _mm_cvtepi32_ps(t));
+            // Comparison masks are -1 where true: subtracting adds one.
+            let up = _mm_castps_si128(_mm_cmpge_ps(d, half));
+            let down = _mm_castps_si128(_mm_cmple_ps(d, minus_half));
+            let r = _mm_add_epi32(_mm_sub_epi32(t, up), down);
+            // Where the truncation already said INT_MIN (NaN, out of range), that stays.
+            let keep = _mm_cmpeq_epi32(t, int_min);
+            let r = _mm_or_si128(_mm_and_si128(keep, int_min), _mm_andnot_si128(keep, r));
+            _mm_storeu_si128(out.as_mut_ptr().add(4 * h).cast(), r);
+        }
+    }
+    out
+}
+
+/// C's `(int)roundf(v)` on eight floats (see the x86-64 form).
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 pub(crate) fn round_i32x8(v: [f32; 8]) -> [i32; 8] {
     let t = trunc_i32x8(v);
     let mut out = [0i32; 8];
     for k in 0..8 {
-        // Below 2^23 the fraction is exact; above, every float is an integer (fraction 0).
         let d = v[k] - t[k] as f32;
         let up = i32::from(d >= 0.5) - i32::from(d <= -0.5);
         out[k] = if t[k] == i32::MIN {
@@ -242,8 +344,9 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<
 }
 
 /// `make_q3_quants` with `do_rmse` (as Q3_K calls it) on one group: `L` gets values in
-/// `0..2*nmax`. (Where vectors are narrower than AVX-512 this beats the lanes: its
-/// refinement skips the values that do not change.)
+/// `0..2*nmax`. (The quantizer runs [`make_q3_split`] or [`make_q3_lanes`]; the tests hold
+/// them to this.)
+#[cfg(test)] // the reference the lane forms are tested against
 #[inline(always)]
 pub(crate) fn make_q3_quants(nmax: i32, x: &[f32], l_out: &mut [i8]) -> f32 {
     let n = x.len();
@@ -469,8 +572,8 @@ pub(crate) fn make_qkx_lanes<const L: usize, const N: usize>(
     let mut scale = [0f32; L];
     let mut iscale = [0f32; L];
     for k in 0..L {
-        iscale[k] = nmaxf / (max[k] - min[k]);
-        scale[k] = 1.0 / iscale[k];
+        iscale[k] = div_x86(nmaxf, sub_x86(max[k], min[k]));
+        scale[k] = div_x86(1.0, iscale[k]);
     }
     let mut best_error = [0f32; L];
     for i in 0..N {
@@ -605,15 +708,17 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
             let l = clamp(nearest_int(iscale[k] * x[i][k]));
             l_out[i][k] = (l + nmax) as i8;
             let lf = l as f32;
-            sumlx[k] += ww[i][k] * x[i][k] * lf;
-            suml2[k] += ww[i][k] * lf * lf;
+            let t = mul_x86(mul_x86(ww[i][k], x[i][k]), lf);
+            sumlx[k] = add_x86(sumlx[k], t);
+            let t = mul_x86(mul_x86(ww[i][k], lf), lf);
+            suml2[k] = add_x86(suml2[k], t);
         }
     }
     let mut scale = [0f32; L];
     let mut best = [0f32; L];
     for k in 0..L {
         scale[k] = if suml2[k] != 0.0 {
-            sumlx[k] / suml2[k]
+            div_x86(sumlx[k], suml2[k])
         } else {
             0.0
         };
@@ -635,15 +740,17 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
                 let l = clamp(nearest_int(iscale[k] * x[i][k]));
                 lt[i][k] = (l + nmax) as i8;
                 let lf = l as f32;
-                sumlx[k] += ww[i][k] * x[i][k] * lf;
-                suml2[k] += ww[i][k] * lf * lf;
+                let t = mul_x86(mul_x86(ww[i][k], x[i][k]), lf);
+                sumlx[k] = add_x86(sumlx[k], t);
+                let t = mul_x86(mul_x86(ww[i][k], lf), lf);
+                suml2[k] = add_x86(suml2[k], t);
             }
         }
         let mut take = [false; L];
         for k in 0..L {
             take[k] = suml2[k] > 0.0 && sumlx[k] * sumlx[k] > best[k] * suml2[k];
             if take[k] {
-                scale[k] = sumlx[k] / suml2[k];
+                scale[k] = div_x86(sumlx[k], suml2[k]);
                 best[k] = scale[k] * sumlx[k];
             }
         }
@@ -671,6 +778,89 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
                 }
             }
         }
+    }
+    scale
+}
+
+/// [`make_q3_lanes`] where vectors are narrower than AVX-512: the first pass (each group's
+/// maximum, quants and sums: no branch) in lanes, then each group's refinement on its own as
+/// [`make_q3_quants`] runs it (skipping the values that do not change).
+#[inline(always)]
+pub(crate) fn make_q3_split<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let mut max = [0f32; L];
+    let mut amax = [0f32; L];
+    for row in x {
+        for k in 0..L {
+            let ax = row[k].abs();
+            let take = ax > amax[k];
+            amax[k] = if take { ax } else { amax[k] };
+            max[k] = if take { row[k] } else { max[k] };
+        }
+    }
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -(nmax as f32) / max[k];
+    }
+    let mut sumlx = [0f32; L];
+    let mut suml2 = [0f32; L];
+    let mut ww = [[0f32; L]; N];
+    let mut wx = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            let l = clamp(nearest_int(iscale[k] * x[i][k]));
+            l_out[i][k] = l as i8;
+            let w = x[i][k] * x[i][k];
+            ww[i][k] = w;
+            wx[i][k] = w * x[i][k];
+            let lf = l as f32;
+            sumlx[k] += wx[i][k] * lf;
+            suml2[k] += w * lf * lf;
+        }
+    }
+    let mut scale = [0f32; L];
+    for k in 0..L {
+        if amax[k] < GROUP_MAX_EPS {
+            for row in l_out.iter_mut() {
+                row[k] = 0;
+            }
+            continue;
+        }
+        let (mut slx_k, mut sl2_k) = (sumlx[k], suml2[k]);
+        for _ in 0..5 {
+            let mut n_changed = 0;
+            for i in 0..N {
+                let w = ww[i][k];
+                let li = f32::from(l_out[i][k]);
+                let mut slx = slx_k - wx[i][k] * li;
+                if slx > 0.0 {
+                    let mut sl2 = sl2_k - w * li * li;
+                    let new_l = clamp(nearest_int(x[i][k] * sl2 / slx));
+                    if new_l != i32::from(l_out[i][k]) {
+                        let nf = new_l as f32;
+                        slx += wx[i][k] * nf;
+                        sl2 += w * nf * nf;
+                        if sl2 > 0.0 && slx * slx * sl2_k > slx_k * slx_k * sl2 {
+                            l_out[i][k] = new_l as i8;
+                            slx_k = slx;
+                            sl2_k = sl2;
+                            n_changed += 1;
+                        }
+                    }
+                }
+            }
+            if n_changed == 0 {
+                break;
+            }
+        }
+        for row in l_out.iter_mut() {
+            row[k] += nmax as i8;
+        }
+        scale[k] = if sl2_k > 0.0 { slx_k / sl2_k } else { 0.0 };
     }
     scale
 }
@@ -804,6 +994,27 @@ mod tests {
         assert_eq!(f32_to_bf16(f32::INFINITY), 0x7F80);
     }
 
+    /// x86's NaN rule, on every platform: a NaN from two numbers is the negative default NaN,
+    /// a NaN operand is the result (the first where both are).
+    #[test]
+    fn arithmetic_nans_are_x86s() {
+        use std::hint::black_box as b;
+        let (inf, pos, neg) = (f32::INFINITY, f32::NAN, -f32::NAN);
+        let bits = |v: f32| v.to_bits();
+        assert_eq!(bits(sub_x86(b(inf), b(inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(add_x86(b(inf), b(-inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(mul_x86(b(0.0), b(inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(div_x86(b(0.0), b(0.0))), X86_DEFAULT_NAN);
+        assert_eq!(bits(div_x86(b(inf), b(-inf))), X86_DEFAULT_NAN);
+        assert_eq!(bits(add_x86(b(pos), b(1.0))), bits(pos));
+        assert_eq!(bits(mul_x86(b(2.0), b(neg))), bits(neg));
+        assert_eq!(bits(div_x86(b(1.0), b(pos))), bits(pos));
+        assert_eq!(bits(sub_x86(b(neg), b(inf))), bits(neg));
+        // Numbers stay what IEEE makes them.
+        assert_eq!(add_x86(b(1.5), b(2.25)), 3.75);
+        assert_eq!(div_x86(b(1.0), b(0.0)), inf);
+    }
+
     #[test]
     fn c_conversions() {
         assert_eq!(nearest_int(2.5), 2);
@@ -865,6 +1076,33 @@ mod tests {
             );
             for i in 0..16 {
                 assert_eq!(scalar[i], lt[i][g]);
+            }
+        }
+    }
+
+    /// Q3_K's two lane forms give each group what ggml's one-group search gives (groups of
+    /// random values, one of zeros, one below ggml's bound).
+    #[test]
+    fn q3_lane_forms_are_the_group_search() {
+        let mut s = 7u32;
+        let mut next = || {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / 16_777_216.0 - 0.5
+        };
+        let mut x: Vec<f32> = (0..16 * 16).map(|_| next()).collect();
+        x[16..32].fill(0.0);
+        x[32..48].fill(1e-16);
+        let xt: [[f32; 16]; 16] = transpose(&x);
+        let (mut la, mut lb) = ([[0i8; 16]; 16], [[0i8; 16]; 16]);
+        let a = make_q3_lanes(4, &xt, &mut la);
+        let b = make_q3_split(4, &xt, &mut lb);
+        for g in 0..16 {
+            let mut l = [0i8; 16];
+            let want = make_q3_quants(4, &x[16 * g..16 * g + 16], &mut l);
+            assert_eq!(a[g].to_bits(), want.to_bits(), "group {g}");
+            assert_eq!(b[g].to_bits(), want.to_bits(), "group {g}");
+            for i in 0..16 {
+                assert_eq!((la[i][g], lb[i][g]), (l[i], l[i]), "group {g} value {i}");
             }
         }
     }
