@@ -1,4 +1,4 @@
-//! The IQ quantizers' speed, side by side with ggml (`bench/quantize_iq.md` has the figures).
+//! The IQ quantizers' speed, side by side with ggml (figures in BENCHMARKS.md, "Quantization").
 //!
 //!   cargo run --release --example quantize_iq_bench -- [ROUNDS] [ROWS] [GGML_DIR] [TYPE]
 //!
