@@ -108,6 +108,8 @@ pub struct GGUFRequantizeResult {
     pub files: u64,
 }
 
+// Written out: raw pointers implement `Default` only from Rust 1.88, and the crate builds on 1.82.
+#[allow(clippy::derivable_impls)]
 impl Default for GGUFRequantizeOptions {
     fn default() -> Self {
         GGUFRequantizeOptions {
