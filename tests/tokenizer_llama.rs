@@ -644,7 +644,7 @@ fn rewritten_gpt2(
     let mut n_added = 0;
     for e in base.metadata() {
         let value = V::from(e.value);
-        let value = match (&e.key[..], value) {
+        let value = match (e.key, value) {
             (b"tokenizer.ggml.model", _) => V::String(model.as_bytes().to_vec()),
             (b"tokenizer.ggml.pre", _) => V::String(pre.as_bytes().to_vec()),
             (b"tokenizer.ggml.tokens", V::Array(t, mut v)) => {
@@ -710,6 +710,68 @@ fn whitespace_generated() {
         );
         let lower = tok.tokenize(b"ab.c", false, false);
         assert_eq!(want.starts_with(&lower), name != "whitespace", "{name}");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
+
+/// The `hybriddna` model over llama.cpp's gpt-2 vocabulary with `<dna>`, `</dna>`, `<oov>` and
+/// every DNA 6-mer (with the U+E000 marker llama.cpp's loader cuts from the texts after `<oov>`)
+/// added, and a few tokens that test the cut; then with the tags user-defined, and without
+/// `<oov>`, where llama.cpp runs plain BPE and cuts nothing.
+#[test]
+fn hybriddna_generated() {
+    const MARKER: &str = "\u{E000}";
+    let mut kmers = Vec::new();
+    for i in 0..4096u32 {
+        let kmer: String = (0..6)
+            .map(|j| ['A', 'C', 'G', 'T'][((i >> (2 * j)) & 3) as usize])
+            .collect();
+        kmers.push((format!("{kmer}{MARKER}").into_bytes(), 1));
+    }
+    // The marker alone (not cut), a short token with it, a special token with it.
+    kmers.push((MARKER.as_bytes().to_vec(), 1));
+    kmers.push((format!("AC{MARKER}").into_bytes(), 1));
+    kmers.push((format!("<x>{MARKER}").into_bytes(), 4));
+    let with = |oov: bool, tag_type: i32| {
+        let mut more = vec![
+            (b"<dna>".to_vec(), tag_type),
+            (b"</dna>".to_vec(), tag_type),
+        ];
+        if oov {
+            more.push((b"<oov>".to_vec(), 3));
+        }
+        more.extend(kmers.iter().cloned());
+        more
+    };
+    let extra: &[&[u8]] = &[
+        b"x <dna>acgtACGTNNacg</dna> and <dna>ACGTAC",
+        b"<dna></dna>y<dna>ACGTACGTACGTA</dna></dna><dna>",
+        "<dna>AC\u{E000}\u{E000}gattaca \n</dna>CCCCCC<x>".as_bytes(),
+        b"</dna><dna",
+    ];
+    // Tags of type normal reach the session; user-defined ones are cut out before it, as
+    // special tokens always are.
+    for (name, oov, tag_type) in [
+        ("hybriddna", true, 1),
+        ("hybriddna-user-tags", true, 4),
+        ("hybriddna-no-oov", false, 1),
+    ] {
+        let path = rewritten_gpt2(name, "hybriddna", "gpt-2", &[], &with(oov, tag_type));
+        compare_file_with(name, &path, 150, extra);
+        let tok =
+            Tokenizer::from_file(&GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap())
+                .unwrap();
+        let ids = tok.tokenize(b"<dna>acgtacGG</dna>", false, false);
+        if oov && tag_type == 1 {
+            // <dna>, ACGTAC, GGAAAA, </dna>; the k-mers' pieces lose the marker.
+            assert_eq!(ids.len(), 4, "{ids:?}");
+            assert_eq!(
+                tok.detokenize(&ids, false, false).unwrap(),
+                b"<dna>ACGTACGGAAAA</dna>"
+            );
+        } else {
+            assert!(ids.len() > 4, "{ids:?}");
+        }
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 }

@@ -166,16 +166,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             (ids.bos, ids.eos, ids.unk, ids.sep, ids.pad, ids.mask) = (101, none, 100, 102, 0, 103);
             VocabType::Wpm
         }
-        "hybriddna" => {
-            return Err(crate::error::Error::msg(
-                crate::error::ErrorCode::Unsupported,
-                format!(
-                    "tokenizer model {} is not supported yet",
-                    quote(model_bytes)
-                ),
-            ))
-        }
-        "gpt2" | "whitespace" => {
+        "gpt2" | "hybriddna" | "whitespace" => {
             (ids.bos, ids.eos, ids.unk) = (11, 11, none);
             VocabType::Bpe
         }
@@ -252,6 +243,12 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     }
 
     let mut vocab = Vocab::load(file)?;
+    if model == "hybriddna" {
+        // llama.cpp cuts the k-mer marker from the texts of the tokens after `<oov>`.
+        if let Some(oov) = vocab.find(b"<oov>") {
+            vocab.cut_suffix_after(oov as usize, super::DNA_MARKER);
+        }
+    }
     let n = vocab.len();
     let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
 
