@@ -37,7 +37,8 @@ pub(crate) fn unicode_len(lead: u8) -> usize {
 pub enum VocabType {
     /// `llama`: SentencePiece BPE over scores, with byte fallback.
     Spm,
-    /// `gpt2` (and `gemma4`): byte-level BPE over merges, after a pre-tokenizer's split.
+    /// `gpt2` (and `gemma4`, `whitespace`, `hybriddna`): byte-level BPE over merges, after a
+    /// pre-tokenizer's split.
     Bpe,
     /// `bert`: WordPiece.
     Wpm,
