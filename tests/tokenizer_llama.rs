@@ -372,6 +372,11 @@ fn compare(name: &str, texts: usize) {
 }
 
 fn compare_file(name: &str, path: &std::path::Path, texts: usize) {
+    compare_file_with(name, path, texts, &[]);
+}
+
+/// [`compare_file`], with `extra` put before the first generated texts.
+fn compare_file_with(name: &str, path: &std::path::Path, texts: usize, extra: &[&[u8]]) {
     let path = path.to_path_buf();
     let file = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
     let ours = Tokenizer::from_file(&file).unwrap();
@@ -432,8 +437,11 @@ fn compare_file(name: &str, path: &std::path::Path, texts: usize) {
         .collect();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ name.len() as u64);
     let mut diffs = Vec::new();
-    for _ in 0..texts {
+    for i in 0..texts {
         let mut t = text(&mut rng, &specials);
+        if let Some(e) = extra.get(i) {
+            t.splice(0..0, e.iter().copied());
+        }
         llama_safe(&mut t);
         for (add, parse) in [(false, false), (true, false), (false, true), (true, true)] {
             if std::env::var_os("TK_TRACE").is_some() {
@@ -618,4 +626,152 @@ fn plamo2_generated() {
     std::fs::write(&path, w.to_bytes().unwrap()).unwrap();
     compare_file("plamo2", &path, 400);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// llama.cpp's gpt-2 vocabulary written back with this crate's writer under another model and
+/// pre-tokenizer name, with `extra` metadata and `more` tokens (text, type) after its own.
+fn rewritten_gpt2(
+    file_name: &str,
+    model: &str,
+    pre: &str,
+    extra: &[(&str, gguf::MetadataValue)],
+    more: &[(Vec<u8>, i32)],
+) -> std::path::PathBuf {
+    use gguf::{MetadataValue as V, Writer};
+    let base = common::llama_src_dir().join("models/ggml-vocab-gpt-2.gguf");
+    let base = GgufFile::from_bytes(std::fs::read(&base).unwrap()).unwrap();
+    let mut w = Writer::new();
+    let mut n_added = 0;
+    for e in base.metadata() {
+        let value = V::from(e.value);
+        let value = match (e.key, value) {
+            (b"tokenizer.ggml.model", _) => V::String(model.as_bytes().to_vec()),
+            (b"tokenizer.ggml.pre", _) => V::String(pre.as_bytes().to_vec()),
+            (b"tokenizer.ggml.tokens", V::Array(t, mut v)) => {
+                v.extend(more.iter().map(|(text, _)| V::String(text.clone())));
+                n_added += more.len();
+                V::Array(t, v)
+            }
+            (b"tokenizer.ggml.token_type", V::Array(t, mut v)) => {
+                v.extend(more.iter().map(|&(_, ty)| V::I32(ty)));
+                V::Array(t, v)
+            }
+            (b"tokenizer.ggml.scores", V::Array(t, mut v)) => {
+                v.extend(more.iter().map(|_| V::F32(0.0)));
+                V::Array(t, v)
+            }
+            (_, v) => v,
+        };
+        w.add_metadata(e.key, value).unwrap();
+    }
+    assert_eq!(n_added, more.len());
+    for (key, value) in extra {
+        w.add_metadata(*key, value.clone()).unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("libgguf-{file_name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{file_name}.gguf"));
+    std::fs::write(&path, w.to_bytes().unwrap()).unwrap();
+    path
+}
+
+/// The `whitespace` model (BPE on the runs between whitespace, lower-cased where the normalizer
+/// says so) over llama.cpp's gpt-2 vocabulary: with the `whitespace` pre-tokenizer (which turns
+/// lower-casing off), with lower-casing turned back on by key, and under the gpt-2
+/// pre-tokenizer (lower-casing on by default).
+#[test]
+fn whitespace_generated() {
+    use gguf::MetadataValue as V;
+    let extra: &[&[u8]] = &[
+        "Hello  WORLD\tfoo\u{3000}BAR \u{2028}x".as_bytes(),
+        "ÀÉÎ Straße".as_bytes(),
+    ];
+    for (name, pre, keys) in [
+        ("whitespace", "whitespace", vec![]),
+        (
+            "whitespace-lower",
+            "whitespace",
+            vec![("tokenizer.ggml.normalizer.lowercase", V::Bool(true))],
+        ),
+        ("whitespace-gpt2", "gpt-2", vec![]),
+    ] {
+        let path = rewritten_gpt2(name, "whitespace", pre, &keys, &[]);
+        compare_file_with(name, &path, 150, extra);
+        // Each stretch between whitespace is tokenized alone, lower-cased where asked.
+        let tok =
+            Tokenizer::from_file(&GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap())
+                .unwrap();
+        let mut want = tok.tokenize(b"Ab.C", false, false);
+        want.extend(tok.tokenize(b"dE", false, false));
+        assert_eq!(
+            tok.tokenize(b" Ab.C \n\tdE  ", false, false),
+            want,
+            "{name}"
+        );
+        let lower = tok.tokenize(b"ab.c", false, false);
+        assert_eq!(want.starts_with(&lower), name != "whitespace", "{name}");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
+
+/// The `hybriddna` model over llama.cpp's gpt-2 vocabulary with `<dna>`, `</dna>`, `<oov>` and
+/// every DNA 6-mer (with the U+E000 marker llama.cpp's loader cuts from the texts after `<oov>`)
+/// added, and a few tokens that test the cut; then with the tags user-defined, and without
+/// `<oov>`, where llama.cpp runs plain BPE and cuts nothing.
+#[test]
+fn hybriddna_generated() {
+    const MARKER: &str = "\u{E000}";
+    let mut kmers = Vec::new();
+    for i in 0..4096u32 {
+        let kmer: String = (0..6)
+            .map(|j| ['A', 'C', 'G', 'T'][((i >> (2 * j)) & 3) as usize])
+            .collect();
+        kmers.push((format!("{kmer}{MARKER}").into_bytes(), 1));
+    }
+    // The marker alone (not cut), a short token with it, a special token with it.
+    kmers.push((MARKER.as_bytes().to_vec(), 1));
+    kmers.push((format!("AC{MARKER}").into_bytes(), 1));
+    kmers.push((format!("<x>{MARKER}").into_bytes(), 4));
+    let with = |oov: bool, tag_type: i32| {
+        let mut more = vec![
+            (b"<dna>".to_vec(), tag_type),
+            (b"</dna>".to_vec(), tag_type),
+        ];
+        if oov {
+            more.push((b"<oov>".to_vec(), 3));
+        }
+        more.extend(kmers.iter().cloned());
+        more
+    };
+    let extra: &[&[u8]] = &[
+        b"x <dna>acgtACGTNNacg</dna> and <dna>ACGTAC",
+        b"<dna></dna>y<dna>ACGTACGTACGTA</dna></dna><dna>",
+        "<dna>AC\u{E000}\u{E000}gattaca \n</dna>CCCCCC<x>".as_bytes(),
+        b"</dna><dna",
+    ];
+    // Tags of type normal reach the session; user-defined ones are cut out before it, as
+    // special tokens always are.
+    for (name, oov, tag_type) in [
+        ("hybriddna", true, 1),
+        ("hybriddna-user-tags", true, 4),
+        ("hybriddna-no-oov", false, 1),
+    ] {
+        let path = rewritten_gpt2(name, "hybriddna", "gpt-2", &[], &with(oov, tag_type));
+        compare_file_with(name, &path, 150, extra);
+        let tok =
+            Tokenizer::from_file(&GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap())
+                .unwrap();
+        let ids = tok.tokenize(b"<dna>acgtacGG</dna>", false, false);
+        if oov && tag_type == 1 {
+            // <dna>, ACGTAC, GGAAAA, </dna>; the k-mers' pieces lose the marker.
+            assert_eq!(ids.len(), 4, "{ids:?}");
+            assert_eq!(
+                tok.detokenize(&ids, false, false).unwrap(),
+                b"<dna>ACGTACGGAAAA</dna>"
+            );
+        } else {
+            assert!(ids.len() > 4, "{ids:?}");
+        }
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
 }

@@ -351,13 +351,28 @@ fn rwkv_cuts_the_longest_token_and_unescapes_pieces() {
 }
 
 #[test]
-fn models_llama_cpp_knows_but_this_does_not_yet_are_refused_by_name() {
+fn bpe_variants_load_and_incomplete_vocabularies_are_refused_by_name() {
+    // `whitespace` and `hybriddna` are byte-level BPE with llama.cpp's gpt2 defaults.
     for model in ["hybriddna", "whitespace"] {
         let e = refused(&made(model, &[b"a".to_vec(), b"b".to_vec()]));
-        assert!(
-            e.contains(&format!("tokenizer model '{model}' is not supported yet")),
-            "{e}"
+        assert!(e.contains("the BPE vocabulary has no merges"), "{e}");
+        let gpt2 = Tokenizer::from_file(&open("gpt-2")).unwrap();
+        let tok = Tokenizer::from_file(&edited("gpt-2", |w| {
+            w.set_metadata("tokenizer.ggml.model", MetadataValue::string(model))
+                .unwrap();
+        }))
+        .unwrap();
+        assert_eq!(
+            tok.tokenize(b"hello,world", true, true),
+            gpt2.tokenize(b"hello,world", true, true)
         );
+        let e = refused(&edited("gpt-2", |w| {
+            w.set_metadata("tokenizer.ggml.model", MetadataValue::string(model))
+                .unwrap();
+            w.set_metadata("tokenizer.ggml.pre", MetadataValue::string("gpt-9"))
+                .unwrap();
+        }));
+        assert!(e.contains("unknown pre-tokenizer 'gpt-9'"), "{e}");
     }
     // PLaMo 2 needs every byte token, as llama.cpp's does.
     let e = refused(&made("plamo2", &[b"a".to_vec(), b"b".to_vec()]));

@@ -8,7 +8,7 @@ use super::pretokenize::{PreType, Splitter};
 use super::rwkv::Rwkv;
 use super::ugm::{CharsMap, Ugm};
 use super::vocab::{self, attr, bad, Vocab};
-use super::{BpeData, Flags, ModelData, SpecialTokens, Tokenizer, VocabType};
+use super::{BpeData, BpeVariant, Flags, ModelData, SpecialTokens, Tokenizer, VocabType};
 use crate::types::ValueType;
 
 /// An algorithm's tables while the loader runs.
@@ -166,7 +166,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
             (ids.bos, ids.eos, ids.unk, ids.sep, ids.pad, ids.mask) = (101, none, 100, 102, 0, 103);
             VocabType::Wpm
         }
-        "gpt2" => {
+        "gpt2" | "hybriddna" | "whitespace" => {
             (ids.bos, ids.eos, ids.unk) = (11, 11, none);
             VocabType::Bpe
         }
@@ -186,15 +186,6 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         "plamo2" => {
             (ids.bos, ids.eos, ids.unk, ids.pad) = (1, 2, 0, 3);
             VocabType::Plamo2
-        }
-        "hybriddna" | "whitespace" => {
-            return Err(crate::error::Error::msg(
-                crate::error::ErrorCode::Unsupported,
-                format!(
-                    "tokenizer model {} is not supported yet",
-                    quote(model_bytes)
-                ),
-            ))
         }
         "no_vocab" | "none" => {
             return Err(bad(format!(
@@ -252,6 +243,12 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     }
 
     let mut vocab = Vocab::load(file)?;
+    if model == "hybriddna" {
+        // llama.cpp cuts the k-mer marker from the texts of the tokens after `<oov>`.
+        if let Some(oov) = vocab.find(b"<oov>") {
+            vocab.cut_suffix_after(oov as usize, super::DNA_MARKER);
+        }
+    }
     let n = vocab.len();
     let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
 
@@ -292,6 +289,11 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
                 splitter,
                 byte_encode: pre_type.byte_encode(),
                 gemma4: pre_type == PreType::Gemma4,
+                variant: match model.as_str() {
+                    "whitespace" => BpeVariant::Whitespace,
+                    "hybriddna" => BpeVariant::HybridDna,
+                    _ => BpeVariant::Plain,
+                },
             }))
         }
         _ => Pending::None,

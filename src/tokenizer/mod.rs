@@ -37,7 +37,8 @@ pub(crate) fn unicode_len(lead: u8) -> usize {
 pub enum VocabType {
     /// `llama`: SentencePiece BPE over scores, with byte fallback.
     Spm,
-    /// `gpt2` (and `gemma4`): byte-level BPE over merges, after a pre-tokenizer's split.
+    /// `gpt2` (and `gemma4`, `whitespace`, `hybriddna`): byte-level BPE over merges, after a
+    /// pre-tokenizer's split.
     Bpe,
     /// `bert`: WordPiece.
     Wpm,
@@ -137,6 +138,20 @@ pub(crate) struct BpeData {
     pub splitter: pretokenize::Splitter,
     pub byte_encode: bool,
     pub gemma4: bool,
+    /// The session llama.cpp runs for the model name.
+    pub variant: BpeVariant,
+}
+
+/// The BPE session a `tokenizer.ggml.model` name picks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BpeVariant {
+    /// `gpt2`, `gemma4`: the pre-tokenizer's words, merged.
+    Plain,
+    /// `whitespace`: the text cut at whitespace (which is dropped), each piece lower-cased
+    /// where the normalizer says so, then tokenized as `Plain`.
+    Whitespace,
+    /// `hybriddna`: `<dna>`…`</dna>` spans become 6-mer tokens, the rest is `Plain`.
+    HybridDna,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -313,16 +328,13 @@ impl Tokenizer {
                 } else {
                     text
                 };
-                let pass = bpe::Bpe {
-                    vocab: &self.vocab,
-                    merges: &b.merges,
-                    ignore_merges: self.flags.ignore_merges,
-                    gemma4: b.gemma4,
-                    byte_encode: b.byte_encode,
-                };
                 let mut session = bpe::Session::default();
-                for word in b.splitter.split(text, b.byte_encode) {
-                    pass.word(&mut session, &word, out);
+                match b.variant {
+                    BpeVariant::Plain => self.bpe_plain(b, &mut session, text, out),
+                    BpeVariant::Whitespace => {
+                        self.bpe_whitespace(b, &mut session, text, out);
+                    }
+                    BpeVariant::HybridDna => self.bpe_hybriddna(b, &mut session, text, out),
                 }
             }
             ModelData::None => {
@@ -338,6 +350,103 @@ impl Tokenizer {
                     );
                 }
             }
+        }
+    }
+
+    /// llama.cpp's plain BPE session over one piece of (escaped) text.
+    fn bpe_plain(&self, b: &BpeData, session: &mut bpe::Session, text: &[u8], out: &mut Vec<i32>) {
+        let pass = bpe::Bpe {
+            vocab: &self.vocab,
+            merges: &b.merges,
+            ignore_merges: self.flags.ignore_merges,
+            gemma4: b.gemma4,
+            byte_encode: b.byte_encode,
+        };
+        for word in b.splitter.split(text, b.byte_encode) {
+            pass.word(session, &word, out);
+        }
+    }
+
+    /// llama.cpp's `whitespace` session: the code points between whitespace (lower-cased where
+    /// the normalizer lower-cases), each run tokenized alone.
+    fn bpe_whitespace(
+        &self,
+        b: &BpeData,
+        session: &mut bpe::Session,
+        text: &[u8],
+        out: &mut Vec<i32>,
+    ) {
+        let mut segment = Vec::new();
+        for cp in unicode::cpts_from_utf8(text) {
+            if unicode::flags(cp).is_whitespace {
+                if !segment.is_empty() {
+                    self.bpe_plain(b, session, &segment, out);
+                    segment.clear();
+                }
+            } else {
+                let cp = if self.flags.lowercase {
+                    unicode::to_lower(cp)
+                } else {
+                    cp
+                };
+                unicode::cpt_to_utf8(cp, &mut segment);
+            }
+        }
+        if !segment.is_empty() {
+            self.bpe_plain(b, session, &segment, out);
+        }
+    }
+
+    /// llama.cpp's `hybriddna` session (plain BPE where the vocabulary lacks `<dna>`,
+    /// `</dna>` or `<oov>`).
+    fn bpe_hybriddna(
+        &self,
+        b: &BpeData,
+        session: &mut bpe::Session,
+        text: &[u8],
+        out: &mut Vec<i32>,
+    ) {
+        const OPEN: &[u8] = b"<dna>";
+        const CLOSE: &[u8] = b"</dna>";
+        let (Some(begin), Some(end), Some(oov)) = (
+            self.vocab.find(OPEN),
+            self.vocab.find(CLOSE),
+            self.vocab.find(b"<oov>"),
+        ) else {
+            self.bpe_plain(b, session, text, out);
+            return;
+        };
+        let mut pos = 0;
+        while pos < text.len() {
+            let Some(start) = find_bytes(&text[pos..], OPEN).map(|i| i + pos) else {
+                self.bpe_plain(b, session, &text[pos..], out);
+                break;
+            };
+            if start > pos {
+                self.bpe_plain(b, session, &text[pos..start], out);
+            }
+            out.push(begin as i32);
+            let content = start + OPEN.len();
+            let close = find_bytes(&text[content..], CLOSE).map(|i| i + content);
+            self.dna_kmers(&text[content..close.unwrap_or(text.len())], oov, out);
+            let Some(close) = close else { break };
+            out.push(end as i32);
+            pos = close + CLOSE.len();
+        }
+    }
+
+    /// The 6-mer tokens of a DNA span: ASCII upper-cased, the last k-mer padded with `A`, each
+    /// looked up with the marker suffix, `oov` where the vocabulary lacks it.
+    fn dna_kmers(&self, raw: &[u8], oov: u32, out: &mut Vec<i32>) {
+        const K: usize = 6;
+        let seq = raw.to_ascii_uppercase();
+        let mut key = Vec::with_capacity(K + DNA_MARKER.len());
+        for chunk in seq.chunks(K) {
+            key.clear();
+            key.extend_from_slice(chunk);
+            key.resize(K, b'A');
+            key.extend_from_slice(DNA_MARKER);
+            out.push(self.vocab.find(&key).unwrap_or(oov) as i32);
         }
     }
 
@@ -421,6 +530,15 @@ pub(crate) fn decode_bpe_text(text: &[u8], out: &mut Vec<u8>) {
             }
         }
     }
+}
+
+/// The suffix (U+E000) that keeps `hybriddna` k-mer tokens apart from equal BPE tokens; their
+/// texts lose it once loaded.
+pub(crate) const DNA_MARKER: &[u8] = "\u{E000}".as_bytes();
+
+/// Where `needle` first occurs in `hay`.
+fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// `text` with every space as U+2581 (SentencePiece's visible space), appended to `out`.

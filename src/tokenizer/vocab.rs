@@ -40,6 +40,9 @@ pub(crate) struct Vocab {
     pub scores: Vec<f32>,
     pub attrs: Vec<u32>,
     index: NameIndex,
+    /// Bytes cut from the end of each token's text once loaded (empty: none), as llama.cpp's
+    /// `hybriddna` loader cuts its marker from the texts but not from the lookup by text.
+    cut: Vec<u8>,
 }
 
 impl Vocab {
@@ -51,14 +54,37 @@ impl Vocab {
     /// Token `id`'s text (the caller keeps `id` in range).
     #[inline]
     pub fn text(&self, id: usize) -> &[u8] {
+        let t = self.key(id);
+        let cut = self.cut.get(id).map_or(0, |&c| usize::from(c));
+        &t[..t.len() - cut]
+    }
+
+    /// Token `id`'s text as the file gives it, which [`Vocab::find`] looks up.
+    #[inline]
+    fn key(&self, id: usize) -> &[u8] {
         let start = if id == 0 { 0 } else { self.ends[id - 1] };
         &self.text[start..self.ends[id]]
+    }
+
+    /// Cuts `suffix` from the text of every token after `first` that ends with it and is
+    /// longer; [`Vocab::find`] still finds them by their whole text.
+    pub fn cut_suffix_after(&mut self, first: usize, suffix: &[u8]) {
+        let Ok(len) = u8::try_from(suffix.len()) else {
+            return;
+        };
+        self.cut = vec![0; self.len()];
+        for id in first.saturating_add(1)..self.len() {
+            let t = self.key(id);
+            if t.len() > suffix.len() && t.ends_with(suffix) {
+                self.cut[id] = len;
+            }
+        }
     }
 
     /// The id of the token whose text is `s`.
     #[inline]
     pub fn find(&self, s: &[u8]) -> Option<u32> {
-        let id = self.index.find(s, |i| self.text(i))?;
+        let id = self.index.find(s, |i| self.key(i))?;
         // The vocabulary holds fewer than 2^31 tokens.
         u32::try_from(id).ok()
     }
@@ -192,6 +218,7 @@ impl Vocab {
             scores,
             attrs,
             index,
+            cut: Vec::new(),
         })
     }
 }
