@@ -285,8 +285,9 @@ class Writer:
         until the writer is closed. ``dtype`` defaults to the numpy array's (float32 -> F32,
         float16 -> F16, float64 -> F64, int8/16/32/64 -> I8/I16/I32/I64); give it for BF16
         (``uint16`` bits), quantized types (raw bytes) and bytes-like data. ``shape`` is in
-        GGUF order (innermost first); it defaults to the numpy shape reversed, or to one
-        dimension of the data's length for bytes. A numpy array in the other byte order than
+        GGUF order (innermost first); it defaults to the numpy shape reversed (for a ``uint8``
+        array given with another ``dtype``, such as ``libgguf.quantize``'s output, its last axis
+        counted in that type's elements), or to one dimension of the data's length for bytes. A numpy array in the other byte order than
         the writer's is converted (a copy). ``name`` is ``str`` or bytes without NUL bytes
         (``TypeError``, ``ValueError``); ``dtype`` and every dimension are integers in range
         (``TypeError``, ``OverflowError``)."""
@@ -302,6 +303,10 @@ class Writer:
                     )
             if shape is None:
                 shape = tuple(reversed(data.shape))
+                if data.dtype == np.uint8 and data.ndim > 0 and dtype is not None:
+                    # Bytes of another type (``libgguf.quantize``'s output, whose last axis is a
+                    # row's bytes): the innermost dimension counts that type's elements.
+                    shape = (self._elements(dtype, data.shape[-1]),) + shape[1:]
             if data.dtype.itemsize > 1 and data.dtype.byteorder != "|":
                 want = ">" if self.byte_order == "big" else "<"
                 data = data.astype(data.dtype.newbyteorder(want), copy=False)
@@ -323,6 +328,19 @@ class Writer:
                 w, raw, n_dims, dims, dtype, pin.address or _EMPTY, pin.size
             )
         )
+
+    def _elements(self, dtype: DataType | int, row_bytes: int) -> int:
+        """How many elements of ``dtype`` ``row_bytes`` bytes hold (``ValueError`` unless a
+        whole number of its blocks)."""
+        t = _convert.u32(dtype, "dtype")
+        block = self._lib.gguf_dtype_block_size(t)
+        block_bytes = self._lib.gguf_dtype_block_bytes(t)
+        if block == 0 or block_bytes == 0 or row_bytes % block_bytes:
+            raise ValueError(
+                f"libgguf: a row of {row_bytes} bytes is not a whole number of blocks of "
+                f"type {int(t)} ({block_bytes} bytes each): pass shape="
+            )
+        return row_bytes // block_bytes * block
 
     # Output
     def write_file(self, path: str | bytes | os.PathLike) -> None:

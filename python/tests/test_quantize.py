@@ -82,3 +82,35 @@ class Arguments(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WriterTakesQuantizedRows(unittest.TestCase):
+    def test_quantized_rows_written_and_read_back(self):
+        import os
+        import tempfile
+
+        data = rows(7, (8, 512), 1.0)
+        q = libgguf.quantize(data, "Q4_K")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "q.gguf")
+            with libgguf.Writer() as w:
+                # The shape follows from the bytes: 512 values a row, 8 rows.
+                w.add_tensor("w", q, dtype=DataType.Q4_K)
+                w.write_file(path)
+            with libgguf.open(path) as f:
+                t = f.tensor("w")
+                self.assertEqual(t.shape, (512, 8))
+                self.assertEqual(t.dtype, DataType.Q4_K)
+                self.assertEqual(bytes(t.data), q.tobytes())
+                back = t.to_numpy_float()
+                self.assertEqual(back.shape, (8, 512))
+                # 4-bit values with 6-bit scales: near the floats, not equal to them.
+                self.assertLess(float(np.abs(back - data).mean()), 0.1)
+                self.assertLess(float(np.abs(back - data).max()), 0.5)
+
+    def test_rows_that_are_not_whole_blocks_are_refused(self):
+        q = libgguf.quantize(rows(8, (2, 256), 1.0), "Q4_K")
+        with libgguf.Writer() as w:
+            with self.assertRaises(ValueError):
+                w.add_tensor("w", q[:, :100], dtype=DataType.Q4_K)
+
