@@ -272,7 +272,6 @@ impl Tokenizer {
                 out.push(b);
             }
         }
-        let mut buf = Vec::new();
         for f in fragments {
             match *f {
                 Fragment::Token(id) => {
@@ -280,15 +279,11 @@ impl Tokenizer {
                     prev_special = true;
                 }
                 Fragment::Text(s, e) => {
-                    buf.clear();
-                    if self.flags.add_space_prefix && prev_special {
-                        buf.extend_from_slice("\u{2581}".as_bytes());
-                    }
-                    escape_whitespace(&text[s..e], &mut buf);
-                    spm::tokenize(
+                    spm::tokenize_raw(
                         &self.vocab,
                         &self.spm_pairs,
-                        &buf,
+                        self.flags.add_space_prefix && prev_special,
+                        &text[s..e],
                         &|b| self.byte_token(b),
                         out,
                     );
@@ -339,12 +334,11 @@ impl Tokenizer {
             }
             ModelData::None => {
                 if self.kind == VocabType::Spm {
-                    let mut buf = Vec::with_capacity(text.len() + 3);
-                    escape_whitespace(text, &mut buf);
-                    spm::tokenize(
+                    spm::tokenize_raw(
                         &self.vocab,
                         &self.spm_pairs,
-                        &buf,
+                        false,
+                        text,
                         &|b| self.byte_token(b),
                         out,
                     );
