@@ -181,7 +181,7 @@ impl Ugm {
 
     /// Appends the tokens of `text` to `out`.
     pub fn tokenize(&self, vocab: &Vocab, text: &[u8], flags: &super::Flags, out: &mut Vec<i32>) {
-        let mut norm = Vec::with_capacity(text.len() * 3);
+        let mut norm = Vec::with_capacity(text.len() + text.len() / 4 + 16);
         self.normalize(text, flags, &mut norm);
         let n = norm.len();
         if n == 0 {
