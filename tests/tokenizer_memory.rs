@@ -86,7 +86,7 @@ fn peak(name: &str, input: &[u8]) -> (usize, usize) {
 fn working_memory_is_bounded_by_input_and_output() {
     let input = text(2 << 20);
     let mut over = Vec::new();
-    for name in ["llama-spm", "nomic-bert-moe"] {
+    for name in ["llama-spm", "nomic-bert-moe", "bert-bge"] {
         let (peak, output) = peak(name, &input);
         let bound = 2 * input.len() + 2 * output + (1 << 20);
         eprintln!(
