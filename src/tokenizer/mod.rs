@@ -371,7 +371,7 @@ impl Tokenizer {
         out: &mut Vec<i32>,
     ) {
         let mut segment = Vec::new();
-        for cp in unicode::cpts_from_utf8(text) {
+        for cp in unicode::cpts_iter(text) {
             if unicode::flags(cp).is_whitespace {
                 if !segment.is_empty() {
                     self.bpe_plain(b, session, &segment, out);

@@ -3,7 +3,7 @@
 //! and stripped of accents as the normalizer options say), each word, after a U+2581, cut
 //! greedily into the longest tokens; a word with an uncovered part is the unknown token.
 
-use super::unicode::{cpt_to_utf8, cpts_from_utf8, flags, nfd_one, to_lower};
+use super::unicode::{cpt_to_utf8, cpts_iter, flags, nfd_one, to_lower};
 use super::vocab::Vocab;
 
 /// llama.cpp's `is_chinese_char` (with its 0x2B920 where BERT has 0x2B820).
@@ -35,7 +35,7 @@ fn words(
             buf.clear();
         }
     };
-    for cp in cpts_from_utf8(text) {
+    for cp in cpts_iter(text) {
         // ASCII is its own NFD form, and lower-cases by the ASCII rule in llama.cpp's table.
         let cp = if strip_accents && cp >= 0x80 {
             nfd_one(cp)
