@@ -356,9 +356,8 @@ impl Tokenizer {
             gemma4: b.gemma4,
             byte_encode: b.byte_encode,
         };
-        for word in b.splitter.split(text, b.byte_encode) {
-            pass.word(session, &word, out);
-        }
+        b.splitter
+            .for_each_word(text, b.byte_encode, |word| pass.word(session, word, out));
     }
 
     /// llama.cpp's `whitespace` session: the code points between whitespace (lower-cased where
