@@ -272,7 +272,6 @@ impl Tokenizer {
                 out.push(b);
             }
         }
-        let mut buf = Vec::new();
         for f in fragments {
             match *f {
                 Fragment::Token(id) => {
@@ -280,15 +279,11 @@ impl Tokenizer {
                     prev_special = true;
                 }
                 Fragment::Text(s, e) => {
-                    buf.clear();
-                    if self.flags.add_space_prefix && prev_special {
-                        buf.extend_from_slice("\u{2581}".as_bytes());
-                    }
-                    escape_whitespace(&text[s..e], &mut buf);
-                    spm::tokenize(
+                    spm::tokenize_raw(
                         &self.vocab,
                         &self.spm_pairs,
-                        &buf,
+                        self.flags.add_space_prefix && prev_special,
+                        &text[s..e],
                         &|b| self.byte_token(b),
                         out,
                     );
@@ -339,12 +334,11 @@ impl Tokenizer {
             }
             ModelData::None => {
                 if self.kind == VocabType::Spm {
-                    let mut buf = Vec::with_capacity(text.len() + 3);
-                    escape_whitespace(text, &mut buf);
-                    spm::tokenize(
+                    spm::tokenize_raw(
                         &self.vocab,
                         &self.spm_pairs,
-                        &buf,
+                        false,
+                        text,
                         &|b| self.byte_token(b),
                         out,
                     );
@@ -362,9 +356,8 @@ impl Tokenizer {
             gemma4: b.gemma4,
             byte_encode: b.byte_encode,
         };
-        for word in b.splitter.split(text, b.byte_encode) {
-            pass.word(session, &word, out);
-        }
+        b.splitter
+            .for_each_word(text, b.byte_encode, |word| pass.word(session, word, out));
     }
 
     /// llama.cpp's `whitespace` session: the code points between whitespace (lower-cased where
@@ -377,7 +370,7 @@ impl Tokenizer {
         out: &mut Vec<i32>,
     ) {
         let mut segment = Vec::new();
-        for cp in unicode::cpts_from_utf8(text) {
+        for cp in unicode::cpts_iter(text) {
             if unicode::flags(cp).is_whitespace {
                 if !segment.is_empty() {
                     self.bpe_plain(b, session, &segment, out);

@@ -590,29 +590,36 @@ impl Splitter {
     /// code point is re-encoded from its bits, giving back the four bytes it came from. For the
     /// Kimi K2 and AFMoE expressions llama.cpp also throws on empty text; here there are no words.
     pub fn split(&self, text: &[u8], byte_encode: bool) -> Vec<Vec<u8>> {
+        let mut words = Vec::new();
+        self.for_each_word(text, byte_encode, |w| words.push(w.to_vec()));
+        words
+    }
+
+    /// The words [`split`](Self::split) gives, each handed to `word` in turn from one buffer
+    /// reused between them (no vector of words).
+    pub fn for_each_word(&self, text: &[u8], byte_encode: bool, mut word: impl FnMut(&[u8])) {
         let cpts = cpts_from_utf8(text);
         let offsets = self.split_cpts(&cpts);
-        let mut words = Vec::with_capacity(offsets.len());
         let mut start = 0;
         let mut utf8 = Vec::with_capacity(4);
+        let mut buf = Vec::new();
         for len in offsets {
             let cps = &cpts[start..start + len];
             start += len;
-            let mut word = Vec::with_capacity(if byte_encode { 2 * len } else { len });
+            buf.clear();
             for &cp in cps {
                 if byte_encode {
                     utf8.clear();
                     cpt_to_utf8(cp, &mut utf8);
                     for &b in &utf8 {
-                        word.extend_from_slice(byte_to_utf8_bytes(b));
+                        buf.extend_from_slice(byte_to_utf8_bytes(b));
                     }
                 } else {
-                    cpt_to_utf8(cp, &mut word);
+                    cpt_to_utf8(cp, &mut buf);
                 }
             }
-            words.push(word);
+            word(&buf);
         }
-        words
     }
 }
 

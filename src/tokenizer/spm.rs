@@ -115,40 +115,100 @@ impl Pairs {
     }
 }
 
-/// Appends the tokens of `text` (spaces already escaped as U+2581) to `out`; `byte_token`
-/// gives the token of a byte no token covers.
-pub(crate) fn tokenize(
+/// Appends the tokens of raw `text` to `out`, its spaces escaped as U+2581 on the fly and,
+/// with `prefix`, a U+2581 before it: the same tokens as merging the whole escaped text,
+/// with working memory bounded by the longest segment no merge leaves, not by the text
+/// (the text is cut where no token spans the pair of characters at the cut).
+pub(crate) fn tokenize_raw(
     vocab: &Vocab,
     pairs: &Pairs,
+    prefix: bool,
     text: &[u8],
     byte_token: &dyn Fn(u8) -> Option<u32>,
     out: &mut Vec<i32>,
 ) {
-    let mut all = Vec::new();
-    symbols(text, &mut all);
-    let mut syms = Vec::new();
-    let mut queue = BinaryHeap::new();
-    let mut from = 0;
-    for i in 1..=all.len() {
-        if i < all.len() {
-            let (a, b) = (all[i - 1], all[i]);
-            if pairs.joinable(
-                &text[a.start..a.start + a.len],
-                &text[b.start..b.start + b.len],
-            ) {
-                continue;
-            }
+    const MARK: &[u8] = "\u{2581}".as_bytes();
+    let head: &[u8] = if prefix { MARK } else { &[] };
+    let bytes = head.iter().copied().chain(
+        text.iter()
+            .flat_map(|b| {
+                if *b == b' ' {
+                    MARK
+                } else {
+                    std::slice::from_ref(b)
+                }
+            })
+            .copied(),
+    );
+    Segmenter::new(vocab, pairs, byte_token).run(bytes, out);
+}
+
+/// Cuts a stream of (escaped) bytes into UTF-8 characters and those into segments where no
+/// token spans the pair at the cut, merging each segment alone in buffers reused between them.
+struct Segmenter<'a> {
+    vocab: &'a Vocab,
+    pairs: &'a Pairs,
+    byte_token: &'a dyn Fn(u8) -> Option<u32>,
+    seg: Vec<u8>,
+    syms: Vec<Symbol>,
+    queue: BinaryHeap<Bigram>,
+}
+
+impl<'a> Segmenter<'a> {
+    fn new(vocab: &'a Vocab, pairs: &'a Pairs, byte_token: &'a dyn Fn(u8) -> Option<u32>) -> Self {
+        Segmenter {
+            vocab,
+            pairs,
+            byte_token,
+            seg: Vec::new(),
+            syms: Vec::new(),
+            queue: BinaryHeap::new(),
         }
-        // Symbols `from..i` are a segment no merge leaves.
-        syms.clear();
-        syms.extend(all[from..i].iter().enumerate().map(|(k, y)| Symbol {
-            start: y.start,
-            len: y.len,
-            prev: if k == 0 { NONE } else { k - 1 },
-            next: if from + k + 1 == i { NONE } else { k + 1 },
-        }));
-        merge(vocab, text, &mut syms, &mut queue, byte_token, out);
-        from = i;
+    }
+
+    fn run(mut self, mut bytes: impl Iterator<Item = u8>, out: &mut Vec<i32>) {
+        // Where the segment's last character starts.
+        let mut last = 0;
+        let mut ch = [0u8; 4];
+        while let Some(lead) = bytes.next() {
+            // A lead byte's length, cut where the bytes end (as `symbols`).
+            let want = unicode_len(lead);
+            ch[0] = lead;
+            let mut n = 1;
+            while n < want {
+                match bytes.next() {
+                    Some(b) => {
+                        ch[n] = b;
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            let c = &ch[..n];
+            if !self.seg.is_empty() && !self.pairs.joinable(&self.seg[last..], c) {
+                self.flush(out);
+            }
+            last = self.seg.len();
+            self.seg.extend_from_slice(c);
+        }
+        self.flush(out);
+    }
+
+    /// Merges the segment so far, its tokens into `out`, and starts an empty one.
+    fn flush(&mut self, out: &mut Vec<i32>) {
+        if self.seg.is_empty() {
+            return;
+        }
+        symbols(&self.seg, &mut self.syms);
+        merge(
+            self.vocab,
+            &self.seg,
+            &mut self.syms,
+            &mut self.queue,
+            self.byte_token,
+            out,
+        );
+        self.seg.clear();
     }
 }
 

@@ -181,67 +181,88 @@ impl Ugm {
 
     /// Appends the tokens of `text` to `out`.
     pub fn tokenize(&self, vocab: &Vocab, text: &[u8], flags: &super::Flags, out: &mut Vec<i32>) {
-        let mut norm = Vec::with_capacity(text.len() * 3);
+        let mut norm = Vec::with_capacity(text.len() + text.len() / 4 + 16);
         self.normalize(text, flags, &mut norm);
         let n = norm.len();
         if n == 0 {
             return;
         }
-        #[derive(Clone, Copy)]
-        struct Best {
-            id: u32,
-            from: usize,
-            score: f64,
-        }
-        let mut best = vec![
-            Best {
-                id: self.unk,
-                from: 0,
-                score: f64::MIN,
-            };
-            n + 1
-        ];
-        best[0].score = 0.0;
+        // Viterbi over the normalized text, cut where no edge (token or unknown character)
+        // spans: every path passes there, so the part before goes out then and its table is
+        // dropped. Scores stay absolute, so every comparison is the one over the whole text.
+        let start_node = |score| Best {
+            id: self.unk,
+            from: 0,
+            score,
+        };
+        // best[i] is position base + i.
+        let mut best = vec![start_node(0.0)];
+        let mut base = 0;
+        // The furthest any edge from a position before `at` reaches.
+        let mut reach = 0;
+        let mut last_unknown = false;
         let mut at = 0;
         while at < n {
+            if reach <= at && at > base {
+                let carry = best[at - base].score;
+                self.emit(&best, at - base, &mut last_unknown, out);
+                best.clear();
+                best.push(start_node(carry));
+                base = at;
+            }
             let char_len = unicode_len(norm[at]).min(n - at);
-            let current = best[at];
+            let current = best[at - base];
             let mut whole_char = false;
+            let mut far = at + char_len;
             self.matcher.walk(&norm[at..], |len, id| {
                 if len == char_len {
                     whole_char = true;
                 }
+                far = far.max(at + len);
                 let score = if vocab.attrs[id as usize] & attr::USER_DEFINED != 0 {
                     0.0
                 } else {
                     f64::from(vocab.scores[id as usize])
                 };
                 let challenger = current.score + score;
-                let champ = &mut best[at + len];
+                if best.len() <= far - base {
+                    best.resize(far - base + 1, start_node(f64::MIN));
+                }
+                let champ = &mut best[at + len - base];
                 if challenger > champ.score {
                     *champ = Best {
                         id,
-                        from: at,
+                        from: at - base,
                         score: challenger,
                     };
                 }
             });
+            if best.len() <= far - base {
+                best.resize(far - base + 1, start_node(f64::MIN));
+            }
             if !whole_char {
                 let challenger = current.score + f64::from(self.unknown_score);
-                let champ = &mut best[at + char_len];
+                let champ = &mut best[at + char_len - base];
                 if challenger > champ.score {
                     *champ = Best {
                         id: self.unk,
-                        from: at,
+                        from: at - base,
                         score: challenger,
                     };
                 }
             }
+            reach = reach.max(far);
             at += char_len;
         }
+        self.emit(&best, n - base, &mut last_unknown, out);
+    }
+
+    /// The best path's tokens from the table's start to `end`, in order, into `out`; a run of
+    /// unknown tokens (one that began before, as `last_unknown` says, included) is one.
+    fn emit(&self, best: &[Best], end: usize, last_unknown: &mut bool, out: &mut Vec<i32>) {
         let start = out.len();
         let mut prev_unknown = false;
-        let mut i = n;
+        let mut i = end;
         loop {
             let b = best[i];
             let unknown = b.id == self.unk;
@@ -255,7 +276,22 @@ impl Ugm {
             i = b.from;
         }
         out[start..].reverse();
+        if *last_unknown && out.get(start) == Some(&(self.unk as i32)) {
+            out.remove(start);
+        }
+        if out.len() > start {
+            *last_unknown = out.last() == Some(&(self.unk as i32));
+        }
     }
+}
+
+/// A Viterbi node: the best path's last token to here, where it starts (in the table), and
+/// its score.
+#[derive(Clone, Copy)]
+struct Best {
+    id: u32,
+    from: usize,
+    score: f64,
 }
 
 #[cfg(test)]

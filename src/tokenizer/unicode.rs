@@ -209,6 +209,23 @@ pub fn cpts_from_utf8(text: &[u8]) -> Vec<u32> {
     out
 }
 
+/// The code points of `text` one at a time, as [`cpts_from_utf8`] gives them (no vector of
+/// the whole text).
+pub fn cpts_iter(text: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    let mut offset = 0;
+    std::iter::from_fn(move || {
+        let &b = text.get(offset)?;
+        if b < 0x80 {
+            offset += 1;
+            return Some(u32::from(b));
+        }
+        Some(decode_one(text, &mut offset).unwrap_or_else(|| {
+            offset += 1;
+            REPLACEMENT
+        }))
+    })
+}
+
 /// Appends the UTF-8 form of `cp` to `out`, as llama.cpp's `unicode_cpt_to_utf8` for every
 /// `cp <= 0x10FFFF` (surrogates included). llama.cpp throws for larger values, which
 /// [`cpts_from_utf8`] yields for lead bytes 0xF4..=0xF7; here they get the four-byte form of

@@ -3,7 +3,7 @@
 //! and stripped of accents as the normalizer options say), each word, after a U+2581, cut
 //! greedily into the longest tokens; a word with an uncovered part is the unknown token.
 
-use super::unicode::{cpt_to_utf8, cpts_from_utf8, flags, nfd_one, to_lower};
+use super::unicode::{cpt_to_utf8, cpts_iter, flags, nfd_one, to_lower};
 use super::vocab::Vocab;
 
 /// llama.cpp's `is_chinese_char` (with its 0x2B920 where BERT has 0x2B820).
@@ -19,18 +19,23 @@ fn is_chinese_char(cp: u32) -> bool {
         | 0x2F800..=0x2FA1F)
 }
 
-/// The words of `text`, as llama.cpp's `preprocess`: their bytes in `buf`, each word's end in
-/// `ends` (words may be empty).
+/// The words of `text`, as llama.cpp's `preprocess`, each given to `word` as it ends (its
+/// bytes in `buf`, reused between words; no empty word).
 fn words(
     text: &[u8],
     lowercase: bool,
     strip_accents: bool,
     buf: &mut Vec<u8>,
-    ends: &mut Vec<usize>,
+    mut word: impl FnMut(&[u8]),
 ) {
     buf.clear();
-    ends.clear();
-    for cp in cpts_from_utf8(text) {
+    let mut end = |buf: &mut Vec<u8>| {
+        if !buf.is_empty() {
+            word(buf);
+            buf.clear();
+        }
+    };
+    for cp in cpts_iter(text) {
         // ASCII is its own NFD form, and lower-cases by the ASCII rule in llama.cpp's table.
         let cp = if strip_accents && cp >= 0x80 {
             nfd_one(cp)
@@ -38,11 +43,8 @@ fn words(
             cp
         };
         let f = flags(cp);
-        let word_open = ends.last().copied().unwrap_or(0) < buf.len();
         if f.is_whitespace {
-            if word_open {
-                ends.push(buf.len());
-            }
+            end(buf);
             continue;
         }
         if cp == 0 || cp == 0xFFFD || f.is_control {
@@ -59,18 +61,14 @@ fn words(
             to_lower(cp)
         };
         if f.is_punctuation || (cp < 0x7F && f.is_symbol) || is_chinese_char(cp) {
-            if word_open {
-                ends.push(buf.len());
-            }
+            end(buf);
             cpt_to_utf8(c, buf);
-            ends.push(buf.len());
+            end(buf);
         } else {
             cpt_to_utf8(c, buf);
         }
     }
-    if ends.last().copied().unwrap_or(0) < buf.len() {
-        ends.push(buf.len());
-    }
+    end(buf);
 }
 
 /// Appends the tokens of `text` to `out`.
@@ -84,15 +82,8 @@ pub(crate) fn tokenize(
     out: &mut Vec<i32>,
 ) {
     let mut word1 = Vec::new();
-    let (mut buf, mut ends) = (Vec::with_capacity(text.len() + 16), Vec::new());
-    words(text, lowercase, strip_accents, &mut buf, &mut ends);
-    let mut start = 0;
-    for &end in &ends {
-        let word = &buf[start..end];
-        start = end;
-        if word.is_empty() {
-            continue;
-        }
+    let mut buf = Vec::new();
+    words(text, lowercase, strip_accents, &mut buf, |word| {
         word1.clear();
         word1.extend_from_slice("\u{2581}".as_bytes());
         word1.extend_from_slice(word);
@@ -120,5 +111,5 @@ pub(crate) fn tokenize(
             // llama.cpp pushes its unknown id, -1 where the vocabulary has none; nothing here.
             out.extend(unk);
         }
-    }
+    });
 }

@@ -1,0 +1,101 @@
+//! The tokenizer's working memory stays bounded by its input and output, not by some large
+//! multiple of the text: each algorithm tokenizes a few MiB of real multi-script text while a
+//! counting allocator records the peak of the heap, which must stay below twice the input plus
+//! twice the output (the output vector may be reallocated as it grows) plus 1 MiB.
+
+mod common;
+
+use gguf::tokenizer::Tokenizer;
+use gguf::GgufFile;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call goes to the system allocator unchanged; only the byte counts are kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, passed on.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
+            PEAK.fetch_max(live, Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: a block this allocator gave out, with its layout.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: a block this allocator gave out, with its layout, and the caller's size.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            // Old and new block both counted: a moving reallocation holds both a moment.
+            let live = LIVE.fetch_add(new_size, Relaxed) + new_size;
+            PEAK.fetch_max(live, Relaxed);
+            LIVE.fetch_sub(layout.size(), Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// About `len` bytes of llama.cpp's tokenizer test texts (many scripts), repeated.
+fn text(len: usize) -> Vec<u8> {
+    let dir = common::llama_src_dir().join("models");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "inp"))
+        .collect();
+    names.sort();
+    let mut one = Vec::new();
+    for p in names {
+        one.extend(std::fs::read(p).unwrap());
+    }
+    assert!(one.len() > 4096, "too little test text");
+    let mut all = Vec::with_capacity(len + one.len());
+    while all.len() < len {
+        all.extend_from_slice(&one);
+    }
+    all
+}
+
+/// The peak of the heap while `name` tokenizes `input` (above what was live before), and the
+/// output's size in bytes.
+fn peak(name: &str, input: &[u8]) -> (usize, usize) {
+    let path = common::llama_src_dir().join(format!("models/ggml-vocab-{name}.gguf"));
+    let file = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let before = LIVE.load(Relaxed);
+    PEAK.store(before, Relaxed);
+    let out = tok.tokenize(input, true, true);
+    let peak = PEAK.load(Relaxed) - before;
+    assert!(out.len() > input.len() / 16, "{name}: too few tokens");
+    (peak, out.capacity() * 4)
+}
+
+#[test]
+fn working_memory_is_bounded_by_input_and_output() {
+    let input = text(2 << 20);
+    let mut over = Vec::new();
+    for name in ["llama-spm", "nomic-bert-moe", "bert-bge"] {
+        let (peak, output) = peak(name, &input);
+        let bound = 2 * input.len() + 2 * output + (1 << 20);
+        eprintln!(
+            "{name}: input {} B, output {output} B, peak {peak} B, bound {bound} B",
+            input.len()
+        );
+        if peak > bound {
+            over.push(format!("{name}: peak {peak} B over {bound} B"));
+        }
+    }
+    assert!(over.is_empty(), "{}", over.join("\n"));
+}
