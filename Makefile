@@ -129,7 +129,7 @@ test: test-prereqs venv ggml llama-src
 # reference Python reader or ggml's library. `make test` runs everything.
 TESTS_NEEDING_TOOLS := c_writer conformance dequant_ggml dequant_tables ggml_crosscheck header \
 	inspect install python quantize_ggml quantize_iq_ggml readme requantize_llama tokenizer_llama \
-	tokenizer_split tokenizer_vocab url validate_ggml
+	tokenizer_memory tokenizer_split tokenizer_vocab url validate_ggml
 QUICK_TESTS := $(filter-out $(TESTS_NEEDING_TOOLS),$(basename $(notdir $(wildcard tests/*.rs))))
 QUICK_SKIPS := valgrind_ shards_written_by_the_reference_open_as_the_whole_model \
 	the_reference_reads_our_split_keys_as_it_writes_them every_vector_kernel_matches_ggml_bit_for_bit

@@ -78,7 +78,7 @@ HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader
   dequant simd simd_threads sources hostile_reads writer_outputs quantize quantize_iq tokenizer_vocab
-  requantize"
+  requantize tokenizer_memory"
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
 # it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases
@@ -302,8 +302,8 @@ for t in "${triples[@]}"; do
   esac
 done
 
-# llama.cpp's tokenizer test files (tests/tokenizer_vocab.rs reads them on every target), fetched
-# once on the host.
+# llama.cpp's tokenizer test files (tests/tokenizer_vocab.rs and tokenizer_memory.rs read them on
+# every target), fetched once on the host.
 if [ -z "${GGUF_LLAMA_SRC_DIR:-}" ]; then
   [ -f "$root/target/llama.cpp/models/ggml-vocab-llama-spm.gguf" ] || make -C "$root" llama-src
   export GGUF_LLAMA_SRC_DIR="$root/target/llama.cpp"
