@@ -52,6 +52,16 @@ static void add(GGUFWriter w, const char *name, uint64_t d0, uint64_t d1, uint32
     float *v = malloc(n * sizeof(float));
     CHECK(v != NULL);
     for (uint64_t i = 0; i < n; i++) v[i] = d1 == 1 ? 1.0f + value(i, seed) : value(i, seed);
+    /* The file is little-endian and the writer takes tensor bytes as given: on a big-endian
+       host each float's bytes are put in the file's order first. */
+    const uint16_t one = 1;
+    if (*(const uint8_t *)&one == 0) {
+        for (uint64_t i = 0; i < n; i++) {
+            uint8_t *b = (uint8_t *)&v[i], t;
+            t = b[0], b[0] = b[3], b[3] = t;
+            t = b[1], b[1] = b[2], b[2] = t;
+        }
+    }
     CHECK(gguf_writer_add_tensor(w, name, d1 == 1 ? 1 : 2, dims, GGUF_DATA_TYPE_F32, v,
                                  n * sizeof(float)));
     g_data[seed] = v;
