@@ -23,6 +23,7 @@
 
 mod grids;
 
+use super::search::{c_max, f32_to_f16, make_qp_quants, nearest_int};
 use crate::error::{Error, ErrorCode, Result};
 use crate::quant::tables::KVALUES_IQ4NL;
 use crate::types::DataType;
@@ -236,48 +237,6 @@ fn no_answer(name: &str, row: usize, at: NoAnswer, x: &[f32]) -> Error {
 // ------------------------------------------------------------------------------------------
 // Helpers with ggml's exact semantics.
 
-/// ggml's `nearest_int`: round to nearest (ties to even) through the float's bits; for values
-/// beyond its range (and NaN, infinity) the same bits ggml gets.
-#[inline(always)]
-fn nearest_int(f: f32) -> i32 {
-    ((f + 12_582_912.0f32).to_bits() & 0x007f_ffff) as i32 - 0x0040_0000
-}
-
-/// C's `MAX(a, b)`: `a > b ? a : b` (a NaN in `a` gives `b`, a NaN in `b` gives NaN).
-#[inline(always)]
-fn cmax(a: f32, b: f32) -> f32 {
-    if a > b {
-        a
-    } else {
-        b
-    }
-}
-
-/// ggml's software `GGML_FP32_TO_FP16` (the pinned build has no F16C).
-fn fp16(f: f32) -> u16 {
-    let scale_to_inf = f32::from_bits(0x7780_0000);
-    let scale_to_zero = f32::from_bits(0x0880_0000);
-    let mut base = (f.abs() * scale_to_inf) * scale_to_zero;
-    let w = f.to_bits();
-    let shl1_w = w.wrapping_add(w);
-    let sign = w & 0x8000_0000;
-    let mut bias = shl1_w & 0xFF00_0000;
-    if bias < 0x7100_0000 {
-        bias = 0x7100_0000;
-    }
-    base += f32::from_bits((bias >> 1) + 0x0780_0000);
-    let bits = base.to_bits();
-    let exp_bits = (bits >> 13) & 0x0000_7C00;
-    let mantissa_bits = bits & 0x0000_0FFF;
-    let nonsign = exp_bits + mantissa_bits;
-    ((sign >> 16)
-        | if shl1_w > 0xFF00_0000 {
-            0x7E00
-        } else {
-            nonsign
-        }) as u16
-}
-
 fn put_u16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }
@@ -389,7 +348,7 @@ fn iq4_impl(
     if nb > 1 {
         *scales_h = 0;
         let d = -max_scale / 32.0;
-        dh = fp16(d);
+        dh = f32_to_f16(d);
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         for ib in 0..nb {
             let mut l = nearest_int(id * scales[ib]);
@@ -411,7 +370,7 @@ fn iq4_impl(
             *scales_h |= l_h << (2 * (ib % 8));
         }
     } else {
-        dh = fp16(scales[0]);
+        dh = f32_to_f16(scales[0]);
         let id = if scales[0] != 0.0 {
             1.0 / scales[0]
         } else {
@@ -922,87 +881,6 @@ fn sum_squares(xbl: &[f32]) -> f32 {
 // ------------------------------------------------------------------------------------------
 // IQ2_XXS: ggml's `quantize_row_iq2_xxs_impl`.
 
-/// ggml's `make_qp_quants` (levels kept as C's `uint8_t`).
-#[inline(always)]
-fn make_qp_quants(nmax: i32, x: &[f32], l: &mut [u8], quant_weights: &[f32]) -> f32 {
-    let n = x.len();
-    let mut max = 0f32;
-    for &v in x {
-        max = cmax(max, v);
-    }
-    if max < 1e-15 {
-        l[..n].fill(0);
-        return 0.0;
-    }
-    let mut iscale = nmax as f32 / max;
-    for i in 0..n {
-        l[i] = nearest_int(iscale * x[i]) as u8;
-    }
-    let scale = 1.0 / iscale;
-    let mut best_mse = 0f32;
-    for i in 0..n {
-        let diff = x[i] - scale * f32::from(l[i]);
-        let w = quant_weights[i];
-        best_mse += w * diff * diff;
-    }
-    for is in -4..=4 {
-        if is == 0 {
-            continue;
-        }
-        let iscale_is = (0.1f32 * is as f32 + nmax as f32) / max;
-        let scale_is = 1.0 / iscale_is;
-        let mut mse = 0f32;
-        for i in 0..n {
-            let li = nearest_int(iscale_is * x[i]).min(nmax);
-            let diff = x[i] - scale_is * li as f32;
-            let w = quant_weights[i];
-            mse += w * diff * diff;
-        }
-        if mse < best_mse {
-            best_mse = mse;
-            iscale = iscale_is;
-        }
-    }
-    let (mut sumlx, mut suml2) = (0f32, 0f32);
-    for i in 0..n {
-        let li = nearest_int(iscale * x[i]).min(nmax);
-        l[i] = li as u8;
-        let w = quant_weights[i];
-        sumlx += w * x[i] * li as f32;
-        suml2 += w * li as f32 * li as f32;
-    }
-    for _ in 0..5 {
-        let mut n_changed = 0;
-        for i in 0..n {
-            let w = quant_weights[i];
-            let li = f32::from(l[i]);
-            let mut slx = sumlx - w * x[i] * li;
-            let mut sl2 = suml2 - w * li * li;
-            if slx > 0.0 && sl2 > 0.0 {
-                let new_l = nearest_int(x[i] * sl2 / slx).min(nmax);
-                if new_l != i32::from(l[i]) {
-                    slx += w * x[i] * new_l as f32;
-                    sl2 += w * new_l as f32 * new_l as f32;
-                    if slx * slx * suml2 > sumlx * sumlx * sl2 {
-                        l[i] = new_l as u8;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        n_changed += 1;
-                    }
-                }
-            }
-        }
-        if n_changed == 0 {
-            break;
-        }
-    }
-    if suml2 > 0.0 {
-        sumlx / suml2
-    } else {
-        0.0
-    }
-}
-
 #[inline(always)]
 fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const KMAXQ: i32 = 3;
@@ -1031,7 +909,7 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
             signs(xb, &weight, &mut xval, &mut block_signs, true);
             let mut max = xval[0];
             for &v in &xval[1..] {
-                max = cmax(max, v);
+                max = c_max(max, v);
             }
             if max < 1e-15 {
                 scales[ib] = 0.0;
@@ -1150,14 +1028,14 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                 return Err(fail());
             }
             scales[ib] = scale;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         yb.fill(0);
         if max_scale == 0.0 {
             continue;
         }
         let d = max_scale / 31.0;
-        put_u16(yb, 0, fp16(d));
+        put_u16(yb, 0, f32_to_f16(d));
         let id = 1.0 / d;
         for ib in 0..8 {
             let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
@@ -1206,7 +1084,7 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
             signs(xb, &weight, &mut xval, &mut block_signs, true);
             let mut max = xval[0];
             for &v in &xval[1..] {
-                max = cmax(max, v);
+                max = c_max(max, v);
             }
             let mut big_l = [0i8; 16];
             if max < 1e-15 {
@@ -1236,13 +1114,13 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
                 return Err(fail());
             }
             scales[ib] = scale;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
         let d = max_scale / 31.0;
-        put_u16(yb, 0, fp16(d));
+        put_u16(yb, 0, f32_to_f16(d));
         let id = 1.0 / d;
         for ib in 0..16 {
             let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
@@ -1294,7 +1172,7 @@ fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
             signs(xb, &weight, &mut xval, &mut block_signs, false);
             let mut max = xval[0];
             for &v in &xval[1..] {
-                max = cmax(max, v);
+                max = c_max(max, v);
             }
             let mut big_l = [0i8; 16];
             if max < 1e-8 {
@@ -1327,13 +1205,13 @@ fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
                 return Err(fail());
             }
             scales[ib] = scale;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
         let d = max_scale / 31.0;
-        put_u16(yb, 0, fp16(d * 0.9875));
+        put_u16(yb, 0, f32_to_f16(d * 0.9875));
         let id = 1.0 / d;
         for ib in 0..16 {
             let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
@@ -1387,7 +1265,7 @@ fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Resu
             signs(xb, &weight, &mut xval, &mut block_signs, true);
             let mut max = xval[0];
             for &v in &xval[1..] {
-                max = cmax(max, v);
+                max = c_max(max, v);
             }
             let mut big_l = [0i8; 32];
             if max < 1e-8 {
@@ -1421,13 +1299,13 @@ fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Resu
                 return Err(fail());
             }
             scales[ib] = scale;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
         let d = max_scale / 31.0;
-        put_u16(yb, 0, fp16(d * 1.0125));
+        put_u16(yb, 0, f32_to_f16(d * 1.0125));
         let id = 1.0 / d;
         for ib in 0..8 {
             let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
@@ -1480,7 +1358,7 @@ fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
             signs(xb, &weight, &mut xval, &mut block_signs, false);
             let mut max = xval[0];
             for &v in &xval[1..] {
-                max = cmax(max, v);
+                max = c_max(max, v);
             }
             let mut big_l = [0i8; 32];
             if max == 0.0 {
@@ -1514,13 +1392,13 @@ fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
                 return Err(fail());
             }
             scales[ib] = scale;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
         let d = max_scale / 31.0;
-        put_u16(yb, 0, fp16(d * 1.033));
+        put_u16(yb, 0, f32_to_f16(d * 1.033));
         let id = 1.0 / d;
         for ib in (0..8).step_by(2) {
             let l1 = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
@@ -1731,7 +1609,7 @@ fn iq1_s_row(
             );
             let mut max = xb[0].abs();
             for &v in &xb[1..] {
-                max = cmax(max, v.abs());
+                max = c_max(max, v.abs());
             }
             if max < 1e-12 {
                 scales[ib] = 0.0;
@@ -1865,11 +1743,11 @@ fn iq1_s_row(
             }
             scales[ib] = scale;
             shifts[ib] = best_shift;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         if max_scale != 0.0 {
             let d = max_scale / 15.0;
-            put_u16(yb, 0, fp16(d * 1.125));
+            put_u16(yb, 0, f32_to_f16(d * 1.125));
             let id = 1.0 / d;
             for ib in 0..8 {
                 let mut l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 7);
@@ -1936,7 +1814,7 @@ fn iq1_m_row(
             );
             let mut max = xb[0].abs();
             for &v in &xb[1..] {
-                max = cmax(max, v.abs());
+                max = c_max(max, v.abs());
             }
             if max < 1e-7 {
                 scales[ib] = 0.0;
@@ -2093,7 +1971,7 @@ fn iq1_m_row(
             }
             scales[ib] = scale;
             shifts[ib] = best_k;
-            max_scale = cmax(max_scale, scale);
+            max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
@@ -2129,7 +2007,7 @@ fn iq1_m_row(
         if sumq2 > 0.0 {
             d = sumqx / sumq2;
         }
-        let s = fp16(d * 1.1125);
+        let s = f32_to_f16(d * 1.1125);
         sc[0] |= (s & 0x000f) << 12;
         sc[1] |= (s & 0x00f0) << 8;
         sc[2] |= (s & 0x0f00) << 4;
@@ -2155,12 +2033,12 @@ mod tests {
 
     #[test]
     fn fp16_matches_known_values() {
-        assert_eq!(fp16(1.0), 0x3C00);
-        assert_eq!(fp16(-2.0), 0xC000);
-        assert_eq!(fp16(65504.0), 0x7BFF);
-        assert_eq!(fp16(1e6), 0x7C00);
-        assert_eq!(fp16(f32::NAN) & 0x7FFF, 0x7E00);
-        assert_eq!(fp16(5.960_464_5e-8), 0x0001);
+        assert_eq!(f32_to_f16(1.0), 0x3C00);
+        assert_eq!(f32_to_f16(-2.0), 0xC000);
+        assert_eq!(f32_to_f16(65504.0), 0x7BFF);
+        assert_eq!(f32_to_f16(1e6), 0x7C00);
+        assert_eq!(f32_to_f16(f32::NAN) & 0x7FFF, 0x7E00);
+        assert_eq!(f32_to_f16(5.960_464_5e-8), 0x0001);
     }
 
     /// The AVX2 neighbour search against the portable one, over every list of two grids: on
