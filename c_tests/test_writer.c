@@ -1559,6 +1559,9 @@ static void test_null_arguments(void) {
     gguf_writer_free(NULL);
     FAILS(gguf_writer_from_file(NULL) == NULL, NA, "NULL");
     FAILS(!gguf_writer_set_version(NULL, 3), NA, "writer is NULL");
+    /* The argument is named once: the whole message. */
+    CHECK(!gguf_writer_set_version(NULL, 3));
+    CHECK(strcmp(gguf_last_error(), "gguf: writer is NULL") == 0);
     FAILS(!gguf_writer_set_byte_order(NULL, 0), NA, "writer is NULL");
     FAILS(!gguf_writer_set_alignment(NULL, 32), NA, "writer is NULL");
     FAILS(!gguf_writer_set_uint8(NULL, "k", 1), NA, "writer is NULL");

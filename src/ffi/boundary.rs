@@ -85,7 +85,7 @@ pub(crate) fn disjoint(spans: impl Iterator<Item = (usize, usize)>, what: &str) 
 
 /// The error for a NULL pointer argument.
 pub(crate) fn null(what: &str) -> Error {
-    Error::msg(ErrorCode::NullArgument, format!("{what} is NULL"))
+    Error::msg(ErrorCode::NullArgument, what)
 }
 
 /// The bytes of a NUL-terminated C string argument.
@@ -110,6 +110,103 @@ pub(crate) unsafe fn c_path(ptr: *const c_char, what: &str) -> Result<std::path:
     crate::platform::path_from_bytes(unsafe { c_str(ptr, what)? })
 }
 
+/// What a caller's array holds, named in the error for a pointer not aligned for it.
+pub(crate) trait Element {
+    /// The elements, in the plural ("floats").
+    const NOUN: &'static str;
+}
+
+impl Element for u8 {
+    const NOUN: &'static str = "bytes";
+}
+impl Element for f32 {
+    const NOUN: &'static str = "floats";
+}
+impl Element for i32 {
+    const NOUN: &'static str = "token ids";
+}
+impl Element for usize {
+    const NOUN: &'static str = "lengths";
+}
+impl<T> Element for *const T {
+    const NOUN: &'static str = "pointers";
+}
+
+/// Refuses a pointer argument `what` that is not aligned for `T`.
+pub(crate) fn aligned<T: Element>(ptr: *const T, what: &str) -> Result<()> {
+    if ptr.is_aligned() {
+        return Ok(());
+    }
+    Err(Error::msg(
+        ErrorCode::InvalidArgument,
+        format!(
+            "{what} ({ptr:p}) is not aligned for {} (a multiple of {} bytes)",
+            T::NOUN,
+            std::mem::align_of::<T>()
+        ),
+    ))
+}
+
+/// Checks that `len` elements of `T` at `ptr` can be one slice: `ptr` non-NULL and aligned,
+/// the span no larger than an object can be and not past the end of the address space.
+fn span<T: Element>(ptr: *const T, len: usize, what: &str) -> Result<()> {
+    if ptr.is_null() {
+        return Err(null(what));
+    }
+    aligned(ptr, what)?;
+    let fits = len
+        .checked_mul(std::mem::size_of::<T>())
+        .filter(|&bytes| isize::try_from(bytes).is_ok())
+        .and_then(|bytes| (ptr as usize).checked_add(bytes))
+        .is_some();
+    if fits {
+        return Ok(());
+    }
+    Err(Error::msg(
+        ErrorCode::InvalidArgument,
+        format!("{what}: {len} {} at {ptr:p} do not fit in memory", T::NOUN),
+    ))
+}
+
+/// The caller's `len` elements at `ptr`: empty when `len` is 0, whatever `ptr` is; an error
+/// when `ptr` is NULL or not aligned, or the elements could not be one object.
+///
+/// # Safety
+/// When `len` is not 0 and `ptr` is not NULL: `ptr` is valid for reads of `len` elements of `T`
+/// that nothing writes during `'a`.
+pub(crate) unsafe fn slice<'a, T: Element>(
+    ptr: *const T,
+    len: usize,
+    what: &str,
+) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    span(ptr, len, what)?;
+    // SAFETY: non-NULL, aligned, one object's size at most and within the address space
+    // (checked), and valid for reads for 'a (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// The caller's room for `len` elements at `ptr`, as [`slice`] checks it.
+///
+/// # Safety
+/// When `len` is not 0 and `ptr` is not NULL: `ptr` is valid for writes of `len` elements of
+/// `T` that nothing else reads or writes during `'a`.
+pub(crate) unsafe fn slice_mut<'a, T: Element>(
+    ptr: *mut T,
+    len: usize,
+    what: &str,
+) -> Result<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    span(ptr.cast_const(), len, what)?;
+    // SAFETY: non-NULL, aligned, one object's size at most and within the address space
+    // (checked), and valid for writes with no other access for 'a (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+}
+
 /// Writes `value` through an optional out-pointer.
 ///
 /// # Safety
@@ -128,6 +225,42 @@ mod tests {
     use std::process::Command;
 
     const CHILD: &str = "GGUF_QUIET_HOOK_CHILD";
+
+    #[test]
+    fn caller_arrays_become_slices_only_when_they_can_be_one() {
+        let floats = [1.0f32, 2.0, 3.0];
+        // SAFETY: each pointer given with a non-zero length is valid for that many elements, or
+        // is refused before it is read.
+        unsafe {
+            assert_eq!(slice(floats.as_ptr(), 3, "src").unwrap(), &floats);
+            // Empty, whatever the pointer.
+            assert!(slice(std::ptr::null::<f32>(), 0, "src").unwrap().is_empty());
+            let e = slice(std::ptr::null::<f32>(), 1, "src").unwrap_err();
+            assert_eq!(
+                (e.code(), e.to_string()),
+                (ErrorCode::NullArgument, "gguf: src is NULL".into())
+            );
+            let odd = floats.as_ptr().cast::<u8>().wrapping_add(1).cast::<f32>();
+            let e = slice(odd, 1, "src").unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
+            assert!(
+                e.to_string()
+                    .contains("not aligned for floats (a multiple of 4 bytes)"),
+                "{e}"
+            );
+            // More than an object can hold, and past the end of the address space.
+            let e = slice(floats.as_ptr(), usize::MAX / 2, "src").unwrap_err();
+            assert!(e.to_string().contains("do not fit in memory"), "{e}");
+            let end = usize::MAX - 7;
+            let e = slice(end as *const u8, 16, "data").unwrap_err();
+            assert!(e.to_string().starts_with("gguf: data: 16 bytes at"), "{e}");
+            let mut room = [0i32; 2];
+            slice_mut(room.as_mut_ptr(), 2, "tokens").unwrap()[1] = 7;
+            assert_eq!(room, [0, 7]);
+            let e = slice_mut(std::ptr::null_mut::<i32>(), 2, "tokens").unwrap_err();
+            assert_eq!(e.code(), ErrorCode::NullArgument);
+        }
+    }
 
     #[test]
     fn buffers_that_share_a_byte_are_refused() {

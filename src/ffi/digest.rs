@@ -5,7 +5,7 @@
 //! may be called from many threads at once (on one file handle too). A `GGUFDigester` is used by
 //! one thread at a time; separate digesters may run on separate threads.
 
-use super::boundary::{guard, null};
+use super::boundary::{guard, null, slice};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::digest::{Digest, DigestAlgorithm, Digester};
@@ -60,21 +60,6 @@ unsafe fn write_digest(d: &Digest, out: *mut u8) -> bool {
     true
 }
 
-/// The bytes at `data` as a slice (empty when `size` is 0, whatever `data` is).
-///
-/// # Safety
-/// `data` is NULL or valid for reads of `size` bytes for `'a`.
-unsafe fn bytes<'a>(data: *const c_void, size: usize) -> Result<&'a [u8]> {
-    if size == 0 {
-        return Ok(&[]);
-    }
-    if data.is_null() {
-        return Err(null("data"));
-    }
-    // SAFETY: non-NULL and valid for `size` bytes (the caller's contract).
-    Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) })
-}
-
 /// The size in bytes of `algorithm`'s digests (a `GGUFDigestAlgorithm`): 20 for SHA1, 32 for
 /// SHA256, 8 for XXH64 and XXH3, 16 for UUID; 0 for an unknown algorithm
 /// (GGUF_ERROR_CODE_INVALID_ARGUMENT).
@@ -115,7 +100,7 @@ pub unsafe extern "C" fn gguf_digest(
     guard(false, || {
         let a = algorithm(algorithm_id)?;
         // SAFETY: `data` is valid for `size` bytes (the header's contract).
-        let data = unsafe { bytes(data, size)? };
+        let data = unsafe { slice(data.cast::<u8>(), size, "data")? };
         check_room(a, out, out_len)?;
         let d = crate::digest::digest(a, data);
         // SAFETY: checked above; `out` is valid for `out_len` bytes (the header's contract).
@@ -189,7 +174,7 @@ pub unsafe extern "C" fn gguf_digester_update(
         // SAFETY: NULL or a live digester used by this thread only (the header's contract).
         let d = unsafe { digester.as_mut() }.ok_or_else(|| null("digester"))?;
         // SAFETY: `data` is valid for `size` bytes (the header's contract).
-        d.0.update(unsafe { bytes(data, size)? });
+        d.0.update(unsafe { slice(data.cast::<u8>(), size, "data")? });
         Ok(true)
     })
 }

@@ -174,7 +174,7 @@ pub unsafe extern "C" fn gguf_get_metadata_n(
             return Err(super::boundary::null("key"));
         }
         // SAFETY: non-NULL and valid for reads of `key_len` bytes (the header's contract).
-        let key = unsafe { std::slice::from_raw_parts(key.cast::<u8>(), key_len) };
+        let key = unsafe { super::boundary::slice(key.cast::<u8>(), key_len, "key")? };
         Ok(&f.metadata[f.kv_index(key)?] as *const GGUFMetadataKV)
     })
 }

@@ -124,7 +124,7 @@ pub unsafe extern "C" fn gguf_open_memory(data: *const c_void, len: usize) -> GG
         // SAFETY: `data` is non-NULL and the caller guarantees `len` readable bytes there that
         // stay alive and unchanged until the handle is closed (the header's contract); the
         // 'static slice never escapes the handle.
-        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(data.cast(), len) };
+        let bytes: &'static [u8] = unsafe { super::boundary::slice(data.cast(), len, "data")? };
         let name = "<memory>".to_string();
         let file = GgufFile::from_bytes(Source::Lent(bytes)).map_err(|e| e.in_file(&name))?;
         Ok(into_handle(Model::single(file, name.clone())?, name))

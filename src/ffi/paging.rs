@@ -1,7 +1,7 @@
 //! Paging control (`madvise`) and pointer checks: what an engine does with the mapping between
 //! opening a model and uploading it.
 
-use super::boundary::{guard, null};
+use super::boundary::{guard, null, slice};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
 use crate::error::{Error, ErrorCode, Result};
@@ -64,15 +64,8 @@ pub unsafe extern "C" fn gguf_advise_tensors(
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
         let paging = self::advice(advice)?;
-        if infos.is_null() && count > 0 {
-            return Err(null("infos"));
-        }
-        let infos: &[*const GGUFTensorInfo] = if count == 0 {
-            &[]
-        } else {
-            // SAFETY: `infos` is non-NULL and points to `count` pointers (the header's contract).
-            unsafe { std::slice::from_raw_parts(infos, count) }
-        };
+        // SAFETY: `infos` points to `count` pointers (the header's contract).
+        let infos = unsafe { slice(infos, count, "infos")? };
         let indices = infos
             .iter()
             .map(|&info| own_index(f, info))

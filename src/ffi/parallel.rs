@@ -1,10 +1,10 @@
 //! A tensor converted to floats on many threads: `gguf_tensor_to_float_parallel`, over
 //! `load::tensor_to_float_parallel`.
 
+use super::boundary::{aligned, slice_mut};
 use super::boundary::{guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
-use super::values::float_aligned;
 use crate::load;
 
 /// `gguf_tensor_to_float` on up to `n_threads` threads (0: one per core; at most 1024, and a
@@ -37,12 +37,12 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
         if dst.is_null() {
             return Err(null("dst"));
         }
-        float_aligned(dst)?;
+        aligned(dst.cast_const(), "dst")?;
         // Every check, for the whole range, before any slice is made of `dst`.
         let n = load::float_rows_parallel(&f.model, Some(&f.name), i, first_row, n_rows)?;
         // SAFETY: `dst` is non-NULL and aligned, and the caller guarantees room for
         // `n_rows * dims[0]` floats (the header's contract), `n` of them.
-        let dst = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        let dst = unsafe { slice_mut(dst, n, "dst")? };
         let name = Some(f.name.as_str());
         load::rows_to_float_parallel(&f.model, name, i, first_row, n_rows, dst, n_threads)?;
         Ok(true)

@@ -1,7 +1,7 @@
 //! Floats to tensor types (`crate::quantize`): byte for byte as ggml's `ggml_quantize_chunk`
 //! writes them, on one thread or many.
 
-use super::boundary::{disjoint, guard, null};
+use super::boundary::{aligned, disjoint, guard, null, slice, slice_mut};
 use crate::error::{Error, ErrorCode, Result};
 use crate::quant;
 use crate::quantize;
@@ -24,16 +24,6 @@ fn too_big(what: &str) -> Error {
         ErrorCode::InvalidArgument,
         format!("{what} does not fit in this process's memory"),
     )
-}
-
-fn aligned(p: *const f32, what: &str) -> Result<()> {
-    if p.is_aligned() {
-        return Ok(());
-    }
-    Err(Error::msg(
-        ErrorCode::InvalidArgument,
-        format!("{what} ({p:p}) is not aligned for floats"),
-    ))
 }
 
 /// Checks every argument before any memory is read.
@@ -95,17 +85,19 @@ unsafe fn buffers<'a>(
             dst: &mut [],
         });
     }
-    // SAFETY: non-NULL and aligned (checked), holding what the caller's contract says (`n`
-    // floats, `n_per_row` weights, `dst_size` bytes); `dst` shares no byte with the others
-    // (checked), and both lengths fit one buffer (checked).
+    // SAFETY: holding what the caller's contract says (`n` floats, `n_per_row` weights,
+    // `dst_size` bytes); `dst` shares no byte with the others (checked).
     unsafe {
         Ok(Buffers {
             dtype,
-            src: std::slice::from_raw_parts(src, n),
+            src: slice(src, n, "src")?,
             n_per_row,
-            importance: (!importance.is_null())
-                .then(|| std::slice::from_raw_parts(importance, n_per_row)),
-            dst: std::slice::from_raw_parts_mut(dst.cast::<u8>(), dst_len),
+            importance: if importance.is_null() {
+                None
+            } else {
+                Some(slice(importance, n_per_row, "importance")?)
+            },
+            dst: slice_mut(dst.cast::<u8>(), dst_len, "dst")?,
         })
     }
 }

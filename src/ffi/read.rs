@@ -1,7 +1,7 @@
 //! Handles over sources read by position (a file descriptor at an offset, a caller's read
 //! callback), and copying tensor data into the caller's memory for every kind of handle.
 
-use super::boundary::{disjoint, guard, null, outside};
+use super::boundary::{disjoint, guard, null, outside, slice_mut};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::open::{open_options, OpenFlag};
 use super::tensors::{own_index, GGUFTensorInfo};
@@ -265,7 +265,7 @@ pub unsafe extern "C" fn gguf_read_tensor(
             load::check_read(&f.model, i, offset, size).map_err(|e| e.in_file(f.name.clone()))?;
         // SAFETY: the caller provides `size` writable bytes at `dst` (the header's contract),
         // and `size` was just checked to fit in one buffer.
-        let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), len) };
+        let dst = unsafe { slice_mut(dst.cast::<u8>(), len, "dst")? };
         load::read_tensor(&f.model, i, offset, dst).map_err(|e| e.in_file(f.name.clone()))?;
         Ok(true)
     })
@@ -357,11 +357,10 @@ pub unsafe extern "C" fn gguf_read_tensors(
             .into_iter()
             .map(|(i, dst, len)| {
                 // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`
-                // (the header's contract); they were just checked not to overlap, and
-                // `size_bytes` fits in a buffer.
-                (i, unsafe { std::slice::from_raw_parts_mut(dst, len) })
+                // (the header's contract); they were just checked not to overlap.
+                Ok((i, unsafe { slice_mut(dst, len, "dsts[k]")? }))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let options = LoadOptions {
             threads: n_threads,
             direct: flags & ReadFlag::Direct as u32 != 0,

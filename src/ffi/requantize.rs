@@ -160,7 +160,7 @@ unsafe fn read_options(
         )));
     }
     // SAFETY: `options` points to `size` readable bytes (the contract).
-    let bytes = unsafe { std::slice::from_raw_parts(options.cast::<u8>(), size) };
+    let bytes = unsafe { super::boundary::slice(options.cast::<u8>(), size, "options")? };
     if bytes[ours..].iter().any(|&b| b != 0) {
         return Err(invalid(format!(
             "options_size {size} with fields set past the {ours} bytes of \

@@ -10,7 +10,7 @@
 //! written and the caller calls again with that much room; NULL with room 0 asks for the count
 //! alone. -1 is a failure (the reason in `gguf_last_error`).
 
-use super::boundary::{guard, null};
+use super::boundary::{guard, null, slice};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{Error, ErrorCode, Result};
 use crate::tokenizer::Tokenizer;
@@ -232,14 +232,8 @@ pub unsafe extern "C" fn gguf_tokenize(
             GGUF_TOKENIZE_ADD_SPECIAL | GGUF_TOKENIZE_PARSE_SPECIAL,
         )?;
         let n = to_usize(len, "len")?;
-        let bytes: &[u8] = if n == 0 {
-            &[]
-        } else if text.is_null() {
-            return Err(null("text"));
-        } else {
-            // SAFETY: `text` is valid for `len` bytes (the header's contract).
-            unsafe { std::slice::from_raw_parts(text.cast::<u8>(), n) }
-        };
+        // SAFETY: `text` is valid for `len` bytes (the header's contract).
+        let bytes = unsafe { slice(text.cast::<u8>(), n, "text")? };
         let ids = t.tokenize(
             bytes,
             flags & GGUF_TOKENIZE_ADD_SPECIAL != 0,
@@ -273,14 +267,8 @@ pub unsafe extern "C" fn gguf_detokenize(
             GGUF_DETOKENIZE_REMOVE_SPECIAL | GGUF_DETOKENIZE_UNPARSE_SPECIAL,
         )?;
         let count = to_usize(n, "n")?;
-        let ids: &[i32] = if count == 0 {
-            &[]
-        } else if tokens.is_null() {
-            return Err(null("tokens"));
-        } else {
-            // SAFETY: `tokens` is valid for `n` ids (the header's contract).
-            unsafe { std::slice::from_raw_parts(tokens, count) }
-        };
+        // SAFETY: `tokens` is valid for `n` ids (the header's contract).
+        let ids = unsafe { slice(tokens, count, "tokens")? };
         let out = t.detokenize(
             ids,
             flags & GGUF_DETOKENIZE_REMOVE_SPECIAL != 0,

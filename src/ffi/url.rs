@@ -147,7 +147,8 @@ pub unsafe extern "C" fn gguf_open_url_with(
         } else {
             // SAFETY: non-NULL `options` points to `options_size` readable bytes (the
             // header's contract).
-            let bytes = unsafe { std::slice::from_raw_parts(options.cast::<u8>(), options_size) };
+            let bytes =
+                unsafe { super::boundary::slice(options.cast::<u8>(), options_size, "options")? };
             url_options(bytes)?
         };
         let token = if options.bearer_token.is_null() {

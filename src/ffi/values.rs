@@ -1,10 +1,10 @@
 //! Tensor values as floats: any data type converted bit for bit as ggml converts it
 //! (`crate::quant`), from caller memory or from a tensor of any handle.
 
-use super::boundary::{guard, null};
+use super::boundary::{aligned, guard, null, slice, slice_mut};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
-use crate::error::{ErrorCode, Result};
+use crate::error::ErrorCode;
 use crate::load;
 use crate::quant;
 use std::ffi::c_void;
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn gguf_dequantize(
         if dst.is_null() {
             return Err(null("dst"));
         }
-        float_aligned(dst)?;
+        aligned(dst.cast_const(), "dst")?;
         // No slice is made of memory that the two share.
         let (from, to) = (src as usize, dst as usize);
         let (from_end, to_end) = (from.checked_add(bytes), to.checked_add(n * 4));
@@ -68,8 +68,8 @@ pub unsafe extern "C" fn gguf_dequantize(
         // not overlapping (the header's contract); both are non-NULL.
         let (src, dst) = unsafe {
             (
-                std::slice::from_raw_parts(src.cast::<u8>(), bytes),
-                std::slice::from_raw_parts_mut(dst, n),
+                slice(src.cast::<u8>(), bytes, "src")?,
+                slice_mut(dst, n, "dst")?,
             )
         };
         quant::dequantize(dtype, src, dst)?;
@@ -104,28 +104,14 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
         if dst.is_null() {
             return Err(null("dst"));
         }
-        float_aligned(dst)?;
+        aligned(dst.cast_const(), "dst")?;
         // The rows lie in the tensor and their floats fit in memory before any slice is made of
         // `dst`.
         let n = load::float_rows(&f.model, Some(&f.name), i, first_row, n_rows)?;
         // SAFETY: `dst` is non-NULL and aligned, and the caller guarantees room for
         // `n_rows * dims[0]` floats (the header's contract), `n` of them.
-        let dst = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+        let dst = unsafe { slice_mut(dst, n, "dst")? };
         load::rows_to_float(&f.model, Some(&f.name), i, first_row, n_rows, dst)?;
         Ok(true)
     })
-}
-
-/// Refuses a `dst` that is not aligned for floats (no slice of floats may start there).
-pub(crate) fn float_aligned(dst: *mut f32) -> Result<()> {
-    if dst.is_aligned() {
-        return Ok(());
-    }
-    Err(crate::error::Error::msg(
-        ErrorCode::InvalidArgument,
-        format!(
-            "dst ({dst:p}) is not aligned for floats (a multiple of {} bytes)",
-            std::mem::align_of::<f32>()
-        ),
-    ))
 }

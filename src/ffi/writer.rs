@@ -2,7 +2,7 @@
 //! pointer or streamed in order), or start from an opened file and change it (a metadata
 //! editor), then write it. Large models never need their data in memory at once.
 
-use super::boundary::{c_path, c_str, guard, null};
+use super::boundary::{c_path, c_str, guard, null, slice, slice_mut};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::format::ByteOrder;
@@ -313,24 +313,9 @@ pub unsafe extern "C" fn gguf_writer_set_string(
     set(w, key, || {
         // SAFETY: `str` points to `len` readable bytes, or is NULL with `len` 0.
         Ok(MetadataValue::String(
-            unsafe { bytes(str.cast(), len, "str")? }.to_vec(),
+            unsafe { slice(str.cast::<u8>(), len, "str")? }.to_vec(),
         ))
     })
-}
-
-/// `len` bytes at `ptr`, or an error if `ptr` is NULL while `len` is not 0.
-///
-/// # Safety
-/// `ptr` is NULL or valid for reads of `len` bytes for `'a`.
-unsafe fn bytes<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if ptr.is_null() {
-        return Err(null(what));
-    }
-    // SAFETY: non-NULL and, by the caller's contract, `len` readable bytes.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
 /// Decodes `count` host-order elements of type `T` from `data`.
@@ -375,7 +360,7 @@ pub unsafe extern "C" fn gguf_writer_set_array(
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| Error::size_overflow(format!("{count} elements")))?;
         // SAFETY: `data` points to `count` elements of `elem_type` (the header's contract).
-        let raw = unsafe { bytes(data.cast(), len, "data")? };
+        let raw = unsafe { slice(data.cast::<u8>(), len, "data")? };
         use MetadataValue as V;
         let items = match elem {
             ValueType::Uint8 => elements::<u8>(raw, V::U8),
@@ -419,7 +404,7 @@ pub unsafe extern "C" fn gguf_writer_set_string_array(
             .checked_mul(std::mem::size_of::<usize>())
             .ok_or_else(overflow)?;
         // SAFETY: `strs` points to `count` pointers (the header's contract).
-        let strs = unsafe { bytes(strs.cast::<u8>(), len, "strs")? };
+        let strs = unsafe { slice(strs.cast::<u8>(), len, "strs")? };
         let ptrs: Vec<*const c_char> = strs
             .chunks_exact(std::mem::size_of::<usize>())
             .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or_default()) as *const c_char)
@@ -428,13 +413,13 @@ pub unsafe extern "C" fn gguf_writer_set_string_array(
             None
         } else {
             // SAFETY: non-NULL `lens` points to `count` lengths (the header's contract).
-            Some(unsafe { std::slice::from_raw_parts(lens, n) })
+            Some(unsafe { slice(lens, n, "lens")? })
         };
         let mut items = Vec::with_capacity(n);
         for (i, &p) in ptrs.iter().enumerate() {
             let s = match lens {
                 // SAFETY: `strs[i]` holds `lens[i]` bytes (the header's contract).
-                Some(lens) => unsafe { bytes(p.cast(), lens[i], "strs[i]")? },
+                Some(lens) => unsafe { slice(p.cast::<u8>(), lens[i], "strs[i]")? },
                 // SAFETY: `strs[i]` is NULL or NUL-terminated (the header's contract).
                 None => unsafe { c_str(p, "strs[i]")? },
             };
@@ -465,7 +450,7 @@ pub unsafe extern "C" fn gguf_writer_set_array_encoded(
         // SAFETY: `key` is NULL or NUL-terminated (the header's contract).
         let key = unsafe { c_str(key, "key")? };
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
-        let elements = unsafe { bytes(data.cast(), size, "data")? };
+        let elements = unsafe { slice(data.cast::<u8>(), size, "data")? };
         w.writer
             .set_array_encoded(key, elem_type, count, elements)?;
         Ok(true)
@@ -514,7 +499,7 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
         // Refused before `dims` is read: it holds `n_dims` values.
         check_dim_count(name, n_dims.into())?;
         // SAFETY: `dims` points to `n_dims` values (the header's contract).
-        let dims_bytes = unsafe { bytes(dims.cast(), n_dims as usize * 8, "dims")? };
+        let dims_bytes = unsafe { slice(dims.cast::<u8>(), n_dims as usize * 8, "dims")? };
         let dims: Vec<u64> = dims_bytes
             .chunks_exact(8)
             .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
@@ -572,7 +557,7 @@ pub unsafe extern "C" fn gguf_writer_write_tensor_data(
         let len =
             usize::try_from(size).map_err(|_| Error::size_overflow(format!("{size} bytes")))?;
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
-        let data = unsafe { bytes(data.cast(), len, "data")? };
+        let data = unsafe { slice(data.cast::<u8>(), len, "data")? };
         let stream = w.stream.as_mut().ok_or_else(|| {
             Error::msg(
                 ErrorCode::InvalidArgument,
@@ -653,7 +638,7 @@ pub unsafe extern "C" fn gguf_writer_write_memory(
         }
         // SAFETY: non-NULL, and the caller lends `capacity` writable bytes at `buffer`, which
         // no other reference touches during this call.
-        let buffer = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), capacity) };
+        let buffer = unsafe { slice_mut(buffer.cast::<u8>(), capacity, "buffer")? };
         w.writer.write_to_slice_for(buffer, Api::C)?;
         Ok(true)
     })
