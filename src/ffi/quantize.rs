@@ -127,14 +127,11 @@ pub unsafe extern "C" fn gguf_quantize(
     dst: *mut c_void,
     dst_size: u64,
 ) -> u64 {
-    guard(0, || {
-        // SAFETY: the caller's contract (see above) is `buffers`'s.
-        let b = unsafe { buffers(dtype, src, n_rows, n_per_row, importance, dst, dst_size)? };
-        if b.src.is_empty() {
-            return Ok(0);
-        }
-        let n = quantize::quantize(b.dtype, b.src, b.n_per_row, b.importance, b.dst)?;
-        Ok(n as u64)
+    // SAFETY: the caller's contract (see above) is `quantize_rows`'s.
+    guard(0, || unsafe {
+        quantize_rows(
+            dtype, src, n_rows, n_per_row, importance, dst, dst_size, None,
+        )
     })
 }
 
@@ -153,22 +150,43 @@ pub unsafe extern "C" fn gguf_quantize_parallel(
     dst_size: u64,
     n_threads: u32,
 ) -> u64 {
-    guard(0, || {
-        // SAFETY: the caller's contract (see `gguf_quantize`) is `buffers`'s.
-        let b = unsafe { buffers(dtype, src, n_rows, n_per_row, importance, dst, dst_size)? };
-        if b.src.is_empty() {
-            return Ok(0);
-        }
-        let n = quantize::quantize_parallel(
-            b.dtype,
-            b.src,
-            b.n_per_row,
-            b.importance,
-            b.dst,
-            n_threads,
-        )?;
-        Ok(n as u64)
+    // SAFETY: the caller's contract (see `gguf_quantize`) is `quantize_rows`'s.
+    guard(0, || unsafe {
+        let threads = Some(n_threads);
+        quantize_rows(
+            dtype, src, n_rows, n_per_row, importance, dst, dst_size, threads,
+        )
     })
+}
+
+/// The quantization of `gguf_quantize` (`threads` None) or `gguf_quantize_parallel`: the bytes
+/// written.
+///
+/// # Safety
+/// As `gguf_quantize`'s contract: the pointers hold what its arguments say.
+#[allow(clippy::too_many_arguments)]
+unsafe fn quantize_rows(
+    dtype: u32,
+    src: *const f32,
+    n_rows: u64,
+    n_per_row: u64,
+    importance: *const f32,
+    dst: *mut c_void,
+    dst_size: u64,
+    threads: Option<u32>,
+) -> Result<u64> {
+    // SAFETY: the caller's contract is `buffers`'s.
+    let b = unsafe { buffers(dtype, src, n_rows, n_per_row, importance, dst, dst_size)? };
+    if b.src.is_empty() {
+        return Ok(0);
+    }
+    let n = match threads {
+        None => quantize::quantize(b.dtype, b.src, b.n_per_row, b.importance, b.dst)?,
+        Some(threads) => {
+            quantize::quantize_parallel(b.dtype, b.src, b.n_per_row, b.importance, b.dst, threads)?
+        }
+    };
+    Ok(n as u64)
 }
 
 /// The bytes `n_rows` rows of `n_per_row` values take as `dtype`, or 0 (`gguf_last_error` says
