@@ -12,8 +12,14 @@
 //! The two outputs are compared byte for byte first (the run fails if they differ). ggml's grid
 //! tables (`ggml_quantize_init`) and ours are built before timing.
 
+mod common;
+#[path = "../tests/common/rng.rs"]
+mod rng;
+
+use common::cpu_model;
 use gguf::quantize::quantize;
 use gguf::DataType;
+use rng::Rng;
 use std::ffi::{c_void, CString};
 
 /// The calling thread's CPU time, in seconds.
@@ -29,31 +35,6 @@ fn cpu_time() -> f64 {
 
 type Init = unsafe extern "C" fn(u32);
 type Chunk = unsafe extern "C" fn(u32, *const f32, *mut c_void, i64, i64, i64, *const f32) -> usize;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn uniform(&mut self) -> f32 {
-        ((self.next() >> 40) as f32) * (1.0 / 8_388_608.0) - 1.0
-    }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

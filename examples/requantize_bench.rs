@@ -9,6 +9,9 @@
 //! PRESET defaults to Q4_K_M, THREADS to 2. Each side runs ROUNDS times (default 3),
 //! alternating; the minimum and the median wall time are printed with the CPU model.
 
+mod common;
+
+use common::cpu_model;
 use gguf::requantize::{requantize_file, FileType, Options, Progress};
 use gguf::{DataType, MetadataValue, Writer};
 use std::ffi::{c_char, c_void, CString};
@@ -102,17 +105,6 @@ fn write_source(path: &Path, layers: u32) {
         stream.write_tensor_data(&bytes).unwrap();
     }
     stream.finish().unwrap();
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 fn main() {

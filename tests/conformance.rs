@@ -228,73 +228,31 @@ unsafe fn typed_items(
             let conv = $conv;
             Some(Ok(items.iter().map(|&x| conv(x)).collect()))
         }};
+        // Integers and booleans compare by value.
+        ($getter:ident, $t:ty) => {
+            typed!($getter, $t, |x: $t| json!({"type": name, "value": x}))
+        };
     }
     match elem {
-        ValueType::Uint8 => typed!(
-            gguf_get_uint8_array,
-            u8,
-            |x: u8| json!({"type": name, "value": x})
+        ValueType::Uint8 => typed!(gguf_get_uint8_array, u8),
+        ValueType::Int8 => typed!(gguf_get_int8_array, i8),
+        ValueType::Uint16 => typed!(gguf_get_uint16_array, u16),
+        ValueType::Int16 => typed!(gguf_get_int16_array, i16),
+        ValueType::Uint32 => typed!(gguf_get_uint32_array, u32),
+        ValueType::Int32 => typed!(gguf_get_int32_array, i32),
+        ValueType::Uint64 => typed!(gguf_get_uint64_array, u64),
+        ValueType::Int64 => typed!(gguf_get_int64_array, i64),
+        ValueType::Float32 => typed!(
+            gguf_get_float_array,
+            f32,
+            |x: f32| json!({"type": name, "bits": x.to_bits()})
         ),
-        ValueType::Int8 => typed!(
-            gguf_get_int8_array,
-            i8,
-            |x: i8| json!({"type": name, "value": x})
+        ValueType::Float64 => typed!(
+            gguf_get_float64_array,
+            f64,
+            |x: f64| json!({"type": name, "bits": x.to_bits()})
         ),
-        ValueType::Uint16 => {
-            typed!(
-                gguf_get_uint16_array,
-                u16,
-                |x: u16| json!({"type": name, "value": x})
-            )
-        }
-        ValueType::Int16 => typed!(
-            gguf_get_int16_array,
-            i16,
-            |x: i16| json!({"type": name, "value": x})
-        ),
-        ValueType::Uint32 => {
-            typed!(
-                gguf_get_uint32_array,
-                u32,
-                |x: u32| json!({"type": name, "value": x})
-            )
-        }
-        ValueType::Int32 => typed!(
-            gguf_get_int32_array,
-            i32,
-            |x: i32| json!({"type": name, "value": x})
-        ),
-        ValueType::Uint64 => {
-            typed!(
-                gguf_get_uint64_array,
-                u64,
-                |x: u64| json!({"type": name, "value": x})
-            )
-        }
-        ValueType::Int64 => typed!(
-            gguf_get_int64_array,
-            i64,
-            |x: i64| json!({"type": name, "value": x})
-        ),
-        ValueType::Float32 => {
-            typed!(
-                gguf_get_float_array,
-                f32,
-                |x: f32| json!({"type": name, "bits": x.to_bits()})
-            )
-        }
-        ValueType::Float64 => {
-            typed!(
-                gguf_get_float64_array,
-                f64,
-                |x: f64| json!({"type": name, "bits": x.to_bits()})
-            )
-        }
-        ValueType::Bool => typed!(
-            gguf_get_bool_array,
-            bool,
-            |x: bool| json!({"type": name, "value": x})
-        ),
+        ValueType::Bool => typed!(gguf_get_bool_array, bool),
         ValueType::String => {
             // SAFETY: the caller's contract; `n` is writable.
             let ptrs = unsafe { gguf_get_string_array(h, key, &mut n) };
@@ -574,15 +532,7 @@ unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, S
 /// Every difference between the reference's view and ours, each naming what differs.
 fn compare(reference: &Json, ours: &Json) -> Vec<String> {
     let mut out = Vec::new();
-    for field in [
-        "version",
-        "byte_order",
-        "alignment",
-        "data_offset",
-        "file_size",
-        "kv_count",
-        "tensor_count",
-    ] {
+    for field in canon::HEADER_FIELDS {
         if reference[field] != ours[field] {
             out.push(format!(
                 "{field}: reference {} vs libgguf {}",

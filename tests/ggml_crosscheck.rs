@@ -13,6 +13,7 @@
 mod common;
 
 use common::raw::{file, kv, le_u64, tensor_info, with_data};
+use common::rng::Rng;
 use common::{crosscheck_exe, manifest_dir, run};
 use gguf::{ByteOrder, DataType, ErrorCode, MetadataValue as V, ValueType, Writer};
 use std::path::Path;
@@ -58,21 +59,6 @@ fn verdicts(batch: &str, files: &[(String, Vec<u8>)]) -> Vec<Verdict> {
             }
         })
         .collect()
-}
-
-/// A small xorshift generator, so the random corpus is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// A random scalar or string of type `ty`.

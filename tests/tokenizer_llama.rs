@@ -14,6 +14,7 @@
 mod common;
 
 use common::ggml_dir;
+use common::rng::RngStar as Rng;
 use gguf::tokenizer::Tokenizer;
 use gguf::GgufFile;
 use std::ffi::{c_char, c_void, CString};
@@ -191,21 +192,6 @@ impl LlamaVocab {
         assert!(n >= 0, "piece of {token} longer than 1024");
         out.truncate(usize::try_from(n).unwrap());
         out
-    }
-}
-
-/// xorshift64*: the same texts on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 

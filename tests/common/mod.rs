@@ -2,7 +2,8 @@
 //! `libgguf.so` / `libgguf.a` for C programs to link against; the Python interpreter with the
 //! pinned reference reader (PyPI `gguf`) and its script `tests/conformance/generate.py`; ggml's
 //! parser and `tests/ggml/crosscheck.c`; the C API's last error. [`canon`] is the canonical JSON
-//! view of a file compared with the reference's, [`raw`] hand-built GGUF bytes.
+//! view of a file compared with the reference's, [`raw`] hand-built GGUF bytes, [`rng`]
+//! deterministic random numbers.
 //!
 //! Each test binary that uses it declares `mod common;` and compiles its own copy, so an item
 //! one of them leaves unused would warn there: hence `dead_code` is allowed module-wide.
@@ -11,6 +12,7 @@
 
 pub mod canon;
 pub mod raw;
+pub mod rng;
 
 use std::ffi::{CStr, OsStr};
 use std::path::{Path, PathBuf};

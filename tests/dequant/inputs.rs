@@ -8,19 +8,9 @@
 use gguf::quant::blocks::{fields, FieldKind};
 use gguf::DataType;
 
-/// A small xorshift generator: the same bytes on every run and platform.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+#[path = "../common/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// Special half floats: zeros, subnormals, largest finite, infinities, NaNs (quiet, signalling,
 /// with payloads, both signs), and a few ordinary values.

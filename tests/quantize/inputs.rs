@@ -32,25 +32,9 @@ pub const TYPES: [DataType; 19] = [
     DataType::TQ2_0,
 ];
 
-/// A small xorshift generator: the same numbers on every run and platform.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [0, 1), from 24 bits (exact).
-    pub fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / 16_777_216.0
-    }
-    /// Roughly normal (a sum of four uniforms, centred), scaled: every step exact in f32.
-    pub fn normal(&mut self, scale: f32) -> f32 {
-        let s = self.unit() + self.unit() + self.unit() + self.unit() - 2.0;
-        s * scale
-    }
-}
+#[path = "../common/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// Values per row of every case: a whole number of blocks of every type.
 pub const ROW: usize = 512;
