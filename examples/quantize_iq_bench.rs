@@ -13,14 +13,18 @@
 //! tables (`ggml_quantize_init`) and ours are built before timing.
 
 mod common;
+#[path = "../tests/ggml/dl.rs"]
+mod ggml_dl;
 #[path = "../tests/common/rng.rs"]
 mod rng;
 
 use common::cpu_model;
+use ggml_dl::Lib;
 use gguf::quantize::quantize;
 use gguf::DataType;
 use rng::Rng;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
+use std::path::Path;
 
 /// The calling thread's CPU time, in seconds.
 fn cpu_time() -> f64 {
@@ -42,28 +46,18 @@ fn main() {
     let rows: usize = args.get(2).map_or(16, |a| a.parse().expect("ROWS"));
     let dir = args.get(3).map_or("target/ggml", String::as_str);
     let only = args.get(4);
-    let path = CString::new(format!("{dir}/libggml-base.so")).unwrap();
-    // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded; the symbols
-    // are transmuted to their C signatures (ggml.h).
+    let lib = Lib::open(&Path::new(dir).join("libggml-base.so"));
+    // SAFETY: the library stays loaded; the symbols are transmuted to their C signatures
+    // (ggml.h).
     let (init, chunk) = unsafe {
-        let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        assert!(!lib.is_null(), "dlopen {path:?} failed");
-        let sym = |n: &str| {
-            let n = CString::new(n).unwrap();
-            let p = libc::dlsym(lib, n.as_ptr());
-            assert!(!p.is_null());
-            p
-        };
         (
-            std::mem::transmute::<*mut c_void, Init>(sym("ggml_quantize_init")),
-            std::mem::transmute::<*mut c_void, Chunk>(sym("ggml_quantize_chunk")),
+            std::mem::transmute::<*mut c_void, Init>(lib.sym("ggml_quantize_init")),
+            std::mem::transmute::<*mut c_void, Chunk>(lib.sym("ggml_quantize_chunk")),
         )
     };
     let n_per_row = 4096;
     let mut rng = Rng(0x1234_5678_9abc_def1);
-    let src: Vec<f32> = (0..rows * n_per_row)
-        .map(|_| rng.uniform() + rng.uniform() + rng.uniform())
-        .collect();
+    let src: Vec<f32> = (0..rows * n_per_row).map(|_| rng.bell()).collect();
     let imp: Vec<f32> = (0..n_per_row).map(|_| rng.uniform() * 1.9 + 2.0).collect();
     let mb = (src.len() * 4) as f64 / 1e6;
     println!("CPU: {}", cpu_model());

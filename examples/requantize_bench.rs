@@ -10,8 +10,11 @@
 //! alternating; the minimum and the median wall time are printed with the CPU model.
 
 mod common;
+#[path = "../tests/ggml/dl.rs"]
+mod ggml_dl;
 
 use common::cpu_model;
+use ggml_dl::Lib;
 use gguf::requantize::{requantize_file, FileType, Options, Progress};
 use gguf::{DataType, MetadataValue, Writer};
 use std::ffi::{c_char, c_void, CString};
@@ -124,13 +127,11 @@ fn main() {
     let size = std::fs::metadata(&src).unwrap().len();
 
     let lib = Path::new("target/ggml/libllama.v0.5.0.so");
-    let path = CString::new(lib.to_str().unwrap()).unwrap();
-    // SAFETY: dlopen/dlsym with NUL-terminated names; the functions are cast to their
-    // signatures in llama.h and the library is never closed.
+    let lib = Lib::open(lib);
+    let sym = |n: &str| lib.sym(n);
+    // SAFETY: the functions are cast to their signatures in llama.h and the library is never
+    // closed.
     let (defaults, quantize) = unsafe {
-        let h = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        assert!(!h.is_null(), "cannot load {}", lib.display());
-        let sym = |n: &str| libc::dlsym(h, CString::new(n).unwrap().as_ptr());
         let log: unsafe extern "C" fn(
             Option<unsafe extern "C" fn(u32, *const c_char, *mut c_void)>,
             *mut c_void,

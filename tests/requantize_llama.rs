@@ -18,10 +18,13 @@
 //! shapes), so that llama.cpp's slowest quantizers take milliseconds.
 
 mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
 #[path = "requantize/model.rs"]
 mod model;
 
 use common::{bin_dir, cc, ggml_dir, lib_dir, link_aside, llama_src_dir, manifest_dir, run};
+use ggml_dl::Lib;
 use gguf::requantize::{plan, requantize_file, FileType, Importance, Options, Progress};
 use gguf::{DataType, Model, OpenOptions};
 use model::{Spec, SPEC};
@@ -129,19 +132,11 @@ fn llama() -> &'static Llama {
             "{} is missing: run `make ggml`",
             path.display()
         );
-        let path = CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded for the
-        // process (never dlclosed), so the function pointers stay valid; each is cast to its
-        // signature in include/llama.h.
+        let lib = Lib::open(&path);
+        let sym = |name: &str| lib.sym(name);
+        // SAFETY: the library stays loaded for the process (never dlclosed), so the function
+        // pointers stay valid; each is cast to its signature in include/llama.h.
         unsafe {
-            let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            let sym = |name: &str| {
-                let c = CString::new(name).unwrap();
-                let f = libc::dlsym(lib, c.as_ptr());
-                assert!(!f.is_null(), "libllama has no {name}");
-                f
-            };
             let log_set: unsafe extern "C" fn(Option<LogCallback>, *mut c_void) =
                 std::mem::transmute(sym("llama_log_set"));
             log_set(Some(quiet), std::ptr::null_mut());
@@ -973,20 +968,8 @@ fn infer() -> &'static Infer {
     static INFER: OnceLock<Infer> = OnceLock::new();
     INFER.get_or_init(|| {
         llama(); // loaded, its log (and ggml's) silenced
-        let open = |name: &str| {
-            let path = CString::new(ggml_dir().join(name).to_str().unwrap()).unwrap();
-            // SAFETY: a NUL-terminated path; the library stays loaded for the process.
-            let lib = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            lib
-        };
-        let sym = |lib: *mut c_void, name: &str| {
-            let c = CString::new(name).unwrap();
-            // SAFETY: a handle dlopen returned and a NUL-terminated name.
-            let f = unsafe { libc::dlsym(lib, c.as_ptr()) };
-            assert!(!f.is_null(), "no {name}");
-            f
-        };
+        let open = |name: &str| Lib::open(&ggml_dir().join(name));
+        let sym = |lib: Lib, name: &str| lib.sym(name);
         let (ggml, lib) = (open("libggml.v0.5.0.so"), open("libllama.v0.5.0.so"));
         // SAFETY: each symbol is cast to its signature in include/llama.h and
         // ggml/include/ggml-backend.h; the structs passed by value are checked below.
