@@ -855,25 +855,7 @@ fn values_and_validation_read_by_position_as_over_the_map() {
 fn read_every_tensor(h: GGUFFile, flags: u32) -> Vec<Vec<u8>> {
     // SAFETY: `h` is a live handle; every buffer holds its tensor's size.
     unsafe {
-        let n = gguf_tensor_count(h);
-        let infos: Vec<*const GGUFTensorInfo> =
-            (0..n).map(|k| gguf_get_tensor_by_index(h, k)).collect();
-        let mut bufs: Vec<Vec<u8>> = infos
-            .iter()
-            .map(|&i| vec![0xEE; (*i).size_bytes as usize])
-            .collect();
-        let dsts: Vec<*mut std::ffi::c_void> =
-            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
-        let ok = gguf_read_tensors(
-            h,
-            infos.as_ptr(),
-            dsts.as_ptr(),
-            n,
-            1,
-            flags,
-            None,
-            std::ptr::null_mut(),
-        );
+        let (ok, infos, bufs) = common::read_tensors(h, gguf_tensor_count(h), 1, flags, None);
         assert!(ok, "{}", common::last_error());
         for (k, &info) in infos.iter().enumerate() {
             let mut one = vec![0u8; (*info).size_bytes as usize];

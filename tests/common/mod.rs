@@ -217,6 +217,76 @@ pub fn link_aside(cmd: &mut Command, exe: &Path) {
     std::fs::rename(&part, exe).unwrap();
 }
 
+/// The flags every C test program is compiled with.
+pub const CFLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-fno-omit-frame-pointer",
+    "-g",
+    "-pthread",
+];
+
+/// Added to [`CFLAGS`] for the sanitizer runs (valgrind runs use plain builds).
+pub const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+
+/// What a Rust staticlib needs on Linux (`cargo rustc --lib --crate-type staticlib -- --print
+/// native-static-libs` prints it).
+pub const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+#[derive(Clone, Copy, Debug)]
+pub enum Link {
+    /// Against libgguf.so, with ASan and UBSan.
+    Shared,
+    /// Against libgguf.a, with ASan and UBSan.
+    Static,
+    /// Against libgguf.so, without sanitizers, for valgrind.
+    Plain,
+}
+
+/// C program `c_tests/PROGRAM.c` built for `link` (in test `test`'s [`bin_dir`]): compiled here
+/// with the target's C compiler ([`target_cc`]), or, on Windows, the one `tools/cross.sh` built
+/// ahead (`PROGRAM-shared.exe` through the DLL's
+/// import library, `PROGRAM-static.exe` against `libgguf.a`). The sanitizers are the host's
+/// (cross compilers and emulators lack them): other targets build without.
+pub fn compile_c_program(test: &str, program: &str, link: Link) -> PathBuf {
+    if let Some(dir) = prebuilt_c_programs() {
+        let exe = dir.join(format!("{program}-{link:?}.exe").to_lowercase());
+        assert!(
+            exe.is_file(),
+            "{} was not built ahead (tools/cross.sh builds c_tests/ for Windows)",
+            exe.display()
+        );
+        return exe;
+    }
+    let root = manifest_dir();
+    let lib = lib_dir();
+    let exe = bin_dir(test).join(format!("{program}-{link:?}").to_lowercase());
+    let mut cmd = target_cc();
+    cmd.args(CFLAGS);
+    if !matches!(link, Link::Plain) && !cross_testing() {
+        cmd.args(SANITIZE);
+    }
+    // -Ic_tests for check.h, the helpers every program includes (a quoted include finds it next
+    // to the .c file anyway; the flag says where it comes from).
+    cmd.arg(format!("-I{}", root.join("include").display()))
+        .arg(format!("-I{}", root.join("c_tests").display()))
+        .arg(root.join("c_tests").join(format!("{program}.c")));
+    match link {
+        Link::Shared | Link::Plain => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lgguf")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
+        }
+    }
+    link_aside(&mut cmd, &exe);
+    exe
+}
+
 /// The version of the reference reader (PyPI `gguf`) pinned in
 /// `tests/conformance/requirements.txt`.
 pub fn pinned_reference_version() -> String {
@@ -352,4 +422,42 @@ pub fn last_error() -> String {
     unsafe { CStr::from_ptr(gguf::ffi::last_error::gguf_last_error()) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// `gguf_read_tensors` of the handle's first `n` tensors (`threads`, `flags`, `progress`,
+/// user pointer NULL), each into a fresh buffer of its size filled with 0xEE first (bytes left
+/// unwritten show): whether it succeeded, the tensors' records and the buffers.
+///
+/// # Safety
+/// `h` is a live handle with at least `n` tensors.
+pub unsafe fn read_tensors(
+    h: gguf::ffi::GGUFFile,
+    n: u64,
+    threads: u32,
+    flags: u32,
+    progress: gguf::ffi::GGUFProgressFn,
+) -> (bool, Vec<*const gguf::ffi::GGUFTensorInfo>, Vec<Vec<u8>>) {
+    use gguf::ffi::{gguf_get_tensor_by_index, gguf_read_tensors, GGUFTensorInfo};
+    // SAFETY: the caller's contract; every buffer holds its tensor's size and outlives the call.
+    unsafe {
+        let infos: Vec<*const GGUFTensorInfo> =
+            (0..n).map(|k| gguf_get_tensor_by_index(h, k)).collect();
+        let mut bufs: Vec<Vec<u8>> = infos
+            .iter()
+            .map(|&i| vec![0xEE; (*i).size_bytes as usize])
+            .collect();
+        let dsts: Vec<*mut std::ffi::c_void> =
+            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        let ok = gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            n,
+            threads,
+            flags,
+            progress,
+            std::ptr::null_mut(),
+        );
+        (ok, infos, bufs)
+    }
 }
