@@ -20,6 +20,7 @@
 
 mod common;
 
+use common::golden::fnv1a64;
 use common::{compile_c_program, manifest_dir, show, target_command, Link};
 use gguf::{ByteOrder, DataType, MetadataValue, ValueType, Writer};
 use std::path::{Path, PathBuf};
@@ -210,13 +211,6 @@ fn plan_tensors() -> Vec<(String, Vec<u64>, DataType)> {
         .collect()
 }
 
-/// FNV-1a, 64 bits: the digest `test_plan_pinned.c` computes over each tensor it copies.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// `plan.gguf` (its data section deliberately not page-aligned) and `plan.digests`, one line
 /// `NAME SIZE FNV1A64` per tensor, in file order.
 fn plan_model() -> (Vec<u8>, Vec<u8>) {
@@ -229,7 +223,9 @@ fn plan_model() -> (Vec<u8>, Vec<u8>) {
     for (k, (name, dims, dtype)) in plan_tensors().into_iter().enumerate() {
         let size = dtype.tensor_bytes(&dims).unwrap() as usize;
         let data: Vec<u8> = (0..size).map(|j| pattern(k, j)).collect();
-        digests.push_str(&format!("{name} {size} {:016x}\n", fnv1a64(&data)));
+        // FNV-1a, 64 bits: the digest `test_plan_pinned.c` computes over each tensor it copies.
+        let digest = fnv1a64(data.iter().copied());
+        digests.push_str(&format!("{name} {size} {digest:016x}\n"));
         w.add_tensor(&name, &dims, dtype, data).unwrap();
     }
     let header = w.header_bytes().unwrap().len();

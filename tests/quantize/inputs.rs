@@ -32,8 +32,11 @@ pub const TYPES: [DataType; 19] = [
     DataType::TQ2_0,
 ];
 
+#[path = "../common/golden.rs"]
+mod golden;
 #[path = "../common/rng.rs"]
 mod rng;
+use golden::tsv_rows;
 pub use rng::Rng;
 
 /// Values per row of every case: a whole number of blocks of every type.
@@ -232,11 +235,8 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
 /// The recorded fingerprints: (type name, case name, with importance) to the fingerprint of
 /// ggml's bytes.
 pub fn golden() -> Vec<(String, String, bool, u64)> {
-    include_str!("../data/quantize-golden.tsv")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
+    tsv_rows(include_str!("../data/quantize-golden.tsv"))
+        .map(|f| {
             (
                 f[0].to_string(),
                 f[1].to_string(),

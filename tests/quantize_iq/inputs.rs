@@ -19,8 +19,11 @@ pub const TYPES: [(DataType, bool); 9] = [
     (DataType::IQ1_M, false),
 ];
 
+#[path = "../common/golden.rs"]
+mod golden;
 #[path = "../common/rng.rs"]
 mod rng;
+use golden::fnv1a64;
 pub use rng::Rng;
 
 /// The fingerprint case of a type: 4 rows of 512 values (IQ4_NL: rows of 96) at a few scales,
@@ -44,16 +47,6 @@ pub fn fingerprint_input(t: DataType) -> (Vec<f32>, usize, Vec<f32>) {
     (src, n_per_row, importance)
 }
 
-/// 64-bit FNV-1a of bytes.
-pub fn fnv64(bytes: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// Where the recorded fingerprints live.
 pub const FINGERPRINTS: &str = "tests/data/quantize-iq-fingerprints.tsv";
 
@@ -67,6 +60,6 @@ pub fn fingerprint_line(t: DataType, with_importance: bool, out: &[u8]) -> Strin
         } else {
             "none"
         },
-        fnv64(out)
+        fnv1a64(out.iter().copied())
     )
 }
