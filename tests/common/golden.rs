@@ -1,8 +1,5 @@
 //! Recorded fingerprints: the FNV-1a digest, and the tab-separated tables under `tests/data/`
-//! that hold them. Standalone (no other helper): the per-type input modules (`tests/*/inputs.rs`)
-//! include this file by path as well.
-
-#![allow(dead_code)]
+//! that hold them.
 
 /// 64-bit FNV-1a of `bytes`.
 pub fn fnv1a64(bytes: impl IntoIterator<Item = u8>) -> u64 {

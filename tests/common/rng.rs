@@ -1,6 +1,5 @@
 //! Small deterministic generators, so random test data is the same on every run and platform.
-//! Standalone (no other helper): the per-type input modules (`tests/*/inputs.rs`) and the
-//! examples include this file by path as well.
+//! Standalone (no other helper): the examples include this file by path as well.
 
 #![allow(dead_code)]
 

@@ -8,12 +8,8 @@
 use gguf::quant::blocks::{fields, FieldKind};
 use gguf::DataType;
 
-#[path = "../common/golden.rs"]
-mod golden;
-#[path = "../common/rng.rs"]
-mod rng;
-use golden::{fnv1a64, tsv_rows};
-pub use rng::Rng;
+use crate::common::golden::{fnv1a64, tsv_rows};
+pub use crate::common::rng::Rng;
 
 /// Special half floats: zeros, subnormals, largest finite, infinities, NaNs (quiet, signalling,
 /// with payloads, both signs), and a few ordinary values.

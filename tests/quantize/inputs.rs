@@ -32,12 +32,8 @@ pub const TYPES: [DataType; 19] = [
     DataType::TQ2_0,
 ];
 
-#[path = "../common/golden.rs"]
-mod golden;
-#[path = "../common/rng.rs"]
-mod rng;
-use golden::tsv_rows;
-pub use rng::Rng;
+use crate::common::golden::tsv_rows;
+pub use crate::common::rng::Rng;
 
 /// Values per row of every case: a whole number of blocks of every type.
 pub const ROW: usize = 512;

@@ -19,12 +19,8 @@ pub const TYPES: [(DataType, bool); 9] = [
     (DataType::IQ1_M, false),
 ];
 
-#[path = "../common/golden.rs"]
-mod golden;
-#[path = "../common/rng.rs"]
-mod rng;
-use golden::fnv1a64;
-pub use rng::Rng;
+use crate::common::golden::fnv1a64;
+pub use crate::common::rng::Rng;
 
 /// The fingerprint case of a type: 4 rows of 512 values (IQ4_NL: rows of 96) at a few scales,
 /// and an importance column.
