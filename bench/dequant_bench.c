@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 typedef void (*to_float_t)(const void *, float *, int64_t);
 struct ggml_type_traits {
     const char *type_name;
@@ -52,15 +54,6 @@ struct ggml_type_traits {
 static const struct ggml_type_traits *(*ggml_traits)(int);
 static bool (*ggml_validate)(int, const void *, size_t);
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 static double median(double *v, int n) {
     qsort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;

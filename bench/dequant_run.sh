@@ -13,17 +13,12 @@
 # dequant_bench and runs it with target/tmp/dequant-bench for its model (removed at the end).
 # Environment: CARGO, CC, MAKE, BENCH_DIR. GGUF_SIMD=scalar (or avx2) measures the portable (or
 # AVX2) kernels.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-CARGO=${CARGO:-cargo}
-CC=${CC:-cc}
-MAKE=${MAKE:-make}
+. "$(dirname "$0")/common.sh"
 dir=${BENCH_DIR:-target/tmp/dequant-bench}
 $MAKE --quiet inspect
 [ -f target/ggml/libggml-base.so ] || $MAKE ggml
-mkdir -p target/bench "$dir"
-$CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/dequant_bench.c -Ltarget/release -lgguf \
-  -ldl -lpthread -Wl,-rpath,"$PWD/target/release" -o target/bench/dequant_bench
+mkdir -p "$dir"
+build_bench dequant_bench -ldl -lpthread
 target/bench/dequant_bench -k "$@" target/ggml "$dir"
 model=$dir/dequant-bench.gguf
 [ -f "$model" ] || exit 0 # -m 0: no file written

@@ -35,11 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "timing.h"
 
 static void die(const char *what) {
     fprintf(stderr, "load_bench: %s: %s\n", what, gguf_last_error());

@@ -8,15 +8,11 @@
 # Builds the release library and load_bench, writes the model (3 GiB by default) to
 # target/tmp/load-bench unless it exists, runs, and removes the model (KEEP_MODEL=1 keeps it).
 # Environment: CARGO, CC, BENCH_DIR (another directory, e.g. on another device).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-CARGO=${CARGO:-cargo}
-CC=${CC:-cc}
+. "$(dirname "$0")/common.sh"
 dir=${BENCH_DIR:-target/tmp/load-bench}
 $CARGO build --release --lib --quiet
-mkdir -p target/bench "$dir"
-$CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/load_bench.c -Ltarget/release -lgguf \
-  -Wl,-rpath,"$PWD/target/release" -o target/bench/load_bench
+mkdir -p "$dir"
+build_bench load_bench
 model="$dir/load-model.gguf"
 [ "${KEEP_MODEL:-0}" = 1 ] || trap 'rm -f "$model"' EXIT
 uname -srm

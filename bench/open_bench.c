@@ -45,6 +45,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 #define VOCAB_KEY "tokenizer.ggml.tokens"
 
 static uint64_t now_ns(void) {
@@ -75,11 +77,6 @@ static uint64_t ggml_max_tensors;
 
 /* ------------------------------------------------------------------------------------------ */
 /* Statistics */
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 struct stat2 {
     double median, min;

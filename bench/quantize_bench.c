@@ -23,17 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef size_t (*chunk_t)(int, const float *, void *, int64_t, int64_t, int64_t, const float *);
+#include "timing.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+typedef size_t (*chunk_t)(int, const float *, void *, int64_t, int64_t, int64_t, const float *);
 
 static void cpu_model(void) {
     FILE *f = fopen("/proc/cpuinfo", "r");

@@ -7,16 +7,10 @@
 #
 # Builds the release library, fetches ggml (make ggml) if needed, builds quantize_bench and
 # runs it twice (plain, then -i). Environment: CARGO, CC, MAKE.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-CARGO=${CARGO:-cargo}
-CC=${CC:-cc}
-MAKE=${MAKE:-make}
+. "$(dirname "$0")/common.sh"
 $CARGO build --release --lib --quiet
 [ -f target/ggml/libggml-base.so ] || $MAKE ggml
-mkdir -p target/bench
-$CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/quantize_bench.c -Ltarget/release -lgguf \
-  -ldl -Wl,-rpath,"$PWD/target/release" -o target/bench/quantize_bench
+build_bench quantize_bench -ldl
 target/bench/quantize_bench "$@" target/ggml
 echo
 target/bench/quantize_bench -i "$@" target/ggml

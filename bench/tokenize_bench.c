@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 /* struct llama_model_params of the pinned build: 80 bytes, vocab_only at byte 72. */
 typedef struct {
     uint64_t w[10];
@@ -36,12 +38,6 @@ static void quiet(int level, const char *text, void *user) {
     (void)level;
     (void)text;
     (void)user;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 static void *sym(void *lib, const char *name) {

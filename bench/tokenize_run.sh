@@ -10,17 +10,12 @@
 # The text: llama.cpp's documentation and sources as the sdist vendors them, with every
 # tokenizer test input (many scripts) between them, repeated to about 4 MB
 # (target/tmp/tokenize-bench.txt). Environment: CARGO, CC, MAKE.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-CARGO=${CARGO:-cargo}
-CC=${CC:-cc}
-MAKE=${MAKE:-make}
+. "$(dirname "$0")/common.sh"
 $MAKE --quiet lib
 [ -f target/ggml/libllama.v0.5.0.so ] || $MAKE ggml
 [ -f target/llama.cpp/models/ggml-vocab-llama-spm.gguf ] || $MAKE llama-src
-mkdir -p target/bench target/tmp
-$CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/tokenize_bench.c -Ltarget/release -lgguf \
-  -ldl -Wl,-rpath,"$PWD/target/release" -o target/bench/tokenize_bench
+mkdir -p target/tmp
+build_bench tokenize_bench -ldl
 text=target/tmp/tokenize-bench.txt
 if [ ! -s "$text" ]; then
   : > "$text.part"

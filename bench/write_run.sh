@@ -6,13 +6,9 @@
 # Builds the release library and write_bench, then runs it on target/tmp/write-bench (the files
 # it writes are removed at the end). Environment: CARGO, CC, BENCH_DIR (another directory, e.g.
 # on another file system).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-CARGO=${CARGO:-cargo}
-CC=${CC:-cc}
+. "$(dirname "$0")/common.sh"
 dir=${BENCH_DIR:-target/tmp/write-bench}
 $CARGO build --release --lib --quiet
-mkdir -p target/bench "$dir"
-$CC -std=c11 -O2 -Wall -Wextra -Werror -Iinclude bench/write_bench.c -Ltarget/release -lgguf \
-  -Wl,-rpath,"$PWD/target/release" -o target/bench/write_bench
+mkdir -p "$dir"
+build_bench write_bench
 target/bench/write_bench "$@" "$dir"

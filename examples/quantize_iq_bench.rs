@@ -12,9 +12,19 @@
 //! The two outputs are compared byte for byte first (the run fails if they differ). ggml's grid
 //! tables (`ggml_quantize_init`) and ours are built before timing.
 
+mod common;
+#[path = "../tests/ggml/dl.rs"]
+mod ggml_dl;
+#[path = "../tests/common/rng.rs"]
+mod rng;
+
+use common::cpu_model;
+use ggml_dl::Lib;
 use gguf::quantize::quantize;
 use gguf::DataType;
-use std::ffi::{c_void, CString};
+use rng::Rng;
+use std::ffi::c_void;
+use std::path::Path;
 
 /// The calling thread's CPU time, in seconds.
 fn cpu_time() -> f64 {
@@ -30,59 +40,24 @@ fn cpu_time() -> f64 {
 type Init = unsafe extern "C" fn(u32);
 type Chunk = unsafe extern "C" fn(u32, *const f32, *mut c_void, i64, i64, i64, *const f32) -> usize;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn uniform(&mut self) -> f32 {
-        ((self.next() >> 40) as f32) * (1.0 / 8_388_608.0) - 1.0
-    }
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rounds: usize = args.get(1).map_or(15, |a| a.parse().expect("ROUNDS"));
     let rows: usize = args.get(2).map_or(16, |a| a.parse().expect("ROWS"));
     let dir = args.get(3).map_or("target/ggml", String::as_str);
     let only = args.get(4);
-    let path = CString::new(format!("{dir}/libggml-base.so")).unwrap();
-    // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded; the symbols
-    // are transmuted to their C signatures (ggml.h).
+    let lib = Lib::open(&Path::new(dir).join("libggml-base.so"));
+    // SAFETY: the library stays loaded; the symbols are transmuted to their C signatures
+    // (ggml.h).
     let (init, chunk) = unsafe {
-        let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        assert!(!lib.is_null(), "dlopen {path:?} failed");
-        let sym = |n: &str| {
-            let n = CString::new(n).unwrap();
-            let p = libc::dlsym(lib, n.as_ptr());
-            assert!(!p.is_null());
-            p
-        };
         (
-            std::mem::transmute::<*mut c_void, Init>(sym("ggml_quantize_init")),
-            std::mem::transmute::<*mut c_void, Chunk>(sym("ggml_quantize_chunk")),
+            std::mem::transmute::<*mut c_void, Init>(lib.sym("ggml_quantize_init")),
+            std::mem::transmute::<*mut c_void, Chunk>(lib.sym("ggml_quantize_chunk")),
         )
     };
     let n_per_row = 4096;
     let mut rng = Rng(0x1234_5678_9abc_def1);
-    let src: Vec<f32> = (0..rows * n_per_row)
-        .map(|_| rng.uniform() + rng.uniform() + rng.uniform())
-        .collect();
+    let src: Vec<f32> = (0..rows * n_per_row).map(|_| rng.bell()).collect();
     let imp: Vec<f32> = (0..n_per_row).map(|_| rng.uniform() * 1.9 + 2.0).collect();
     let mb = (src.len() * 4) as f64 / 1e6;
     println!("CPU: {}", cpu_model());

@@ -9,6 +9,12 @@
 //! PRESET defaults to Q4_K_M, THREADS to 2. Each side runs ROUNDS times (default 3),
 //! alternating; the minimum and the median wall time are printed with the CPU model.
 
+mod common;
+#[path = "../tests/ggml/dl.rs"]
+mod ggml_dl;
+
+use common::cpu_model;
+use ggml_dl::Lib;
 use gguf::requantize::{requantize_file, FileType, Options, Progress};
 use gguf::{DataType, MetadataValue, Writer};
 use std::ffi::{c_char, c_void, CString};
@@ -104,17 +110,6 @@ fn write_source(path: &Path, layers: u32) {
     stream.finish().unwrap();
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let dir = PathBuf::from(
@@ -132,13 +127,11 @@ fn main() {
     let size = std::fs::metadata(&src).unwrap().len();
 
     let lib = Path::new("target/ggml/libllama.v0.5.0.so");
-    let path = CString::new(lib.to_str().unwrap()).unwrap();
-    // SAFETY: dlopen/dlsym with NUL-terminated names; the functions are cast to their
-    // signatures in llama.h and the library is never closed.
+    let lib = Lib::open(lib);
+    let sym = |n: &str| lib.sym(n);
+    // SAFETY: the functions are cast to their signatures in llama.h and the library is never
+    // closed.
     let (defaults, quantize) = unsafe {
-        let h = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        assert!(!h.is_null(), "cannot load {}", lib.display());
-        let sym = |n: &str| libc::dlsym(h, CString::new(n).unwrap().as_ptr());
         let log: unsafe extern "C" fn(
             Option<unsafe extern "C" fn(u32, *const c_char, *mut c_void)>,
             *mut c_void,

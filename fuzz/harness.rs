@@ -7,6 +7,9 @@ use gguf::ffi::*;
 use gguf::{ByteOrder, DataType, GgufFile, MetadataValue, Value, ValueType, Writer};
 use std::ffi::CStr;
 use std::hint::black_box;
+#[path = "../tests/common/values.rs"]
+mod values;
+use values::{outcome, same, scalar};
 
 /// Walks a value completely (arrays element by element).
 fn walk(value: Value<'_>) -> u64 {
@@ -172,20 +175,12 @@ impl Choices<'_> {
     fn value(&mut self, ty: ValueType, depth: usize) -> MetadataValue {
         use MetadataValue as V;
         let x = self.u64();
+        if let Some(v) = scalar(ty, x) {
+            return v;
+        }
         match ty {
-            ValueType::Uint8 => V::U8(x as u8),
-            ValueType::Int8 => V::I8(x as i8),
-            ValueType::Uint16 => V::U16(x as u16),
-            ValueType::Int16 => V::I16(x as i16),
-            ValueType::Uint32 => V::U32(x as u32),
-            ValueType::Int32 => V::I32(x as i32),
-            ValueType::Float32 => V::F32(f32::from_bits(x as u32)),
-            ValueType::Bool => V::Bool(x & 1 == 1),
             ValueType::String => V::String(self.bytes(24)),
-            ValueType::Uint64 => V::U64(x),
-            ValueType::Int64 => V::I64(x as i64),
-            ValueType::Float64 => V::F64(f64::from_bits(x)),
-            ValueType::Array => {
+            _ => {
                 let max = if depth >= 3 { 12 } else { 13 };
                 let elem = ValueType::ALL[self.below(max) as usize];
                 let elem = if elem == ValueType::Array && depth >= 3 {
@@ -197,18 +192,6 @@ impl Choices<'_> {
                 V::Array(elem, (0..n).map(|_| self.value(elem, depth + 1)).collect())
             }
         }
-    }
-}
-
-fn same(a: &MetadataValue, b: &MetadataValue) -> bool {
-    use MetadataValue::*;
-    match (a, b) {
-        (F32(x), F32(y)) => x.to_bits() == y.to_bits(),
-        (F64(x), F64(y)) => x.to_bits() == y.to_bits(),
-        (Array(ta, xs), Array(tb, ys)) => {
-            ta == tb && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
-        }
-        _ => a == b,
     }
 }
 
@@ -303,22 +286,6 @@ impl gguf::read_at::ReadAt for Chunked {
 
     fn parallel(&self) -> bool {
         true
-    }
-}
-
-/// What a parse gives, comparable across sources: the facts of an accepted file, or the code,
-/// offset and message of a refusal.
-fn outcome<S: AsRef<[u8]>>(r: &gguf::Result<GgufFile<S>>) -> String {
-    match r {
-        Ok(f) => format!(
-            "ok v{} {} keys {} tensors data at {} size {}",
-            f.version(),
-            f.metadata_count(),
-            f.tensor_count(),
-            f.data_offset(),
-            f.file_size()
-        ),
-        Err(e) => format!("{:?} at {:?}: {}", e.code(), e.offset(), e.message()),
     }
 }
 

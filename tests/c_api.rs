@@ -20,31 +20,12 @@
 
 mod common;
 
-use common::{
-    bin_dir, cross_testing, lib_dir, link_aside, manifest_dir, prebuilt_c_programs, show,
-    target_cc, target_command,
-};
+use common::golden::fnv1a64;
+use common::{compile_c_program, manifest_dir, show, target_command, Link};
 use gguf::{ByteOrder, DataType, MetadataValue, ValueType, Writer};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-
-const CFLAGS: &[&str] = &[
-    "-std=c99",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-fno-omit-frame-pointer",
-    "-g",
-    "-pthread",
-];
-
-/// Added to [`CFLAGS`] for the sanitizer runs (valgrind runs use plain builds).
-const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
-
-/// What a Rust staticlib needs on Linux (`cargo rustc --lib --crate-type staticlib -- --print
-/// native-static-libs` prints it).
-const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures. c_tests/README.md describes them; the C programs check these exact values.
@@ -230,13 +211,6 @@ fn plan_tensors() -> Vec<(String, Vec<u64>, DataType)> {
         .collect()
 }
 
-/// FNV-1a, 64 bits: the digest `test_plan_pinned.c` computes over each tensor it copies.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// `plan.gguf` (its data section deliberately not page-aligned) and `plan.digests`, one line
 /// `NAME SIZE FNV1A64` per tensor, in file order.
 fn plan_model() -> (Vec<u8>, Vec<u8>) {
@@ -249,7 +223,9 @@ fn plan_model() -> (Vec<u8>, Vec<u8>) {
     for (k, (name, dims, dtype)) in plan_tensors().into_iter().enumerate() {
         let size = dtype.tensor_bytes(&dims).unwrap() as usize;
         let data: Vec<u8> = (0..size).map(|j| pattern(k, j)).collect();
-        digests.push_str(&format!("{name} {size} {:016x}\n", fnv1a64(&data)));
+        // FNV-1a, 64 bits: the digest `test_plan_pinned.c` computes over each tensor it copies.
+        let digest = fnv1a64(data.iter().copied());
+        digests.push_str(&format!("{name} {size} {digest:016x}\n"));
         w.add_tensor(&name, &dims, dtype, data).unwrap();
     }
     let header = w.header_bytes().unwrap().len();
@@ -521,61 +497,10 @@ fn fixtures() -> &'static [PathBuf] {
 // ---------------------------------------------------------------------------------------------
 // Compiling and running the C programs.
 
-#[derive(Clone, Copy, Debug)]
-enum Link {
-    /// Against libgguf.so, with ASan and UBSan.
-    Shared,
-    /// Against libgguf.a, with ASan and UBSan.
-    Static,
-    /// Against libgguf.so, without sanitizers, for valgrind.
-    Plain,
-}
-
-/// The program built for `link`: compiled here with the target's C compiler ([`target_cc`]), or,
-/// on Windows, the one `tools/cross.sh` built ahead (`PROGRAM-shared.exe` through the DLL's
-/// import library, `PROGRAM-static.exe` against `libgguf.a`). The sanitizers are the host's
-/// (cross compilers and emulators lack them): other targets build without.
-fn compile(program: &str, link: Link) -> PathBuf {
-    if let Some(dir) = prebuilt_c_programs() {
-        let exe = dir.join(format!("{program}-{link:?}.exe").to_lowercase());
-        assert!(
-            exe.is_file(),
-            "{} was not built ahead (tools/cross.sh builds c_tests/ for Windows)",
-            exe.display()
-        );
-        return exe;
-    }
-    let root = manifest_dir();
-    let lib = lib_dir();
-    let exe = bin_dir("c_api").join(format!("{program}-{link:?}").to_lowercase());
-    let mut cmd = target_cc();
-    cmd.args(CFLAGS);
-    if !matches!(link, Link::Plain) && !cross_testing() {
-        cmd.args(SANITIZE);
-    }
-    // -Ic_tests for check.h, the helpers every program includes (a quoted include finds it next
-    // to the .c file anyway; the flag says where it comes from).
-    cmd.arg(format!("-I{}", root.join("include").display()))
-        .arg(format!("-I{}", root.join("c_tests").display()))
-        .arg(root.join("c_tests").join(format!("{program}.c")));
-    match link {
-        Link::Shared | Link::Plain => {
-            cmd.arg(format!("-L{}", lib.display()))
-                .arg("-lgguf")
-                .arg(format!("-Wl,-rpath,{}", lib.display()));
-        }
-        Link::Static => {
-            cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
-        }
-    }
-    link_aside(&mut cmd, &exe);
-    exe
-}
-
 fn run_c_test(program: &str) {
     let fixtures = fixtures();
     for link in [Link::Shared, Link::Static] {
-        let exe = compile(program, link);
+        let exe = compile_c_program("c_api", program, link);
         let output = target_command(&exe)
             .args(fixtures)
             .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
@@ -594,7 +519,7 @@ fn run_c_test(program: &str) {
 /// possibly lost. (Still-reachable blocks are the C runtime's and the thread-local error
 /// record of the main thread, which the C runtime never tears down.)
 fn run_valgrind(program: &str) {
-    let exe = compile(program, Link::Plain);
+    let exe = compile_c_program("c_api", program, Link::Plain);
     let output = Command::new("valgrind")
         .args([
             "--tool=memcheck",

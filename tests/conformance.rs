@@ -120,6 +120,48 @@ fn describe_rust(path: &Path, errors: &mut Vec<String>) -> Result<Json, String> 
     Ok(canon::file(&f))
 }
 
+/// The record `getter` returned for index `i`, or an error naming the call when it is NULL.
+///
+/// # Safety
+/// `p` is NULL or a record valid while the result is used.
+unsafe fn non_null<'a, T>(p: *const T, getter: &str, i: u64) -> Result<&'a T, String> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_ref() }.ok_or_else(|| format!("{getter}({i}): {}", last_error()))
+}
+
+/// The name of a record (a key's or a tensor's) the C API gives at index `i`, `len` bytes at
+/// `ptr`, checked: NUL-terminated, the record's `index` is `i`, and for a name without a NUL
+/// inside, looking it up by name (`lookup`; `same`: whether that gives this record) finds it.
+///
+/// # Safety
+/// `ptr` is valid for `len + 1` bytes while the result is used.
+unsafe fn checked_name<'a>(
+    (what, lookup): (&str, &str),
+    (ptr, len): (*const c_char, u64),
+    (index, i): (u64, u64),
+    same: impl FnOnce() -> bool,
+    errors: &mut Vec<String>,
+) -> &'a [u8] {
+    // SAFETY: the caller's contract.
+    let (name, terminated) = unsafe {
+        let name = bytes_at(ptr.cast(), len);
+        (name, *ptr.add(name.len()) == 0)
+    };
+    if !terminated || index != i {
+        errors.push(format!(
+            "{what} {}: not NUL-terminated or wrong index",
+            shown(name)
+        ));
+    }
+    if !name.contains(&0) && !same() {
+        errors.push(format!(
+            "{lookup}({}) is not the record at index {i}",
+            shown(name)
+        ));
+    }
+    name
+}
+
 /// `len` bytes at `ptr` (a NULL pointer is allowed for an empty range).
 ///
 /// # Safety
@@ -228,73 +270,31 @@ unsafe fn typed_items(
             let conv = $conv;
             Some(Ok(items.iter().map(|&x| conv(x)).collect()))
         }};
+        // Integers and booleans compare by value.
+        ($getter:ident, $t:ty) => {
+            typed!($getter, $t, |x: $t| json!({"type": name, "value": x}))
+        };
     }
     match elem {
-        ValueType::Uint8 => typed!(
-            gguf_get_uint8_array,
-            u8,
-            |x: u8| json!({"type": name, "value": x})
+        ValueType::Uint8 => typed!(gguf_get_uint8_array, u8),
+        ValueType::Int8 => typed!(gguf_get_int8_array, i8),
+        ValueType::Uint16 => typed!(gguf_get_uint16_array, u16),
+        ValueType::Int16 => typed!(gguf_get_int16_array, i16),
+        ValueType::Uint32 => typed!(gguf_get_uint32_array, u32),
+        ValueType::Int32 => typed!(gguf_get_int32_array, i32),
+        ValueType::Uint64 => typed!(gguf_get_uint64_array, u64),
+        ValueType::Int64 => typed!(gguf_get_int64_array, i64),
+        ValueType::Float32 => typed!(
+            gguf_get_float_array,
+            f32,
+            |x: f32| json!({"type": name, "bits": x.to_bits()})
         ),
-        ValueType::Int8 => typed!(
-            gguf_get_int8_array,
-            i8,
-            |x: i8| json!({"type": name, "value": x})
+        ValueType::Float64 => typed!(
+            gguf_get_float64_array,
+            f64,
+            |x: f64| json!({"type": name, "bits": x.to_bits()})
         ),
-        ValueType::Uint16 => {
-            typed!(
-                gguf_get_uint16_array,
-                u16,
-                |x: u16| json!({"type": name, "value": x})
-            )
-        }
-        ValueType::Int16 => typed!(
-            gguf_get_int16_array,
-            i16,
-            |x: i16| json!({"type": name, "value": x})
-        ),
-        ValueType::Uint32 => {
-            typed!(
-                gguf_get_uint32_array,
-                u32,
-                |x: u32| json!({"type": name, "value": x})
-            )
-        }
-        ValueType::Int32 => typed!(
-            gguf_get_int32_array,
-            i32,
-            |x: i32| json!({"type": name, "value": x})
-        ),
-        ValueType::Uint64 => {
-            typed!(
-                gguf_get_uint64_array,
-                u64,
-                |x: u64| json!({"type": name, "value": x})
-            )
-        }
-        ValueType::Int64 => typed!(
-            gguf_get_int64_array,
-            i64,
-            |x: i64| json!({"type": name, "value": x})
-        ),
-        ValueType::Float32 => {
-            typed!(
-                gguf_get_float_array,
-                f32,
-                |x: f32| json!({"type": name, "bits": x.to_bits()})
-            )
-        }
-        ValueType::Float64 => {
-            typed!(
-                gguf_get_float64_array,
-                f64,
-                |x: f64| json!({"type": name, "bits": x.to_bits()})
-            )
-        }
-        ValueType::Bool => typed!(
-            gguf_get_bool_array,
-            bool,
-            |x: bool| json!({"type": name, "value": x})
-        ),
+        ValueType::Bool => typed!(gguf_get_bool_array, bool),
         ValueType::String => {
             // SAFETY: the caller's contract; `n` is writable.
             let ptrs = unsafe { gguf_get_string_array(h, key, &mut n) };
@@ -480,23 +480,14 @@ unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, S
         let mut metadata = Vec::new();
         for i in 0..gguf_metadata_count(h) {
             let kv: *const GGUFMetadataKV = gguf_get_metadata_by_index(h, i);
-            if kv.is_null() {
-                return Err(format!("gguf_get_metadata_by_index({i}): {}", last_error()));
-            }
-            let kv = &*kv;
-            let key = bytes_at(kv.key.cast(), kv.key_len);
-            if *kv.key.add(key.len()) != 0 || kv.index != i {
-                errors.push(format!(
-                    "key {}: not NUL-terminated or wrong index",
-                    shown(key)
-                ));
-            }
-            if !key.contains(&0) && !std::ptr::eq(gguf_get_metadata(h, kv.key), kv) {
-                errors.push(format!(
-                    "gguf_get_metadata({}) is not the record at index {i}",
-                    shown(key)
-                ));
-            }
+            let kv = non_null(kv, "gguf_get_metadata_by_index", i)?;
+            let key = checked_name(
+                ("key", "gguf_get_metadata"),
+                (kv.key, kv.key_len),
+                (kv.index, i),
+                || std::ptr::eq(gguf_get_metadata(h, kv.key), kv),
+                errors,
+            );
             let value =
                 c_value(h, kv, layout, errors).map_err(|e| format!("key {}: {e}", shown(key)))?;
             metadata.push(canon::entry(key, value));
@@ -504,23 +495,14 @@ unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, S
         let mut tensors = Vec::new();
         for i in 0..gguf_tensor_count(h) {
             let info: *const GGUFTensorInfo = gguf_get_tensor_by_index(h, i);
-            if info.is_null() {
-                return Err(format!("gguf_get_tensor_by_index({i}): {}", last_error()));
-            }
-            let t = &*info;
-            let name = bytes_at(t.name.cast(), t.name_len);
-            if *t.name.add(name.len()) != 0 || t.index != i {
-                errors.push(format!(
-                    "tensor {}: not NUL-terminated or wrong index",
-                    shown(name)
-                ));
-            }
-            if !name.contains(&0) && !std::ptr::eq(gguf_get_tensor(h, t.name), info) {
-                errors.push(format!(
-                    "gguf_get_tensor({}) is not the record at index {i}",
-                    shown(name)
-                ));
-            }
+            let t = non_null(info, "gguf_get_tensor_by_index", i)?;
+            let name = checked_name(
+                ("tensor", "gguf_get_tensor"),
+                (t.name, t.name_len),
+                (t.index, i),
+                || std::ptr::eq(gguf_get_tensor(h, t.name), info),
+                errors,
+            );
             let n_dims = t.n_dims as usize;
             if n_dims > 4 || t.dims[n_dims.min(4)..].iter().any(|&d| d != 1) {
                 errors.push(format!(
@@ -574,15 +556,7 @@ unsafe fn describe_open(h: GGUFFile, errors: &mut Vec<String>) -> Result<Json, S
 /// Every difference between the reference's view and ours, each naming what differs.
 fn compare(reference: &Json, ours: &Json) -> Vec<String> {
     let mut out = Vec::new();
-    for field in [
-        "version",
-        "byte_order",
-        "alignment",
-        "data_offset",
-        "file_size",
-        "kv_count",
-        "tensor_count",
-    ] {
+    for field in canon::HEADER_FIELDS {
         if reference[field] != ours[field] {
             out.push(format!(
                 "{field}: reference {} vs libgguf {}",

@@ -4,6 +4,7 @@
 //! and big-endian files convert the types whose big-endian layout is defined and refuse the
 //! others by name.
 
+mod common;
 #[path = "dequant/inputs.rs"]
 mod inputs;
 

@@ -14,10 +14,13 @@
 //! model written with one tensor of every type, through `gguf_tensor_to_float`.
 
 mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
 #[path = "dequant/inputs.rs"]
 mod inputs;
 
 use common::{ggml_dir, manifest_dir};
+use ggml_dl::Lib;
 use gguf::{DataType, Writer};
 use inputs::{cases, fingerprint, Rng};
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -33,25 +36,11 @@ struct Ggml {
 fn ggml() -> &'static Ggml {
     static GGML: OnceLock<Ggml> = OnceLock::new();
     GGML.get_or_init(|| {
-        let path = CString::new(
-            ggml_dir()
-                .join("libggml-base.so")
-                .to_str()
-                .unwrap()
-                .to_owned(),
-        )
-        .unwrap();
-        // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded for the
-        // process (never dlclosed), so the function pointers stay valid.
+        let lib = Lib::open(&ggml_dir().join("libggml-base.so"));
+        // SAFETY: the library stays loaded for the process, so the function pointers stay
+        // valid.
         unsafe {
-            let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            let sym = |name: &str| {
-                let name = CString::new(name).unwrap();
-                libc::dlsym(lib, name.as_ptr())
-            };
-            let traits = sym("ggml_get_type_traits");
-            assert!(!traits.is_null());
+            let traits = lib.sym("ggml_get_type_traits");
             let traits: unsafe extern "C" fn(u32) -> *const u8 = std::mem::transmute(traits);
             let mut to_float = vec![None; 64];
             for t in DataType::ALL {
@@ -64,7 +53,7 @@ fn ggml() -> &'static Ggml {
                 let type_name = CStr::from_ptr(word(0) as usize as *const c_char);
                 let mut f = word(5) as usize as *mut c_void;
                 if f.is_null() {
-                    f = sym(&format!("dequantize_row_{}", type_name.to_str().unwrap()));
+                    f = lib.find(&format!("dequantize_row_{}", type_name.to_str().unwrap()));
                 }
                 if !f.is_null() {
                     to_float[t.id() as usize] =

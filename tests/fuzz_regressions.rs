@@ -6,18 +6,33 @@ mod harness;
 
 use std::path::Path;
 
-fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
+/// Every file in `fuzz/<kind>/<target>` (path and bytes), sorted by path; none where the
+/// directory is missing and `required` is false.
+fn files(kind: &str, target: &str, required: bool) -> Vec<(String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/regressions")
+        .join("fuzz")
+        .join(kind)
         .join(target);
-    let mut found = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            found.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if !required => {
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{}", dir.display());
+            return Vec::new();
         }
+        Err(e) => panic!("{}: {e}", dir.display()),
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        found.push((path.display().to_string(), std::fs::read(&path).unwrap()));
     }
+    found.sort();
     found
+}
+
+/// The crashes once found for `target` (fuzz/regressions/TARGET, which may not exist).
+fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {
+    files("regressions", target, false)
 }
 
 #[test]
@@ -62,17 +77,9 @@ fn roundtrip_regressions_and_seeds() {
     }
 }
 
+/// The seed corpus of `target` (fuzz/seeds/TARGET).
 fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/seeds")
-        .join(target);
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-        let path = entry.path();
-        found.push((path.display().to_string(), std::fs::read(&path).unwrap()));
-    }
-    found.sort();
-    found
+    files("seeds", target, true)
 }
 
 #[test]

@@ -13,6 +13,8 @@
 mod common;
 
 use common::raw::{file, kv, le_u64, tensor_info, with_data};
+use common::rng::Rng;
+use common::values::scalar;
 use common::{crosscheck_exe, manifest_dir, run};
 use gguf::{ByteOrder, DataType, ErrorCode, MetadataValue as V, ValueType, Writer};
 use std::path::Path;
@@ -60,43 +62,17 @@ fn verdicts(batch: &str, files: &[(String, Vec<u8>)]) -> Vec<Verdict> {
         .collect()
 }
 
-/// A small xorshift generator, so the random corpus is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A random scalar or string of type `ty`.
 fn random_value(rng: &mut Rng, ty: ValueType) -> V {
     let x = rng.next();
-    match ty {
-        ValueType::Uint8 => V::U8(x as u8),
-        ValueType::Int8 => V::I8(x as i8),
-        ValueType::Uint16 => V::U16(x as u16),
-        ValueType::Int16 => V::I16(x as i16),
-        ValueType::Uint32 => V::U32(x as u32),
-        ValueType::Int32 => V::I32(x as i32),
-        ValueType::Float32 => V::F32(f32::from_bits(x as u32)),
-        ValueType::Bool => V::Bool(x & 1 == 1),
-        ValueType::Uint64 => V::U64(x),
-        ValueType::Int64 => V::I64(x as i64),
-        ValueType::Float64 => V::F64(f64::from_bits(x)),
-        // Strings without NUL bytes: ggml's are C strings.
-        _ => V::String(
+    // Strings without NUL bytes: ggml's are C strings.
+    scalar(ty, x).unwrap_or_else(|| {
+        V::String(
             (0..rng.below(12))
                 .map(|_| b'a' + rng.below(26) as u8)
                 .collect(),
-        ),
-    }
+        )
+    })
 }
 
 /// A random model of the kind ggml reads: little-endian, version 2 or 3, arrays not nested.

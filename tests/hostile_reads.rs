@@ -11,7 +11,7 @@ use common::raw::{file, kv, le_u64, tensor_info};
 use gguf::ffi::*;
 use gguf::load::{self, LoadOptions};
 use gguf::read_at::ReadAt;
-use gguf::{DataType, ErrorCode, MetadataValue, Model, Writer};
+use gguf::{DataType, ErrorCode, Model};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -139,21 +139,6 @@ fn read_requests(
     })
 }
 
-/// A file of `n` F32 tensors of `elems` elements each (tensor k's bytes are `i ^ (k + 1)`).
-fn model_file(n: usize, elems: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
-    let mut w = Writer::new();
-    w.add_metadata("general.architecture", MetadataValue::string("test"))
-        .unwrap();
-    let mut data = Vec::new();
-    for k in 0..n {
-        let bytes: Vec<u8> = (0..elems * 4).map(|i| (i as u8) ^ (k as u8 + 1)).collect();
-        w.add_tensor(format!("t{k}"), &[elems], DataType::F32, bytes.clone())
-            .unwrap();
-        data.push(bytes);
-    }
-    (w.to_bytes().unwrap(), data)
-}
-
 /// The same tensor listed twice (or three times), each time with its own buffer, fills every
 /// buffer: small tensors, and ones over 8 MiB that cross the file's 8 MiB read boundaries,
 /// on one thread and on several.
@@ -161,7 +146,7 @@ fn model_file(n: usize, elems: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
 fn a_tensor_listed_twice_fills_both_buffers() {
     // 3 tensors of 12 MiB: each crosses an 8 MiB boundary of the file; and 3 small ones.
     for (n, elems) in [(3, 3 << 20), (3, 1000)] {
-        let (bytes, data) = model_file(n, elems);
+        let (bytes, data) = common::model_file(n, elems);
         let len = bytes.len() as u64;
         let source = Synthetic::new(bytes, len);
         let model = Model::open_source("mem", source).unwrap();

@@ -75,16 +75,7 @@ fn make(args: &[String]) -> Output {
     // Without the variables cargo set for this test (as tests/common's lib_dir): build scripts
     // that watch them (ring's) would see them change and rebuild, and the release library that
     // `make` built would be built again.
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy().into_owned();
-        if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_"]
-            .iter()
-            .any(|p| name.starts_with(p))
-            || name == "OUT_DIR"
-        {
-            cmd.env_remove(&name);
-        }
-    }
+    common::without_cargo_test_env(&mut cmd);
     run(&mut cmd)
 }
 

@@ -34,6 +34,16 @@ fn supported(advice: Paging) -> bool {
     }
 }
 
+/// The handle `h` takes WILL_NEED advice where the platform supports it.
+///
+/// # Safety
+/// `h` is an open handle.
+unsafe fn assert_will_need_applies(h: GGUFFile) {
+    // SAFETY: the caller's contract.
+    let ok = unsafe { gguf_advise_data(h, Paging::WillNeed as u32) };
+    assert_eq!(ok, supported(Paging::WillNeed), "{}", last_error());
+}
+
 #[test]
 fn open_flags_and_advice_work_or_report_unsupported() {
     let (path, _) = model("paging-flags.gguf");
@@ -73,12 +83,7 @@ fn open_flags_and_advice_work_or_report_unsupported() {
                 );
             }
         }
-        assert_eq!(
-            gguf_advise_data(h, Paging::WillNeed as u32),
-            supported(Paging::WillNeed),
-            "{}",
-            last_error()
-        );
+        assert_will_need_applies(h);
         gguf_close(h);
     }
 }
@@ -121,12 +126,7 @@ fn dont_need_on_locked_pages_says_they_are_locked() {
             assert_eq!(code, ErrorCode::Unsupported as u32, "{text}");
         }
         // The handle still works, and other advice still applies.
-        assert_eq!(
-            gguf_advise_data(h, Paging::WillNeed as u32),
-            supported(Paging::WillNeed),
-            "{}",
-            last_error()
-        );
+        assert_will_need_applies(h);
         gguf_close(h);
     }
 }

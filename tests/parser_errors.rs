@@ -113,6 +113,19 @@ fn alignment_rules() {
     assert_eq!(GgufFile::from_bytes(&ok[..]).unwrap().alignment(), 64);
 }
 
+/// Two 16-float tensors, the second 32 bytes after the first (which is 64 long), with room for
+/// their data.
+fn overlapping_tensors() -> Vec<u8> {
+    let two = [
+        tensor_info("a", &[16], 0, 0),
+        tensor_info("b", &[16], 0, 32),
+    ]
+    .concat();
+    let mut f = file(2, 0, &two);
+    f.resize(f.len().div_ceil(32) * 32 + 128, 0);
+    f
+}
+
 /// A file with one tensor info and enough zero bytes after it for the data.
 fn one_tensor(dims: &[u64], dtype: u32, offset: u64, data: usize) -> Vec<u8> {
     let mut f = file(1, 0, &tensor_info("t", dims, dtype, offset));
@@ -160,13 +173,7 @@ fn tensor_rules() {
         refuse(&one_tensor(&[8], 0, u64::MAX - 31, 64)).0,
         ErrorCode::DataOutOfBounds
     );
-    let two = [
-        tensor_info("a", &[16], 0, 0),
-        tensor_info("b", &[16], 0, 32),
-    ]
-    .concat();
-    let mut f = file(2, 0, &two);
-    f.resize(f.len().div_ceil(32) * 32 + 128, 0);
+    let f = overlapping_tensors();
     assert_eq!(refuse(&f).0, ErrorCode::DataOverlap);
     let dup = [tensor_info("a", &[8], 0, 0), tensor_info("a", &[8], 0, 32)].concat();
     let mut f = file(2, 0, &dup);
@@ -271,44 +278,11 @@ fn spec_allowances_are_accepted() {
     assert_eq!(g.get("k").unwrap().as_bytes(), Some(&[0xff, 0xfe][..]));
 }
 
-fn rich_file(version: u32, order: ByteOrder) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.set_version(version).unwrap().set_byte_order(order);
-    w.add_metadata("general.architecture", MetadataValue::string("llama"))
-        .unwrap();
-    w.add_metadata("n", MetadataValue::U32(7)).unwrap();
-    w.add_metadata(
-        "tokens",
-        MetadataValue::Array(
-            ValueType::String,
-            (0..20)
-                .map(|i| MetadataValue::string(format!("t{i}")))
-                .collect(),
-        ),
-    )
-    .unwrap();
-    w.add_metadata(
-        "nested",
-        MetadataValue::Array(
-            ValueType::Array,
-            vec![MetadataValue::Array(
-                ValueType::Int8,
-                vec![MetadataValue::I8(-1)],
-            )],
-        ),
-    )
-    .unwrap();
-    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68])
-        .unwrap();
-    w.add_tensor("b", &[5], DataType::F32, vec![2; 20]).unwrap();
-    w.to_bytes().unwrap()
-}
-
 #[test]
 fn every_truncation_is_refused_except_inside_trailing_padding() {
     for version in 1..=3 {
         for order in [ByteOrder::Little, ByteOrder::Big] {
-            let bytes = rich_file(version, order);
+            let bytes = common::rich_file(version, order, 20);
             let full = GgufFile::from_bytes(&bytes[..]).unwrap();
             let last = full
                 .tensors()
@@ -340,7 +314,7 @@ fn every_truncation_is_refused_except_inside_trailing_padding() {
 
 #[test]
 fn mutated_files_never_panic_and_accepted_ones_stay_in_bounds() {
-    let base = rich_file(3, ByteOrder::Little);
+    let base = common::rich_file(3, ByteOrder::Little, 20);
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut next = || {
         x ^= x << 13;
@@ -621,13 +595,7 @@ fn every_rule_is_a_variant_with_its_facts() {
         ErrorCode::DataOutOfBounds,
         &|k| matches!(k, K::DataOutOfBounds { end: None, .. }),
     );
-    let two = [
-        tensor_info("a", &[16], 0, 0),
-        tensor_info("b", &[16], 0, 32),
-    ]
-    .concat();
-    let mut f = file(2, 0, &two);
-    f.resize(f.len().div_ceil(32) * 32 + 128, 0);
+    let f = overlapping_tensors();
     check(&f, ErrorCode::DataOverlap, &|k| {
         matches!(k, K::DataOverlap { tensor, range: (32, 96), other, other_range: (0, 64) }
             if tensor == "'b'" && other == "'a'")

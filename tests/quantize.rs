@@ -4,6 +4,7 @@
 //! rules, and quantized values read back through the crate's own dequantizer within each
 //! type's error bound.
 
+mod common;
 #[path = "quantize/inputs.rs"]
 mod inputs;
 

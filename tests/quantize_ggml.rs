@@ -8,14 +8,17 @@
 //! platform.
 
 mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
 #[path = "quantize/inputs.rs"]
 mod inputs;
 
 use common::ggml_dir;
+use ggml_dl::Lib;
 use gguf::quantize::{quantize, quantize_parallel};
 use gguf::DataType;
 use inputs::{cases, fingerprint, golden, importance, Rng, ROW, TYPES};
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::OnceLock;
 
 type QuantizeChunk =
@@ -24,16 +27,8 @@ type QuantizeChunk =
 fn ggml_quantize_chunk() -> QuantizeChunk {
     static F: OnceLock<usize> = OnceLock::new();
     let f = *F.get_or_init(|| {
-        let path = CString::new(ggml_dir().join("libggml-base.so").to_str().unwrap()).unwrap();
-        // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded for the
-        // process (never dlclosed), so the function pointer stays valid.
-        unsafe {
-            let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            let f = libc::dlsym(lib, c"ggml_quantize_chunk".as_ptr());
-            assert!(!f.is_null(), "no ggml_quantize_chunk in {path:?}");
-            f as usize
-        }
+        // The library stays loaded for the process, so the function pointer stays valid.
+        Lib::open(&ggml_dir().join("libggml-base.so")).sym("ggml_quantize_chunk") as usize
     });
     // SAFETY: the symbol's C signature is the one of `QuantizeChunk` (ggml.h).
     unsafe { std::mem::transmute::<usize, QuantizeChunk>(f) }

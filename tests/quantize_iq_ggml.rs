@@ -17,14 +17,17 @@
 //! here), paid once per process; the rows themselves are few and small.
 
 mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
 #[path = "quantize_iq/inputs.rs"]
 mod inputs;
 
 use common::{ggml_dir, manifest_dir};
+use ggml_dl::Lib;
 use gguf::quantize::quantize;
 use gguf::{DataType, ErrorCode};
 use inputs::{fingerprint_input, fingerprint_line, Rng, FINGERPRINTS, TYPES};
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::sync::{Mutex, OnceLock};
 
 type Init = unsafe extern "C" fn(u32);
@@ -41,26 +44,11 @@ struct Ggml {
 fn ggml() -> &'static Ggml {
     static GGML: OnceLock<Ggml> = OnceLock::new();
     GGML.get_or_init(|| {
-        let path = CString::new(
-            ggml_dir()
-                .join("libggml-base.so")
-                .to_str()
-                .unwrap()
-                .to_owned(),
-        )
-        .unwrap();
-        // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded for the
-        // process (never dlclosed), so the function pointers stay valid; each is transmuted to
-        // its C signature (ggml.h).
+        let lib = Lib::open(&ggml_dir().join("libggml-base.so"));
+        let sym = |name: &str| lib.sym(name);
+        // SAFETY: the library stays loaded for the process (never dlclosed), so the function
+        // pointers stay valid; each is transmuted to its C signature (ggml.h).
         unsafe {
-            let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            let sym = |name: &str| {
-                let name = CString::new(name).unwrap();
-                let p = libc::dlsym(lib, name.as_ptr());
-                assert!(!p.is_null(), "{name:?} is not in ggml");
-                p
-            };
             Ggml {
                 init: std::mem::transmute::<*mut c_void, Init>(sym("ggml_quantize_init")),
                 chunk: std::mem::transmute::<*mut c_void, Chunk>(sym("ggml_quantize_chunk")),

@@ -18,10 +18,13 @@
 //! shapes), so that llama.cpp's slowest quantizers take milliseconds.
 
 mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
 #[path = "requantize/model.rs"]
 mod model;
 
 use common::{bin_dir, cc, ggml_dir, lib_dir, link_aside, llama_src_dir, manifest_dir, run};
+use ggml_dl::Lib;
 use gguf::requantize::{plan, requantize_file, FileType, Importance, Options, Progress};
 use gguf::{DataType, Model, OpenOptions};
 use model::{Spec, SPEC};
@@ -129,19 +132,11 @@ fn llama() -> &'static Llama {
             "{} is missing: run `make ggml`",
             path.display()
         );
-        let path = CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded for the
-        // process (never dlclosed), so the function pointers stay valid; each is cast to its
-        // signature in include/llama.h.
+        let lib = Lib::open(&path);
+        let sym = |name: &str| lib.sym(name);
+        // SAFETY: the library stays loaded for the process (never dlclosed), so the function
+        // pointers stay valid; each is cast to its signature in include/llama.h.
         unsafe {
-            let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            let sym = |name: &str| {
-                let c = CString::new(name).unwrap();
-                let f = libc::dlsym(lib, c.as_ptr());
-                assert!(!f.is_null(), "libllama has no {name}");
-                f
-            };
             let log_set: unsafe extern "C" fn(Option<LogCallback>, *mut c_void) =
                 std::mem::transmute(sym("llama_log_set"));
             log_set(Some(quiet), std::ptr::null_mut());
@@ -529,40 +524,19 @@ fn every_preset_chooses_llama_cpps_types() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The presets whose files are compared byte for byte: every one but those that give tensors of
-/// IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS or IQ2_S, whose grids ggml builds in its first call of the
-/// process for each (about 40 s on a CI core, all five). Those types' bytes are checked against
-/// ggml by `tests/quantize_iq_ggml.rs`, and the presets' types above.
-const BYTE_PRESETS: [FileType; 29] = [
-    FileType::F32,
-    FileType::F16,
-    FileType::BF16,
-    FileType::Q1_0,
-    FileType::Q2_0,
-    FileType::Q4_0,
-    FileType::Q4_1,
-    FileType::Q5_0,
-    FileType::Q5_1,
-    FileType::Q8_0,
-    FileType::MXFP4_MOE,
-    FileType::Q2_K,
-    FileType::Q2_K_S,
-    FileType::Q3_K_S,
-    FileType::Q3_K_M,
-    FileType::Q3_K_L,
-    FileType::Q4_K_S,
-    FileType::Q4_K_M,
-    FileType::Q5_K_S,
-    FileType::Q5_K_M,
-    FileType::Q6_K,
-    FileType::TQ1_0,
-    FileType::TQ2_0,
-    FileType::IQ3_XXS,
-    FileType::IQ3_XS,
-    FileType::IQ3_S,
-    FileType::IQ3_M,
-    FileType::IQ4_NL,
-    FileType::IQ4_XS,
+/// The presets not compared byte for byte: those whose main type is IQ1_S, IQ1_M, IQ2_XXS,
+/// IQ2_XS or IQ2_S, whose grids ggml builds in its first call of the process for each (about
+/// 40 s on a CI core, all five). Those types' bytes are checked against ggml by
+/// `tests/quantize_iq_ggml.rs`, and these presets' types by
+/// [`every_preset_chooses_llama_cpps_types`]. (IQ3_XXS is compared: its few IQ2_S tensors cost
+/// one grid.)
+const SLOW_PRESETS: [FileType; 6] = [
+    FileType::IQ1_S,
+    FileType::IQ1_M,
+    FileType::IQ2_XXS,
+    FileType::IQ2_XS,
+    FileType::IQ2_S,
+    FileType::IQ2_M,
 ];
 
 fn same_bytes(src: &Path, dir: &Path, ft: FileType, ask: &Ask) -> Result<(), String> {
@@ -635,7 +609,12 @@ fn supported_presets_give_llama_cpps_bytes() {
         ..Ask::default()
     };
     let mut failures = Vec::new();
-    for ft in BYTE_PRESETS {
+    // The presets are the library's list: every_preset_chooses_llama_cpps_types runs each
+    // through libllama, which refuses an id that is no preset of its own.
+    for ft in FileType::ALL {
+        if SLOW_PRESETS.contains(&ft) {
+            continue;
+        }
         let asks: &[&Ask] = if needs_importance(ft) {
             &[&with]
         } else {
@@ -989,20 +968,8 @@ fn infer() -> &'static Infer {
     static INFER: OnceLock<Infer> = OnceLock::new();
     INFER.get_or_init(|| {
         llama(); // loaded, its log (and ggml's) silenced
-        let open = |name: &str| {
-            let path = CString::new(ggml_dir().join(name).to_str().unwrap()).unwrap();
-            // SAFETY: a NUL-terminated path; the library stays loaded for the process.
-            let lib = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            lib
-        };
-        let sym = |lib: *mut c_void, name: &str| {
-            let c = CString::new(name).unwrap();
-            // SAFETY: a handle dlopen returned and a NUL-terminated name.
-            let f = unsafe { libc::dlsym(lib, c.as_ptr()) };
-            assert!(!f.is_null(), "no {name}");
-            f
-        };
+        let open = |name: &str| Lib::open(&ggml_dir().join(name));
+        let sym = |lib: Lib, name: &str| lib.sym(name);
         let (ggml, lib) = (open("libggml.v0.5.0.so"), open("libllama.v0.5.0.so"));
         // SAFETY: each symbol is cast to its signature in include/llama.h and
         // ggml/include/ggml-backend.h; the structs passed by value are checked below.

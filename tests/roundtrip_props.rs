@@ -10,8 +10,12 @@
 //! 14 truncation: `truncations_are_refused`; 15 versions: `invalid_value_types_and_versions_are_refused`;
 //! 17 string lengths: `string_lengths_past_the_end_are_refused`.
 
+#[path = "common/values.rs"]
+mod values;
+
 use gguf::{ByteOrder, DataType, GgufFile, MetadataValue, ValueType};
 use proptest::prelude::*;
+use values::same;
 
 fn scalar() -> impl Strategy<Value = MetadataValue> {
     use MetadataValue::*;
@@ -41,19 +45,6 @@ fn value() -> impl Strategy<Value = MetadataValue> {
                 .prop_map(move |items| MetadataValue::Array(elem, items))
         })
     })
-}
-
-/// Bit-exact equality (floats by their bits).
-fn same(a: &MetadataValue, b: &MetadataValue) -> bool {
-    use MetadataValue::*;
-    match (a, b) {
-        (F32(x), F32(y)) => x.to_bits() == y.to_bits(),
-        (F64(x), F64(y)) => x.to_bits() == y.to_bits(),
-        (Array(ta, xs), Array(tb, ys)) => {
-            ta == tb && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same(x, y))
-        }
-        _ => a == b,
-    }
 }
 
 #[derive(Debug, Clone)]

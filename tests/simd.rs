@@ -11,23 +11,10 @@ mod common;
 #[path = "ggml/dl.rs"]
 mod ggml_dl;
 
+use common::rng::Rng;
 use gguf::quant::simd::{self, Isa};
 use gguf::quant::{dequantize, scalar_kernel};
 use gguf::DataType;
-
-/// A small xorshift generator, so the blocks are the same on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// The byte offsets of each type's f16 scale fields in its block (ggml's block structs).
 /// MXFP4's E8M0 exponent takes every value in a block set of its own.
@@ -126,35 +113,61 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[test]
-fn every_vector_kernel_matches_ggml_bit_for_bit() {
-    let g = ggml_dl::ggml(&common::ggml_dir());
+/// Calls `check` with every kernel `pick` gives for a type under an instruction set of this
+/// CPU, and the number of elements of each of its inputs ([`inputs`]); returns how many
+/// (kernel, input) pairs were checked.
+fn each_kernel_input(
+    pick: fn(Isa, DataType) -> Option<simd::Kernel>,
+    mut check: impl FnMut(Isa, DataType, simd::Kernel, &[u8], usize),
+) -> usize {
     let mut checked = 0;
     for isa in vector_isas() {
         for dtype in DataType::ALL {
-            let Some(kernel) = simd::kernel(isa, dtype) else {
+            let Some(kernel) = pick(isa, dtype) else {
                 continue;
             };
             for input in inputs(dtype) {
                 let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
-                let want = g.to_float(dtype.id(), &input, n).expect("ggml converts it");
-                let mut got = vec![0f32; n];
-                kernel(&input, &mut got);
-                let (w, o) = (bits(&want), bits(&got));
-                if let Some(i) = (0..n).find(|&i| w[i] != o[i]) {
-                    panic!(
-                        "{} {}: element {i} is {:#010x}, ggml gives {:#010x}",
-                        isa.name(),
-                        dtype.name(),
-                        o[i],
-                        w[i]
-                    );
-                }
+                check(isa, dtype, kernel, &input, n);
                 checked += 1;
             }
         }
     }
+    checked
+}
+
+/// Panics at the first element where `got` differs from `want` in its bits, naming what gave
+/// `want`.
+fn assert_same_bits(isa: Isa, dtype: DataType, want: &[f32], got: &[f32], reference: &str) {
+    let (w, o) = (bits(want), bits(got));
+    if let Some(i) = (0..w.len()).find(|&i| w[i] != o[i]) {
+        panic!(
+            "{} {}: element {i} is {:#010x}, {reference} gives {:#010x}",
+            isa.name(),
+            dtype.name(),
+            o[i],
+            w[i]
+        );
+    }
+}
+
+/// Where there are vector kernels (x86-64, aarch64), some were checked.
+fn assert_some_checked(checked: usize) {
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(checked > 0, "no vector kernel was tested");
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn every_vector_kernel_matches_ggml_bit_for_bit() {
+    let g = ggml_dl::ggml(&common::ggml_dir());
+    let checked = each_kernel_input(simd::kernel, |isa, dtype, kernel, input, n| {
+        let want = g.to_float(dtype.id(), input, n).expect("ggml converts it");
+        let mut got = vec![0f32; n];
+        kernel(input, &mut got);
+        assert_same_bits(isa, dtype, &want, &got, "ggml");
+    });
     assert!(
         checked > 0,
         "no vector kernel was tested (AVX2 is assumed of the test machine)"
@@ -163,35 +176,14 @@ fn every_vector_kernel_matches_ggml_bit_for_bit() {
 
 #[test]
 fn every_vector_kernel_matches_the_scalar_kernel_bit_for_bit() {
-    let mut checked = 0;
-    for isa in vector_isas() {
-        for dtype in DataType::ALL {
-            let Some(kernel) = simd::kernel(isa, dtype) else {
-                continue;
-            };
-            for input in inputs(dtype) {
-                let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
-                let mut want = vec![0f32; n];
-                scalar_kernel(dtype)(&input, &mut want);
-                let mut got = vec![0f32; n];
-                kernel(&input, &mut got);
-                let (w, o) = (bits(&want), bits(&got));
-                if let Some(i) = (0..n).find(|&i| w[i] != o[i]) {
-                    panic!(
-                        "{} {}: element {i} is {:#010x}, the scalar kernel gives {:#010x}",
-                        isa.name(),
-                        dtype.name(),
-                        o[i],
-                        w[i]
-                    );
-                }
-                checked += 1;
-            }
-        }
-    }
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert!(checked > 0, "no vector kernel was tested");
-    }
+    let checked = each_kernel_input(simd::kernel, |isa, dtype, kernel, input, n| {
+        let mut want = vec![0f32; n];
+        scalar_kernel(dtype)(input, &mut want);
+        let mut got = vec![0f32; n];
+        kernel(input, &mut got);
+        assert_same_bits(isa, dtype, &want, &got, "the scalar kernel");
+    });
+    assert_some_checked(checked);
 }
 
 /// The kernel the dispatch picks for each type under each instruction set (on Intel's AVX-512
@@ -199,38 +191,33 @@ fn every_vector_kernel_matches_the_scalar_kernel_bit_for_bit() {
 /// lies.
 #[test]
 fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel() {
-    let mut checked = 0;
+    // The dispatch chooses a kernel for every type that has one.
     for isa in vector_isas() {
         for dtype in DataType::ALL {
-            let Some(kernel) = simd::chosen(isa, dtype) else {
+            if simd::chosen(isa, dtype).is_none() {
                 assert!(simd::kernel(isa, dtype).is_none(), "{}", dtype.name());
-                continue;
-            };
-            for input in inputs(dtype) {
-                let n = input.len() / dtype.block_bytes() as usize * dtype.block_elems() as usize;
-                let mut want = vec![0f32; n];
-                scalar_kernel(dtype)(&input, &mut want);
-                // At every offset of the output from a 64-byte boundary (F16 and BF16 write
-                // one by one up to it).
-                let mut buf = vec![0f32; n + 16];
-                for off in 0..16 {
-                    let got = &mut buf[off..off + n];
-                    got.fill(0.0);
-                    kernel(&input, got);
-                    assert!(
-                        bits(got) == bits(&want),
-                        "{} {}: the kernel chosen differs from the scalar kernel (output at +{off})",
-                        isa.name(),
-                        dtype.name()
-                    );
-                }
-                checked += 1;
             }
         }
     }
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert!(checked > 0, "no vector kernel was tested");
-    }
+    let checked = each_kernel_input(simd::chosen, |isa, dtype, kernel, input, n| {
+        let mut want = vec![0f32; n];
+        scalar_kernel(dtype)(input, &mut want);
+        // At every offset of the output from a 64-byte boundary (F16 and BF16 write
+        // one by one up to it).
+        let mut buf = vec![0f32; n + 16];
+        for off in 0..16 {
+            let got = &mut buf[off..off + n];
+            got.fill(0.0);
+            kernel(input, got);
+            assert!(
+                bits(got) == bits(&want),
+                "{} {}: the kernel chosen differs from the scalar kernel (output at +{off})",
+                isa.name(),
+                dtype.name()
+            );
+        }
+    });
+    assert_some_checked(checked);
 }
 
 /// The same with outputs larger than L2 (3 MiB of floats), where some kernels chosen work
@@ -261,9 +248,7 @@ fn the_kernel_chosen_for_each_type_matches_the_scalar_kernel_beyond_l2() {
             checked += 1;
         }
     }
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        assert!(checked > 0, "no vector kernel was tested");
-    }
+    assert_some_checked(checked);
 }
 
 /// `GGUF_SIMD=scalar` in the environment: the dispatch uses the portable kernels, and gives the

@@ -5,6 +5,7 @@
 mod common;
 
 use common::raw::{file, kv, le_u64, tensor_info, with_data};
+use common::values::outcome;
 use gguf::ffi::*;
 use gguf::load::{self, LoadOptions};
 use gguf::read_at::{FileAt, ReadAt};
@@ -67,59 +68,9 @@ impl ReadAt for Mem {
     }
 }
 
-fn rich_file(version: u32, order: ByteOrder, tokens: usize) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.set_version(version).unwrap().set_byte_order(order);
-    w.add_metadata("general.architecture", MetadataValue::string("llama"))
-        .unwrap();
-    w.add_metadata("n", MetadataValue::U32(7)).unwrap();
-    w.add_metadata(
-        "tokens",
-        MetadataValue::Array(
-            ValueType::String,
-            (0..tokens)
-                .map(|i| MetadataValue::string(format!("tok{i}")))
-                .collect(),
-        ),
-    )
-    .unwrap();
-    w.add_metadata(
-        "nested",
-        MetadataValue::Array(
-            ValueType::Array,
-            vec![MetadataValue::Array(
-                ValueType::Int8,
-                vec![MetadataValue::I8(-1)],
-            )],
-        ),
-    )
-    .unwrap();
-    w.add_tensor("a", &[32, 2], DataType::Q8_0, vec![1; 68])
-        .unwrap();
-    w.add_tensor("b", &[5], DataType::F32, (0..20).collect())
-        .unwrap();
-    w.to_bytes().unwrap()
-}
-
-/// What a parse gives, comparable across sources: the facts of an accepted file, or the
-/// code, offset and message of a refusal.
-fn outcome<S: AsRef<[u8]>>(r: gguf::Result<GgufFile<S>>) -> String {
-    match r {
-        Ok(f) => format!(
-            "ok v{} {} keys {} tensors data at {} size {}",
-            f.version(),
-            f.metadata_count(),
-            f.tensor_count(),
-            f.data_offset(),
-            f.file_size()
-        ),
-        Err(e) => format!("{:?} at {:?}: {}", e.code(), e.offset(), e.message()),
-    }
-}
-
 fn through_reader(bytes: &[u8], first_chunk: u64) -> String {
     let source = Arc::new(Mem::new(bytes.to_vec()));
-    outcome(source::parse_source_from(source, first_chunk))
+    outcome(&source::parse_source_from(source, first_chunk))
 }
 
 /// Corrupt files: each rule of the format broken by hand, every truncation and many byte
@@ -169,14 +120,14 @@ fn corpus() -> Vec<Vec<u8>> {
     ];
     for version in 1..=3 {
         for order in [ByteOrder::Little, ByteOrder::Big] {
-            let bytes = rich_file(version, order, 20);
+            let bytes = common::rich_file(version, order, 20);
             for cut in (0..bytes.len()).step_by(3) {
                 files.push(bytes[..cut].to_vec());
             }
             files.push(bytes);
         }
     }
-    let base = rich_file(3, ByteOrder::Little, 20);
+    let base = common::rich_file(3, ByteOrder::Little, 20);
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     for _ in 0..3000 {
         x ^= x << 13;
@@ -199,7 +150,7 @@ fn corpus() -> Vec<Vec<u8>> {
 fn every_rule_gives_the_same_error_through_a_reader_as_through_memory() {
     let mut refused = 0;
     for bytes in corpus() {
-        let expected = outcome(GgufFile::from_bytes(&bytes[..]));
+        let expected = outcome(&GgufFile::from_bytes(&bytes[..]));
         refused += usize::from(!expected.starts_with("ok"));
         for chunk in [1, 5, 64, 1 << 18] {
             assert_eq!(
@@ -256,7 +207,7 @@ fn a_big_header_is_read_in_logarithmically_many_reads_and_not_much_past_its_end(
 
 #[test]
 fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
-    let bytes = rich_file(3, ByteOrder::Little, 2000);
+    let bytes = common::rich_file(3, ByteOrder::Little, 2000);
     let header_end = GgufFile::from_bytes(&bytes[..]).unwrap().data_offset();
     // Declares more than it has, inside the header.
     let mut short = Mem::new(bytes[..100].to_vec());
@@ -299,21 +250,6 @@ fn a_source_that_ends_early_or_fails_is_refused_naming_it_and_the_offset() {
             .contains(&format!("fails at offset {header_end}")),
         "{e}"
     );
-}
-
-/// A file of `n` F32 tensors of `elems` elements each (tensor k holds k+1), with a vocabulary.
-fn model_file(n: usize, elems: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
-    let mut w = Writer::new();
-    w.add_metadata("general.architecture", MetadataValue::string("test"))
-        .unwrap();
-    let mut data = Vec::new();
-    for k in 0..n {
-        let bytes: Vec<u8> = (0..elems * 4).map(|i| (i as u8) ^ (k as u8 + 1)).collect();
-        w.add_tensor(format!("t{k}"), &[elems], DataType::F32, bytes.clone())
-            .unwrap();
-        data.push(bytes);
-    }
-    (w.to_bytes().unwrap(), data)
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -373,8 +309,8 @@ fn read_laid_out(model: &Model<gguf::source::Source>, options: LoadOptions) -> V
 #[test]
 fn read_tensors_fills_every_buffer_from_every_kind_of_source() {
     // Small tensors (merged reads) and ones over 8 MiB (split reads).
-    let (small, small_data) = model_file(40, 1000);
-    let (big, big_data) = model_file(3, 3 << 20);
+    let (small, small_data) = common::model_file(40, 1000);
+    let (big, big_data) = common::model_file(3, 3 << 20);
     for (name, bytes, data) in [
         ("small.gguf", small, small_data),
         ("big.gguf", big, big_data),
@@ -419,7 +355,7 @@ fn read_tensors_fills_every_buffer_from_every_kind_of_source() {
 
 #[test]
 fn a_progress_callback_can_cancel_the_load() {
-    let (bytes, _) = model_file(4, 3 << 20);
+    let (bytes, _) = common::model_file(4, 3 << 20);
     let model = Model::open_source("mem", Arc::new(Mem::new(bytes))).unwrap();
     let mut out: Vec<Vec<u8>> = (0..4).map(|_| vec![0; 12 << 20]).collect();
     let requests = out
@@ -446,19 +382,11 @@ fn a_progress_callback_can_cancel_the_load() {
 
 #[test]
 fn a_split_model_opens_through_readers_with_its_keys_checked() {
-    let (bytes, data) = model_file(6, 100);
+    let (bytes, data) = common::model_file(6, 100);
     let whole = GgufFile::from_bytes(&bytes[..]).unwrap();
     let mut w = Writer::new();
     w.copy_metadata_from(&whole).unwrap();
-    for t in whole.tensors() {
-        w.add_tensor(
-            t.name,
-            &t.dims[..t.n_dims as usize],
-            t.dtype,
-            t.data.to_vec(),
-        )
-        .unwrap();
-    }
+    common::add_tensors_from(&mut w, &whole);
     let shards: Vec<Vec<u8>> = w
         .into_shards(2)
         .unwrap()
@@ -508,7 +436,7 @@ fn tar_member(embedded: &[u8], before: usize, name: &str) -> PathBuf {
 #[test]
 fn a_file_inside_another_opens_from_a_descriptor_the_caller_then_closes() {
     use std::os::fd::IntoRawFd;
-    let (bytes, data) = model_file(5, 300);
+    let (bytes, data) = common::model_file(5, 300);
     for before in [0usize, 1000, 4096, 12345] {
         let path = tar_member(&bytes, before, &format!("member{before}.tar"));
         for flags in [0, OpenFlag::NoMap as u32] {
@@ -586,7 +514,7 @@ fn a_file_inside_another_opens_from_a_descriptor_the_caller_then_closes() {
 
 #[test]
 fn a_path_opened_without_mapping_reads_by_position() {
-    let (bytes, data) = model_file(3, 50);
+    let (bytes, data) = common::model_file(3, 50);
     let path = tmp("nomap.gguf");
     std::fs::write(&path, &bytes).unwrap();
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
@@ -707,14 +635,14 @@ fn a_file_larger_than_the_address_space_opens_without_mapping() {
 /// Adjacent tensors are read together: 40 small tensors in one read, big ones in 8 MiB reads.
 #[test]
 fn adjacent_tensors_are_read_together() {
-    let (small, data) = model_file(40, 1000);
+    let (small, data) = common::model_file(40, 1000);
     let source = Arc::new(Mem::new(small));
     let model = Model::open_source("mem", source.clone()).unwrap();
     let before = source.reads.load(Ordering::Relaxed);
     assert_eq!(read_all(&model, LoadOptions::default()), data);
     assert_eq!(source.reads.load(Ordering::Relaxed) - before, 1);
 
-    let (big, data) = model_file(2, 5 << 20); // 2 tensors of 20 MiB
+    let (big, data) = common::model_file(2, 5 << 20); // 2 tensors of 20 MiB
     let source = Arc::new(Mem::new(big));
     let model = Model::open_source("mem", source.clone()).unwrap();
     let before = source.reads.load(Ordering::Relaxed);
@@ -728,7 +656,7 @@ fn adjacent_tensors_are_read_together() {
 /// --hash` over a reader or a URL).
 #[test]
 fn tensor_digests_read_by_position_match_the_mapped_ones() {
-    let (bytes, _) = model_file(3, 3 << 20); // 12 MiB tensors: digested in several reads
+    let (bytes, _) = common::model_file(3, 3 << 20); // 12 MiB tensors: digested in several reads
     let path = tmp("digest.gguf");
     std::fs::write(&path, &bytes).unwrap();
     let by_path = Model::open(&path, OpenOptions::default()).unwrap();
@@ -855,25 +783,7 @@ fn values_and_validation_read_by_position_as_over_the_map() {
 fn read_every_tensor(h: GGUFFile, flags: u32) -> Vec<Vec<u8>> {
     // SAFETY: `h` is a live handle; every buffer holds its tensor's size.
     unsafe {
-        let n = gguf_tensor_count(h);
-        let infos: Vec<*const GGUFTensorInfo> =
-            (0..n).map(|k| gguf_get_tensor_by_index(h, k)).collect();
-        let mut bufs: Vec<Vec<u8>> = infos
-            .iter()
-            .map(|&i| vec![0xEE; (*i).size_bytes as usize])
-            .collect();
-        let dsts: Vec<*mut std::ffi::c_void> =
-            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
-        let ok = gguf_read_tensors(
-            h,
-            infos.as_ptr(),
-            dsts.as_ptr(),
-            n,
-            1,
-            flags,
-            None,
-            std::ptr::null_mut(),
-        );
+        let (ok, infos, bufs) = common::read_tensors(h, gguf_tensor_count(h), 1, flags, None);
         assert!(ok, "{}", common::last_error());
         for (k, &info) in infos.iter().enumerate() {
             let mut one = vec![0u8; (*info).size_bytes as usize];
@@ -890,7 +800,7 @@ fn read_every_tensor(h: GGUFFile, flags: u32) -> Vec<Vec<u8>> {
 fn a_descriptor_opened_with_o_direct_is_read_buffered_and_keeps_its_flag() {
     use std::os::fd::IntoRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let (bytes, data) = model_file(4, 3001);
+    let (bytes, data) = common::model_file(4, 3001);
     let path = tar_member(&bytes, 0, "direct.gguf");
     let outer = tar_member(&bytes, 4096 + 100, "direct.tar");
     for (path, offset) in [(&path, 0u64), (&outer, 4196)] {
@@ -922,7 +832,7 @@ fn a_descriptor_opened_with_o_direct_is_read_buffered_and_keeps_its_flag() {
 fn descriptors_that_are_not_readable_regular_files_are_refused_saying_what_they_are() {
     use std::os::fd::{AsRawFd, IntoRawFd};
     use std::os::unix::fs::OpenOptionsExt;
-    let (bytes, data) = model_file(3, 500);
+    let (bytes, data) = common::model_file(3, 500);
     let path = tar_member(&bytes, 0, "flags.gguf");
     let refused = |fd: i32, needle: &str| {
         for flags in [0, OpenFlag::NoMap as u32] {
@@ -1013,7 +923,7 @@ fn a_failed_descriptor_read_says_each_offset_once() {
         );
     }
     // Through the C API: a file truncated under a handle that reads it by position.
-    let (bytes, _) = model_file(3, 5000);
+    let (bytes, _) = common::model_file(3, 5000);
     for offset in [0u64, 700] {
         let path = tar_member(&bytes, offset as usize, "shrinks.tar");
         let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
@@ -1062,7 +972,7 @@ fn a_failed_descriptor_read_says_each_offset_once() {
 #[test]
 fn the_callers_descriptor_may_be_closed_while_other_threads_read_the_handle() {
     use std::os::fd::IntoRawFd;
-    let (bytes, data) = model_file(4, 20000);
+    let (bytes, data) = common::model_file(4, 20000);
     let path = tar_member(&bytes, 333, "closed.tar");
     for flags in [0, OpenFlag::NoMap as u32] {
         let fd = std::fs::File::open(&path).unwrap().into_raw_fd();
@@ -1228,7 +1138,7 @@ fn a_read_callback_returning_less_than_asked_is_asked_again_for_the_rest() {
 
 #[test]
 fn read_callbacks_that_misbehave_are_refused_naming_the_offset() {
-    let (bytes, _) = model_file(3, 1000);
+    let (bytes, _) = common::model_file(3, 1000);
     let cases: [(Mode, u64, ErrorCode, &str); 7] = [
         (Mode::Returns(-1), 0, ErrorCode::Io, "failed (returned -1)"),
         (Mode::Returns(-7), 0, ErrorCode::Io, "failed (returned -7)"),
@@ -1304,7 +1214,7 @@ fn read_callbacks_that_misbehave_are_refused_naming_the_offset() {
 
 #[test]
 fn a_read_callback_reading_its_own_handle_fails_instead_of_waiting_for_itself() {
-    let (bytes, data) = model_file(3, 1000);
+    let (bytes, data) = common::model_file(3, 1000);
     let mut cb = callback(&bytes, Mode::Reenter);
     let h = open_callback(&mut cb, bytes.len() as u64);
     assert!(!h.is_null(), "{}", common::last_error());
@@ -1365,7 +1275,7 @@ unsafe extern "C" fn slow_read(
 
 #[test]
 fn threads_reading_one_reader_wait_for_each_other_and_are_not_taken_for_reentry() {
-    let (bytes, data) = model_file(6, 3000);
+    let (bytes, data) = common::model_file(6, 3000);
     let mut cb = callback(&bytes, Mode::Half);
     let h = gguf_open_reader(
         Some(slow_read),

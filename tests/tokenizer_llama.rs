@@ -12,8 +12,12 @@
 //! byte 72) is checked from `llama_model_default_params()` before use.
 
 mod common;
+#[path = "ggml/dl.rs"]
+mod ggml_dl;
 
 use common::ggml_dir;
+use common::rng::RngStar as Rng;
+use ggml_dl::Lib;
 use gguf::tokenizer::Tokenizer;
 use gguf::GgufFile;
 use std::ffi::{c_char, c_void, CString};
@@ -48,19 +52,11 @@ unsafe extern "C" fn quiet(_level: i32, _text: *const c_char, _user: *mut c_void
 fn llama() -> &'static Llama {
     static LLAMA: OnceLock<Llama> = OnceLock::new();
     LLAMA.get_or_init(|| {
-        let path = CString::new(ggml_dir().join("libllama.v0.5.0.so").to_str().unwrap()).unwrap();
-        // SAFETY: dlopen/dlsym with NUL-terminated strings; the library stays loaded for the
-        // process, so the function pointers stay valid; each is transmuted to its prototype in
-        // llama.h.
+        let lib = Lib::open(&ggml_dir().join("libllama.v0.5.0.so"));
+        let sym = |name: &str| lib.sym(name);
+        // SAFETY: the library stays loaded for the process, so the function pointers stay
+        // valid; each is transmuted to its prototype in llama.h.
         unsafe {
-            let lib = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            assert!(!lib.is_null(), "dlopen {path:?} failed");
-            let sym = |name: &str| {
-                let c = CString::new(name).unwrap();
-                let p = libc::dlsym(lib, c.as_ptr());
-                assert!(!p.is_null(), "libllama has no {name}");
-                p
-            };
             let log_set: unsafe extern "C" fn(Option<LogCallback>, *mut c_void) =
                 std::mem::transmute(sym("llama_log_set"));
             log_set(Some(quiet), std::ptr::null_mut());
@@ -191,21 +187,6 @@ impl LlamaVocab {
         assert!(n >= 0, "piece of {token} longer than 1024");
         out.truncate(usize::try_from(n).unwrap());
         out
-    }
-}
-
-/// xorshift64*: the same texts on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 

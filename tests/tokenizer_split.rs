@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
+use common::rng::RngStar as Rng;
 use gguf::tokenizer::pretokenize::{PreType, Splitter};
 use gguf::tokenizer::unicode;
 
@@ -183,26 +184,6 @@ fn byte_level_mapping_and_lengths_match_llama_cpp() {
     }
     for b in 0..=255u8 {
         assert_eq!(unicode::len_utf8(b), usize::from(shim.u8()), "byte {b:#x}");
-    }
-}
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
     }
 }
 

@@ -13,6 +13,13 @@ mod common;
 #[path = "url/servers.rs"]
 mod servers;
 
+/// Each of `parts` is in `text` (an error's message).
+fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "no {part:?} in: {text}");
+    }
+}
+
 #[cfg(not(feature = "net"))]
 #[test]
 fn without_the_net_feature_open_url_says_so() {
@@ -25,13 +32,18 @@ fn without_the_net_feature_open_url_says_so() {
         gguf::ErrorCode::Unsupported as u32
     );
     let text = common::last_error();
-    assert!(text.contains("built without network support"), "{text}");
-    assert!(text.contains("https://127.0.0.1:9/m.gguf"), "{text}");
+    assert_mentions(
+        &text,
+        &[
+            "built without network support",
+            "https://127.0.0.1:9/m.gguf",
+        ],
+    );
 }
 
 #[cfg(feature = "net")]
 mod with_net {
-    use super::{common, servers};
+    use super::{assert_mentions, common, servers};
 
     use gguf::http::{HttpOptions, HttpSource};
     use gguf::read_at::ReadAt;
@@ -175,11 +187,7 @@ mod with_net {
         let e = HttpSource::open(&url, &options(10_000)).unwrap_err();
         let text = e.to_string();
         assert_eq!(e.code(), ErrorCode::Io);
-        assert!(text.contains("HTTP 401 Unauthorized"), "{text}");
-        assert!(
-            text.contains(&url) && text.contains("bytes 0-262143"),
-            "{text}"
-        );
+        assert_mentions(&text, &["HTTP 401 Unauthorized", &url, "bytes 0-262143"]);
 
         let with_token = HttpOptions {
             bearer_token: Some(TOKEN.to_string()),
@@ -309,6 +317,13 @@ mod with_net {
         assert!(text.starts_with("gguf: "), "{text}");
     }
 
+    /// The bytes `server` has sent, `ms` milliseconds from now (time for a server that keeps
+    /// pushing to fill the sockets' buffers).
+    fn sent_after(server: &BadServer, ms: u64) -> u64 {
+        std::thread::sleep(Duration::from_millis(ms));
+        server.sent.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Opens `path` on `server` with a 500 ms timeout; returns the error's text, checking it names
     /// the URL and came within 10 s.
     fn open_fails(server: &BadServer, path: &str) -> String {
@@ -327,13 +342,13 @@ mod with_net {
     fn a_server_ignoring_ranges_is_refused_without_downloading() {
         let server = bad(Misbehaviour::IgnoresRanges);
         let text = open_fails(&server, "m.gguf");
-        assert!(text.contains("ignored the range request"), "{text}");
-        assert!(text.contains("HTTP 200"), "{text}");
-        assert!(text.contains("1073741824 bytes"), "{text}");
+        assert_mentions(
+            &text,
+            &["ignored the range request", "HTTP 200", "1073741824 bytes"],
+        );
         // The connection was closed at once: the server could push no more than what the sockets'
         // buffers hold, nowhere near the gigabyte it offered.
-        std::thread::sleep(Duration::from_millis(500));
-        let sent = server.sent.load(std::sync::atomic::Ordering::Relaxed);
+        let sent = sent_after(&server, 500);
         assert!(sent < 64 << 20, "{sent} bytes were sent");
     }
 
@@ -350,8 +365,7 @@ mod with_net {
     fn a_redirect_loop_is_named() {
         let server = bad(Misbehaviour::RedirectLoop);
         let text = open_fails(&server, "a");
-        assert!(text.contains("redirect loop"), "{text}");
-        assert!(text.contains("/a -> ") && text.contains("/b -> "), "{text}");
+        assert_mentions(&text, &["redirect loop", "/a -> ", "/b -> "]);
         // Named as soon as a URL comes back, not after the redirect limit.
         assert_eq!(server.requests.lock().unwrap().len(), 2);
     }
@@ -546,28 +560,8 @@ mod with_net {
         // Several at once, on threads, into the caller's buffers.
         // SAFETY: as above; the buffers outlive the call.
         unsafe {
-            let infos: Vec<*const GGUFTensorInfo> =
-                (0..3).map(|i| gguf_get_tensor_by_index(f, i)).collect();
-            let mut bufs: Vec<Vec<u8>> = infos
-                .iter()
-                .map(|t| vec![0u8; (**t).size_bytes as usize])
-                .collect();
-            let dsts: Vec<*mut std::ffi::c_void> =
-                bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
-            assert!(
-                gguf_read_tensors(
-                    f,
-                    infos.as_ptr(),
-                    dsts.as_ptr(),
-                    3,
-                    4,
-                    0,
-                    None,
-                    std::ptr::null_mut()
-                ),
-                "{}",
-                common::last_error()
-            );
+            let (ok, _, bufs) = common::read_tensors(f, 3, 4, 0, None);
+            assert!(ok, "{}", common::last_error());
             for (k, b) in bufs.iter().enumerate() {
                 assert!(*b == want[k].1, "tensor {k} differs");
             }
@@ -625,11 +619,10 @@ mod with_net {
         std::fs::remove_file(root.join("split-00003-of-00003.gguf")).unwrap();
         let (code, text) = open_url(&url, None, 0).unwrap_err();
         assert_eq!(code, ErrorCode::Io as u32, "{text}");
-        assert!(
-            text.contains("split-00003-of-00003.gguf?download=true"),
-            "{text}"
+        assert_mentions(
+            &text,
+            &["split-00003-of-00003.gguf?download=true", "HTTP 404"],
         );
-        assert!(text.contains("HTTP 404"), "{text}");
     }
 
     #[test]
@@ -818,8 +811,7 @@ mod with_net {
     fn read_fails(result: Result<Vec<u8>, (u32, String)>, url: &str, want: &str) -> String {
         let (code, text) = result.map(|_| ()).unwrap_err();
         assert_eq!(code, ErrorCode::Io as u32, "{text}");
-        assert!(text.contains(url), "{text}");
-        assert!(text.contains(want), "{text}");
+        assert_mentions(&text, &[url, want]);
         says_once(&text);
         text
     }
@@ -884,8 +876,10 @@ mod with_net {
     fn a_compressed_range_is_refused_and_never_asked_for() {
         let server = bad(Misbehaviour::Gzip);
         let text = open_fails(&server, "m.gguf");
-        assert!(text.contains("HTTP 206 for bytes 0-262143"), "{text}");
-        assert!(text.contains("Content-Encoding \"gzip\""), "{text}");
+        assert_mentions(
+            &text,
+            &["HTTP 206 for bytes 0-262143", "Content-Encoding \"gzip\""],
+        );
         // Later reads too: the first answer honest, the tensor's labelled gzip.
         let server = BadServer::start(Misbehaviour::GzipAfterFirst, far_tensor_model());
         let url = server.url("m.gguf");
@@ -923,12 +917,14 @@ mod with_net {
         for (path, scheme) in [("js", "\"javascript\""), ("ftp", "\"ftp\"")] {
             server.requests.lock().unwrap().clear();
             let text = open_fails(&server, path);
-            assert!(text.contains("HTTP 302 redirect from"), "{text}");
-            assert!(
-                text.contains(&format!("the scheme is {scheme}, not http or https")),
-                "{text}"
+            assert_mentions(
+                &text,
+                &[
+                    "HTTP 302 redirect from",
+                    &format!("the scheme is {scheme}, not http or https"),
+                    "bytes 0-262143",
+                ],
             );
-            assert!(text.contains("bytes 0-262143"), "{text}");
             assert_eq!(server.requests.lock().unwrap().len(), 1);
         }
         for (path, want) in [
@@ -1060,10 +1056,8 @@ mod with_net {
         let server = bad(Misbehaviour::EndlessHeaders);
         let text = open_fails(&server, "m.gguf");
         println!("endless headers: {text}");
-        assert!(text.contains("bytes 0-262143"), "{text}");
-        assert!(text.contains("header"), "{text}");
-        std::thread::sleep(Duration::from_millis(200));
-        let sent = server.sent.load(std::sync::atomic::Ordering::Relaxed);
+        assert_mentions(&text, &["bytes 0-262143", "header"]);
+        let sent = sent_after(&server, 200);
         assert!(sent < 16 << 20, "{sent} header bytes were sent");
     }
 
@@ -1103,24 +1097,7 @@ mod with_net {
         let f = open_url(&nginx.url("m/vocab.gguf"), None, 0).unwrap();
         // SAFETY: a live handle; the buffers outlive the calls.
         unsafe {
-            let infos: Vec<*const GGUFTensorInfo> =
-                (0..3).map(|i| gguf_get_tensor_by_index(f, i)).collect();
-            let mut bufs: Vec<Vec<u8>> = infos
-                .iter()
-                .map(|t| vec![0u8; (**t).size_bytes as usize])
-                .collect();
-            let dsts: Vec<*mut std::ffi::c_void> =
-                bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
-            let ok = gguf_read_tensors(
-                f,
-                infos.as_ptr(),
-                dsts.as_ptr(),
-                3,
-                2,
-                0,
-                Some(stop_after_first),
-                std::ptr::null_mut(),
-            );
+            let (ok, _, _) = common::read_tensors(f, 3, 2, 0, Some(stop_after_first));
             assert!(!ok);
             assert_eq!(gguf_last_error_code(), ErrorCode::Cancelled as u32);
             let want: Vec<Vec<u8>> = local
@@ -1137,49 +1114,10 @@ mod with_net {
     // From C: c_tests/test_url.c, with ASan and UBSan (against libgguf.so and libgguf.a) and under
     // valgrind. (tests/c_api.rs's every_c_program_is_run finds these two calls here.)
 
-    const CFLAGS: &[&str] = &[
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-fno-omit-frame-pointer",
-        "-g",
-        "-pthread",
-    ];
-    const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
-    const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
-
-    #[derive(Clone, Copy, Debug)]
-    enum Link {
-        Shared,
-        Static,
-        Plain,
-    }
+    use common::Link;
 
     fn compile(program: &str, link: Link) -> std::path::PathBuf {
-        let root = common::manifest_dir();
-        let lib = common::lib_dir();
-        let exe = common::bin_dir("url").join(format!("{program}-{link:?}").to_lowercase());
-        let mut cmd = std::process::Command::new(common::cc());
-        cmd.args(CFLAGS);
-        if !matches!(link, Link::Plain) {
-            cmd.args(SANITIZE);
-        }
-        cmd.arg(format!("-I{}", root.join("include").display()))
-            .arg(format!("-I{}", root.join("c_tests").display()))
-            .arg(root.join("c_tests").join(format!("{program}.c")));
-        match link {
-            Link::Shared | Link::Plain => {
-                cmd.arg(format!("-L{}", lib.display()))
-                    .arg("-lgguf")
-                    .arg(format!("-Wl,-rpath,{}", lib.display()));
-            }
-            Link::Static => {
-                cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
-            }
-        }
-        common::link_aside(&mut cmd, &exe);
-        exe
+        common::compile_c_program("url", program, link)
     }
 
     /// Runs `exe` (through `wrapper` words first, if any) against a fresh nginx and silent server.

@@ -305,15 +305,7 @@ fn in_place_edit_from_rust() {
     let mut w = Writer::new();
     w.copy_metadata_from(&old).unwrap();
     w.set_metadata("edit.n", MetadataValue::U32(2)).unwrap();
-    for t in old.tensors() {
-        w.add_tensor(
-            t.name,
-            &t.dims[..t.n_dims as usize],
-            t.dtype,
-            t.data.to_vec(),
-        )
-        .unwrap();
-    }
+    common::add_tensors_from(&mut w, &old);
     w.write_file(&path).unwrap();
     assert_eq!(old.get("edit.n").and_then(|v| v.as_u64()), Some(1));
     let f = GgufFile::open(&path).unwrap();

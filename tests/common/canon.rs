@@ -126,6 +126,17 @@ pub fn tensor(
     })
 }
 
+/// The file-level fields of the canonical view ([`file`]), besides its metadata and tensors.
+pub const HEADER_FIELDS: [&str; 7] = [
+    "version",
+    "byte_order",
+    "alignment",
+    "data_offset",
+    "file_size",
+    "kv_count",
+    "tensor_count",
+];
+
 /// The whole file as libgguf's Rust API reads it (`gguf::GgufFile`): what the reference's
 /// sidecar holds once [`strip`]ped.
 pub fn file<S: AsRef<[u8]>>(f: &GgufFile<S>) -> Json {

@@ -2,7 +2,9 @@
 //! `libgguf.so` / `libgguf.a` for C programs to link against; the Python interpreter with the
 //! pinned reference reader (PyPI `gguf`) and its script `tests/conformance/generate.py`; ggml's
 //! parser and `tests/ggml/crosscheck.c`; the C API's last error. [`canon`] is the canonical JSON
-//! view of a file compared with the reference's, [`raw`] hand-built GGUF bytes.
+//! view of a file compared with the reference's, [`raw`] hand-built GGUF bytes, [`rng`]
+//! deterministic random numbers, [`values`] metadata values and parse outcomes as compared, [`golden`]
+//! recorded fingerprints.
 //!
 //! Each test binary that uses it declares `mod common;` and compiles its own copy, so an item
 //! one of them leaves unused would warn there: hence `dead_code` is allowed module-wide.
@@ -10,7 +12,10 @@
 #![allow(dead_code)]
 
 pub mod canon;
+pub mod golden;
 pub mod raw;
+pub mod rng;
+pub mod values;
 
 use std::ffi::{CStr, OsStr};
 use std::path::{Path, PathBuf};
@@ -163,6 +168,21 @@ fn profile_dir_and_flags() -> (PathBuf, Vec<String>) {
     (dir, flags)
 }
 
+/// Removes from `cmd`'s environment the variables cargo set for this test (the package's name,
+/// version and manifest, `OUT_DIR`), for a cargo or make run inside a test.
+pub fn without_cargo_test_env(cmd: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+            || name == "OUT_DIR"
+        {
+            cmd.env_remove(&name);
+        }
+    }
+}
+
 /// Builds the cdylib and staticlib in this test's profile (once per test process: `cargo test`
 /// builds only the rlib, and would leave a stale `libgguf.so` / `libgguf.a` behind) and returns
 /// the directory holding them.
@@ -172,19 +192,9 @@ pub fn lib_dir() -> &'static Path {
         let (dir, flags) = profile_dir_and_flags();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        // Without the variables cargo set for this test (the package's name, version and
-        // manifest): build scripts that watch them (ring's) would otherwise see them change
+        // Build scripts that watch cargo's variables (ring's) would otherwise see them change
         // and rebuild, here and again at the next `cargo test`.
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy().into_owned();
-            if ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_CRATE_"]
-                .iter()
-                .any(|p| name.starts_with(p))
-                || name == "OUT_DIR"
-            {
-                cmd.env_remove(&name);
-            }
-        }
+        without_cargo_test_env(&mut cmd);
         run(cmd.args(&flags).current_dir(manifest_dir()));
         for lib in c_libraries() {
             assert!(dir.join(lib).is_file(), "{} was not built", lib);
@@ -213,6 +223,147 @@ pub fn link_aside(cmd: &mut Command, exe: &Path) {
     let part = exe.with_file_name(format!(".{name}.{}", std::process::id()));
     run(cmd.arg("-o").arg(&part));
     std::fs::rename(&part, exe).unwrap();
+}
+
+/// The flags every C test program is compiled with.
+pub const CFLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-fno-omit-frame-pointer",
+    "-g",
+    "-pthread",
+];
+
+/// Added to [`CFLAGS`] for the sanitizer runs (valgrind runs use plain builds).
+pub const SANITIZE: &[&str] = &["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+
+/// What a Rust staticlib needs on Linux (`cargo rustc --lib --crate-type staticlib -- --print
+/// native-static-libs` prints it).
+pub const STATIC_NATIVE_LIBS: &[&str] = &["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"];
+
+#[derive(Clone, Copy, Debug)]
+pub enum Link {
+    /// Against libgguf.so, with ASan and UBSan.
+    Shared,
+    /// Against libgguf.a, with ASan and UBSan.
+    Static,
+    /// Against libgguf.so, without sanitizers, for valgrind.
+    Plain,
+}
+
+/// C program `c_tests/PROGRAM.c` built for `link` (in test `test`'s [`bin_dir`]): compiled here
+/// with the target's C compiler ([`target_cc`]), or, on Windows, the one `tools/cross.sh` built
+/// ahead (`PROGRAM-shared.exe` through the DLL's
+/// import library, `PROGRAM-static.exe` against `libgguf.a`). The sanitizers are the host's
+/// (cross compilers and emulators lack them): other targets build without.
+pub fn compile_c_program(test: &str, program: &str, link: Link) -> PathBuf {
+    if let Some(dir) = prebuilt_c_programs() {
+        let exe = dir.join(format!("{program}-{link:?}.exe").to_lowercase());
+        assert!(
+            exe.is_file(),
+            "{} was not built ahead (tools/cross.sh builds c_tests/ for Windows)",
+            exe.display()
+        );
+        return exe;
+    }
+    let root = manifest_dir();
+    let lib = lib_dir();
+    let exe = bin_dir(test).join(format!("{program}-{link:?}").to_lowercase());
+    let mut cmd = target_cc();
+    cmd.args(CFLAGS);
+    if !matches!(link, Link::Plain) && !cross_testing() {
+        cmd.args(SANITIZE);
+    }
+    // -Ic_tests for check.h, the helpers every program includes (a quoted include finds it next
+    // to the .c file anyway; the flag says where it comes from).
+    cmd.arg(format!("-I{}", root.join("include").display()))
+        .arg(format!("-I{}", root.join("c_tests").display()))
+        .arg(root.join("c_tests").join(format!("{program}.c")));
+    match link {
+        Link::Shared | Link::Plain => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lgguf")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            cmd.arg(lib.join("libgguf.a")).args(STATIC_NATIVE_LIBS);
+        }
+    }
+    link_aside(&mut cmd, &exe);
+    exe
+}
+
+/// A small file of every kind of part, written by `gguf::Writer` in `version` and `order`:
+/// scalar, string, array of `tokens` strings and nested-array metadata, a Q8_0 and an F32
+/// tensor.
+pub fn rich_file(version: u32, order: gguf::ByteOrder, tokens: usize) -> Vec<u8> {
+    let mut w = gguf::Writer::new();
+    w.set_version(version).unwrap().set_byte_order(order);
+    w.add_metadata("general.architecture", gguf::MetadataValue::string("llama"))
+        .unwrap();
+    w.add_metadata("n", gguf::MetadataValue::U32(7)).unwrap();
+    w.add_metadata(
+        "tokens",
+        gguf::MetadataValue::Array(
+            gguf::ValueType::String,
+            (0..tokens)
+                .map(|i| gguf::MetadataValue::string(format!("tok{i}")))
+                .collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "nested",
+        gguf::MetadataValue::Array(
+            gguf::ValueType::Array,
+            vec![gguf::MetadataValue::Array(
+                gguf::ValueType::Int8,
+                vec![gguf::MetadataValue::I8(-1)],
+            )],
+        ),
+    )
+    .unwrap();
+    w.add_tensor("a", &[32, 2], gguf::DataType::Q8_0, vec![1; 68])
+        .unwrap();
+    w.add_tensor("b", &[5], gguf::DataType::F32, (0..20).collect())
+        .unwrap();
+    w.to_bytes().unwrap()
+}
+
+/// A file of `n` F32 tensors of `elems` elements each, written by `gguf::Writer`, and the
+/// tensors' bytes (tensor k's byte i is `i ^ (k + 1)`, truncated to a byte).
+pub fn model_file(n: usize, elems: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut w = gguf::Writer::new();
+    w.add_metadata("general.architecture", gguf::MetadataValue::string("test"))
+        .unwrap();
+    let mut data = Vec::new();
+    for k in 0..n {
+        let bytes: Vec<u8> = (0..elems * 4).map(|i| (i as u8) ^ (k as u8 + 1)).collect();
+        w.add_tensor(
+            format!("t{k}"),
+            &[elems],
+            gguf::DataType::F32,
+            bytes.clone(),
+        )
+        .unwrap();
+        data.push(bytes);
+    }
+    (w.to_bytes().unwrap(), data)
+}
+
+/// Adds every tensor of `f` to `w`: name, shape, type and a copy of its data.
+pub fn add_tensors_from<S: AsRef<[u8]>>(w: &mut gguf::Writer, f: &gguf::GgufFile<S>) {
+    for t in f.tensors() {
+        w.add_tensor(
+            t.name,
+            &t.dims[..t.n_dims as usize],
+            t.dtype,
+            t.data.to_vec(),
+        )
+        .unwrap();
+    }
 }
 
 /// The version of the reference reader (PyPI `gguf`) pinned in
@@ -350,4 +501,42 @@ pub fn last_error() -> String {
     unsafe { CStr::from_ptr(gguf::ffi::last_error::gguf_last_error()) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// `gguf_read_tensors` of the handle's first `n` tensors (`threads`, `flags`, `progress`,
+/// user pointer NULL), each into a fresh buffer of its size filled with 0xEE first (bytes left
+/// unwritten show): whether it succeeded, the tensors' records and the buffers.
+///
+/// # Safety
+/// `h` is a live handle with at least `n` tensors.
+pub unsafe fn read_tensors(
+    h: gguf::ffi::GGUFFile,
+    n: u64,
+    threads: u32,
+    flags: u32,
+    progress: gguf::ffi::GGUFProgressFn,
+) -> (bool, Vec<*const gguf::ffi::GGUFTensorInfo>, Vec<Vec<u8>>) {
+    use gguf::ffi::{gguf_get_tensor_by_index, gguf_read_tensors, GGUFTensorInfo};
+    // SAFETY: the caller's contract; every buffer holds its tensor's size and outlives the call.
+    unsafe {
+        let infos: Vec<*const GGUFTensorInfo> =
+            (0..n).map(|k| gguf_get_tensor_by_index(h, k)).collect();
+        let mut bufs: Vec<Vec<u8>> = infos
+            .iter()
+            .map(|&i| vec![0xEE; (*i).size_bytes as usize])
+            .collect();
+        let dsts: Vec<*mut std::ffi::c_void> =
+            bufs.iter_mut().map(|b| b.as_mut_ptr().cast()).collect();
+        let ok = gguf_read_tensors(
+            h,
+            infos.as_ptr(),
+            dsts.as_ptr(),
+            n,
+            threads,
+            flags,
+            progress,
+            std::ptr::null_mut(),
+        );
+        (ok, infos, bufs)
+    }
 }

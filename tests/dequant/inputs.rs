@@ -8,19 +8,8 @@
 use gguf::quant::blocks::{fields, FieldKind};
 use gguf::DataType;
 
-/// A small xorshift generator: the same bytes on every run and platform.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use crate::common::golden::{fnv1a64, tsv_rows};
+pub use crate::common::rng::Rng;
 
 /// Special half floats: zeros, subnormals, largest finite, infinities, NaNs (quiet, signalling,
 /// with payloads, both signs), and a few ordinary values.
@@ -114,21 +103,13 @@ pub fn cases(t: DataType) -> Vec<(&'static str, Vec<u8>)> {
 
 /// FNV-1a (64 bits) over the floats' bits, little-endian: a platform-independent fingerprint.
 pub fn fingerprint(values: &[f32]) -> u64 {
-    values
-        .iter()
-        .flat_map(|v| v.to_bits().to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
+    fnv1a64(values.iter().flat_map(|v| v.to_bits().to_le_bytes()))
 }
 
 /// The recorded fingerprints: (type name, case name) to fingerprint.
 pub fn golden() -> Vec<(String, String, u64)> {
-    include_str!("../data/dequant-golden.tsv")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
+    tsv_rows(include_str!("../data/dequant-golden.tsv"))
+        .map(|f| {
             (
                 f[0].to_string(),
                 f[1].to_string(),

@@ -1,12 +1,43 @@
-//! ggml's value functions, loaded at run time from `libggml-base.so` (`common::ggml_dir`): each
-//! type's `to_float` (from `ggml_get_type_traits`) and `ggml_validate_row_data`. Shared by
-//! tests/simd.rs and tests/validate_ggml.rs (`#[path]`).
+//! Loading the pinned ggml and llama.cpp libraries at run time ([`Lib`]), and ggml's value
+//! functions from `libggml-base.so` (`common::ggml_dir`): each type's `to_float` (from
+//! `ggml_get_type_traits`) and `ggml_validate_row_data`. Shared by the tests that call into
+//! ggml or libllama (`#[path]`; x86-64 Linux, as the prebuilt libraries are).
 
 #![allow(dead_code)]
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::Path;
 use std::sync::OnceLock;
+
+/// A shared library loaded for the rest of the process (never closed, so the addresses of its
+/// symbols stay valid).
+#[derive(Clone, Copy)]
+pub struct Lib(*mut c_void);
+
+impl Lib {
+    /// Loads `path`; panics naming it when it cannot.
+    pub fn open(path: &Path) -> Lib {
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; the library stays loaded for the process.
+        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!h.is_null(), "cannot load {}", path.display());
+        Lib(h)
+    }
+
+    /// The address of `name`, or null where the library has no such symbol.
+    pub fn find(self, name: &str) -> *mut c_void {
+        let c = CString::new(name).unwrap();
+        // SAFETY: a handle dlopen returned and a NUL-terminated name.
+        unsafe { libc::dlsym(self.0, c.as_ptr()) }
+    }
+
+    /// The address of `name`; panics naming it where the library has no such symbol.
+    pub fn sym(self, name: &str) -> *mut c_void {
+        let p = self.find(name);
+        assert!(!p.is_null(), "{name} is not in the library");
+        p
+    }
+}
 
 /// ggml's `struct ggml_type_traits` (ggml.h), the fields up to `to_float`.
 #[repr(C)]
@@ -33,30 +64,18 @@ unsafe impl Send for Ggml {}
 pub fn ggml(dir: &Path) -> &'static Ggml {
     static G: OnceLock<Ggml> = OnceLock::new();
     G.get_or_init(|| {
-        let path = std::ffi::CString::new(
-            dir.join("libggml-base.so")
-                .into_os_string()
-                .into_encoded_bytes(),
-        )
-        .unwrap();
-        // SAFETY: a NUL-terminated path; the library stays loaded for the process.
-        let h = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) };
-        assert!(!h.is_null(), "cannot load {}", path.to_string_lossy());
-        let sym = |name: &CStr| {
-            // SAFETY: a live handle and a NUL-terminated name.
-            let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-            assert!(!p.is_null(), "{name:?} is not in libggml-base.so");
-            p
-        };
+        let lib = Lib::open(&dir.join("libggml-base.so"));
         type TraitsFn = unsafe extern "C" fn(u32) -> *const TypeTraits;
         type ValidateFn = unsafe extern "C" fn(u32, *const c_void, usize) -> bool;
         // SAFETY: the symbols have these C signatures (ggml.h, ggml-quants.h).
         unsafe {
             Ggml {
-                traits: std::mem::transmute::<*mut c_void, TraitsFn>(sym(c"ggml_get_type_traits")),
-                validate: std::mem::transmute::<*mut c_void, ValidateFn>(sym(
-                    c"ggml_validate_row_data",
-                )),
+                traits: std::mem::transmute::<*mut c_void, TraitsFn>(
+                    lib.sym("ggml_get_type_traits"),
+                ),
+                validate: std::mem::transmute::<*mut c_void, ValidateFn>(
+                    lib.sym("ggml_validate_row_data"),
+                ),
             }
         }
     })

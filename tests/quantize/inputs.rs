@@ -32,25 +32,8 @@ pub const TYPES: [DataType; 19] = [
     DataType::TQ2_0,
 ];
 
-/// A small xorshift generator: the same numbers on every run and platform.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [0, 1), from 24 bits (exact).
-    pub fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / 16_777_216.0
-    }
-    /// Roughly normal (a sum of four uniforms, centred), scaled: every step exact in f32.
-    pub fn normal(&mut self, scale: f32) -> f32 {
-        let s = self.unit() + self.unit() + self.unit() + self.unit() - 2.0;
-        s * scale
-    }
-}
+use crate::common::golden::tsv_rows;
+pub use crate::common::rng::Rng;
 
 /// Values per row of every case: a whole number of blocks of every type.
 pub const ROW: usize = 512;
@@ -248,11 +231,8 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
 /// The recorded fingerprints: (type name, case name, with importance) to the fingerprint of
 /// ggml's bytes.
 pub fn golden() -> Vec<(String, String, bool, u64)> {
-    include_str!("../data/quantize-golden.tsv")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
+    tsv_rows(include_str!("../data/quantize-golden.tsv"))
+        .map(|f| {
             (
                 f[0].to_string(),
                 f[1].to_string(),

@@ -19,28 +19,8 @@ pub const TYPES: [(DataType, bool); 9] = [
     (DataType::IQ1_M, false),
 ];
 
-/// A small xorshift generator: the same numbers on every run and platform.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [-1, 1), exactly (24 random bits scaled by a power of two).
-    pub fn uniform(&mut self) -> f32 {
-        ((self.next() >> 40) as f32) * (1.0 / 8_388_608.0) - 1.0
-    }
-    /// Roughly bell-shaped values, like a weight matrix's (the sum of three uniforms).
-    pub fn bell(&mut self) -> f32 {
-        self.uniform() + self.uniform() + self.uniform()
-    }
-    /// A positive importance weight in [1/64, 4).
-    pub fn weight(&mut self) -> f32 {
-        ((self.next() >> 40) as f32) * (1.0 / 4_194_304.0) + 1.0 / 64.0
-    }
-}
+use crate::common::golden::fnv1a64;
+pub use crate::common::rng::Rng;
 
 /// The fingerprint case of a type: 4 rows of 512 values (IQ4_NL: rows of 96) at a few scales,
 /// and an importance column.
@@ -63,16 +43,6 @@ pub fn fingerprint_input(t: DataType) -> (Vec<f32>, usize, Vec<f32>) {
     (src, n_per_row, importance)
 }
 
-/// 64-bit FNV-1a of bytes.
-pub fn fnv64(bytes: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// Where the recorded fingerprints live.
 pub const FINGERPRINTS: &str = "tests/data/quantize-iq-fingerprints.tsv";
 
@@ -86,6 +56,6 @@ pub fn fingerprint_line(t: DataType, with_importance: bool, out: &[u8]) -> Strin
         } else {
             "none"
         },
-        fnv64(out)
+        fnv1a64(out.iter().copied())
     )
 }
