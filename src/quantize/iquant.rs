@@ -23,7 +23,7 @@
 
 mod grids;
 
-use super::search::{c_max, f32_to_f16, make_qp_quants, nearest_int};
+use super::search::{c_max, f32_to_f16, make_qp_quants, nearest_int, sum_squares};
 use crate::error::{Error, ErrorCode, Result};
 use crate::quant::tables::KVALUES_IQ4NL;
 use crate::types::DataType;
@@ -744,23 +744,18 @@ impl Search {
             let this_scale = 1.0 / id;
             for k in 0..ng {
                 let g = N * k..N * k + N;
-                for i in g.clone() {
-                    let li = nearest_int(0.5 * (id * xval[i] - 1.0));
-                    laux[i] = li.clamp(0, kmaxq - 1) as i8;
-                }
-                on_grid_aux[k] = true;
-                if let Lookup::Off(list) = grid.lookup(point_index(&laux[g.clone()], bits))? {
-                    on_grid_aux[k] = false;
-                    find_best_neighbour(
-                        grid,
-                        &list,
-                        &xval[g.clone()],
-                        &waux[g.clone()],
-                        this_scale,
-                        &mut laux[g],
-                        avx2,
-                    )?;
-                }
+                let (_, on) = round_to_grid(
+                    grid,
+                    bits,
+                    kmaxq,
+                    id,
+                    this_scale,
+                    &xval[g.clone()],
+                    &waux[g.clone()],
+                    &mut laux[g],
+                    avx2,
+                )?;
+                on_grid_aux[k] = on;
             }
             let (mut sumqx, mut sumq2) = (0f32, 0f32);
             for i in 0..bs {
@@ -783,29 +778,19 @@ impl Search {
                     continue;
                 }
                 let g = N * k..N * k + N;
-                for i in g.clone() {
-                    let li = nearest_int(0.5 * (id * xval[i] - 1.0));
-                    l[i] = li.clamp(0, kmaxq - 1) as i8;
-                }
-                if let Lookup::Off(list) = grid.lookup(point_index(&l[g.clone()], bits))? {
-                    find_best_neighbour(
-                        grid,
-                        &list,
-                        &xval[g.clone()],
-                        &waux[g.clone()],
-                        scale,
-                        &mut l[g],
-                        avx2,
-                    )?;
-                }
+                round_to_grid(
+                    grid,
+                    bits,
+                    kmaxq,
+                    id,
+                    scale,
+                    &xval[g.clone()],
+                    &waux[g.clone()],
+                    &mut l[g],
+                    avx2,
+                )?;
             }
-            let (mut sumqx, mut sumq2) = (0f32, 0f32);
-            for i in 0..bs {
-                let w = weight[i];
-                let q = (2 * i32::from(l[i]) + 1) as f32;
-                sumqx += w * xval[i] * q;
-                sumq2 += w * q * q;
-            }
+            let (sumqx, sumq2) = fit(weight, xval, &l[..bs]);
             if sumq2 > 0.0 {
                 scale = sumqx / sumq2;
             }
@@ -814,9 +799,64 @@ impl Search {
     }
 }
 
-/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `x*x`.
+/// Group `xval`'s levels at the inverse scale `id`: `(id * x - 1) / 2` rounded, in
+/// `0..kmaxq`.
 #[inline(always)]
-fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
+fn round_levels(id: f32, kmaxq: i32, xval: &[f32], l: &mut [i8]) {
+    for (o, &v) in l.iter_mut().zip(xval) {
+        *o = nearest_int(0.5 * (id * v - 1.0)).clamp(0, kmaxq - 1) as i8;
+    }
+}
+
+/// One group of `N` values (`xval`, weights `waux`) to the grid: its levels at the inverse
+/// scale `id` into `l`, and where that point is off the grid, its best neighbour at `scale`
+/// instead. Returns the grid index and whether the rounded point was on the grid; `None` where
+/// ggml asserts.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn round_to_grid<const N: usize>(
+    grid: &Grid<N>,
+    bits: u32,
+    kmaxq: i32,
+    id: f32,
+    scale: f32,
+    xval: &[f32],
+    waux: &[f32],
+    l: &mut [i8],
+    avx2: bool,
+) -> Option<(usize, bool)> {
+    round_levels(id, kmaxq, xval, l);
+    Some(match grid.lookup(point_index(l, bits))? {
+        Lookup::On(gi) => (gi, true),
+        Lookup::Off(list) => (
+            find_best_neighbour(grid, &list, xval, waux, scale, l, avx2)?,
+            false,
+        ),
+    })
+}
+
+/// `sum(w*x*q)` and `sum(w*q*q)` over the values, `q = 2*l + 1`, in order.
+#[inline(always)]
+fn fit(weight: &[f32], xval: &[f32], l: &[i8]) -> (f32, f32) {
+    let (mut sumqx, mut sumq2) = (0f32, 0f32);
+    for i in 0..l.len() {
+        let w = weight[i];
+        let q = (2 * i32::from(l[i]) + 1) as f32;
+        sumqx += w * xval[i] * q;
+        sumq2 += w * q * q;
+    }
+    (sumqx, sumq2)
+}
+
+/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `unweighted(x)`.
+#[inline(always)]
+fn weights(
+    xb: &[f32],
+    qw: Option<&[f32]>,
+    sigma2: f32,
+    unweighted: impl Fn(f32) -> f32,
+    weight: &mut [f32],
+) {
     match qw {
         Some(q) => {
             for i in 0..xb.len() {
@@ -825,10 +865,16 @@ fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
         }
         None => {
             for i in 0..xb.len() {
-                weight[i] = xb[i] * xb[i];
+                weight[i] = unweighted(xb[i]);
             }
         }
     }
+}
+
+/// Each value's square: the weight without an importance, for all but IQ2_S.
+#[inline(always)]
+fn square(x: f32) -> f32 {
+    x * x
 }
 
 /// Absolute values into `xval` and the sign bits of each 8 (IQ2_XXS, IQ2_XS, IQ3_XXS: with
@@ -869,13 +915,91 @@ fn signs(xb: &[f32], weight: &[f32], xval: &mut [f32], block_signs: &mut [u8], e
     }
 }
 
-#[inline(always)]
-fn sum_squares(xbl: &[f32]) -> f32 {
-    let mut s = 0f32;
-    for &v in xbl {
-        s += v * v;
+/// A group of `B` values (16 or 32) as the IQ2 and IQ3 searches take it: the weights, their
+/// square roots, the magnitudes and the sign bits of each 8 (the first `B / 8` bytes).
+struct Group<const B: usize> {
+    weight: [f32; B],
+    waux: [f32; B],
+    xval: [f32; B],
+    signs: [u8; 4],
+}
+
+impl<const B: usize> Group<B> {
+    const NEW: Self = Self {
+        weight: [0.0; B],
+        waux: [0.0; B],
+        xval: [0.0; B],
+        signs: [0; 4],
+    };
+
+    /// The group `xb`: its weights (see [`weights`]), their square roots, its magnitudes and
+    /// signs (see [`signs`]). Returns the largest magnitude (C's `MAX` from the first).
+    #[inline(always)]
+    fn load(
+        &mut self,
+        xb: &[f32],
+        qw: Option<&[f32]>,
+        sigma2: f32,
+        unweighted: impl Fn(f32) -> f32,
+        even: bool,
+    ) -> f32 {
+        weights(xb, qw, sigma2, unweighted, &mut self.weight);
+        for i in 0..B {
+            self.waux[i] = self.weight[i].sqrt();
+        }
+        signs(xb, &self.weight, &mut self.xval, &mut self.signs, even);
+        let mut max = self.xval[0];
+        for &v in &self.xval[1..] {
+            max = c_max(max, v);
+        }
+        max
     }
-    s
+
+    /// The search's scale made positive (where it is negative, every sign flipped, `keep` the
+    /// sign bits kept) and the grid index of each of the `G` groups of `N` levels in `l`.
+    /// `None` where one is off the grid or the scale is not `>= 0` (NaN): ggml asserts.
+    #[inline(always)]
+    fn grid_indices<const N: usize, const G: usize>(
+        &mut self,
+        grid: &Grid<N>,
+        bits: u32,
+        l: &[i8],
+        scale: f32,
+        keep: u8,
+    ) -> Option<(f32, [usize; G])> {
+        let mut scale = scale;
+        if scale < 0.0 {
+            scale = -scale;
+            for s in &mut self.signs[..B / 8] {
+                *s = !*s & keep;
+            }
+        }
+        let mut gi = [0usize; G];
+        for k in 0..G {
+            match grid.lookup(point_index(&l[N * k..N * k + N], bits))? {
+                Lookup::On(i) => gi[k] = i,
+                Lookup::Off(_) => return None,
+            }
+        }
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN too, as ggml's assert
+        if !(scale >= 0.0) {
+            return None;
+        }
+        Some((scale, gi))
+    }
+}
+
+/// The super-block's scale `d = max_scale / (2 * levels - 1)` and each group's scale in
+/// `0..levels`: `(scale / d - 1) / 2` rounded.
+#[inline(always)]
+fn sub_scales<const G: usize>(max_scale: f32, levels: i32, scales: &[f32; G]) -> (f32, [i32; G]) {
+    let d = max_scale / (2 * levels - 1) as f32;
+    let id = 1.0 / d;
+    let mut l = [0i32; G];
+    for ib in 0..G {
+        l[ib] = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, levels - 1);
+    }
+    (d, l)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -887,12 +1011,9 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
     let grid = grids::iq2_xxs();
     let avx2 = use_avx2();
     let mut scales = [0f32; 8];
-    let mut weight = [0f32; 32];
-    let mut xval = [0f32; 32];
+    let mut grp = Group::<32>::NEW;
     let mut big_l = [0i8; 32];
     let mut laux = [0i8; 32];
-    let mut waux = [0f32; 32];
-    let mut block_signs = [0u8; 4];
     for (ibl, yb) in y.chunks_exact_mut(66).enumerate() {
         let fail = || NoAnswer(256 * ibl);
         let mut q2 = [0u32; 16];
@@ -902,25 +1023,18 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
             let q = &qw[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32];
-            weights(xb, Some(q), sigma2, &mut weight);
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, true);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let max = grp.load(xb, Some(q), sigma2, square, true);
             if max < 1e-15 {
                 scales[ib] = 0.0;
                 big_l.fill(0);
                 continue;
             }
+            let (xval, weight, waux) = (&grp.xval, &grp.weight, &grp.waux);
             let mut lu = [0u8; 32];
             for i in 0..32 {
                 lu[i] = big_l[i] as u8;
             }
-            let mut scale = make_qp_quants(KMAXQ + 1, &xval, &mut lu, &weight);
+            let mut scale = make_qp_quants(KMAXQ + 1, xval, &mut lu, weight);
             for i in 0..32 {
                 big_l[i] = lu[i] as i8;
             }
@@ -936,33 +1050,20 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                 let this_scale = 1.0 / id;
                 for k in 0..4 {
                     let g = 8 * k..8 * k + 8;
-                    for i in g.clone() {
-                        let l = nearest_int(0.5 * (id * xval[i] - 1.0));
-                        laux[i] = l.clamp(0, KMAXQ - 1) as i8;
-                    }
-                    let lk = grid
-                        .lookup(point_index(&laux[g.clone()], 2))
-                        .ok_or_else(fail)?;
-                    if let Lookup::Off(list) = lk {
-                        find_best_neighbour(
-                            grid,
-                            &list,
-                            &xval[g.clone()],
-                            &waux[g.clone()],
-                            this_scale,
-                            &mut laux[g],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?;
-                    }
+                    round_to_grid(
+                        grid,
+                        2,
+                        KMAXQ,
+                        id,
+                        this_scale,
+                        &xval[g.clone()],
+                        &waux[g.clone()],
+                        &mut laux[g],
+                        avx2,
+                    )
+                    .ok_or_else(fail)?;
                 }
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for i in 0..32 {
-                    let w = weight[i];
-                    let q = (2 * i32::from(laux[i]) + 1) as f32;
-                    sumqx += w * xval[i] * q;
-                    sumq2 += w * q * q;
-                }
+                let (sumqx, sumq2) = fit(weight, xval, &laux);
                 if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
                     scale = sumqx / sumq2;
                     best = scale * sumqx;
@@ -973,59 +1074,34 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                 let id = 1.0 / scale;
                 for k in 0..4 {
                     let g = 8 * k..8 * k + 8;
-                    let mut lv = [0i8; 8];
-                    for i in 0..8 {
-                        let l = nearest_int(0.5 * (id * xval[8 * k + i] - 1.0));
-                        lv[i] = l.clamp(0, KMAXQ - 1) as i8;
-                    }
-                    let gi = match grid.lookup(point_index(&lv, 2)).ok_or_else(fail)? {
-                        Lookup::On(gi) => gi,
-                        Lookup::Off(list) => find_best_neighbour(
-                            grid,
-                            &list,
-                            &xval[g.clone()],
-                            &waux[g.clone()],
-                            scale,
-                            &mut big_l[g.clone()],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?,
-                    };
+                    let (gi, _) = round_to_grid(
+                        grid,
+                        2,
+                        KMAXQ,
+                        id,
+                        scale,
+                        &xval[g.clone()],
+                        &waux[g.clone()],
+                        &mut big_l[g],
+                        avx2,
+                    )
+                    .ok_or_else(fail)?;
                     let pg = &grid.points[gi];
                     for i in 0..8 {
                         big_l[8 * k + i] = (pg[i] - 1) / 2;
                     }
                 }
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for i in 0..32 {
-                    let w = weight[i];
-                    let q = (2 * i32::from(big_l[i]) + 1) as f32;
-                    sumqx += w * xval[i] * q;
-                    sumq2 += w * q * q;
-                }
+                let (sumqx, sumq2) = fit(weight, xval, &big_l);
                 if sumq2 > 0.0 {
                     scale = sumqx / sumq2;
                 }
             }
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s & 127;
-                }
-            }
+            let (scale, gi): (f32, [usize; 4]) = grp
+                .grid_indices(grid, 2, &big_l, scale, 127)
+                .ok_or_else(fail)?;
             for k in 0..4 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                q2[2 * ib] |= (gi as u32) << (8 * k);
-                q2[2 * ib + 1] |= u32::from(block_signs[k]) << (7 * k);
-            }
-            if !(scale >= 0.0) {
-                return Err(fail());
+                q2[2 * ib] |= (gi[k] as u32) << (8 * k);
+                q2[2 * ib + 1] |= u32::from(grp.signs[k]) << (7 * k);
             }
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
@@ -1034,12 +1110,10 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
         put_u16(yb, 0, f32_to_f16(d));
-        let id = 1.0 / d;
         for ib in 0..8 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
-            q2[2 * ib + 1] |= (l as u32) << 28;
+            q2[2 * ib + 1] |= (ls[ib] as u32) << 28;
         }
         for (i, v) in q2.iter().enumerate() {
             yb[2 + 4 * i..6 + 4 * i].copy_from_slice(&v.to_le_bytes());
@@ -1059,14 +1133,24 @@ const SEARCH_IQ2: Search = Search {
     refine_all: false,
 };
 
+/// Two 4-bit values a byte, the first in the low half, from `at`.
+#[inline(always)]
+fn put_nibbles(yb: &mut [u8], at: usize, ls: &[i32]) {
+    for (ib, &l) in ls.iter().enumerate() {
+        let l = l as u8;
+        if ib % 2 == 0 {
+            yb[at + ib / 2] = l;
+        } else {
+            yb[at + ib / 2] |= l << 4;
+        }
+    }
+}
+
 #[inline(always)]
 fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     let grid = grids::iq2_xs();
     let mut scales = [0f32; 16];
-    let mut weight = [0f32; 16];
-    let mut xval = [0f32; 16];
-    let mut waux = [0f32; 16];
-    let mut block_signs = [0u8; 2];
+    let mut grp = Group::<16>::NEW;
     for (ibl, yb) in y.chunks_exact_mut(74).enumerate() {
         let fail = || NoAnswer(256 * ibl);
         yb.fill(0);
@@ -1077,41 +1161,20 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
         for ib in 0..16 {
             let xb = &xbl[16 * ib..16 * ib + 16];
             let q = &qw[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16];
-            weights(xb, Some(q), sigma2, &mut weight);
-            for i in 0..16 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, true);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let max = grp.load(xb, Some(q), sigma2, square, true);
             let mut big_l = [0i8; 16];
             if max < 1e-15 {
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = SEARCH_IQ2
-                .run(grid, 2, &xval, &weight, &waux, max, &mut big_l)
+            let scale = SEARCH_IQ2
+                .run(grid, 2, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
                 .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s & 127;
-                }
-            }
+            let (scale, gi): (f32, [usize; 2]) = grp
+                .grid_indices(grid, 2, &big_l, scale, 127)
+                .ok_or_else(fail)?;
             for k in 0..2 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                q2[2 * ib + k] = gi as u16 | (u16::from(block_signs[k]) << 9);
-            }
-            if !(scale >= 0.0) {
-                return Err(fail());
+                q2[2 * ib + k] = gi[k] as u16 | (u16::from(grp.signs[k]) << 9);
             }
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
@@ -1119,17 +1182,9 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
         put_u16(yb, 0, f32_to_f16(d));
-        let id = 1.0 / d;
-        for ib in 0..16 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
-            if ib % 2 == 0 {
-                yb[66 + ib / 2] = l;
-            } else {
-                yb[66 + ib / 2] |= l << 4;
-            }
-        }
+        put_nibbles(yb, 66, &ls);
         for (i, v) in q2.iter().enumerate() {
             put_u16(yb, 2 + 2 * i, *v);
         }
@@ -1141,10 +1196,7 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
 fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     let grid = grids::iq2_s();
     let mut scales = [0f32; 16];
-    let mut weight = [0f32; 16];
-    let mut xval = [0f32; 16];
-    let mut waux = [0f32; 16];
-    let mut block_signs = [0u8; 2];
+    let mut grp = Group::<16>::NEW;
     for (ibl, yb) in y.chunks_exact_mut(82).enumerate() {
         let fail = || NoAnswer(256 * ibl);
         yb.fill(0);
@@ -1153,56 +1205,24 @@ fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
         let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
         for ib in 0..16 {
             let xb = &xbl[16 * ib..16 * ib + 16];
-            match qw {
-                Some(q) => weights(
-                    xb,
-                    Some(&q[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16]),
-                    sigma2,
-                    &mut weight,
-                ),
-                None => {
-                    for i in 0..16 {
-                        weight[i] = 0.25 * sigma2 + xb[i] * xb[i];
-                    }
-                }
-            }
-            for i in 0..16 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, false);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let q = qw.map(|q| &q[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16]);
+            let max = grp.load(xb, q, sigma2, |x| 0.25 * sigma2 + x * x, false);
             let mut big_l = [0i8; 16];
             if max < 1e-8 {
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = SEARCH_IQ2
-                .run(grid, 2, &xval, &weight, &waux, max, &mut big_l)
+            let scale = SEARCH_IQ2
+                .run(grid, 2, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
                 .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s;
-                }
-            }
+            let (scale, gi): (f32, [usize; 2]) = grp
+                .grid_indices(grid, 2, &big_l, scale, 0xFF)
+                .ok_or_else(fail)?;
             for k in 0..2 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
                 let i8 = 2 * ib + k;
-                yb[2 + i8] = (gi & 255) as u8;
-                yb[66 + i8 / 4] |= ((gi >> 8) << (2 * (i8 % 4))) as u8;
-                yb[2 + 32 + i8] = block_signs[k];
-            }
-            if !(scale >= 0.0) {
-                return Err(fail());
+                yb[2 + i8] = (gi[k] & 255) as u8;
+                yb[66 + i8 / 4] |= ((gi[k] >> 8) << (2 * (i8 % 4))) as u8;
+                yb[2 + 32 + i8] = grp.signs[k];
             }
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
@@ -1210,17 +1230,9 @@ fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
         put_u16(yb, 0, f32_to_f16(d * 0.9875));
-        let id = 1.0 / d;
-        for ib in 0..16 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
-            if ib % 2 == 0 {
-                yb[74 + ib / 2] = l;
-            } else {
-                yb[74 + ib / 2] |= l << 4;
-            }
-        }
+        put_nibbles(yb, 74, &ls);
     }
     Ok(())
 }
@@ -1239,10 +1251,7 @@ fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Resu
     };
     let grid = grids::iq3_xxs();
     let mut scales = [0f32; 8];
-    let mut weight = [0f32; 32];
-    let mut xval = [0f32; 32];
-    let mut waux = [0f32; 32];
-    let mut block_signs = [0u8; 4];
+    let mut grp = Group::<32>::NEW;
     for (ibl, yb) in y.chunks_exact_mut(98).enumerate() {
         let fail = || NoAnswer(256 * ibl);
         yb.fill(0);
@@ -1253,63 +1262,37 @@ fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Resu
         let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
-            weights(
-                xb,
-                qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]),
-                sigma2,
-                &mut weight,
-            );
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, true);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let q = qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]);
+            let max = grp.load(xb, q, sigma2, square, true);
             let mut big_l = [0i8; 32];
             if max < 1e-8 {
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = SEARCH
-                .run(grid, 3, &xval, &weight, &waux, max, &mut big_l)
+            let scale = SEARCH
+                .run(grid, 3, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
                 .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s & 127;
-                }
-            }
+            let (scale, gi): (f32, [usize; 8]) = grp
+                .grid_indices(grid, 3, &big_l, scale, 127)
+                .ok_or_else(fail)?;
             for k in 0..8 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[4 * k..4 * k + 4], 3))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                q3[8 * ib + k] = gi as u8;
+                q3[8 * ib + k] = gi[k] as u8;
             }
-            sas[ib] = u32::from(block_signs[0])
-                | (u32::from(block_signs[1]) << 7)
-                | (u32::from(block_signs[2]) << 14)
-                | (u32::from(block_signs[3]) << 21);
-            if !(scale >= 0.0) {
-                return Err(fail());
-            }
+            let s = grp.signs;
+            sas[ib] = u32::from(s[0])
+                | (u32::from(s[1]) << 7)
+                | (u32::from(s[2]) << 14)
+                | (u32::from(s[3]) << 21);
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
         put_u16(yb, 0, f32_to_f16(d * 1.0125));
-        let id = 1.0 / d;
         for ib in 0..8 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
-            sas[ib] |= (l as u32) << 28;
+            sas[ib] |= (ls[ib] as u32) << 28;
         }
         yb[2..66].copy_from_slice(&q3);
         for (i, v) in sas.iter().enumerate() {
@@ -1330,10 +1313,7 @@ fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
     };
     let grid = grids::iq3_s();
     let mut scales = [0f32; 8];
-    let mut weight = [0f32; 32];
-    let mut xval = [0f32; 32];
-    let mut waux = [0f32; 32];
-    let mut block_signs = [0u8; 4];
+    let mut grp = Group::<32>::NEW;
     // Block: d (2), qs (64), qh (8), signs (32), scales (4).
     for (ibl, yb) in y.chunks_exact_mut(110).enumerate() {
         let fail = || NoAnswer(256 * ibl);
@@ -1346,64 +1326,36 @@ fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
         let (mut qs_at, mut signs_at) = (2usize, 74usize);
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
-            weights(
-                xb,
-                qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]),
-                sigma2,
-                &mut weight,
-            );
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, false);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let q = qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]);
+            let max = grp.load(xb, q, sigma2, square, false);
             let mut big_l = [0i8; 32];
             if max == 0.0 {
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = SEARCH
-                .run(grid, 3, &xval, &weight, &waux, max, &mut big_l)
+            let scale = SEARCH
+                .run(grid, 3, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
                 .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s;
-                }
-            }
+            let (scale, gi): (f32, [usize; 8]) = grp
+                .grid_indices(grid, 3, &big_l, scale, 0xFF)
+                .ok_or_else(fail)?;
             for k in 0..8 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[4 * k..4 * k + 4], 3))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                yb[qs_at + k] = (gi & 255) as u8;
-                yb[66 + ib] |= ((gi >> 8) << k) as u8;
+                yb[qs_at + k] = (gi[k] & 255) as u8;
+                yb[66 + ib] |= ((gi[k] >> 8) << k) as u8;
             }
             qs_at += 8;
-            yb[signs_at..signs_at + 4].copy_from_slice(&block_signs);
+            yb[signs_at..signs_at + 4].copy_from_slice(&grp.signs);
             signs_at += 4;
-            if !(scale >= 0.0) {
-                return Err(fail());
-            }
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
         put_u16(yb, 0, f32_to_f16(d * 1.033));
-        let id = 1.0 / d;
         for ib in (0..8).step_by(2) {
-            let l1 = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
-            let l2 = nearest_int(0.5 * (id * scales[ib + 1] - 1.0)).clamp(0, 15);
-            yb[106 + ib / 2] = (l1 | (l2 << 4)) as u8;
+            yb[106 + ib / 2] = (ls[ib] | (ls[ib + 1] << 4)) as u8;
         }
     }
     Ok(())
@@ -1545,6 +1497,90 @@ unsafe fn iq1_nearest_avx2(
     unsafe { nearest_by_terms_avx2::<8>(nb, &terms) }
 }
 
+/// The largest magnitude of a block (C's `MAX` from the first).
+#[inline(always)]
+fn iq1_abs_max(xb: &[f32]) -> f32 {
+    let mut max = xb[0].abs();
+    for &v in &xb[1..] {
+        max = c_max(max, v.abs());
+    }
+    max
+}
+
+/// The levels of the best split: the sorted values before `i1` at 0, before `i2` at 1, the
+/// rest at 2 (each at its position in the block).
+#[inline(always)]
+fn split_levels(pairs: &[(f32, u8)], i1: usize, i2: usize, l: &mut [i8]) {
+    for (j, p) in pairs.iter().enumerate() {
+        l[usize::from(p.1)] = if j < i1 {
+            0
+        } else if j < i2 {
+            1
+        } else {
+            2
+        };
+    }
+}
+
+/// IQ1_S's and IQ1_M's block of `G` groups of 8 levels `l` (values at `at` in `src`) to the
+/// grid: each group's index, where off the grid its best neighbour at `scale` (group `k`'s
+/// three values `xx(k)`); where any was off, the scale refitted to the chosen points (kept if
+/// the fit is not positive). `None` where ggml asserts.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn iq1_to_grid<'a, const G: usize>(
+    grid: &Grid<8>,
+    src: &[f32],
+    at: usize,
+    weight: &[f32],
+    scale: f32,
+    xx: impl Fn(usize) -> &'a [f32; 3],
+    l: &mut [i8],
+    avx2: bool,
+) -> Option<([usize; G], f32)> {
+    let mut all_on_grid = true;
+    let mut index = [0usize; G];
+    for k in 0..G {
+        let g = 8 * k..8 * k + 8;
+        index[k] = match grid.lookup(point_index(&l[g.clone()], 2))? {
+            Lookup::On(gi) => gi,
+            Lookup::Off(list) => {
+                all_on_grid = false;
+                iq1_find_best_neighbour2(
+                    grid,
+                    &list,
+                    src,
+                    at + 8 * k,
+                    &weight[g.clone()],
+                    scale,
+                    xx(k),
+                    &mut l[g],
+                    avx2,
+                )?
+            }
+        };
+    }
+    let mut scale = scale;
+    if !all_on_grid {
+        let xb = &src[at..at + 8 * G];
+        let (mut sumqx, mut sumq2) = (0f32, 0f32);
+        for k in 0..G {
+            let xx = xx(k);
+            let pg = &grid.points[index[k]];
+            for j in 0..8 {
+                let w = weight[8 * k + j];
+                let q = xx[((pg[j] - 1) / 2) as usize];
+                sumqx += w * q * xb[8 * k + j];
+                sumq2 += w * q * q;
+            }
+        }
+        if sumqx > 0.0 && sumq2 > 0.0 {
+            scale = sumqx / sumq2;
+        }
+    }
+    Some((index, scale))
+}
+
 /// Sorts a block's values (with their positions) as ggml does before its split search.
 fn sorted_pairs<const B: usize>(xb: &[f32]) -> [(f32, u8); B] {
     let mut pairs = [(0f32, 0u8); B];
@@ -1605,12 +1641,10 @@ fn iq1_s_row(
                 xb,
                 Some(&qw[256 * ibl + BS * ib..256 * ibl + BS * ib + BS]),
                 sigma2,
+                square,
                 &mut weight,
             );
-            let mut max = xb[0].abs();
-            for &v in &xb[1..] {
-                max = c_max(max, v.abs());
-            }
+            let max = iq1_abs_max(xb);
             if max < 1e-12 {
                 scales[ib] = 0.0;
                 shifts[ib] = 1;
@@ -1674,15 +1708,7 @@ fn iq1_s_row(
                 big_l.fill(1);
                 continue;
             }
-            for (j, p) in pairs.iter().enumerate() {
-                big_l[usize::from(p.1)] = if j < besti1 {
-                    0
-                } else if j < besti2 {
-                    1
-                } else {
-                    2
-                };
-            }
+            split_levels(&pairs, besti1, besti2, &mut big_l);
             if scale < 0.0 {
                 for v in &mut big_l {
                     *v = 2 - *v;
@@ -1690,48 +1716,19 @@ fn iq1_s_row(
                 scale = -scale;
                 best_shift = -best_shift;
             }
-            let mut all_on_grid = true;
             let xx = if best_shift == 1 { &x_p } else { &x_m };
-            let mut index = [0usize; 4];
-            for k in 0..4 {
-                let g = 8 * k..8 * k + 8;
-                index[k] = match grid
-                    .lookup(point_index(&big_l[g.clone()], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(list) => {
-                        all_on_grid = false;
-                        iq1_find_best_neighbour2(
-                            grid,
-                            &list,
-                            src,
-                            row_at + 256 * ibl + BS * ib + 8 * k,
-                            &weight[g.clone()],
-                            scale,
-                            xx,
-                            &mut big_l[g],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?
-                    }
-                };
-            }
-            if !all_on_grid {
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for k in 0..4 {
-                    let pg = &grid.points[index[k]];
-                    for j in 0..8 {
-                        let w = weight[8 * k + j];
-                        let q = xx[((pg[j] - 1) / 2) as usize];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if sumqx > 0.0 && sumq2 > 0.0 {
-                    scale = sumqx / sumq2;
-                }
-            }
+            let index: [usize; 4];
+            (index, scale) = iq1_to_grid(
+                grid,
+                src,
+                row_at + 256 * ibl + BS * ib,
+                &weight,
+                scale,
+                |_| xx,
+                &mut big_l,
+                avx2,
+            )
+            .ok_or_else(fail)?;
             let mut h = 0u16;
             for k in 0..4 {
                 yb[2 + 4 * ib + k] = (index[k] & 255) as u8;
@@ -1810,12 +1807,10 @@ fn iq1_m_row(
                 xb,
                 qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
                 sigma2,
+                square,
                 &mut weight,
             );
-            let mut max = xb[0].abs();
-            for &v in &xb[1..] {
-                max = c_max(max, v.abs());
-            }
+            let max = iq1_abs_max(xb);
             if max < 1e-7 {
                 scales[ib] = 0.0;
                 shifts[ib] = 0;
@@ -1904,15 +1899,7 @@ fn iq1_m_row(
                 big_l.fill(1);
                 continue;
             }
-            for (j, p) in pairs.iter().enumerate() {
-                big_l[usize::from(p.1)] = if j < besti1 {
-                    0
-                } else if j < besti2 {
-                    1
-                } else {
-                    2
-                };
-            }
+            split_levels(&pairs, besti1, besti2, &mut big_l);
             if scale < 0.0 {
                 for v in &mut big_l {
                     *v = 2 - *v;
@@ -1920,49 +1907,18 @@ fn iq1_m_row(
                 scale = -scale;
                 best_k = 3 - best_k;
             }
-            let mut all_on_grid = true;
-            let mut index = [0usize; 2];
-            for k in 0..2 {
-                let xx = pick(k, best_k);
-                let g = 8 * k..8 * k + 8;
-                index[k] = match grid
-                    .lookup(point_index(&big_l[g.clone()], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(list) => {
-                        all_on_grid = false;
-                        iq1_find_best_neighbour2(
-                            grid,
-                            &list,
-                            src,
-                            row_at + 256 * ibl + BS * ib + 8 * k,
-                            &weight[g.clone()],
-                            scale,
-                            xx,
-                            &mut big_l[g],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?
-                    }
-                };
-            }
-            if !all_on_grid {
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for k in 0..2 {
-                    let xx = pick(k, best_k);
-                    let pg = &grid.points[index[k]];
-                    for j in 0..8 {
-                        let w = weight[8 * k + j];
-                        let q = xx[((pg[j] - 1) / 2) as usize];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if sumqx > 0.0 && sumq2 > 0.0 {
-                    scale = sumqx / sumq2;
-                }
-            }
+            let index: [usize; 2];
+            (index, scale) = iq1_to_grid(
+                grid,
+                src,
+                row_at + 256 * ibl + BS * ib,
+                &weight,
+                scale,
+                |k| pick(k, best_k),
+                &mut big_l,
+                avx2,
+            )
+            .ok_or_else(fail)?;
             yb[2 * ib] = (index[0] & 255) as u8;
             yb[2 * ib + 1] = (index[1] & 255) as u8;
             yb[32 + ib] = ((index[0] >> 8) | ((index[1] >> 8) << 4)) as u8;
@@ -1989,6 +1945,7 @@ fn iq1_m_row(
                 xb,
                 qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
                 sigma2,
+                square,
                 &mut weight,
             );
             for k in 0..2 {

@@ -8,7 +8,7 @@
 
 use super::search::{
     make_q3_lanes, make_q3_split, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants,
-    nearest_int, put_f16, signed_abs_max, via_f16, Qkx, GROUP_MAX_EPS,
+    nearest_int, put_f16, signed_abs_max, sum_squares, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
 
@@ -18,16 +18,6 @@ entry!(q2_k => q2_k_rows, q3_k => q3_k_rows, q4_k => q4_k_rows, q5_k => q5_k_row
 
 fn f16_at(b: &[u8], at: usize) -> f32 {
     f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
-}
-
-/// `sum(x^2)` over a block, in order.
-#[inline(always)]
-fn sum_sq(x: &[f32]) -> f32 {
-    let mut s = 0f32;
-    for &v in x {
-        s += v * v;
-    }
-    s
 }
 
 /// 2-bit values of 256 into 64 bytes, four 32-value groups per 128.
@@ -101,7 +91,7 @@ fn importance_weights<const S: usize, const L: usize>(
     let groups = QK_K / S;
     let mut sigma2 = [0f32; L];
     for (b, xb) in x.chunks_exact(QK_K).enumerate() {
-        let s2 = factor * sum_sq(xb) / QK_K as f32;
+        let s2 = factor * sum_squares(xb) / QK_K as f32;
         sigma2[groups * b..groups * b + groups].fill(s2);
     }
     let mut wt = [[0f32; L]; S];

@@ -7,7 +7,8 @@
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{
-    f32_to_f16, make_qkx_lanes, make_qx_lanes, map_trunc32, mul_x86, put_f16, round_i32x8, Qkx,
+    f32_to_f16, make_qkx_lanes, make_qx_lanes, map_trunc32, mul_x86, put_f16, round_i32x8,
+    sum_squares, Qkx,
 };
 
 /// The importance path of the 32-value types, `BLOCK_LANES` blocks side by side: each block's weights
@@ -137,11 +138,7 @@ fn q5_1_write(d: f32, min: f32, l: &[u8; 32], yb: &mut [u8]) {
 /// `sum(x^2) / n` over the whole row, in order.
 #[inline(always)]
 fn row_sigma2(x: &[f32]) -> f32 {
-    let mut sum_x2 = 0f32;
-    for &v in x {
-        sum_x2 += v * v;
-    }
-    sum_x2 / x.len() as f32
+    sum_squares(x) / x.len() as f32
 }
 
 /// The largest magnitude in `xb` (0 for none; NaN never wins a comparison), over eight

@@ -281,6 +281,16 @@ pub(crate) fn put_f16(dst: &mut [u8], at: usize, f: f32) {
     dst[at..at + 2].copy_from_slice(&f32_to_f16(f).to_le_bytes());
 }
 
+/// `sum(x^2)`, in order.
+#[inline(always)]
+pub(crate) fn sum_squares(x: &[f32]) -> f32 {
+    let mut s = 0f32;
+    for &v in x {
+        s += v * v;
+    }
+    s
+}
+
 /// The value of largest magnitude in `x` (the first of equals; 0 for none) and that magnitude.
 #[inline(always)]
 pub(crate) fn signed_abs_max(x: &[f32]) -> (f32, f32) {
