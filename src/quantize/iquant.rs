@@ -1123,8 +1123,10 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
 }
 
 // ------------------------------------------------------------------------------------------
-// IQ2_XS and IQ2_S: ggml's `quantize_row_iq2_xs_impl` and `quantize_row_iq2_s_impl`.
+// IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S: ggml's `quantize_row_iq2_xs_impl`,
+// `quantize_row_iq2_s_impl`, `quantize_row_iq3_xxs_impl` and `quantize_row_iq3_s_impl`.
 
+/// The search of IQ2_XS and IQ2_S.
 const SEARCH_IQ2: Search = Search {
     kmaxq: 3,
     range: 9,
@@ -1132,6 +1134,87 @@ const SEARCH_IQ2: Search = Search {
     init_on_grid: true,
     refine_all: false,
 };
+
+/// What IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S set around the search they share.
+struct GridType {
+    search: Search,
+    /// `sigma2` is `sigma_factor * sum(x^2) / 256` over the super-block.
+    sigma_factor: f32,
+    /// A group whose largest magnitude is below this takes scale 0 and no search.
+    skip_below: f32,
+    /// Whether each 8 signs are made even (see [`signs`]).
+    even: bool,
+    /// The sign bits kept when a negative scale flips them.
+    keep: u8,
+    /// The factor on the super-block scale `max_scale / 31` as stored.
+    adjust: f32,
+}
+
+/// The rows of the four types of [`GridType`]: super-blocks of `bb` bytes, each `256 / B`
+/// groups of `B` values (`G` grid points of `N` values, `bits` a level); without an importance,
+/// the weights are `unweighted(x, sigma2)`. `group` writes a group's grid indices and signs
+/// (given the super-block's state `S`, fresh for each); `finish` the groups' 4-bit scales once
+/// the super-scale is written (not for a super-block of zeros).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn grid_row<const B: usize, const N: usize, const G: usize, const NG: usize, S: Default>(
+    t: &GridType,
+    grid: &Grid<N>,
+    bits: u32,
+    unweighted: impl Fn(f32, f32) -> f32,
+    x: &[f32],
+    qw: Option<&[f32]>,
+    y: &mut [u8],
+    bb: usize,
+    mut group: impl FnMut(&mut S, &mut [u8], usize, &[usize; G], &[u8; 4]),
+    mut finish: impl FnMut(&mut S, &mut [u8], &[i32; NG]),
+) -> std::result::Result<(), NoAnswer> {
+    let mut scales = [0f32; NG];
+    let mut grp = Group::<B>::NEW;
+    for (ibl, yb) in y.chunks_exact_mut(bb).enumerate() {
+        let fail = || NoAnswer(256 * ibl);
+        yb.fill(0);
+        let mut state = S::default();
+        let mut max_scale = 0f32;
+        let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = t.sigma_factor * sum_squares(xbl) / 256.0;
+        for ib in 0..NG {
+            let xb = &xbl[B * ib..B * ib + B];
+            let q = qw.map(|q| &q[256 * ibl + B * ib..256 * ibl + B * ib + B]);
+            let max = grp.load(xb, q, sigma2, |v| unweighted(v, sigma2), t.even);
+            let mut big_l = [0i8; B];
+            if max < t.skip_below {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let scale = t
+                .search
+                .run(
+                    grid,
+                    bits,
+                    &grp.xval,
+                    &grp.weight,
+                    &grp.waux,
+                    max,
+                    &mut big_l,
+                )
+                .ok_or_else(fail)?;
+            let (scale, gi) = grp
+                .grid_indices::<N, G>(grid, bits, &big_l, scale, t.keep)
+                .ok_or_else(fail)?;
+            group(&mut state, yb, ib, &gi, &grp.signs);
+            scales[ib] = scale;
+            max_scale = c_max(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
+        put_u16(yb, 0, f32_to_f16(d * t.adjust));
+        finish(&mut state, yb, &ls);
+    }
+    Ok(())
+}
 
 /// Two 4-bit values a byte, the first in the low half, from `at`.
 #[inline(always)]
@@ -1146,219 +1229,172 @@ fn put_nibbles(yb: &mut [u8], at: usize, ls: &[i32]) {
     }
 }
 
+/// The weight without an importance for all but IQ2_S: the value's square.
+#[inline(always)]
+fn square_weight(x: f32, _sigma2: f32) -> f32 {
+    square(x)
+}
+
 #[inline(always)]
 fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    let grid = grids::iq2_xs();
-    let mut scales = [0f32; 16];
-    let mut grp = Group::<16>::NEW;
-    for (ibl, yb) in y.chunks_exact_mut(74).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut q2 = [0u16; 32];
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = sum_squares(xbl) / 256.0;
-        for ib in 0..16 {
-            let xb = &xbl[16 * ib..16 * ib + 16];
-            let q = &qw[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16];
-            let max = grp.load(xb, Some(q), sigma2, square, true);
-            let mut big_l = [0i8; 16];
-            if max < 1e-15 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let scale = SEARCH_IQ2
-                .run(grid, 2, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            let (scale, gi): (f32, [usize; 2]) = grp
-                .grid_indices(grid, 2, &big_l, scale, 127)
-                .ok_or_else(fail)?;
+    const T: GridType = GridType {
+        search: SEARCH_IQ2,
+        sigma_factor: 1.0,
+        skip_below: 1e-15,
+        even: true,
+        keep: 127,
+        adjust: 1.0,
+    };
+    // Block: d (2), qs (32 u16: index and signs), scales (8).
+    grid_row::<16, 8, 2, 16, [u16; 32]>(
+        &T,
+        grids::iq2_xs(),
+        2,
+        square_weight,
+        x,
+        Some(qw),
+        y,
+        74,
+        |q2, _, ib, gi, signs| {
             for k in 0..2 {
-                q2[2 * ib + k] = gi[k] as u16 | (u16::from(grp.signs[k]) << 9);
+                q2[2 * ib + k] = gi[k] as u16 | (u16::from(signs[k]) << 9);
             }
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let (d, ls) = sub_scales(max_scale, 16, &scales);
-        put_u16(yb, 0, f32_to_f16(d));
-        put_nibbles(yb, 66, &ls);
-        for (i, v) in q2.iter().enumerate() {
-            put_u16(yb, 2 + 2 * i, *v);
-        }
-    }
-    Ok(())
+        },
+        |q2, yb, ls| {
+            put_nibbles(yb, 66, ls);
+            for (i, v) in q2.iter().enumerate() {
+                put_u16(yb, 2 + 2 * i, *v);
+            }
+        },
+    )
 }
 
 #[inline(always)]
 fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    let grid = grids::iq2_s();
-    let mut scales = [0f32; 16];
-    let mut grp = Group::<16>::NEW;
-    for (ibl, yb) in y.chunks_exact_mut(82).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
-        for ib in 0..16 {
-            let xb = &xbl[16 * ib..16 * ib + 16];
-            let q = qw.map(|q| &q[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16]);
-            let max = grp.load(xb, q, sigma2, |x| 0.25 * sigma2 + x * x, false);
-            let mut big_l = [0i8; 16];
-            if max < 1e-8 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let scale = SEARCH_IQ2
-                .run(grid, 2, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            let (scale, gi): (f32, [usize; 2]) = grp
-                .grid_indices(grid, 2, &big_l, scale, 0xFF)
-                .ok_or_else(fail)?;
+    const T: GridType = GridType {
+        search: SEARCH_IQ2,
+        sigma_factor: 2.0,
+        skip_below: 1e-8,
+        even: false,
+        keep: 0xFF,
+        adjust: 0.9875,
+    };
+    // Block: d (2), qs (32), signs (32), qh (8), scales (8).
+    grid_row::<16, 8, 2, 16, ()>(
+        &T,
+        grids::iq2_s(),
+        2,
+        |x, sigma2| 0.25 * sigma2 + x * x,
+        x,
+        qw,
+        y,
+        82,
+        |_, yb, ib, gi, signs| {
             for k in 0..2 {
                 let i8 = 2 * ib + k;
                 yb[2 + i8] = (gi[k] & 255) as u8;
                 yb[66 + i8 / 4] |= ((gi[k] >> 8) << (2 * (i8 % 4))) as u8;
-                yb[2 + 32 + i8] = grp.signs[k];
+                yb[2 + 32 + i8] = signs[k];
             }
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let (d, ls) = sub_scales(max_scale, 16, &scales);
-        put_u16(yb, 0, f32_to_f16(d * 0.9875));
-        put_nibbles(yb, 74, &ls);
-    }
-    Ok(())
+        },
+        |_, yb, ls| put_nibbles(yb, 74, ls),
+    )
 }
-
-// ------------------------------------------------------------------------------------------
-// IQ3_XXS and IQ3_S: ggml's `quantize_row_iq3_xxs_impl` and `quantize_row_iq3_s_impl`.
 
 #[inline(always)]
 fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    const SEARCH: Search = Search {
-        kmaxq: 8,
-        range: 15,
-        step: 0.2,
-        init_on_grid: true,
-        refine_all: false,
+    const T: GridType = GridType {
+        search: Search {
+            kmaxq: 8,
+            range: 15,
+            step: 0.2,
+            init_on_grid: true,
+            refine_all: false,
+        },
+        sigma_factor: 2.0,
+        skip_below: 1e-8,
+        even: true,
+        keep: 127,
+        adjust: 1.0125,
     };
-    let grid = grids::iq3_xxs();
-    let mut scales = [0f32; 8];
-    let mut grp = Group::<32>::NEW;
-    for (ibl, yb) in y.chunks_exact_mut(98).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut q3 = [0u8; 64];
-        let mut sas = [0u32; 8];
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
-        for ib in 0..8 {
-            let xb = &xbl[32 * ib..32 * ib + 32];
-            let q = qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]);
-            let max = grp.load(xb, q, sigma2, square, true);
-            let mut big_l = [0i8; 32];
-            if max < 1e-8 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let scale = SEARCH
-                .run(grid, 3, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            let (scale, gi): (f32, [usize; 8]) = grp
-                .grid_indices(grid, 3, &big_l, scale, 127)
-                .ok_or_else(fail)?;
+    // Block: d (2), qs (64), scales and signs (8 u32).
+    grid_row::<32, 4, 8, 8, ([[u8; 8]; 8], [u32; 8])>(
+        &T,
+        grids::iq3_xxs(),
+        3,
+        square_weight,
+        x,
+        qw,
+        y,
+        98,
+        |(q3, sas), _, ib, gi, s| {
             for k in 0..8 {
-                q3[8 * ib + k] = gi[k] as u8;
+                q3[ib][k] = gi[k] as u8;
             }
-            let s = grp.signs;
             sas[ib] = u32::from(s[0])
                 | (u32::from(s[1]) << 7)
                 | (u32::from(s[2]) << 14)
                 | (u32::from(s[3]) << 21);
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let (d, ls) = sub_scales(max_scale, 16, &scales);
-        put_u16(yb, 0, f32_to_f16(d * 1.0125));
-        for ib in 0..8 {
-            sas[ib] |= (ls[ib] as u32) << 28;
-        }
-        yb[2..66].copy_from_slice(&q3);
-        for (i, v) in sas.iter().enumerate() {
-            yb[66 + 4 * i..70 + 4 * i].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-    Ok(())
+        },
+        |(q3, sas), yb, ls| {
+            for ib in 0..8 {
+                sas[ib] |= (ls[ib] as u32) << 28;
+            }
+            for (ib, q) in q3.iter().enumerate() {
+                yb[2 + 8 * ib..10 + 8 * ib].copy_from_slice(q);
+            }
+            for (i, v) in sas.iter().enumerate() {
+                yb[66 + 4 * i..70 + 4 * i].copy_from_slice(&v.to_le_bytes());
+            }
+        },
+    )
 }
 
 #[inline(always)]
 fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    const SEARCH: Search = Search {
-        kmaxq: 8,
-        range: 9,
-        step: 0.2,
-        init_on_grid: false,
-        refine_all: true,
+    const T: GridType = GridType {
+        search: Search {
+            kmaxq: 8,
+            range: 9,
+            step: 0.2,
+            init_on_grid: false,
+            refine_all: true,
+        },
+        sigma_factor: 2.0,
+        // Only a group of zeros is skipped: magnitudes are never below the smallest
+        // subnormal but at 0.
+        skip_below: f32::from_bits(1),
+        even: false,
+        keep: 0xFF,
+        adjust: 1.033,
     };
-    let grid = grids::iq3_s();
-    let mut scales = [0f32; 8];
-    let mut grp = Group::<32>::NEW;
-    // Block: d (2), qs (64), qh (8), signs (32), scales (4).
-    for (ibl, yb) in y.chunks_exact_mut(110).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
-        // As in ggml, the grid indices and the signs of a block go after those of the last
-        // block written: a block of zeros (skipped) leaves no gap, its place taken by the next.
-        let (mut qs_at, mut signs_at) = (2usize, 74usize);
-        for ib in 0..8 {
-            let xb = &xbl[32 * ib..32 * ib + 32];
-            let q = qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]);
-            let max = grp.load(xb, q, sigma2, square, false);
-            let mut big_l = [0i8; 32];
-            if max == 0.0 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let scale = SEARCH
-                .run(grid, 3, &grp.xval, &grp.weight, &grp.waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            let (scale, gi): (f32, [usize; 8]) = grp
-                .grid_indices(grid, 3, &big_l, scale, 0xFF)
-                .ok_or_else(fail)?;
+    // Block: d (2), qs (64), qh (8), signs (32), scales (4). As in ggml, the grid indices and
+    // the signs of a group go after those of the last group written (the state counts them): a
+    // group of zeros (skipped) leaves no gap, its place taken by the next.
+    grid_row::<32, 4, 8, 8, usize>(
+        &T,
+        grids::iq3_s(),
+        3,
+        square_weight,
+        x,
+        qw,
+        y,
+        110,
+        |written, yb, ib, gi, signs| {
+            let (qs_at, signs_at) = (2 + 8 * *written, 74 + 4 * *written);
             for k in 0..8 {
                 yb[qs_at + k] = (gi[k] & 255) as u8;
                 yb[66 + ib] |= ((gi[k] >> 8) << k) as u8;
             }
-            qs_at += 8;
-            yb[signs_at..signs_at + 4].copy_from_slice(&grp.signs);
-            signs_at += 4;
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let (d, ls) = sub_scales(max_scale, 16, &scales);
-        put_u16(yb, 0, f32_to_f16(d * 1.033));
-        for ib in (0..8).step_by(2) {
-            yb[106 + ib / 2] = (ls[ib] | (ls[ib + 1] << 4)) as u8;
-        }
-    }
-    Ok(())
+            yb[signs_at..signs_at + 4].copy_from_slice(signs);
+            *written += 1;
+        },
+        |_, yb, ls| {
+            for ib in (0..8).step_by(2) {
+                yb[106 + ib / 2] = (ls[ib] | (ls[ib + 1] << 4)) as u8;
+            }
+        },
+    )
 }
 
 // ------------------------------------------------------------------------------------------
