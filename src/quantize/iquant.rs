@@ -91,21 +91,32 @@ pub(crate) fn quantize_rows(
     ) {
         return invalid(format!("{name} needs an importance matrix (as ggml does)"));
     }
-    quantize_all(data_type, src, n_per_row, importance, dst, row_bytes)?;
+    let job = Job {
+        data_type,
+        src,
+        n_per_row,
+        importance,
+        row_bytes,
+    };
+    quantize_all(job, dst)?;
     Ok(dst.len())
+}
+
+/// One call's rows: the type, whole rows of `n_per_row` floats, the importance (a weight for
+/// each value of a row) and the bytes of a row's blocks.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    data_type: DataType,
+    src: &'a [f32],
+    n_per_row: usize,
+    importance: Option<&'a [f32]>,
+    row_bytes: usize,
 }
 
 /// The row loop, compiled three times: for AVX-512, for AVX2 (the searches' lanes widen) and
 /// portable; the dispatch picks one (the same bytes from each).
 #[allow(unsafe_code)]
-fn quantize_all(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
+fn quantize_all(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     {
         use crate::quant::simd::{active, Isa};
@@ -113,63 +124,43 @@ fn quantize_all(
             // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it. The
             // grid searches run faster compiled for AVX2 (measured on an Intel Xeon with
             // AVX-512: their lanes are 8 wide), so only IQ4_NL and IQ4_XS take this instance.
-            Isa::Avx512 if matches!(data_type, DataType::IQ4_NL | DataType::IQ4_XS) => {
-                return unsafe {
-                    rows_avx512(data_type, src, n_per_row, importance, dst, row_bytes)
-                }
+            Isa::Avx512 if matches!(job.data_type, DataType::IQ4_NL | DataType::IQ4_XS) => {
+                return unsafe { rows_avx512(job, dst) }
             }
             // SAFETY: the dispatch chose AVX2 (or AVX-512, which comes with it) only where the
             // CPU has it.
-            Isa::Avx2 | Isa::Avx512 => {
-                return unsafe { rows_avx2(data_type, src, n_per_row, importance, dst, row_bytes) }
-            }
+            Isa::Avx2 | Isa::Avx512 => return unsafe { rows_avx2(job, dst) },
             _ => {}
         }
     }
-    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+    rows_body(job, dst)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-#[allow(unsafe_code)]
-/// # Safety
-/// The CPU must have the enabled features.
-unsafe fn rows_avx512(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
-    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+/// [`rows_body`] compiled with the target features `$features`.
+macro_rules! rows_with {
+    ($name:ident, $features:tt) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(unsafe_code)]
+        /// # Safety
+        /// The CPU must have the enabled features.
+        unsafe fn $name(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
+            rows_body(job, dst)
+        }
+    };
 }
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(unsafe_code)]
-/// # Safety
-/// The CPU must have the enabled features.
-unsafe fn rows_avx2(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
-    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
-}
+rows_with!(rows_avx512, "avx512f,avx512bw,avx512vl,avx2");
+rows_with!(rows_avx2, "avx2");
 
 #[inline(always)]
-fn rows_body(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
+fn rows_body(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
+    let Job {
+        data_type,
+        src,
+        n_per_row,
+        importance,
+        row_bytes,
+    } = job;
     let name = data_type.name();
     for (r, (x, y)) in src
         .chunks_exact(n_per_row)
@@ -1533,9 +1524,15 @@ unsafe fn iq1_nearest_avx2(
     unsafe { nearest_by_terms_avx2::<8>(nb, &terms) }
 }
 
-/// The largest magnitude of a block (C's `MAX` from the first).
+/// IQ1's three levels shifted up (`x_p`) and down (`x_m`) by an eighth.
+const IQ1_XP: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
+const IQ1_XM: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+
+/// An IQ1 block's weights (see [`weights`]; without an importance, each value's square) and
+/// its largest magnitude (C's `MAX` from the first).
 #[inline(always)]
-fn iq1_abs_max(xb: &[f32]) -> f32 {
+fn iq1_group(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) -> f32 {
+    weights(xb, qw, sigma2, square, weight);
     let mut max = xb[0].abs();
     for &v in &xb[1..] {
         max = c_max(max, v.abs());
@@ -1655,8 +1652,7 @@ fn iq1_s_row(
     let qw = qw.unwrap_or(&[]);
     let grid = grids::iq1();
     let avx2 = use_avx2();
-    let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
-    let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+    let (x_p, x_m) = (IQ1_XP, IQ1_XM);
     let mut scales = [0f32; 8];
     let mut weight = [0f32; BS];
     let mut shifts = [0i8; 8];
@@ -1673,14 +1669,8 @@ fn iq1_s_row(
         let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
         for ib in 0..8 {
             let xb = &xbl[BS * ib..BS * ib + BS];
-            weights(
-                xb,
-                Some(&qw[256 * ibl + BS * ib..256 * ibl + BS * ib + BS]),
-                sigma2,
-                square,
-                &mut weight,
-            );
-            let max = iq1_abs_max(xb);
+            let q = &qw[256 * ibl + BS * ib..256 * ibl + BS * ib + BS];
+            let max = iq1_group(xb, Some(q), sigma2, &mut weight);
             if max < 1e-12 {
                 scales[ib] = 0.0;
                 shifts[ib] = 1;
@@ -1809,8 +1799,7 @@ fn iq1_m_row(
     let x = &src[row_at..row_at + n_per_row];
     let grid = grids::iq1();
     let avx2 = use_avx2();
-    let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
-    let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+    let (x_p, x_m) = (IQ1_XP, IQ1_XM);
     const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
     let mut scales = [0f32; 16];
     let mut weight = [0f32; BS];
@@ -1839,14 +1828,12 @@ fn iq1_m_row(
         let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
         for ib in 0..16 {
             let xb = &xbl[BS * ib..BS * ib + BS];
-            weights(
+            let max = iq1_group(
                 xb,
                 qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
                 sigma2,
-                square,
                 &mut weight,
             );
-            let max = iq1_abs_max(xb);
             if max < 1e-7 {
                 scales[ib] = 0.0;
                 shifts[ib] = 0;
