@@ -31,17 +31,18 @@ fn pack2(l: &[u8; QK_K], qs: &mut [u8]) {
     }
 }
 
-/// Whole blocks `x` (and their importance `imp`) as lanes: value `i` of group `k` (`S` values
-/// each, the groups in order across the blocks) at `[i][k]`; lanes past the blocks are zeros.
-#[allow(clippy::type_complexity)]
+/// Whole blocks `x` (and their importance `imp`) as lanes into `xt` (and `qt`): value `i` of
+/// group `k` (`S` values each, the groups in order across the blocks) at `[i][k]`; lanes past
+/// the blocks are left as they are (zeros). (The arrays are the caller's: returned, they may be
+/// copied.)
 #[inline(always)]
 fn to_lanes<const S: usize, const L: usize>(
     x: &[f32],
     imp: Option<&[f32]>,
-) -> ([[f32; L]; S], [[f32; L]; S]) {
+    xt: &mut [[f32; L]; S],
+    qt: &mut [[f32; L]; S],
+) {
     let groups = QK_K / S;
-    let mut xt = [[0f32; L]; S];
-    let mut qt = [[0f32; L]; S];
     for b in 0..x.len() / QK_K {
         for g in 0..groups {
             for i in 0..S {
@@ -53,7 +54,6 @@ fn to_lanes<const S: usize, const L: usize>(
             }
         }
     }
-    (xt, qt)
 }
 
 /// Block `b`'s values out of the lanes [`to_lanes`] made.
@@ -80,29 +80,29 @@ fn block_of<const G: usize, const L: usize>(v: &[f32; L], b: usize) -> [f32; G] 
 }
 
 /// The importance weights on the lanes of the blocks `x`: `qw * sqrt(sigma2 + x^2)`, where
-/// `sigma2 = factor * sum(x^2) / 256` over the value's block; returns them and each lane's sum.
+/// `sigma2 = factor * sum(x^2) / 256` over the value's block, into `wt`; their sum for each
+/// lane into `sw` (zeros before).
 #[inline(always)]
 fn importance_weights<const S: usize, const L: usize>(
     x: &[f32],
     factor: f32,
     xt: &[[f32; L]; S],
     qt: &[[f32; L]; S],
-) -> ([[f32; L]; S], [f32; L]) {
+    wt: &mut [[f32; L]; S],
+    sw: &mut [f32; L],
+) {
     let groups = QK_K / S;
     let mut sigma2 = [0f32; L];
     for (b, xb) in x.chunks_exact(QK_K).enumerate() {
         let s2 = factor * sum_squares(xb) / QK_K as f32;
         sigma2[groups * b..groups * b + groups].fill(s2);
     }
-    let mut wt = [[0f32; L]; S];
-    let mut sw = [0f32; L];
     for i in 0..S {
         for k in 0..L {
             wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
             sw[k] += wt[i][k];
         }
     }
-    (wt, sw)
 }
 
 /// The largest of `v` and 0.
@@ -117,15 +117,12 @@ fn positive_max(v: &[f32]) -> f32 {
     m
 }
 
-/// `f(ib, n)` on each run of `n` (at most `per`) of `nb` blocks from block `ib`.
+/// The runs of at most `per` of `nb` blocks: each run's first block and length. (A loop over
+/// these, not a closure: a closure's body is compiled once, without the instruction set of the
+/// row function that calls it.)
 #[inline(always)]
-fn block_runs(nb: usize, per: usize, mut f: impl FnMut(usize, usize)) {
-    let mut ib = 0;
-    while ib < nb {
-        let n = (nb - ib).min(per);
-        f(ib, n);
-        ib += n;
-    }
+fn block_runs(nb: usize, per: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..nb).step_by(per).map(move |ib| (ib, (nb - ib).min(per)))
 }
 
 // Q2_K: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82.
@@ -155,14 +152,20 @@ const Q2_LANES: usize = 64;
 fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // Four blocks' 16 groups side by side (64 lanes, so the searches' sums of one hide the
     // latency of the others'); missing last blocks are zeros.
-    block_runs(x.len() / QK_K, Q2_LANES / 16, |ib, n| {
+    for (ib, n) in block_runs(x.len() / QK_K, Q2_LANES / 16) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
-        let (xt, qt) = to_lanes::<16, Q2_LANES>(xs, imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]));
+        let (mut xt, mut qt) = ([[0f32; Q2_LANES]; 16], [[0f32; Q2_LANES]; 16]);
+        to_lanes(
+            xs,
+            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
+            &mut xt,
+            &mut qt,
+        );
+        let mut wt = [[0f32; Q2_LANES]; 16];
         let mut lt = [[0u8; Q2_LANES]; 16];
         let mut sw = [0f32; Q2_LANES];
         let (scales, mins) = if imp.is_some() {
-            let wt;
-            (wt, sw) = importance_weights(xs, 1.0, &xt, &qt);
+            importance_weights(xs, 1.0, &xt, &qt, &mut wt, &mut sw);
             let p = Qkx {
                 nmax: 3,
                 rmin: -0.9,
@@ -173,7 +176,6 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
             };
             make_qkx_lanes(&p, &xt, &wt, &mut lt)
         } else {
-            let mut wt = [[0f32; Q2_LANES]; 16];
             for i in 0..16 {
                 for k in 0..Q2_LANES {
                     wt[i][k] = xt[i][k].abs();
@@ -232,7 +234,7 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
             }
             q2_k_finish(xb, yb, &mut l);
         }
-    });
+    }
 }
 
 // Q3_K: hmask[32] at 0, qs[64] at 32, scales[12] at 96, d at 108.
@@ -300,14 +302,20 @@ const Q3_LANES: usize = 64;
 fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // Four blocks' 16 groups side by side (64 lanes: the refinement's chain of one hides the
     // others' latency); missing last blocks are zeros.
-    block_runs(x.len() / QK_K, Q3_LANES / 16, |ib, n| {
+    for (ib, n) in block_runs(x.len() / QK_K, Q3_LANES / 16) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
-        let (xt, qt) = to_lanes::<16, Q3_LANES>(xs, imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]));
+        let (mut xt, mut qt) = ([[0f32; Q3_LANES]; 16], [[0f32; Q3_LANES]; 16]);
+        to_lanes(
+            xs,
+            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
+            &mut xt,
+            &mut qt,
+        );
         let mut lt = [[0i8; Q3_LANES]; 16];
         let mut sw = [0f32; Q3_LANES];
         let scales = if imp.is_some() {
-            let wt;
-            (wt, sw) = importance_weights(xs, 2.0, &xt, &qt);
+            let mut wt = [[0f32; Q3_LANES]; 16];
+            importance_weights(xs, 2.0, &xt, &qt, &mut wt, &mut sw);
             make_qx_lanes(4, &xt, Some(&wt), &mut lt)
         } else if wide_lanes() {
             make_q3_lanes(4, &xt, &mut lt)
@@ -344,7 +352,7 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
             }
             q3_k_finish(xb, yb, &mut l);
         }
-    });
+    }
 }
 
 // Q4_K: d at 0, dmin at 2, scales[12] at 4, qs[128] at 16.
@@ -390,13 +398,14 @@ fn k45_blocks(
     ls: &mut [[u8; QK_K]; K45_LANES / 8],
 ) {
     let n = xs.len() / QK_K;
-    let (xt, qt) = to_lanes::<32, K45_LANES>(xs, qw);
+    let (mut xt, mut qt) = ([[0f32; K45_LANES]; 32], [[0f32; K45_LANES]; 32]);
+    to_lanes(xs, qw, &mut xt, &mut qt);
+    let mut wt = [[0f32; K45_LANES]; 32];
     let mut lt = [[0u8; K45_LANES]; 32];
     let (scales, mins);
     let mut sw = [0f32; K45_LANES];
     if qw.is_some() {
-        let wt;
-        (wt, sw) = importance_weights(xs, 2.0, &xt, &qt);
+        importance_weights(xs, 2.0, &xt, &qt, &mut wt, &mut sw);
         let p = Qkx {
             nmax,
             rmin: -0.9,
@@ -436,7 +445,6 @@ fn k45_blocks(
         for k in 0..K45_LANES {
             av_x[k] = (sum_x2[k] / 32.0).sqrt();
         }
-        let mut wt = [[0f32; K45_LANES]; 32];
         for i in 0..32 {
             for k in 0..K45_LANES {
                 wt[i][k] = av_x[k] + xt[i][k].abs();
@@ -501,64 +509,70 @@ fn k45_blocks(
 }
 
 /// Q4_K's and Q5_K's rows (`nmax` 15 and 31, `bb` bytes a block): [`k45_blocks`] on up to four
-/// blocks at a time, then `pack` puts each block's values (`l`) into its bytes.
+/// blocks at a time, then each block's values (`l`) packed into its bytes.
 #[inline(always)]
-fn k45_rows(
-    x: &[f32],
-    imp: Option<&[f32]>,
-    y: &mut [u8],
-    nmax: i32,
-    bb: usize,
-    pack: impl Fn(&[u8; QK_K], &mut [u8]),
-) {
+fn k45_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8], nmax: i32, bb: usize) {
     let mut ls = [[0u8; QK_K]; K45_LANES / 8];
-    block_runs(x.len() / QK_K, K45_LANES / 8, |ib, n| {
+    for (ib, n) in block_runs(x.len() / QK_K, K45_LANES / 8) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
         let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
         let ys = &mut y[bb * ib..bb * (ib + n)];
         k45_blocks(xs, qw, nmax, bb, ys, &mut ls);
         for (b, l) in ls.iter().take(n).enumerate() {
-            pack(l, &mut ys[bb * b..bb * (b + 1)]);
+            let yb = &mut ys[bb * b..bb * (b + 1)];
+            if nmax == 15 {
+                q4_k_pack(l, yb);
+            } else {
+                q5_k_pack(l, yb);
+            }
         }
-    });
+    }
+}
+
+/// Q4_K's 4-bit values.
+#[inline(always)]
+fn q4_k_pack(l: &[u8; QK_K], yb: &mut [u8]) {
+    let q = &mut yb[16..144];
+    for (g, j) in (0..QK_K).step_by(64).enumerate() {
+        for i in 0..32 {
+            q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+        }
+    }
+}
+
+/// Q5_K's 5-bit values: the fifth bits, then the low nibbles.
+#[inline(always)]
+fn q5_k_pack(l: &[u8; QK_K], yb: &mut [u8]) {
+    let (qh, ql) = yb[16..176].split_at_mut(32);
+    qh.fill(0);
+    let (mut m1, mut m2) = (1u8, 2u8);
+    for (g, n) in (0..QK_K).step_by(64).enumerate() {
+        for j in 0..32 {
+            let mut l1 = l[n + j];
+            if l1 > 15 {
+                l1 -= 16;
+                qh[j] |= m1;
+            }
+            let mut l2 = l[n + j + 32];
+            if l2 > 15 {
+                l2 -= 16;
+                qh[j] |= m2;
+            }
+            ql[32 * g + j] = l1 | (l2 << 4);
+        }
+        m1 <<= 2;
+        m2 <<= 2;
+    }
 }
 
 #[inline(always)]
 fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    k45_rows(x, imp, y, 15, 144, |l, yb| {
-        let q = &mut yb[16..144];
-        for (g, j) in (0..QK_K).step_by(64).enumerate() {
-            for i in 0..32 {
-                q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
-            }
-        }
-    });
+    k45_rows(x, imp, y, 15, 144);
 }
 
 #[inline(always)]
 fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    k45_rows(x, imp, y, 31, 176, |l, yb| {
-        let (qh, ql) = yb[16..176].split_at_mut(32);
-        qh.fill(0);
-        let (mut m1, mut m2) = (1u8, 2u8);
-        for (g, n) in (0..QK_K).step_by(64).enumerate() {
-            for j in 0..32 {
-                let mut l1 = l[n + j];
-                if l1 > 15 {
-                    l1 -= 16;
-                    qh[j] |= m1;
-                }
-                let mut l2 = l[n + j + 32];
-                if l2 > 15 {
-                    l2 -= 16;
-                    qh[j] |= m2;
-                }
-                ql[32 * g + j] = l1 | (l2 << 4);
-            }
-            m1 <<= 2;
-            m2 <<= 2;
-        }
-    });
+    k45_rows(x, imp, y, 31, 176);
 }
 
 // Q6_K: ql[128] at 0, qh[64] at 128, scales[16] (signed) at 192, d at 208.
@@ -570,9 +584,15 @@ const Q6_LANES: usize = 64;
 fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // Four blocks' 16 groups side by side (64 lanes, so the searches' sums of one hide the
     // latency of the others'); missing last blocks are zeros.
-    block_runs(x.len() / QK_K, Q6_LANES / 16, |ib, n| {
+    for (ib, n) in block_runs(x.len() / QK_K, Q6_LANES / 16) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
-        let (xt, qt) = to_lanes::<16, Q6_LANES>(xs, imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]));
+        let (mut xt, mut qt) = ([[0f32; Q6_LANES]; 16], [[0f32; Q6_LANES]; 16]);
+        to_lanes(
+            xs,
+            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
+            &mut xt,
+            &mut qt,
+        );
         let mut lt = [[0i8; Q6_LANES]; 16];
         let scales = make_qx_lanes(32, &xt, imp.map(|_| &qt), &mut lt);
         for b in 0..n {
@@ -582,7 +602,7 @@ fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
             let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
             q6_k_finish(xb, &sc, &mut l, &mut y[210 * (ib + b)..210 * (ib + b + 1)]);
         }
-    });
+    }
 }
 
 /// Q6_K's block from its groups' scales and quants: the super-scale, the 8-bit scales, every

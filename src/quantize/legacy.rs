@@ -264,18 +264,19 @@ fn narrow(t: &[i32; 32], f: impl Fn(i32) -> u8) -> [u8; 32] {
     q
 }
 
-/// A 32-value type's rows: each block by `reference`, or with importance weights by the
-/// search on [`importance_lanes`].
+/// A 32-value type's rows: each block by its reference quantizer, or with importance weights
+/// by the search on [`importance_lanes`]; the type is told by its block's bytes (a constant:
+/// a function passed in would be compiled once, without the caller's instruction set).
 #[inline(always)]
-fn rows<const BLOCK_BYTES: usize>(
-    x: &[f32],
-    imp: Option<&[f32]>,
-    y: &mut [u8],
-    reference: impl Fn(&[f32], &mut [u8]),
-) {
+fn rows<const BLOCK_BYTES: usize>(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     let Some(qw) = imp else {
         for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(BLOCK_BYTES)) {
-            reference(xb, yb);
+            match BLOCK_BYTES {
+                18 => q4_0_ref(xb, yb),
+                20 => q4_1_ref(xb, yb),
+                22 => q5_0_ref(xb, yb),
+                _ => q5_1_ref(xb, yb),
+            }
         }
         return;
     };
@@ -319,7 +320,7 @@ fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
 
 #[inline(always)]
 fn q4_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    rows::<18>(x, imp, y, q4_0_ref);
+    rows::<18>(x, imp, y);
 }
 
 #[inline(always)]
@@ -342,7 +343,7 @@ const QKX3_LEGACY: Qkx = Qkx {
 
 #[inline(always)]
 fn q4_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    rows::<20>(x, imp, y, q4_1_ref);
+    rows::<20>(x, imp, y);
 }
 
 /// Q5_0's and Q5_1's 5-bit values `l` into their low nibbles at `qs` and fifth bits at `qh`.
@@ -367,7 +368,7 @@ fn q5_0_ref(xb: &[f32], yb: &mut [u8]) {
 
 #[inline(always)]
 fn q5_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    rows::<22>(x, imp, y, q5_0_ref);
+    rows::<22>(x, imp, y);
 }
 
 #[inline(always)]
@@ -379,7 +380,7 @@ fn q5_1_ref(xb: &[f32], yb: &mut [u8]) {
 
 #[inline(always)]
 fn q5_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    rows::<24>(x, imp, y, q5_1_ref);
+    rows::<24>(x, imp, y);
 }
 
 #[inline(always)]
