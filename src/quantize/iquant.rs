@@ -839,15 +839,10 @@ fn fit(weight: &[f32], xval: &[f32], l: &[i8]) -> (f32, f32) {
     (sumqx, sumq2)
 }
 
-/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `unweighted(x)`.
+/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `bias + x*x`
+/// (`bias` 0 but for IQ2_S: `0 + x*x` is `x*x` to the bit).
 #[inline(always)]
-fn weights(
-    xb: &[f32],
-    qw: Option<&[f32]>,
-    sigma2: f32,
-    unweighted: impl Fn(f32) -> f32,
-    weight: &mut [f32],
-) {
+fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, bias: f32, weight: &mut [f32]) {
     match qw {
         Some(q) => {
             for i in 0..xb.len() {
@@ -856,16 +851,10 @@ fn weights(
         }
         None => {
             for i in 0..xb.len() {
-                weight[i] = unweighted(xb[i]);
+                weight[i] = bias + xb[i] * xb[i];
             }
         }
     }
-}
-
-/// Each value's square: the weight without an importance, for all but IQ2_S.
-#[inline(always)]
-fn square(x: f32) -> f32 {
-    x * x
 }
 
 /// Absolute values into `xval` and the sign bits of each 8 (IQ2_XXS, IQ2_XS, IQ3_XXS: with
@@ -926,15 +915,8 @@ impl<const B: usize> Group<B> {
     /// The group `xb`: its weights (see [`weights`]), their square roots, its magnitudes and
     /// signs (see [`signs`]). Returns the largest magnitude (C's `MAX` from the first).
     #[inline(always)]
-    fn load(
-        &mut self,
-        xb: &[f32],
-        qw: Option<&[f32]>,
-        sigma2: f32,
-        unweighted: impl Fn(f32) -> f32,
-        even: bool,
-    ) -> f32 {
-        weights(xb, qw, sigma2, unweighted, &mut self.weight);
+    fn load(&mut self, xb: &[f32], qw: Option<&[f32]>, sigma2: f32, bias: f32, even: bool) -> f32 {
+        weights(xb, qw, sigma2, bias, &mut self.weight);
         for i in 0..B {
             self.waux[i] = self.weight[i].sqrt();
         }
@@ -1014,7 +996,7 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
             let q = &qw[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32];
-            let max = grp.load(xb, Some(q), sigma2, square, true);
+            let max = grp.load(xb, Some(q), sigma2, 0.0, true);
             if max < 1e-15 {
                 scales[ib] = 0.0;
                 big_l.fill(0);
@@ -1142,17 +1124,17 @@ struct GridType {
 }
 
 /// The rows of the four types of [`GridType`]: super-blocks of `bb` bytes, each `256 / B`
-/// groups of `B` values (`G` grid points of `N` values, `bits` a level); without an importance,
-/// the weights are `unweighted(x, sigma2)`. `group` writes a group's grid indices and signs
-/// (given the super-block's state `S`, fresh for each); `finish` the groups' 4-bit scales once
-/// the super-scale is written (not for a super-block of zeros).
+/// groups of `B` values (`G` grid points of `N` values, `bits` a level). Without an importance,
+/// the weights are `x*x`, or given `bias`, `bias * sigma2 + x*x` (IQ2_S). `group` writes a
+/// group's grid indices and signs (given the super-block's state `S`, fresh for each); `finish`
+/// the groups' 4-bit scales once the super-scale is written (not for a super-block of zeros).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn grid_row<const B: usize, const N: usize, const G: usize, const NG: usize, S: Default>(
     t: &GridType,
     grid: &Grid<N>,
     bits: u32,
-    unweighted: impl Fn(f32, f32) -> f32,
+    bias: Option<f32>,
     x: &[f32],
     qw: Option<&[f32]>,
     y: &mut [u8],
@@ -1172,7 +1154,7 @@ fn grid_row<const B: usize, const N: usize, const G: usize, const NG: usize, S: 
         for ib in 0..NG {
             let xb = &xbl[B * ib..B * ib + B];
             let q = qw.map(|q| &q[256 * ibl + B * ib..256 * ibl + B * ib + B]);
-            let max = grp.load(xb, q, sigma2, |v| unweighted(v, sigma2), t.even);
+            let max = grp.load(xb, q, sigma2, bias.map_or(0.0, |b| b * sigma2), t.even);
             let mut big_l = [0i8; B];
             if max < t.skip_below {
                 scales[ib] = 0.0;
@@ -1220,12 +1202,6 @@ fn put_nibbles(yb: &mut [u8], at: usize, ls: &[i32]) {
     }
 }
 
-/// The weight without an importance for all but IQ2_S: the value's square.
-#[inline(always)]
-fn square_weight(x: f32, _sigma2: f32) -> f32 {
-    square(x)
-}
-
 #[inline(always)]
 fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const T: GridType = GridType {
@@ -1241,7 +1217,7 @@ fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), No
         &T,
         grids::iq2_xs(),
         2,
-        square_weight,
+        None,
         x,
         Some(qw),
         y,
@@ -1275,7 +1251,7 @@ fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
         &T,
         grids::iq2_s(),
         2,
-        |x, sigma2| 0.25 * sigma2 + x * x,
+        Some(0.25),
         x,
         qw,
         y,
@@ -1313,7 +1289,7 @@ fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Resu
         &T,
         grids::iq3_xxs(),
         3,
-        square_weight,
+        None,
         x,
         qw,
         y,
@@ -1366,7 +1342,7 @@ fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
         &T,
         grids::iq3_s(),
         3,
-        square_weight,
+        None,
         x,
         qw,
         y,
@@ -1532,7 +1508,7 @@ const IQ1_XM: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
 /// its largest magnitude (C's `MAX` from the first).
 #[inline(always)]
 fn iq1_group(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) -> f32 {
-    weights(xb, qw, sigma2, square, weight);
+    weights(xb, qw, sigma2, 0.0, weight);
     let mut max = xb[0].abs();
     for &v in &xb[1..] {
         max = c_max(max, v.abs());
@@ -1557,17 +1533,17 @@ fn split_levels(pairs: &[(f32, u8)], i1: usize, i2: usize, l: &mut [i8]) {
 
 /// IQ1_S's and IQ1_M's block of `G` groups of 8 levels `l` (values at `at` in `src`) to the
 /// grid: each group's index, where off the grid its best neighbour at `scale` (group `k`'s
-/// three values `xx(k)`); where any was off, the scale refitted to the chosen points (kept if
+/// three values `xx[k]`); where any was off, the scale refitted to the chosen points (kept if
 /// the fit is not positive). `None` where ggml asserts.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn iq1_to_grid<'a, const G: usize>(
+fn iq1_to_grid<const G: usize>(
     grid: &Grid<8>,
     src: &[f32],
     at: usize,
     weight: &[f32],
     scale: f32,
-    xx: impl Fn(usize) -> &'a [f32; 3],
+    xx: [&[f32; 3]; G],
     l: &mut [i8],
     avx2: bool,
 ) -> Option<([usize; G], f32)> {
@@ -1586,7 +1562,7 @@ fn iq1_to_grid<'a, const G: usize>(
                     at + 8 * k,
                     &weight[g.clone()],
                     scale,
-                    xx(k),
+                    xx[k],
                     &mut l[g],
                     avx2,
                 )?
@@ -1598,7 +1574,7 @@ fn iq1_to_grid<'a, const G: usize>(
         let xb = &src[at..at + 8 * G];
         let (mut sumqx, mut sumq2) = (0f32, 0f32);
         for k in 0..G {
-            let xx = xx(k);
+            let xx = xx[k];
             let pg = &grid.points[index[k]];
             for j in 0..8 {
                 let w = weight[8 * k + j];
@@ -1750,7 +1726,7 @@ fn iq1_s_row(
                 row_at + 256 * ibl + BS * ib,
                 &weight,
                 scale,
-                |_| xx,
+                [xx; 4],
                 &mut big_l,
                 avx2,
             )
@@ -1937,7 +1913,7 @@ fn iq1_m_row(
                 row_at + 256 * ibl + BS * ib,
                 &weight,
                 scale,
-                |k| pick(k, best_k),
+                [pick(0, best_k), pick(1, best_k)],
                 &mut big_l,
                 avx2,
             )
@@ -1968,7 +1944,7 @@ fn iq1_m_row(
                 xb,
                 qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
                 sigma2,
-                square,
+                0.0,
                 &mut weight,
             );
             for k in 0..2 {
