@@ -1329,8 +1329,8 @@ fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result
         },
         sigma_factor: 2.0,
         // Only a group of zeros is skipped: magnitudes are never below the smallest
-        // subnormal but at 0.
-        skip_below: f32::from_bits(1),
+        // subnormal (2^-126 * 2^-23 = 2^-149) but at 0.
+        skip_below: f32::MIN_POSITIVE * f32::EPSILON,
         even: false,
         keep: 0xFF,
         adjust: 1.033,
