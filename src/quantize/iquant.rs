@@ -712,7 +712,12 @@ impl Search {
         let bs = xval.len();
         let ng = bs / N;
         let kmaxq = self.kmaxq;
-        let avx2 = use_avx2();
+        let to_grid = ToGrid {
+            grid,
+            bits,
+            kmaxq,
+            avx2: use_avx2(),
+        };
         let mut laux = [0i8; 32];
         let mut on_grid = [self.init_on_grid; 8];
         let mut on_grid_aux = [true; 8];
@@ -734,19 +739,7 @@ impl Search {
             let id = ((2 * kmaxq - 1) as f32 + is as f32 * self.step) / max;
             let this_scale = 1.0 / id;
             for k in 0..ng {
-                let g = N * k..N * k + N;
-                let (_, on) = round_to_grid(
-                    grid,
-                    bits,
-                    kmaxq,
-                    id,
-                    this_scale,
-                    &xval[g.clone()],
-                    &waux[g.clone()],
-                    &mut laux[g],
-                    avx2,
-                )?;
-                on_grid_aux[k] = on;
+                (_, on_grid_aux[k]) = to_grid.round(k, id, this_scale, xval, waux, &mut laux)?;
             }
             let (mut sumqx, mut sumq2) = (0f32, 0f32);
             for i in 0..bs {
@@ -768,18 +761,7 @@ impl Search {
                 if on_grid[k] && !self.refine_all {
                     continue;
                 }
-                let g = N * k..N * k + N;
-                round_to_grid(
-                    grid,
-                    bits,
-                    kmaxq,
-                    id,
-                    scale,
-                    &xval[g.clone()],
-                    &waux[g.clone()],
-                    &mut l[g],
-                    avx2,
-                )?;
+                to_grid.round(k, id, scale, xval, waux, l)?;
             }
             let (sumqx, sumq2) = fit(weight, xval, &l[..bs]);
             if sumq2 > 0.0 {
@@ -799,31 +781,41 @@ fn round_levels(id: f32, kmaxq: i32, xval: &[f32], l: &mut [i8]) {
     }
 }
 
-/// One group of `N` values (`xval`, weights `waux`) to the grid: its levels at the inverse
-/// scale `id` into `l`, and where that point is off the grid, its best neighbour at `scale`
-/// instead. Returns the grid index and whether the rounded point was on the grid; `None` where
-/// ggml asserts.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn round_to_grid<const N: usize>(
-    grid: &Grid<N>,
+/// What a search rounds to: the grid, the bits of a level in its map, the levels (`0..kmaxq`),
+/// and whether the neighbour search may use AVX2.
+struct ToGrid<'g, const N: usize> {
+    grid: &'g Grid<N>,
     bits: u32,
     kmaxq: i32,
-    id: f32,
-    scale: f32,
-    xval: &[f32],
-    waux: &[f32],
-    l: &mut [i8],
     avx2: bool,
-) -> Option<(usize, bool)> {
-    round_levels(id, kmaxq, xval, l);
-    Some(match grid.lookup(point_index(l, bits))? {
-        Lookup::On(gi) => (gi, true),
-        Lookup::Off(list) => (
-            find_best_neighbour(grid, &list, xval, waux, scale, l, avx2)?,
-            false,
-        ),
-    })
+}
+
+impl<const N: usize> ToGrid<'_, N> {
+    /// Group `k` (values `N*k..N*k+N` of `xval`, weights `waux`) to the grid: its levels at the
+    /// inverse scale `id` into `l`, and where that point is off the grid, its best neighbour at
+    /// `scale` instead. Returns the grid index and whether the rounded point was on the grid;
+    /// `None` where ggml asserts.
+    #[inline(always)]
+    fn round(
+        &self,
+        k: usize,
+        id: f32,
+        scale: f32,
+        xval: &[f32],
+        waux: &[f32],
+        l: &mut [i8],
+    ) -> Option<(usize, bool)> {
+        let g = N * k..N * k + N;
+        let (xval, waux, l) = (&xval[g.clone()], &waux[g.clone()], &mut l[g]);
+        round_levels(id, self.kmaxq, xval, l);
+        Some(match self.grid.lookup(point_index(l, self.bits))? {
+            Lookup::On(gi) => (gi, true),
+            Lookup::Off(list) => (
+                find_best_neighbour(self.grid, &list, xval, waux, scale, l, self.avx2)?,
+                false,
+            ),
+        })
+    }
 }
 
 /// `sum(w*x*q)` and `sum(w*q*q)` over the values, `q = 2*l + 1`, in order.
@@ -982,7 +974,12 @@ fn sub_scales<const G: usize>(max_scale: f32, levels: i32, scales: &[f32; G]) ->
 fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const KMAXQ: i32 = 3;
     let grid = grids::iq2_xxs();
-    let avx2 = use_avx2();
+    let to_grid = ToGrid {
+        grid,
+        bits: 2,
+        kmaxq: KMAXQ,
+        avx2: use_avx2(),
+    };
     let mut scales = [0f32; 8];
     let mut grp = Group::<32>::NEW;
     let mut big_l = [0i8; 32];
@@ -1022,19 +1019,8 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                 let id = ((2 * KMAXQ - 1) as f32 + is as f32 * 0.1) / eff_max;
                 let this_scale = 1.0 / id;
                 for k in 0..4 {
-                    let g = 8 * k..8 * k + 8;
-                    round_to_grid(
-                        grid,
-                        2,
-                        KMAXQ,
-                        id,
-                        this_scale,
-                        &xval[g.clone()],
-                        &waux[g.clone()],
-                        &mut laux[g],
-                        avx2,
-                    )
-                    .ok_or_else(fail)?;
+                    let r = to_grid.round(k, id, this_scale, xval, waux, &mut laux);
+                    r.ok_or_else(fail)?;
                 }
                 let (sumqx, sumq2) = fit(weight, xval, &laux);
                 if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
@@ -1046,19 +1032,8 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
             if scale > 0.0 {
                 let id = 1.0 / scale;
                 for k in 0..4 {
-                    let g = 8 * k..8 * k + 8;
-                    let (gi, _) = round_to_grid(
-                        grid,
-                        2,
-                        KMAXQ,
-                        id,
-                        scale,
-                        &xval[g.clone()],
-                        &waux[g.clone()],
-                        &mut big_l[g],
-                        avx2,
-                    )
-                    .ok_or_else(fail)?;
+                    let r = to_grid.round(k, id, scale, xval, waux, &mut big_l);
+                    let (gi, _) = r.ok_or_else(fail)?;
                     let pg = &grid.points[gi];
                     for i in 0..8 {
                         big_l[8 * k + i] = (pg[i] - 1) / 2;
