@@ -1492,17 +1492,19 @@ fn iq1_group(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) ->
 }
 
 /// The levels of the best split: the sorted values before `i1` at 0, before `i2` at 1, the
-/// rest at 2 (each at its position in the block).
+/// rest at 2 (each at its position in the block); mirrored (`2 - level`) where the scale is
+/// `negative`.
 #[inline(always)]
-fn split_levels(pairs: &[(f32, u8)], i1: usize, i2: usize, l: &mut [i8]) {
+fn split_levels(pairs: &[(f32, u8)], i1: usize, i2: usize, negative: bool, l: &mut [i8]) {
     for (j, p) in pairs.iter().enumerate() {
-        l[usize::from(p.1)] = if j < i1 {
+        let v = if j < i1 {
             0
         } else if j < i2 {
             1
         } else {
             2
         };
+        l[usize::from(p.1)] = if negative { 2 - v } else { v };
     }
 }
 
@@ -1685,11 +1687,8 @@ fn iq1_s_row(
                 big_l.fill(1);
                 continue;
             }
-            split_levels(&pairs, besti1, besti2, &mut big_l);
+            split_levels(&pairs, besti1, besti2, scale < 0.0, &mut big_l);
             if scale < 0.0 {
-                for v in &mut big_l {
-                    *v = 2 - *v;
-                }
                 scale = -scale;
                 best_shift = -best_shift;
             }
@@ -1873,11 +1872,8 @@ fn iq1_m_row(
                 big_l.fill(1);
                 continue;
             }
-            split_levels(&pairs, besti1, besti2, &mut big_l);
+            split_levels(&pairs, besti1, besti2, scale < 0.0, &mut big_l);
             if scale < 0.0 {
-                for v in &mut big_l {
-                    *v = 2 - *v;
-                }
                 scale = -scale;
                 best_k = 3 - best_k;
             }
