@@ -6,6 +6,7 @@
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::trunc_i32;
+use crate::quant::fp4::{e8m0_to_f32_half, ue4m3_to_f32_half};
 use crate::quant::tables::KVALUES_MXFP4;
 
 /// The E2M1 value (index into the doubled table) nearest to `x` at scale `e`; the first of
@@ -41,17 +42,6 @@ fn log2f(x: f32) -> f32 {
     f64::from(x).log2() as f32
 }
 
-/// `ggml_e8m0_to_fp32_half`: 2^(e - 128).
-#[inline(always)]
-fn e8m0_half(e: u8) -> f32 {
-    let bits = if e < 2 {
-        0x0020_0000u32 << e
-    } else {
-        u32::from(e - 1) << 23
-    };
-    f32::from_bits(bits)
-}
-
 #[inline(always)]
 fn mxfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(17)) {
@@ -61,7 +51,7 @@ fn mxfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
         } else {
             0
         };
-        let d = e8m0_half(e);
+        let d = e8m0_to_f32_half(e);
         yb[0] = e;
         for j in 0..16 {
             yb[1 + j] = best_index(xb[j], d) | (best_index(xb[16 + j], d) << 4);
@@ -99,22 +89,6 @@ fn to_ue4m3(x: f32) -> u8 {
     ((exp << 3) | man) as u8
 }
 
-/// `ggml_ue4m3_to_fp32` (half the value, as the doubled table wants).
-#[inline(always)]
-fn from_ue4m3(x: u8) -> f32 {
-    if x == 0 || x == 0x7F {
-        return 0.0;
-    }
-    let exp = i32::from((x >> 3) & 0xF);
-    let man = f32::from(x & 0x7);
-    let raw = if exp == 0 {
-        man * f32::from_bits(0x3B00_0000) // 2^-9
-    } else {
-        (1.0 + man / 8.0) * f32::from_bits(((exp - 7 + 127) as u32) << 23)
-    };
-    raw * 0.5
-}
-
 #[inline(always)]
 fn nvfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     // d[4] at 0, qs[32] at 4.
@@ -123,7 +97,7 @@ fn nvfp4_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
             let xs = &xb[16 * s..16 * s + 16];
             let ue = to_ue4m3(abs_max(xs) / 6.0);
             yb[s] = ue;
-            let d = from_ue4m3(ue);
+            let d = ue4m3_to_f32_half(ue);
             for j in 0..8 {
                 yb[4 + 8 * s + j] = best_index(xs[j], d) | (best_index(xs[8 + j], d) << 4);
             }

@@ -23,7 +23,7 @@
 
 mod grids;
 
-use super::search::{c_max, f32_to_f16, make_qp_quants, nearest_int};
+use super::search::{c_max, f32_to_f16, make_qp_quants, nearest_int, sum_squares};
 use crate::error::{Error, ErrorCode, Result};
 use crate::quant::tables::KVALUES_IQ4NL;
 use crate::types::DataType;
@@ -91,21 +91,32 @@ pub(crate) fn quantize_rows(
     ) {
         return invalid(format!("{name} needs an importance matrix (as ggml does)"));
     }
-    quantize_all(data_type, src, n_per_row, importance, dst, row_bytes)?;
+    let job = Job {
+        data_type,
+        src,
+        n_per_row,
+        importance,
+        row_bytes,
+    };
+    quantize_all(job, dst)?;
     Ok(dst.len())
+}
+
+/// One call's rows: the type, whole rows of `n_per_row` floats, the importance (a weight for
+/// each value of a row) and the bytes of a row's blocks.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    data_type: DataType,
+    src: &'a [f32],
+    n_per_row: usize,
+    importance: Option<&'a [f32]>,
+    row_bytes: usize,
 }
 
 /// The row loop, compiled three times: for AVX-512, for AVX2 (the searches' lanes widen) and
 /// portable; the dispatch picks one (the same bytes from each).
 #[allow(unsafe_code)]
-fn quantize_all(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
+fn quantize_all(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
     #[cfg(target_arch = "x86_64")]
     {
         use crate::quant::simd::{active, Isa};
@@ -113,63 +124,43 @@ fn quantize_all(
             // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it. The
             // grid searches run faster compiled for AVX2 (measured on an Intel Xeon with
             // AVX-512: their lanes are 8 wide), so only IQ4_NL and IQ4_XS take this instance.
-            Isa::Avx512 if matches!(data_type, DataType::IQ4_NL | DataType::IQ4_XS) => {
-                return unsafe {
-                    rows_avx512(data_type, src, n_per_row, importance, dst, row_bytes)
-                }
+            Isa::Avx512 if matches!(job.data_type, DataType::IQ4_NL | DataType::IQ4_XS) => {
+                return unsafe { rows_avx512(job, dst) }
             }
             // SAFETY: the dispatch chose AVX2 (or AVX-512, which comes with it) only where the
             // CPU has it.
-            Isa::Avx2 | Isa::Avx512 => {
-                return unsafe { rows_avx2(data_type, src, n_per_row, importance, dst, row_bytes) }
-            }
+            Isa::Avx2 | Isa::Avx512 => return unsafe { rows_avx2(job, dst) },
             _ => {}
         }
     }
-    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+    rows_body(job, dst)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-#[allow(unsafe_code)]
-/// # Safety
-/// The CPU must have the enabled features.
-unsafe fn rows_avx512(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
-    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
+/// [`rows_body`] compiled with the target features `$features`.
+macro_rules! rows_with {
+    ($name:ident, $features:tt) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(unsafe_code)]
+        /// # Safety
+        /// The CPU must have the enabled features.
+        unsafe fn $name(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
+            rows_body(job, dst)
+        }
+    };
 }
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(unsafe_code)]
-/// # Safety
-/// The CPU must have the enabled features.
-unsafe fn rows_avx2(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
-    rows_body(data_type, src, n_per_row, importance, dst, row_bytes)
-}
+rows_with!(rows_avx512, "avx512f,avx512bw,avx512vl,avx2");
+rows_with!(rows_avx2, "avx2");
 
 #[inline(always)]
-fn rows_body(
-    data_type: DataType,
-    src: &[f32],
-    n_per_row: usize,
-    importance: Option<&[f32]>,
-    dst: &mut [u8],
-    row_bytes: usize,
-) -> Result<()> {
+fn rows_body(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
+    let Job {
+        data_type,
+        src,
+        n_per_row,
+        importance,
+        row_bytes,
+    } = job;
     let name = data_type.name();
     for (r, (x, y)) in src
         .chunks_exact(n_per_row)
@@ -721,7 +712,12 @@ impl Search {
         let bs = xval.len();
         let ng = bs / N;
         let kmaxq = self.kmaxq;
-        let avx2 = use_avx2();
+        let to_grid = ToGrid {
+            grid,
+            bits,
+            kmaxq,
+            avx2: use_avx2(),
+        };
         let mut laux = [0i8; 32];
         let mut on_grid = [self.init_on_grid; 8];
         let mut on_grid_aux = [true; 8];
@@ -743,24 +739,7 @@ impl Search {
             let id = ((2 * kmaxq - 1) as f32 + is as f32 * self.step) / max;
             let this_scale = 1.0 / id;
             for k in 0..ng {
-                let g = N * k..N * k + N;
-                for i in g.clone() {
-                    let li = nearest_int(0.5 * (id * xval[i] - 1.0));
-                    laux[i] = li.clamp(0, kmaxq - 1) as i8;
-                }
-                on_grid_aux[k] = true;
-                if let Lookup::Off(list) = grid.lookup(point_index(&laux[g.clone()], bits))? {
-                    on_grid_aux[k] = false;
-                    find_best_neighbour(
-                        grid,
-                        &list,
-                        &xval[g.clone()],
-                        &waux[g.clone()],
-                        this_scale,
-                        &mut laux[g],
-                        avx2,
-                    )?;
-                }
+                (_, on_grid_aux[k]) = to_grid.round(k, id, this_scale, xval, waux, &mut laux)?;
             }
             let (mut sumqx, mut sumq2) = (0f32, 0f32);
             for i in 0..bs {
@@ -782,30 +761,9 @@ impl Search {
                 if on_grid[k] && !self.refine_all {
                     continue;
                 }
-                let g = N * k..N * k + N;
-                for i in g.clone() {
-                    let li = nearest_int(0.5 * (id * xval[i] - 1.0));
-                    l[i] = li.clamp(0, kmaxq - 1) as i8;
-                }
-                if let Lookup::Off(list) = grid.lookup(point_index(&l[g.clone()], bits))? {
-                    find_best_neighbour(
-                        grid,
-                        &list,
-                        &xval[g.clone()],
-                        &waux[g.clone()],
-                        scale,
-                        &mut l[g],
-                        avx2,
-                    )?;
-                }
+                to_grid.round(k, id, scale, xval, waux, l)?;
             }
-            let (mut sumqx, mut sumq2) = (0f32, 0f32);
-            for i in 0..bs {
-                let w = weight[i];
-                let q = (2 * i32::from(l[i]) + 1) as f32;
-                sumqx += w * xval[i] * q;
-                sumq2 += w * q * q;
-            }
+            let (sumqx, sumq2) = fit(weight, xval, &l[..bs]);
             if sumq2 > 0.0 {
                 scale = sumqx / sumq2;
             }
@@ -814,9 +772,69 @@ impl Search {
     }
 }
 
-/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `x*x`.
+/// Group `xval`'s levels at the inverse scale `id`: `(id * x - 1) / 2` rounded, in
+/// `0..kmaxq`.
 #[inline(always)]
-fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
+fn round_levels(id: f32, kmaxq: i32, xval: &[f32], l: &mut [i8]) {
+    for (o, &v) in l.iter_mut().zip(xval) {
+        *o = nearest_int(0.5 * (id * v - 1.0)).clamp(0, kmaxq - 1) as i8;
+    }
+}
+
+/// What a search rounds to: the grid, the bits of a level in its map, the levels (`0..kmaxq`),
+/// and whether the neighbour search may use AVX2.
+struct ToGrid<'g, const N: usize> {
+    grid: &'g Grid<N>,
+    bits: u32,
+    kmaxq: i32,
+    avx2: bool,
+}
+
+impl<const N: usize> ToGrid<'_, N> {
+    /// Group `k` (values `N*k..N*k+N` of `xval`, weights `waux`) to the grid: its levels at the
+    /// inverse scale `id` into `l`, and where that point is off the grid, its best neighbour at
+    /// `scale` instead. Returns the grid index and whether the rounded point was on the grid;
+    /// `None` where ggml asserts.
+    #[inline(always)]
+    fn round(
+        &self,
+        k: usize,
+        id: f32,
+        scale: f32,
+        xval: &[f32],
+        waux: &[f32],
+        l: &mut [i8],
+    ) -> Option<(usize, bool)> {
+        let g = N * k..N * k + N;
+        let (xval, waux, l) = (&xval[g.clone()], &waux[g.clone()], &mut l[g]);
+        round_levels(id, self.kmaxq, xval, l);
+        Some(match self.grid.lookup(point_index(l, self.bits))? {
+            Lookup::On(gi) => (gi, true),
+            Lookup::Off(list) => (
+                find_best_neighbour(self.grid, &list, xval, waux, scale, l, self.avx2)?,
+                false,
+            ),
+        })
+    }
+}
+
+/// `sum(w*x*q)` and `sum(w*q*q)` over the values, `q = 2*l + 1`, in order.
+#[inline(always)]
+fn fit(weight: &[f32], xval: &[f32], l: &[i8]) -> (f32, f32) {
+    let (mut sumqx, mut sumq2) = (0f32, 0f32);
+    for i in 0..l.len() {
+        let w = weight[i];
+        let q = (2 * i32::from(l[i]) + 1) as f32;
+        sumqx += w * xval[i] * q;
+        sumq2 += w * q * q;
+    }
+    (sumqx, sumq2)
+}
+
+/// The weights of a block: `qw * sqrt(sigma2 + x*x)` with an importance, else `bias + x*x`
+/// (`bias` 0 but for IQ2_S: `0 + x*x` is `x*x` to the bit).
+#[inline(always)]
+fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, bias: f32, weight: &mut [f32]) {
     match qw {
         Some(q) => {
             for i in 0..xb.len() {
@@ -825,7 +843,7 @@ fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) {
         }
         None => {
             for i in 0..xb.len() {
-                weight[i] = xb[i] * xb[i];
+                weight[i] = bias + xb[i] * xb[i];
             }
         }
     }
@@ -869,13 +887,84 @@ fn signs(xb: &[f32], weight: &[f32], xval: &mut [f32], block_signs: &mut [u8], e
     }
 }
 
-#[inline(always)]
-fn sum_squares(xbl: &[f32]) -> f32 {
-    let mut s = 0f32;
-    for &v in xbl {
-        s += v * v;
+/// A group of `B` values (16 or 32) as the IQ2 and IQ3 searches take it: the weights, their
+/// square roots, the magnitudes and the sign bits of each 8 (the first `B / 8` bytes).
+struct Group<const B: usize> {
+    weight: [f32; B],
+    waux: [f32; B],
+    xval: [f32; B],
+    signs: [u8; 4],
+}
+
+impl<const B: usize> Group<B> {
+    const NEW: Self = Self {
+        weight: [0.0; B],
+        waux: [0.0; B],
+        xval: [0.0; B],
+        signs: [0; 4],
+    };
+
+    /// The group `xb`: its weights (see [`weights`]), their square roots, its magnitudes and
+    /// signs (see [`signs`]). Returns the largest magnitude (C's `MAX` from the first).
+    #[inline(always)]
+    fn load(&mut self, xb: &[f32], qw: Option<&[f32]>, sigma2: f32, bias: f32, even: bool) -> f32 {
+        weights(xb, qw, sigma2, bias, &mut self.weight);
+        for i in 0..B {
+            self.waux[i] = self.weight[i].sqrt();
+        }
+        signs(xb, &self.weight, &mut self.xval, &mut self.signs, even);
+        let mut max = self.xval[0];
+        for &v in &self.xval[1..] {
+            max = c_max(max, v);
+        }
+        max
     }
-    s
+
+    /// The search's scale made positive (where it is negative, every sign flipped, `keep` the
+    /// sign bits kept) and the grid index of each of the `G` groups of `N` levels in `l`.
+    /// `None` where one is off the grid or the scale is not `>= 0` (NaN): ggml asserts.
+    #[inline(always)]
+    fn grid_indices<const N: usize, const G: usize>(
+        &mut self,
+        grid: &Grid<N>,
+        bits: u32,
+        l: &[i8],
+        scale: f32,
+        keep: u8,
+    ) -> Option<(f32, [usize; G])> {
+        let mut scale = scale;
+        if scale < 0.0 {
+            scale = -scale;
+            for s in &mut self.signs[..B / 8] {
+                *s = !*s & keep;
+            }
+        }
+        let mut gi = [0usize; G];
+        for k in 0..G {
+            match grid.lookup(point_index(&l[N * k..N * k + N], bits))? {
+                Lookup::On(i) => gi[k] = i,
+                Lookup::Off(_) => return None,
+            }
+        }
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN too, as ggml's assert
+        if !(scale >= 0.0) {
+            return None;
+        }
+        Some((scale, gi))
+    }
+}
+
+/// The super-block's scale `d = max_scale / (2 * levels - 1)` and each group's scale in
+/// `0..levels`: `(scale / d - 1) / 2` rounded.
+#[inline(always)]
+fn sub_scales<const G: usize>(max_scale: f32, levels: i32, scales: &[f32; G]) -> (f32, [i32; G]) {
+    let d = max_scale / (2 * levels - 1) as f32;
+    let id = 1.0 / d;
+    let mut l = [0i32; G];
+    for ib in 0..G {
+        l[ib] = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, levels - 1);
+    }
+    (d, l)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -885,14 +974,16 @@ fn sum_squares(xbl: &[f32]) -> f32 {
 fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
     const KMAXQ: i32 = 3;
     let grid = grids::iq2_xxs();
-    let avx2 = use_avx2();
+    let to_grid = ToGrid {
+        grid,
+        bits: 2,
+        kmaxq: KMAXQ,
+        avx2: use_avx2(),
+    };
     let mut scales = [0f32; 8];
-    let mut weight = [0f32; 32];
-    let mut xval = [0f32; 32];
+    let mut grp = Group::<32>::NEW;
     let mut big_l = [0i8; 32];
     let mut laux = [0i8; 32];
-    let mut waux = [0f32; 32];
-    let mut block_signs = [0u8; 4];
     for (ibl, yb) in y.chunks_exact_mut(66).enumerate() {
         let fail = || NoAnswer(256 * ibl);
         let mut q2 = [0u32; 16];
@@ -902,25 +993,18 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
         for ib in 0..8 {
             let xb = &xbl[32 * ib..32 * ib + 32];
             let q = &qw[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32];
-            weights(xb, Some(q), sigma2, &mut weight);
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, true);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
+            let max = grp.load(xb, Some(q), sigma2, 0.0, true);
             if max < 1e-15 {
                 scales[ib] = 0.0;
                 big_l.fill(0);
                 continue;
             }
+            let (xval, weight, waux) = (&grp.xval, &grp.weight, &grp.waux);
             let mut lu = [0u8; 32];
             for i in 0..32 {
                 lu[i] = big_l[i] as u8;
             }
-            let mut scale = make_qp_quants(KMAXQ + 1, &xval, &mut lu, &weight);
+            let mut scale = make_qp_quants(KMAXQ + 1, xval, &mut lu, weight);
             for i in 0..32 {
                 big_l[i] = lu[i] as i8;
             }
@@ -935,34 +1019,10 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
                 let id = ((2 * KMAXQ - 1) as f32 + is as f32 * 0.1) / eff_max;
                 let this_scale = 1.0 / id;
                 for k in 0..4 {
-                    let g = 8 * k..8 * k + 8;
-                    for i in g.clone() {
-                        let l = nearest_int(0.5 * (id * xval[i] - 1.0));
-                        laux[i] = l.clamp(0, KMAXQ - 1) as i8;
-                    }
-                    let lk = grid
-                        .lookup(point_index(&laux[g.clone()], 2))
-                        .ok_or_else(fail)?;
-                    if let Lookup::Off(list) = lk {
-                        find_best_neighbour(
-                            grid,
-                            &list,
-                            &xval[g.clone()],
-                            &waux[g.clone()],
-                            this_scale,
-                            &mut laux[g],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?;
-                    }
+                    let r = to_grid.round(k, id, this_scale, xval, waux, &mut laux);
+                    r.ok_or_else(fail)?;
                 }
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for i in 0..32 {
-                    let w = weight[i];
-                    let q = (2 * i32::from(laux[i]) + 1) as f32;
-                    sumqx += w * xval[i] * q;
-                    sumq2 += w * q * q;
-                }
+                let (sumqx, sumq2) = fit(weight, xval, &laux);
                 if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
                     scale = sumqx / sumq2;
                     best = scale * sumqx;
@@ -972,60 +1032,24 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
             if scale > 0.0 {
                 let id = 1.0 / scale;
                 for k in 0..4 {
-                    let g = 8 * k..8 * k + 8;
-                    let mut lv = [0i8; 8];
-                    for i in 0..8 {
-                        let l = nearest_int(0.5 * (id * xval[8 * k + i] - 1.0));
-                        lv[i] = l.clamp(0, KMAXQ - 1) as i8;
-                    }
-                    let gi = match grid.lookup(point_index(&lv, 2)).ok_or_else(fail)? {
-                        Lookup::On(gi) => gi,
-                        Lookup::Off(list) => find_best_neighbour(
-                            grid,
-                            &list,
-                            &xval[g.clone()],
-                            &waux[g.clone()],
-                            scale,
-                            &mut big_l[g.clone()],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?,
-                    };
+                    let r = to_grid.round(k, id, scale, xval, waux, &mut big_l);
+                    let (gi, _) = r.ok_or_else(fail)?;
                     let pg = &grid.points[gi];
                     for i in 0..8 {
                         big_l[8 * k + i] = (pg[i] - 1) / 2;
                     }
                 }
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for i in 0..32 {
-                    let w = weight[i];
-                    let q = (2 * i32::from(big_l[i]) + 1) as f32;
-                    sumqx += w * xval[i] * q;
-                    sumq2 += w * q * q;
-                }
+                let (sumqx, sumq2) = fit(weight, xval, &big_l);
                 if sumq2 > 0.0 {
                     scale = sumqx / sumq2;
                 }
             }
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s & 127;
-                }
-            }
+            let (scale, gi): (f32, [usize; 4]) = grp
+                .grid_indices(grid, 2, &big_l, scale, 127)
+                .ok_or_else(fail)?;
             for k in 0..4 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                q2[2 * ib] |= (gi as u32) << (8 * k);
-                q2[2 * ib + 1] |= u32::from(block_signs[k]) << (7 * k);
-            }
-            if !(scale >= 0.0) {
-                return Err(fail());
+                q2[2 * ib] |= (gi[k] as u32) << (8 * k);
+                q2[2 * ib + 1] |= u32::from(grp.signs[k]) << (7 * k);
             }
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
@@ -1034,12 +1058,10 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
         put_u16(yb, 0, f32_to_f16(d));
-        let id = 1.0 / d;
         for ib in 0..8 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
-            q2[2 * ib + 1] |= (l as u32) << 28;
+            q2[2 * ib + 1] |= (ls[ib] as u32) << 28;
         }
         for (i, v) in q2.iter().enumerate() {
             yb[2 + 4 * i..6 + 4 * i].copy_from_slice(&v.to_le_bytes());
@@ -1049,8 +1071,10 @@ fn iq2_xxs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), N
 }
 
 // ------------------------------------------------------------------------------------------
-// IQ2_XS and IQ2_S: ggml's `quantize_row_iq2_xs_impl` and `quantize_row_iq2_s_impl`.
+// IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S: ggml's `quantize_row_iq2_xs_impl`,
+// `quantize_row_iq2_s_impl`, `quantize_row_iq3_xxs_impl` and `quantize_row_iq3_s_impl`.
 
+/// The search of IQ2_XS and IQ2_S.
 const SEARCH_IQ2: Search = Search {
     kmaxq: 3,
     range: 9,
@@ -1059,354 +1083,260 @@ const SEARCH_IQ2: Search = Search {
     refine_all: false,
 };
 
+/// What IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S set around the search they share.
+struct GridType {
+    search: Search,
+    /// `sigma2` is `sigma_factor * sum(x^2) / 256` over the super-block.
+    sigma_factor: f32,
+    /// A group whose largest magnitude is below this takes scale 0 and no search.
+    skip_below: f32,
+    /// Whether each 8 signs are made even (see [`signs`]).
+    even: bool,
+    /// The sign bits kept when a negative scale flips them.
+    keep: u8,
+    /// The factor on the super-block scale `max_scale / 31` as stored.
+    adjust: f32,
+}
+
+/// The rows of the four types of [`GridType`]: super-blocks of `bb` bytes, each `256 / B`
+/// groups of `B` values (`G` grid points of `N` values, `bits` a level). Without an importance,
+/// the weights are `x*x`, or given `bias`, `bias * sigma2 + x*x` (IQ2_S). `group` writes a
+/// group's grid indices and signs (given the super-block's state `S`, fresh for each); `finish`
+/// the groups' 4-bit scales once the super-scale is written (not for a super-block of zeros).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    let grid = grids::iq2_xs();
-    let mut scales = [0f32; 16];
-    let mut weight = [0f32; 16];
-    let mut xval = [0f32; 16];
-    let mut waux = [0f32; 16];
-    let mut block_signs = [0u8; 2];
-    for (ibl, yb) in y.chunks_exact_mut(74).enumerate() {
+fn grid_row<const B: usize, const N: usize, const G: usize, const NG: usize, S: Default>(
+    t: &GridType,
+    grid: &Grid<N>,
+    bits: u32,
+    bias: Option<f32>,
+    x: &[f32],
+    qw: Option<&[f32]>,
+    y: &mut [u8],
+    bb: usize,
+    mut group: impl FnMut(&mut S, &mut [u8], usize, &[usize; G], &[u8; 4]),
+    mut finish: impl FnMut(&mut S, &mut [u8], &[i32; NG]),
+) -> std::result::Result<(), NoAnswer> {
+    let mut scales = [0f32; NG];
+    let mut grp = Group::<B>::NEW;
+    for (ibl, yb) in y.chunks_exact_mut(bb).enumerate() {
         let fail = || NoAnswer(256 * ibl);
         yb.fill(0);
-        let mut q2 = [0u16; 32];
+        let mut state = S::default();
         let mut max_scale = 0f32;
         let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = sum_squares(xbl) / 256.0;
-        for ib in 0..16 {
-            let xb = &xbl[16 * ib..16 * ib + 16];
-            let q = &qw[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16];
-            weights(xb, Some(q), sigma2, &mut weight);
-            for i in 0..16 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, true);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
-            let mut big_l = [0i8; 16];
-            if max < 1e-15 {
+        let sigma2 = t.sigma_factor * sum_squares(xbl) / 256.0;
+        for ib in 0..NG {
+            let xb = &xbl[B * ib..B * ib + B];
+            let q = qw.map(|q| &q[256 * ibl + B * ib..256 * ibl + B * ib + B]);
+            let max = grp.load(xb, q, sigma2, bias.map_or(0.0, |b| b * sigma2), t.even);
+            let mut big_l = [0i8; B];
+            if max < t.skip_below {
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = SEARCH_IQ2
-                .run(grid, 2, &xval, &weight, &waux, max, &mut big_l)
+            let scale = t
+                .search
+                .run(
+                    grid,
+                    bits,
+                    &grp.xval,
+                    &grp.weight,
+                    &grp.waux,
+                    max,
+                    &mut big_l,
+                )
                 .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s & 127;
-                }
-            }
-            for k in 0..2 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                q2[2 * ib + k] = gi as u16 | (u16::from(block_signs[k]) << 9);
-            }
-            if !(scale >= 0.0) {
-                return Err(fail());
-            }
+            let (scale, gi) = grp
+                .grid_indices::<N, G>(grid, bits, &big_l, scale, t.keep)
+                .ok_or_else(fail)?;
+            group(&mut state, yb, ib, &gi, &grp.signs);
             scales[ib] = scale;
             max_scale = c_max(max_scale, scale);
         }
         if max_scale == 0.0 {
             continue;
         }
-        let d = max_scale / 31.0;
-        put_u16(yb, 0, f32_to_f16(d));
-        let id = 1.0 / d;
-        for ib in 0..16 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
-            if ib % 2 == 0 {
-                yb[66 + ib / 2] = l;
-            } else {
-                yb[66 + ib / 2] |= l << 4;
-            }
-        }
-        for (i, v) in q2.iter().enumerate() {
-            put_u16(yb, 2 + 2 * i, *v);
-        }
+        let (d, ls) = sub_scales(max_scale, 16, &scales);
+        put_u16(yb, 0, f32_to_f16(d * t.adjust));
+        finish(&mut state, yb, &ls);
     }
     Ok(())
+}
+
+/// Two 4-bit values a byte, the first in the low half, from `at`.
+#[inline(always)]
+fn put_nibbles(yb: &mut [u8], at: usize, ls: &[i32]) {
+    for (ib, &l) in ls.iter().enumerate() {
+        let l = l as u8;
+        if ib % 2 == 0 {
+            yb[at + ib / 2] = l;
+        } else {
+            yb[at + ib / 2] |= l << 4;
+        }
+    }
+}
+
+#[inline(always)]
+fn iq2_xs_row(x: &[f32], qw: &[f32], y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
+    const T: GridType = GridType {
+        search: SEARCH_IQ2,
+        sigma_factor: 1.0,
+        skip_below: 1e-15,
+        even: true,
+        keep: 127,
+        adjust: 1.0,
+    };
+    // Block: d (2), qs (32 u16: index and signs), scales (8).
+    grid_row::<16, 8, 2, 16, [u16; 32]>(
+        &T,
+        grids::iq2_xs(),
+        2,
+        None,
+        x,
+        Some(qw),
+        y,
+        74,
+        |q2, _, ib, gi, signs| {
+            for k in 0..2 {
+                q2[2 * ib + k] = gi[k] as u16 | (u16::from(signs[k]) << 9);
+            }
+        },
+        |q2, yb, ls| {
+            put_nibbles(yb, 66, ls);
+            for (i, v) in q2.iter().enumerate() {
+                put_u16(yb, 2 + 2 * i, *v);
+            }
+        },
+    )
 }
 
 #[inline(always)]
 fn iq2_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    let grid = grids::iq2_s();
-    let mut scales = [0f32; 16];
-    let mut weight = [0f32; 16];
-    let mut xval = [0f32; 16];
-    let mut waux = [0f32; 16];
-    let mut block_signs = [0u8; 2];
-    for (ibl, yb) in y.chunks_exact_mut(82).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
-        for ib in 0..16 {
-            let xb = &xbl[16 * ib..16 * ib + 16];
-            match qw {
-                Some(q) => weights(
-                    xb,
-                    Some(&q[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16]),
-                    sigma2,
-                    &mut weight,
-                ),
-                None => {
-                    for i in 0..16 {
-                        weight[i] = 0.25 * sigma2 + xb[i] * xb[i];
-                    }
-                }
-            }
-            for i in 0..16 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, false);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
-            let mut big_l = [0i8; 16];
-            if max < 1e-8 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let mut scale = SEARCH_IQ2
-                .run(grid, 2, &xval, &weight, &waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s;
-                }
-            }
+    const T: GridType = GridType {
+        search: SEARCH_IQ2,
+        sigma_factor: 2.0,
+        skip_below: 1e-8,
+        even: false,
+        keep: 0xFF,
+        adjust: 0.9875,
+    };
+    // Block: d (2), qs (32), signs (32), qh (8), scales (8).
+    grid_row::<16, 8, 2, 16, ()>(
+        &T,
+        grids::iq2_s(),
+        2,
+        Some(0.25),
+        x,
+        qw,
+        y,
+        82,
+        |_, yb, ib, gi, signs| {
             for k in 0..2 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[8 * k..8 * k + 8], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
                 let i8 = 2 * ib + k;
-                yb[2 + i8] = (gi & 255) as u8;
-                yb[66 + i8 / 4] |= ((gi >> 8) << (2 * (i8 % 4))) as u8;
-                yb[2 + 32 + i8] = block_signs[k];
+                yb[2 + i8] = (gi[k] & 255) as u8;
+                yb[66 + i8 / 4] |= ((gi[k] >> 8) << (2 * (i8 % 4))) as u8;
+                yb[2 + 32 + i8] = signs[k];
             }
-            if !(scale >= 0.0) {
-                return Err(fail());
-            }
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let d = max_scale / 31.0;
-        put_u16(yb, 0, f32_to_f16(d * 0.9875));
-        let id = 1.0 / d;
-        for ib in 0..16 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15) as u8;
-            if ib % 2 == 0 {
-                yb[74 + ib / 2] = l;
-            } else {
-                yb[74 + ib / 2] |= l << 4;
-            }
-        }
-    }
-    Ok(())
+        },
+        |_, yb, ls| put_nibbles(yb, 74, ls),
+    )
 }
-
-// ------------------------------------------------------------------------------------------
-// IQ3_XXS and IQ3_S: ggml's `quantize_row_iq3_xxs_impl` and `quantize_row_iq3_s_impl`.
 
 #[inline(always)]
 fn iq3_xxs_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    const SEARCH: Search = Search {
-        kmaxq: 8,
-        range: 15,
-        step: 0.2,
-        init_on_grid: true,
-        refine_all: false,
+    const T: GridType = GridType {
+        search: Search {
+            kmaxq: 8,
+            range: 15,
+            step: 0.2,
+            init_on_grid: true,
+            refine_all: false,
+        },
+        sigma_factor: 2.0,
+        skip_below: 1e-8,
+        even: true,
+        keep: 127,
+        adjust: 1.0125,
     };
-    let grid = grids::iq3_xxs();
-    let mut scales = [0f32; 8];
-    let mut weight = [0f32; 32];
-    let mut xval = [0f32; 32];
-    let mut waux = [0f32; 32];
-    let mut block_signs = [0u8; 4];
-    for (ibl, yb) in y.chunks_exact_mut(98).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut q3 = [0u8; 64];
-        let mut sas = [0u32; 8];
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
-        for ib in 0..8 {
-            let xb = &xbl[32 * ib..32 * ib + 32];
-            weights(
-                xb,
-                qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]),
-                sigma2,
-                &mut weight,
-            );
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, true);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
-            let mut big_l = [0i8; 32];
-            if max < 1e-8 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let mut scale = SEARCH
-                .run(grid, 3, &xval, &weight, &waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s & 127;
-                }
-            }
+    // Block: d (2), qs (64), scales and signs (8 u32).
+    grid_row::<32, 4, 8, 8, ([[u8; 8]; 8], [u32; 8])>(
+        &T,
+        grids::iq3_xxs(),
+        3,
+        None,
+        x,
+        qw,
+        y,
+        98,
+        |(q3, sas), _, ib, gi, s| {
             for k in 0..8 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[4 * k..4 * k + 4], 3))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                q3[8 * ib + k] = gi as u8;
+                q3[ib][k] = gi[k] as u8;
             }
-            sas[ib] = u32::from(block_signs[0])
-                | (u32::from(block_signs[1]) << 7)
-                | (u32::from(block_signs[2]) << 14)
-                | (u32::from(block_signs[3]) << 21);
-            if !(scale >= 0.0) {
-                return Err(fail());
+            sas[ib] = u32::from(s[0])
+                | (u32::from(s[1]) << 7)
+                | (u32::from(s[2]) << 14)
+                | (u32::from(s[3]) << 21);
+        },
+        |(q3, sas), yb, ls| {
+            for ib in 0..8 {
+                sas[ib] |= (ls[ib] as u32) << 28;
             }
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let d = max_scale / 31.0;
-        put_u16(yb, 0, f32_to_f16(d * 1.0125));
-        let id = 1.0 / d;
-        for ib in 0..8 {
-            let l = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
-            sas[ib] |= (l as u32) << 28;
-        }
-        yb[2..66].copy_from_slice(&q3);
-        for (i, v) in sas.iter().enumerate() {
-            yb[66 + 4 * i..70 + 4 * i].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-    Ok(())
+            for (ib, q) in q3.iter().enumerate() {
+                yb[2 + 8 * ib..10 + 8 * ib].copy_from_slice(q);
+            }
+            for (i, v) in sas.iter().enumerate() {
+                yb[66 + 4 * i..70 + 4 * i].copy_from_slice(&v.to_le_bytes());
+            }
+        },
+    )
 }
 
 #[inline(always)]
 fn iq3_s_row(x: &[f32], qw: Option<&[f32]>, y: &mut [u8]) -> std::result::Result<(), NoAnswer> {
-    const SEARCH: Search = Search {
-        kmaxq: 8,
-        range: 9,
-        step: 0.2,
-        init_on_grid: false,
-        refine_all: true,
+    const T: GridType = GridType {
+        search: Search {
+            kmaxq: 8,
+            range: 9,
+            step: 0.2,
+            init_on_grid: false,
+            refine_all: true,
+        },
+        sigma_factor: 2.0,
+        // Only a group of zeros is skipped: magnitudes are never below the smallest
+        // subnormal (2^-126 * 2^-23 = 2^-149) but at 0.
+        skip_below: f32::MIN_POSITIVE * f32::EPSILON,
+        even: false,
+        keep: 0xFF,
+        adjust: 1.033,
     };
-    let grid = grids::iq3_s();
-    let mut scales = [0f32; 8];
-    let mut weight = [0f32; 32];
-    let mut xval = [0f32; 32];
-    let mut waux = [0f32; 32];
-    let mut block_signs = [0u8; 4];
-    // Block: d (2), qs (64), qh (8), signs (32), scales (4).
-    for (ibl, yb) in y.chunks_exact_mut(110).enumerate() {
-        let fail = || NoAnswer(256 * ibl);
-        yb.fill(0);
-        let mut max_scale = 0f32;
-        let xbl = &x[256 * ibl..256 * ibl + 256];
-        let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
-        // As in ggml, the grid indices and the signs of a block go after those of the last
-        // block written: a block of zeros (skipped) leaves no gap, its place taken by the next.
-        let (mut qs_at, mut signs_at) = (2usize, 74usize);
-        for ib in 0..8 {
-            let xb = &xbl[32 * ib..32 * ib + 32];
-            weights(
-                xb,
-                qw.map(|q| &q[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]),
-                sigma2,
-                &mut weight,
-            );
-            for i in 0..32 {
-                waux[i] = weight[i].sqrt();
-            }
-            signs(xb, &weight, &mut xval, &mut block_signs, false);
-            let mut max = xval[0];
-            for &v in &xval[1..] {
-                max = c_max(max, v);
-            }
-            let mut big_l = [0i8; 32];
-            if max == 0.0 {
-                scales[ib] = 0.0;
-                continue;
-            }
-            let mut scale = SEARCH
-                .run(grid, 3, &xval, &weight, &waux, max, &mut big_l)
-                .ok_or_else(fail)?;
-            if scale < 0.0 {
-                scale = -scale;
-                for s in &mut block_signs {
-                    *s = !*s;
-                }
-            }
+    // Block: d (2), qs (64), qh (8), signs (32), scales (4). As in ggml, the grid indices and
+    // the signs of a group go after those of the last group written (the state counts them): a
+    // group of zeros (skipped) leaves no gap, its place taken by the next.
+    grid_row::<32, 4, 8, 8, usize>(
+        &T,
+        grids::iq3_s(),
+        3,
+        None,
+        x,
+        qw,
+        y,
+        110,
+        |written, yb, ib, gi, signs| {
+            let (qs_at, signs_at) = (2 + 8 * *written, 74 + 4 * *written);
             for k in 0..8 {
-                let gi = match grid
-                    .lookup(point_index(&big_l[4 * k..4 * k + 4], 3))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(_) => return Err(fail()),
-                };
-                yb[qs_at + k] = (gi & 255) as u8;
-                yb[66 + ib] |= ((gi >> 8) << k) as u8;
+                yb[qs_at + k] = (gi[k] & 255) as u8;
+                yb[66 + ib] |= ((gi[k] >> 8) << k) as u8;
             }
-            qs_at += 8;
-            yb[signs_at..signs_at + 4].copy_from_slice(&block_signs);
-            signs_at += 4;
-            if !(scale >= 0.0) {
-                return Err(fail());
+            yb[signs_at..signs_at + 4].copy_from_slice(signs);
+            *written += 1;
+        },
+        |_, yb, ls| {
+            for ib in (0..8).step_by(2) {
+                yb[106 + ib / 2] = (ls[ib] | (ls[ib + 1] << 4)) as u8;
             }
-            scales[ib] = scale;
-            max_scale = c_max(max_scale, scale);
-        }
-        if max_scale == 0.0 {
-            continue;
-        }
-        let d = max_scale / 31.0;
-        put_u16(yb, 0, f32_to_f16(d * 1.033));
-        let id = 1.0 / d;
-        for ib in (0..8).step_by(2) {
-            let l1 = nearest_int(0.5 * (id * scales[ib] - 1.0)).clamp(0, 15);
-            let l2 = nearest_int(0.5 * (id * scales[ib + 1] - 1.0)).clamp(0, 15);
-            yb[106 + ib / 2] = (l1 | (l2 << 4)) as u8;
-        }
-    }
-    Ok(())
+        },
+    )
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1545,6 +1475,98 @@ unsafe fn iq1_nearest_avx2(
     unsafe { nearest_by_terms_avx2::<8>(nb, &terms) }
 }
 
+/// IQ1's three levels shifted up (`x_p`) and down (`x_m`) by an eighth.
+const IQ1_XP: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
+const IQ1_XM: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+
+/// An IQ1 block's weights (see [`weights`]; without an importance, each value's square) and
+/// its largest magnitude (C's `MAX` from the first).
+#[inline(always)]
+fn iq1_group(xb: &[f32], qw: Option<&[f32]>, sigma2: f32, weight: &mut [f32]) -> f32 {
+    weights(xb, qw, sigma2, 0.0, weight);
+    let mut max = xb[0].abs();
+    for &v in &xb[1..] {
+        max = c_max(max, v.abs());
+    }
+    max
+}
+
+/// The levels of the best split: the sorted values before `i1` at 0, before `i2` at 1, the
+/// rest at 2 (each at its position in the block); mirrored (`2 - level`) where the scale is
+/// `negative`.
+#[inline(always)]
+fn split_levels(pairs: &[(f32, u8)], i1: usize, i2: usize, negative: bool, l: &mut [i8]) {
+    for (j, p) in pairs.iter().enumerate() {
+        let v = if j < i1 {
+            0
+        } else if j < i2 {
+            1
+        } else {
+            2
+        };
+        l[usize::from(p.1)] = if negative { 2 - v } else { v };
+    }
+}
+
+/// IQ1_S's and IQ1_M's block of `G` groups of 8 levels `l` (values at `at` in `src`) to the
+/// grid: each group's index, where off the grid its best neighbour at `scale` (group `k`'s
+/// three values `xx[k]`); where any was off, the scale refitted to the chosen points (kept if
+/// the fit is not positive). `None` where ggml asserts.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn iq1_to_grid<const G: usize>(
+    grid: &Grid<8>,
+    src: &[f32],
+    at: usize,
+    weight: &[f32],
+    scale: f32,
+    xx: [&[f32; 3]; G],
+    l: &mut [i8],
+    avx2: bool,
+) -> Option<([usize; G], f32)> {
+    let mut all_on_grid = true;
+    let mut index = [0usize; G];
+    for k in 0..G {
+        let g = 8 * k..8 * k + 8;
+        index[k] = match grid.lookup(point_index(&l[g.clone()], 2))? {
+            Lookup::On(gi) => gi,
+            Lookup::Off(list) => {
+                all_on_grid = false;
+                iq1_find_best_neighbour2(
+                    grid,
+                    &list,
+                    src,
+                    at + 8 * k,
+                    &weight[g.clone()],
+                    scale,
+                    xx[k],
+                    &mut l[g],
+                    avx2,
+                )?
+            }
+        };
+    }
+    let mut scale = scale;
+    if !all_on_grid {
+        let xb = &src[at..at + 8 * G];
+        let (mut sumqx, mut sumq2) = (0f32, 0f32);
+        for k in 0..G {
+            let xx = xx[k];
+            let pg = &grid.points[index[k]];
+            for j in 0..8 {
+                let w = weight[8 * k + j];
+                let q = xx[((pg[j] - 1) / 2) as usize];
+                sumqx += w * q * xb[8 * k + j];
+                sumq2 += w * q * q;
+            }
+        }
+        if sumqx > 0.0 && sumq2 > 0.0 {
+            scale = sumqx / sumq2;
+        }
+    }
+    Some((index, scale))
+}
+
 /// Sorts a block's values (with their positions) as ggml does before its split search.
 fn sorted_pairs<const B: usize>(xb: &[f32]) -> [(f32, u8); B] {
     let mut pairs = [(0f32, 0u8); B];
@@ -1583,8 +1605,7 @@ fn iq1_s_row(
     let qw = qw.unwrap_or(&[]);
     let grid = grids::iq1();
     let avx2 = use_avx2();
-    let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
-    let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+    let (x_p, x_m) = (IQ1_XP, IQ1_XM);
     let mut scales = [0f32; 8];
     let mut weight = [0f32; BS];
     let mut shifts = [0i8; 8];
@@ -1601,16 +1622,8 @@ fn iq1_s_row(
         let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
         for ib in 0..8 {
             let xb = &xbl[BS * ib..BS * ib + BS];
-            weights(
-                xb,
-                Some(&qw[256 * ibl + BS * ib..256 * ibl + BS * ib + BS]),
-                sigma2,
-                &mut weight,
-            );
-            let mut max = xb[0].abs();
-            for &v in &xb[1..] {
-                max = c_max(max, v.abs());
-            }
+            let q = &qw[256 * ibl + BS * ib..256 * ibl + BS * ib + BS];
+            let max = iq1_group(xb, Some(q), sigma2, &mut weight);
             if max < 1e-12 {
                 scales[ib] = 0.0;
                 shifts[ib] = 1;
@@ -1674,64 +1687,24 @@ fn iq1_s_row(
                 big_l.fill(1);
                 continue;
             }
-            for (j, p) in pairs.iter().enumerate() {
-                big_l[usize::from(p.1)] = if j < besti1 {
-                    0
-                } else if j < besti2 {
-                    1
-                } else {
-                    2
-                };
-            }
+            split_levels(&pairs, besti1, besti2, scale < 0.0, &mut big_l);
             if scale < 0.0 {
-                for v in &mut big_l {
-                    *v = 2 - *v;
-                }
                 scale = -scale;
                 best_shift = -best_shift;
             }
-            let mut all_on_grid = true;
             let xx = if best_shift == 1 { &x_p } else { &x_m };
-            let mut index = [0usize; 4];
-            for k in 0..4 {
-                let g = 8 * k..8 * k + 8;
-                index[k] = match grid
-                    .lookup(point_index(&big_l[g.clone()], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(list) => {
-                        all_on_grid = false;
-                        iq1_find_best_neighbour2(
-                            grid,
-                            &list,
-                            src,
-                            row_at + 256 * ibl + BS * ib + 8 * k,
-                            &weight[g.clone()],
-                            scale,
-                            xx,
-                            &mut big_l[g],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?
-                    }
-                };
-            }
-            if !all_on_grid {
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for k in 0..4 {
-                    let pg = &grid.points[index[k]];
-                    for j in 0..8 {
-                        let w = weight[8 * k + j];
-                        let q = xx[((pg[j] - 1) / 2) as usize];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if sumqx > 0.0 && sumq2 > 0.0 {
-                    scale = sumqx / sumq2;
-                }
-            }
+            let index: [usize; 4];
+            (index, scale) = iq1_to_grid(
+                grid,
+                src,
+                row_at + 256 * ibl + BS * ib,
+                &weight,
+                scale,
+                [xx; 4],
+                &mut big_l,
+                avx2,
+            )
+            .ok_or_else(fail)?;
             let mut h = 0u16;
             for k in 0..4 {
                 yb[2 + 4 * ib + k] = (index[k] & 255) as u8;
@@ -1776,8 +1749,7 @@ fn iq1_m_row(
     let x = &src[row_at..row_at + n_per_row];
     let grid = grids::iq1();
     let avx2 = use_avx2();
-    let x_p: [f32; 3] = [-1.0 + 0.125, 0.125, 1.0 + 0.125];
-    let x_m: [f32; 3] = [-1.0 - 0.125, -0.125, 1.0 - 0.125];
+    let (x_p, x_m) = (IQ1_XP, IQ1_XM);
     const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
     let mut scales = [0f32; 16];
     let mut weight = [0f32; BS];
@@ -1806,16 +1778,12 @@ fn iq1_m_row(
         let sigma2 = 2.0 * sum_squares(xbl) / 256.0;
         for ib in 0..16 {
             let xb = &xbl[BS * ib..BS * ib + BS];
-            weights(
+            let max = iq1_group(
                 xb,
                 qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
                 sigma2,
                 &mut weight,
             );
-            let mut max = xb[0].abs();
-            for &v in &xb[1..] {
-                max = c_max(max, v.abs());
-            }
             if max < 1e-7 {
                 scales[ib] = 0.0;
                 shifts[ib] = 0;
@@ -1904,65 +1872,23 @@ fn iq1_m_row(
                 big_l.fill(1);
                 continue;
             }
-            for (j, p) in pairs.iter().enumerate() {
-                big_l[usize::from(p.1)] = if j < besti1 {
-                    0
-                } else if j < besti2 {
-                    1
-                } else {
-                    2
-                };
-            }
+            split_levels(&pairs, besti1, besti2, scale < 0.0, &mut big_l);
             if scale < 0.0 {
-                for v in &mut big_l {
-                    *v = 2 - *v;
-                }
                 scale = -scale;
                 best_k = 3 - best_k;
             }
-            let mut all_on_grid = true;
-            let mut index = [0usize; 2];
-            for k in 0..2 {
-                let xx = pick(k, best_k);
-                let g = 8 * k..8 * k + 8;
-                index[k] = match grid
-                    .lookup(point_index(&big_l[g.clone()], 2))
-                    .ok_or_else(fail)?
-                {
-                    Lookup::On(gi) => gi,
-                    Lookup::Off(list) => {
-                        all_on_grid = false;
-                        iq1_find_best_neighbour2(
-                            grid,
-                            &list,
-                            src,
-                            row_at + 256 * ibl + BS * ib + 8 * k,
-                            &weight[g.clone()],
-                            scale,
-                            xx,
-                            &mut big_l[g],
-                            avx2,
-                        )
-                        .ok_or_else(fail)?
-                    }
-                };
-            }
-            if !all_on_grid {
-                let (mut sumqx, mut sumq2) = (0f32, 0f32);
-                for k in 0..2 {
-                    let xx = pick(k, best_k);
-                    let pg = &grid.points[index[k]];
-                    for j in 0..8 {
-                        let w = weight[8 * k + j];
-                        let q = xx[((pg[j] - 1) / 2) as usize];
-                        sumqx += w * q * xb[8 * k + j];
-                        sumq2 += w * q * q;
-                    }
-                }
-                if sumqx > 0.0 && sumq2 > 0.0 {
-                    scale = sumqx / sumq2;
-                }
-            }
+            let index: [usize; 2];
+            (index, scale) = iq1_to_grid(
+                grid,
+                src,
+                row_at + 256 * ibl + BS * ib,
+                &weight,
+                scale,
+                [pick(0, best_k), pick(1, best_k)],
+                &mut big_l,
+                avx2,
+            )
+            .ok_or_else(fail)?;
             yb[2 * ib] = (index[0] & 255) as u8;
             yb[2 * ib + 1] = (index[1] & 255) as u8;
             yb[32 + ib] = ((index[0] >> 8) | ((index[1] >> 8) << 4)) as u8;
@@ -1989,6 +1915,7 @@ fn iq1_m_row(
                 xb,
                 qwbl.map(|q| &q[BS * ib..BS * ib + BS]),
                 sigma2,
+                0.0,
                 &mut weight,
             );
             for k in 0..2 {

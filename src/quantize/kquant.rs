@@ -8,7 +8,7 @@
 
 use super::search::{
     make_q3_lanes, make_q3_split, make_qkx_lanes, make_qp_quants, make_qx_lanes, make_qx_quants,
-    nearest_int, put_f16, via_f16, Qkx, GROUP_MAX_EPS,
+    nearest_int, put_f16, signed_abs_max, sum_squares, via_f16, Qkx, GROUP_MAX_EPS,
 };
 use crate::quant::f16_to_f32;
 
@@ -20,16 +20,6 @@ fn f16_at(b: &[u8], at: usize) -> f32 {
     f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
 }
 
-/// `sum(x^2)` over a block, in order.
-#[inline(always)]
-fn sum_sq(x: &[f32]) -> f32 {
-    let mut s = 0f32;
-    for &v in x {
-        s += v * v;
-    }
-    s
-}
-
 /// 2-bit values of 256 into 64 bytes, four 32-value groups per 128.
 #[inline(always)]
 fn pack2(l: &[u8; QK_K], qs: &mut [u8]) {
@@ -39,6 +29,100 @@ fn pack2(l: &[u8; QK_K], qs: &mut [u8]) {
                 l[j + i] | (l[j + i + 32] << 2) | (l[j + i + 64] << 4) | (l[j + i + 96] << 6);
         }
     }
+}
+
+/// Whole blocks `x` (and their importance `imp`) as lanes into `xt` (and `qt`): value `i` of
+/// group `k` (`S` values each, the groups in order across the blocks) at `[i][k]`; lanes past
+/// the blocks are left as they are (zeros). (The arrays are the caller's: returned, they may be
+/// copied.)
+#[inline(always)]
+fn to_lanes<const S: usize, const L: usize>(
+    x: &[f32],
+    imp: Option<&[f32]>,
+    xt: &mut [[f32; L]; S],
+    qt: &mut [[f32; L]; S],
+) {
+    let groups = QK_K / S;
+    for b in 0..x.len() / QK_K {
+        for g in 0..groups {
+            for i in 0..S {
+                let at = QK_K * b + S * g + i;
+                xt[i][groups * b + g] = x[at];
+                if let Some(q) = imp {
+                    qt[i][groups * b + g] = q[at];
+                }
+            }
+        }
+    }
+}
+
+/// Block `b`'s values out of the lanes [`to_lanes`] made.
+#[inline(always)]
+fn from_lanes<T: Copy + Default, const S: usize, const L: usize>(
+    lt: &[[T; L]; S],
+    b: usize,
+    l: &mut [T; QK_K],
+) {
+    let groups = QK_K / S;
+    for g in 0..groups {
+        for i in 0..S {
+            l[S * g + i] = lt[i][groups * b + g];
+        }
+    }
+}
+
+/// Block `b`'s `G` entries of a per-lane array.
+#[inline(always)]
+fn block_of<const G: usize, const L: usize>(v: &[f32; L], b: usize) -> [f32; G] {
+    let mut out = [0f32; G];
+    out.copy_from_slice(&v[G * b..G * b + G]);
+    out
+}
+
+/// The importance weights on the lanes of the blocks `x`: `qw * sqrt(sigma2 + x^2)`, where
+/// `sigma2 = factor * sum(x^2) / 256` over the value's block, into `wt`; their sum for each
+/// lane into `sw` (zeros before).
+#[inline(always)]
+fn importance_weights<const S: usize, const L: usize>(
+    x: &[f32],
+    factor: f32,
+    xt: &[[f32; L]; S],
+    qt: &[[f32; L]; S],
+    wt: &mut [[f32; L]; S],
+    sw: &mut [f32; L],
+) {
+    let groups = QK_K / S;
+    let mut sigma2 = [0f32; L];
+    for (b, xb) in x.chunks_exact(QK_K).enumerate() {
+        let s2 = factor * sum_squares(xb) / QK_K as f32;
+        sigma2[groups * b..groups * b + groups].fill(s2);
+    }
+    for i in 0..S {
+        for k in 0..L {
+            wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
+            sw[k] += wt[i][k];
+        }
+    }
+}
+
+/// The largest of `v` and 0.
+#[inline(always)]
+fn positive_max(v: &[f32]) -> f32 {
+    let mut m = 0f32;
+    for &a in v {
+        if a > m {
+            m = a;
+        }
+    }
+    m
+}
+
+/// The runs of at most `per` of `nb` blocks: each run's first block and length. (A loop over
+/// these, not a closure: a closure's body is compiled once, without the instruction set of the
+/// row function that calls it.)
+#[inline(always)]
+fn block_runs(nb: usize, per: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..nb).step_by(per).map(move |ib| (ib, (nb - ib).min(per)))
 }
 
 // Q2_K: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82.
@@ -68,39 +152,20 @@ const Q2_LANES: usize = 64;
 fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // Four blocks' 16 groups side by side (64 lanes, so the searches' sums of one hide the
     // latency of the others'); missing last blocks are zeros.
-    let nb = x.len() / QK_K;
-    let mut ib = 0;
-    while ib < nb {
-        let n = (nb - ib).min(Q2_LANES / 16);
-        let mut xt = [[0f32; Q2_LANES]; 16];
-        let mut qt = [[0f32; Q2_LANES]; 16];
-        for b in 0..n {
-            for g in 0..16 {
-                for i in 0..16 {
-                    let at = QK_K * (ib + b) + 16 * g + i;
-                    xt[i][16 * b + g] = x[at];
-                    if let Some(q) = imp {
-                        qt[i][16 * b + g] = q[at];
-                    }
-                }
-            }
-        }
+    for (ib, n) in block_runs(x.len() / QK_K, Q2_LANES / 16) {
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let (mut xt, mut qt) = ([[0f32; Q2_LANES]; 16], [[0f32; Q2_LANES]; 16]);
+        to_lanes(
+            xs,
+            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
+            &mut xt,
+            &mut qt,
+        );
         let mut wt = [[0f32; Q2_LANES]; 16];
         let mut lt = [[0u8; Q2_LANES]; 16];
         let mut sw = [0f32; Q2_LANES];
         let (scales, mins) = if imp.is_some() {
-            let mut sigma2 = [0f32; Q2_LANES];
-            for b in 0..n {
-                let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
-                let s2 = sum_sq(xb) / QK_K as f32;
-                sigma2[16 * b..16 * b + 16].fill(s2);
-            }
-            for i in 0..16 {
-                for k in 0..Q2_LANES {
-                    wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
-                    sw[k] += wt[i][k];
-                }
-            }
+            importance_weights(xs, 1.0, &xt, &qt, &mut wt, &mut sw);
             let p = Qkx {
                 nmax: 3,
                 rmin: -0.9,
@@ -128,20 +193,13 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         };
         for b in 0..n {
             let mut l = [0u8; QK_K];
-            for g in 0..16 {
-                for i in 0..16 {
-                    l[16 * g + i] = lt[i][16 * b + g];
-                }
-            }
-            let mut sc = [0f32; 16];
-            let mut mn = [0f32; 16];
-            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
-            mn.copy_from_slice(&mins[16 * b..16 * b + 16]);
+            from_lanes(&lt, b, &mut l);
+            let sc: [f32; 16] = block_of(&scales, b);
+            let mn: [f32; 16] = block_of(&mins, b);
             let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
             let yb = &mut y[84 * (ib + b)..84 * (ib + b + 1)];
             if imp.is_some() {
-                let mut sww = [0f32; 16];
-                sww.copy_from_slice(&sw[16 * b..16 * b + 16]);
+                let sww: [f32; 16] = block_of(&sw, b);
                 let mut ls = [0u8; 16];
                 let mut lm = [0u8; 16];
                 let dm = make_qp_quants(15, &sc, &mut ls, &sww);
@@ -152,16 +210,8 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                     yb[j] = ls[j] | (lm[j] << 4);
                 }
             } else {
-                let mut max_scale = 0f32;
-                let mut max_min = 0f32;
-                for j in 0..16 {
-                    if sc[j] > max_scale {
-                        max_scale = sc[j];
-                    }
-                    if mn[j] > max_min {
-                        max_min = mn[j];
-                    }
-                }
+                let max_scale = positive_max(&sc);
+                let max_min = positive_max(&mn);
                 if max_scale > 0.0 {
                     let iscale = 15.0 / max_scale;
                     for j in 0..16 {
@@ -184,7 +234,6 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
             }
             q2_k_finish(xb, yb, &mut l);
         }
-        ib += n;
     }
 }
 
@@ -253,39 +302,20 @@ const Q3_LANES: usize = 64;
 fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // Four blocks' 16 groups side by side (64 lanes: the refinement's chain of one hides the
     // others' latency); missing last blocks are zeros.
-    let nb = x.len() / QK_K;
-    let mut ib = 0;
-    while ib < nb {
-        let n = (nb - ib).min(Q3_LANES / 16);
-        let mut xt = [[0f32; Q3_LANES]; 16];
-        let mut qt = [[0f32; Q3_LANES]; 16];
-        for b in 0..n {
-            for g in 0..16 {
-                for i in 0..16 {
-                    let at = QK_K * (ib + b) + 16 * g + i;
-                    xt[i][16 * b + g] = x[at];
-                    if let Some(q) = imp {
-                        qt[i][16 * b + g] = q[at];
-                    }
-                }
-            }
-        }
+    for (ib, n) in block_runs(x.len() / QK_K, Q3_LANES / 16) {
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let (mut xt, mut qt) = ([[0f32; Q3_LANES]; 16], [[0f32; Q3_LANES]; 16]);
+        to_lanes(
+            xs,
+            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
+            &mut xt,
+            &mut qt,
+        );
         let mut lt = [[0i8; Q3_LANES]; 16];
         let mut sw = [0f32; Q3_LANES];
         let scales = if imp.is_some() {
-            let mut sigma2 = [0f32; Q3_LANES];
-            for b in 0..n {
-                let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
-                let s2 = 2.0 * sum_sq(xb) / QK_K as f32;
-                sigma2[16 * b..16 * b + 16].fill(s2);
-            }
             let mut wt = [[0f32; Q3_LANES]; 16];
-            for i in 0..16 {
-                for k in 0..Q3_LANES {
-                    wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
-                    sw[k] += wt[i][k];
-                }
-            }
+            importance_weights(xs, 2.0, &xt, &qt, &mut wt, &mut sw);
             make_qx_lanes(4, &xt, Some(&wt), &mut lt)
         } else if wide_lanes() {
             make_q3_lanes(4, &xt, &mut lt)
@@ -294,19 +324,13 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
         };
         for b in 0..n {
             let mut l = [0i8; QK_K];
-            for g in 0..16 {
-                for i in 0..16 {
-                    l[16 * g + i] = lt[i][16 * b + g];
-                }
-            }
-            let mut sc = [0f32; 16];
-            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
+            from_lanes(&lt, b, &mut l);
+            let sc: [f32; 16] = block_of(&scales, b);
             let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
             let yb = &mut y[110 * (ib + b)..110 * (ib + b + 1)];
             yb[96..108].fill(0);
             if imp.is_some() {
-                let mut sww = [0f32; 16];
-                sww.copy_from_slice(&sw[16 * b..16 * b + 16]);
+                let sww: [f32; 16] = block_of(&sw, b);
                 let mut ls = [0i8; 16];
                 let d_block = make_qx_quants(32, &sc, &mut ls, Some(&sww));
                 for j in 0..16 {
@@ -314,15 +338,7 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
                 }
                 put_f16(yb, 108, d_block);
             } else {
-                let mut max_scale = 0f32;
-                let mut amax = 0f32;
-                for j in 0..16 {
-                    let scale = sc[j].abs();
-                    if scale > amax {
-                        amax = scale;
-                        max_scale = sc[j];
-                    }
-                }
+                let (max_scale, _) = signed_abs_max(&sc);
                 if max_scale != 0.0 {
                     let iscale = -32.0 / max_scale;
                     for j in 0..16 {
@@ -336,7 +352,6 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
             }
             q3_k_finish(xb, yb, &mut l);
         }
-        ib += n;
     }
 }
 
@@ -383,35 +398,14 @@ fn k45_blocks(
     ls: &mut [[u8; QK_K]; K45_LANES / 8],
 ) {
     let n = xs.len() / QK_K;
-    let mut xt = [[0f32; K45_LANES]; 32];
-    let mut qt = [[0f32; K45_LANES]; 32];
-    for b in 0..n {
-        for g in 0..8 {
-            for i in 0..32 {
-                let at = QK_K * b + 32 * g + i;
-                xt[i][8 * b + g] = xs[at];
-                if let Some(q) = qw {
-                    qt[i][8 * b + g] = q[at];
-                }
-            }
-        }
-    }
+    let (mut xt, mut qt) = ([[0f32; K45_LANES]; 32], [[0f32; K45_LANES]; 32]);
+    to_lanes(xs, qw, &mut xt, &mut qt);
     let mut wt = [[0f32; K45_LANES]; 32];
     let mut lt = [[0u8; K45_LANES]; 32];
     let (scales, mins);
     let mut sw = [0f32; K45_LANES];
     if qw.is_some() {
-        let mut sigma2 = [0f32; K45_LANES];
-        for b in 0..n {
-            let s2 = 2.0 * sum_sq(&xs[QK_K * b..QK_K * (b + 1)]) / QK_K as f32;
-            sigma2[8 * b..8 * b + 8].fill(s2);
-        }
-        for i in 0..32 {
-            for k in 0..K45_LANES {
-                wt[i][k] = qt[i][k] * (sigma2[k] + xt[i][k] * xt[i][k]).sqrt();
-                sw[k] += wt[i][k];
-            }
-        }
+        importance_weights(xs, 2.0, &xt, &qt, &mut wt, &mut sw);
         let p = Qkx {
             nmax,
             rmin: -0.9,
@@ -460,20 +454,13 @@ fn k45_blocks(
     }
     for b in 0..n {
         let l = &mut ls[b];
-        for g in 0..8 {
-            for i in 0..32 {
-                l[32 * g + i] = lt[i][8 * b + g];
-            }
-        }
-        let mut sc = [0f32; 8];
-        let mut mn = [0f32; 8];
-        sc.copy_from_slice(&scales[8 * b..8 * b + 8]);
-        mn.copy_from_slice(&mins[8 * b..8 * b + 8]);
+        from_lanes(&lt, b, l);
+        let sc: [f32; 8] = block_of(&scales, b);
+        let mn: [f32; 8] = block_of(&mins, b);
         let xb = &xs[QK_K * b..QK_K * (b + 1)];
         let yb = &mut ys[bb * b..bb * (b + 1)];
         if qw.is_some() {
-            let mut sww = [0f32; 8];
-            sww.copy_from_slice(&sw[8 * b..8 * b + 8]);
+            let sww: [f32; 8] = block_of(&sw, b);
             let mut ls = [0u8; 8];
             let mut lm = [0u8; 8];
             let d_block = make_qp_quants(63, &sc, &mut ls, &sww);
@@ -489,16 +476,8 @@ fn k45_blocks(
             put_f16(yb, 0, d_block);
             put_f16(yb, 2, m_block);
         } else {
-            let mut max_scale = 0f32;
-            let mut max_min = 0f32;
-            for j in 0..8 {
-                if sc[j] > max_scale {
-                    max_scale = sc[j];
-                }
-                if mn[j] > max_min {
-                    max_min = mn[j];
-                }
-            }
+            let max_scale = positive_max(&sc);
+            let max_min = positive_max(&mn);
             let inv_scale = if max_scale > 0.0 {
                 63.0 / max_scale
             } else {
@@ -529,65 +508,71 @@ fn k45_blocks(
     }
 }
 
+/// Q4_K's and Q5_K's rows (`nmax` 15 and 31, `bb` bytes a block): [`k45_blocks`] on up to four
+/// blocks at a time, then each block's values (`l`) packed into its bytes.
 #[inline(always)]
-fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+fn k45_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8], nmax: i32, bb: usize) {
     let mut ls = [[0u8; QK_K]; K45_LANES / 8];
-    let nb = x.len() / QK_K;
-    let mut ib = 0;
-    while ib < nb {
-        let n = (nb - ib).min(K45_LANES / 8);
+    for (ib, n) in block_runs(x.len() / QK_K, K45_LANES / 8) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
         let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
-        let ys = &mut y[144 * ib..144 * (ib + n)];
-        k45_blocks(xs, qw, 15, 144, ys, &mut ls);
+        let ys = &mut y[bb * ib..bb * (ib + n)];
+        k45_blocks(xs, qw, nmax, bb, ys, &mut ls);
         for (b, l) in ls.iter().take(n).enumerate() {
-            let q = &mut ys[144 * b + 16..144 * (b + 1)];
-            for (g, j) in (0..QK_K).step_by(64).enumerate() {
-                for i in 0..32 {
-                    q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
-                }
+            let yb = &mut ys[bb * b..bb * (b + 1)];
+            if nmax == 15 {
+                q4_k_pack(l, yb);
+            } else {
+                q5_k_pack(l, yb);
             }
         }
-        ib += n;
+    }
+}
+
+/// Q4_K's 4-bit values.
+#[inline(always)]
+fn q4_k_pack(l: &[u8; QK_K], yb: &mut [u8]) {
+    let q = &mut yb[16..144];
+    for (g, j) in (0..QK_K).step_by(64).enumerate() {
+        for i in 0..32 {
+            q[32 * g + i] = l[j + i] | (l[j + i + 32] << 4);
+        }
+    }
+}
+
+/// Q5_K's 5-bit values: the fifth bits, then the low nibbles.
+#[inline(always)]
+fn q5_k_pack(l: &[u8; QK_K], yb: &mut [u8]) {
+    let (qh, ql) = yb[16..176].split_at_mut(32);
+    qh.fill(0);
+    let (mut m1, mut m2) = (1u8, 2u8);
+    for (g, n) in (0..QK_K).step_by(64).enumerate() {
+        for j in 0..32 {
+            let mut l1 = l[n + j];
+            if l1 > 15 {
+                l1 -= 16;
+                qh[j] |= m1;
+            }
+            let mut l2 = l[n + j + 32];
+            if l2 > 15 {
+                l2 -= 16;
+                qh[j] |= m2;
+            }
+            ql[32 * g + j] = l1 | (l2 << 4);
+        }
+        m1 <<= 2;
+        m2 <<= 2;
     }
 }
 
 #[inline(always)]
+fn q4_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    k45_rows(x, imp, y, 15, 144);
+}
+
+#[inline(always)]
 fn q5_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let mut ls = [[0u8; QK_K]; K45_LANES / 8];
-    let nb = x.len() / QK_K;
-    let mut ib = 0;
-    while ib < nb {
-        let n = (nb - ib).min(K45_LANES / 8);
-        let xs = &x[QK_K * ib..QK_K * (ib + n)];
-        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
-        let ys = &mut y[176 * ib..176 * (ib + n)];
-        k45_blocks(xs, qw, 31, 176, ys, &mut ls);
-        for (b, l) in ls.iter().take(n).enumerate() {
-            let yb = &mut ys[176 * b..176 * (b + 1)];
-            let (qh, ql) = yb[16..176].split_at_mut(32);
-            qh.fill(0);
-            let (mut m1, mut m2) = (1u8, 2u8);
-            for (g, n) in (0..QK_K).step_by(64).enumerate() {
-                for j in 0..32 {
-                    let mut l1 = l[n + j];
-                    if l1 > 15 {
-                        l1 -= 16;
-                        qh[j] |= m1;
-                    }
-                    let mut l2 = l[n + j + 32];
-                    if l2 > 15 {
-                        l2 -= 16;
-                        qh[j] |= m2;
-                    }
-                    ql[32 * g + j] = l1 | (l2 << 4);
-                }
-                m1 <<= 2;
-                m2 <<= 2;
-            }
-        }
-        ib += n;
-    }
+    k45_rows(x, imp, y, 31, 176);
 }
 
 // Q6_K: ql[128] at 0, qh[64] at 128, scales[16] (signed) at 192, d at 208.
@@ -599,38 +584,24 @@ const Q6_LANES: usize = 64;
 fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // Four blocks' 16 groups side by side (64 lanes, so the searches' sums of one hide the
     // latency of the others'); missing last blocks are zeros.
-    let nb = x.len() / QK_K;
-    let mut ib = 0;
-    while ib < nb {
-        let n = (nb - ib).min(Q6_LANES / 16);
-        let mut xt = [[0f32; Q6_LANES]; 16];
-        let mut qt = [[0f32; Q6_LANES]; 16];
-        for b in 0..n {
-            for g in 0..16 {
-                for i in 0..16 {
-                    let at = QK_K * (ib + b) + 16 * g + i;
-                    xt[i][16 * b + g] = x[at];
-                    if let Some(q) = imp {
-                        qt[i][16 * b + g] = q[at];
-                    }
-                }
-            }
-        }
+    for (ib, n) in block_runs(x.len() / QK_K, Q6_LANES / 16) {
+        let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let (mut xt, mut qt) = ([[0f32; Q6_LANES]; 16], [[0f32; Q6_LANES]; 16]);
+        to_lanes(
+            xs,
+            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
+            &mut xt,
+            &mut qt,
+        );
         let mut lt = [[0i8; Q6_LANES]; 16];
         let scales = make_qx_lanes(32, &xt, imp.map(|_| &qt), &mut lt);
         for b in 0..n {
             let mut l = [0i8; QK_K];
-            for g in 0..16 {
-                for i in 0..16 {
-                    l[16 * g + i] = lt[i][16 * b + g];
-                }
-            }
-            let mut sc = [0f32; 16];
-            sc.copy_from_slice(&scales[16 * b..16 * b + 16]);
+            from_lanes(&lt, b, &mut l);
+            let sc = block_of(&scales, b);
             let xb = &x[QK_K * (ib + b)..QK_K * (ib + b + 1)];
             q6_k_finish(xb, &sc, &mut l, &mut y[210 * (ib + b)..210 * (ib + b + 1)]);
         }
-        ib += n;
     }
 }
 
@@ -638,15 +609,7 @@ fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
 /// value again from them, then the packed bits.
 #[inline(always)]
 fn q6_k_finish(xb: &[f32], scales: &[f32; 16], l: &mut [i8; QK_K], yb: &mut [u8]) {
-    let mut max_scale = 0f32;
-    let mut max_abs_scale = 0f32;
-    for &scale in scales {
-        let abs_scale = scale.abs();
-        if abs_scale > max_abs_scale {
-            max_abs_scale = abs_scale;
-            max_scale = scale;
-        }
-    }
+    let (max_scale, max_abs_scale) = signed_abs_max(scales);
     if max_abs_scale < GROUP_MAX_EPS {
         yb.fill(0);
         return;

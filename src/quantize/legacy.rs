@@ -7,7 +7,8 @@
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
 use super::search::{
-    f32_to_f16, make_qkx_lanes, make_qx_lanes, map_trunc32, mul_x86, put_f16, round_i32x8, Qkx,
+    f32_to_f16, make_qkx_lanes, make_qx_lanes, map_trunc32, mul_x86, put_f16, round_i32x8,
+    sum_squares, Qkx,
 };
 
 /// The importance path of the 32-value types, `BLOCK_LANES` blocks side by side: each block's weights
@@ -137,18 +138,13 @@ fn q5_1_write(d: f32, min: f32, l: &[u8; 32], yb: &mut [u8]) {
 /// `sum(x^2) / n` over the whole row, in order.
 #[inline(always)]
 fn row_sigma2(x: &[f32]) -> f32 {
-    let mut sum_x2 = 0f32;
-    for &v in x {
-        sum_x2 += v * v;
-    }
-    sum_x2 / x.len() as f32
+    sum_squares(x) / x.len() as f32
 }
 
-/// The absolute maximum and the value that has it (the first one), as Q4_0 and Q5_0 find them.
+/// The largest magnitude in `xb` (0 for none; NaN never wins a comparison), over eight
+/// interleaved lanes: magnitudes are never -0, so the lanes' order does not matter.
 #[inline(always)]
-fn signed_max(xb: &[f32]) -> f32 {
-    // The largest magnitude (NaN never wins a comparison) over eight interleaved lanes, then
-    // the first value that has it: what the sequential search keeps.
+fn abs_max(xb: &[f32]) -> f32 {
     let mut lanes = [0f32; 8];
     for c in xb.chunks_exact(8) {
         for k in 0..8 {
@@ -164,6 +160,15 @@ fn signed_max(xb: &[f32]) -> f32 {
             amax = a;
         }
     }
+    amax
+}
+
+/// The absolute maximum and the value that has it (the first one), as Q4_0 and Q5_0 find them.
+#[inline(always)]
+fn signed_max(xb: &[f32]) -> f32 {
+    // The largest magnitude, then the first value that has it: what the sequential search
+    // keeps.
+    let amax = abs_max(xb);
     if amax == 0.0 {
         return 0.0;
     }
@@ -231,23 +236,7 @@ fn q1_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
 #[inline(always)]
 fn q2_0_rows(x: &[f32], _imp: Option<&[f32]>, y: &mut [u8]) {
     for (xb, yb) in x.chunks_exact(64).zip(y.chunks_exact_mut(18)) {
-        // Magnitudes are never -0 and NaN never wins: the lanes' order does not matter.
-        let mut lanes = [0f32; 8];
-        for c in xb.chunks_exact(8) {
-            for k in 0..8 {
-                let a = c[k].abs();
-                if a > lanes[k] {
-                    lanes[k] = a;
-                }
-            }
-        }
-        let mut amax = 0f32;
-        for a in lanes {
-            if a > amax {
-                amax = a;
-            }
-        }
-        let d = amax;
+        let d = abs_max(xb);
         let id = if d > 0.0 { 1.0 / d } else { 0.0 };
         put_f16(yb, 0, d);
         yb[2..].fill(0);
@@ -275,14 +264,55 @@ fn narrow(t: &[i32; 32], f: impl Fn(i32) -> u8) -> [u8; 32] {
     q
 }
 
+/// A 32-value type's rows: each block by its reference quantizer, or with importance weights
+/// by the search on [`importance_lanes`]; the type is told by its block's bytes (a constant:
+/// a function passed in would be compiled once, without the caller's instruction set).
 #[inline(always)]
-fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
+fn rows<const BLOCK_BYTES: usize>(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
+    let Some(qw) = imp else {
+        for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(BLOCK_BYTES)) {
+            match BLOCK_BYTES {
+                18 => q4_0_ref(xb, yb),
+                20 => q4_1_ref(xb, yb),
+                22 => q5_0_ref(xb, yb),
+                _ => q5_1_ref(xb, yb),
+            }
+        }
+        return;
+    };
+    importance_lanes::<BLOCK_BYTES>(x, qw, y);
+}
+
+/// Q4_0's and Q5_0's reference quants (`half` 8 and 16): the scale `d = max / -half` (`max`
+/// the signed value of largest magnitude) as a half at 0, each value's `x / d + half + 0.5`
+/// truncated to `i8` and capped at `2 * half - 1`.
+#[inline(always)]
+fn symmetric_ref(xb: &[f32], yb: &mut [u8], half: f32, top: i32) -> [u8; 32] {
     let max = signed_max(xb);
-    let d = max / -8.0;
+    let d = max / -half;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     put_f16(yb, 0, d);
-    let t = map_trunc32(xb, |v| v * id + 8.5);
-    let q = narrow(&t, |t| i32::from(t as i8).min(15) as u8);
+    let t = map_trunc32(xb, |v| v * id + (half + 0.5));
+    narrow(&t, |t| i32::from(t as i8).min(top) as u8)
+}
+
+/// Q4_1's and Q5_1's reference quants (`steps` 15 and 31): the scale `d = (max - min) / steps`
+/// and the minimum as halves at 0 and 2, each value's `(x - min) / d + 0.5` truncated and made
+/// a byte by `to_byte`.
+#[inline(always)]
+fn offset_ref(xb: &[f32], yb: &mut [u8], steps: f32, to_byte: impl Fn(i32) -> u8) -> [u8; 32] {
+    let (min, max) = min_max(xb);
+    let d = (max - min) / steps;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    put_f16(yb, 0, d);
+    put_f16(yb, 2, min);
+    let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
+    narrow(&t, to_byte)
+}
+
+#[inline(always)]
+fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
+    let q = symmetric_ref(xb, yb, 8.0, 15);
     for (j, o) in yb[2..18].iter_mut().enumerate() {
         *o = q[j] | (q[16 + j] << 4);
     }
@@ -290,24 +320,12 @@ fn q4_0_ref(xb: &[f32], yb: &mut [u8]) {
 
 #[inline(always)]
 fn q4_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let Some(qw) = imp else {
-        for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(18)) {
-            q4_0_ref(xb, yb);
-        }
-        return;
-    };
-    importance_lanes::<18>(x, qw, y);
+    rows::<18>(x, imp, y);
 }
 
 #[inline(always)]
 fn q4_1_ref(xb: &[f32], yb: &mut [u8]) {
-    let (min, max) = min_max(xb);
-    let d = (max - min) / 15.0;
-    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    put_f16(yb, 0, d);
-    put_f16(yb, 2, min);
-    let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
-    let q = narrow(&t, |t| i32::from(t as i8).min(15) as u8);
+    let q = offset_ref(xb, yb, 15.0, |t| i32::from(t as i8).min(15) as u8);
     for j in 0..16 {
         yb[4 + j] = q[j] | (q[16 + j] << 4);
     }
@@ -325,13 +343,7 @@ const QKX3_LEGACY: Qkx = Qkx {
 
 #[inline(always)]
 fn q4_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let Some(qw) = imp else {
-        for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(20)) {
-            q4_1_ref(xb, yb);
-        }
-        return;
-    };
-    importance_lanes::<20>(x, qw, y);
+    rows::<20>(x, imp, y);
 }
 
 /// Q5_0's and Q5_1's 5-bit values `l` into their low nibbles at `qs` and fifth bits at `qh`.
@@ -349,49 +361,26 @@ fn pack5(l: &[u8; 32], qh_at: &mut [u8], qs: &mut [u8]) {
 
 #[inline(always)]
 fn q5_0_ref(xb: &[f32], yb: &mut [u8]) {
-    let max = signed_max(xb);
-    let d = max / -16.0;
-    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    put_f16(yb, 0, d);
-    let t = map_trunc32(xb, |v| v * id + 16.5);
-    let l = narrow(&t, |t| i32::from(t as i8).min(31) as u8);
+    let l = symmetric_ref(xb, yb, 16.0, 31);
     let (qh, qs) = yb[2..].split_at_mut(4);
     pack5(&l, qh, qs);
 }
 
 #[inline(always)]
 fn q5_0_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let Some(qw) = imp else {
-        for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(22)) {
-            q5_0_ref(xb, yb);
-        }
-        return;
-    };
-    importance_lanes::<22>(x, qw, y);
+    rows::<22>(x, imp, y);
 }
 
 #[inline(always)]
 fn q5_1_ref(xb: &[f32], yb: &mut [u8]) {
-    let (min, max) = min_max(xb);
-    let d = (max - min) / 31.0;
-    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-    put_f16(yb, 0, d);
-    put_f16(yb, 2, min);
-    let t = map_trunc32(xb, |v| (v - min) * id + 0.5);
-    let l = narrow(&t, |t| t as u8);
+    let l = offset_ref(xb, yb, 31.0, |t| t as u8);
     let (qh, qs) = yb[4..].split_at_mut(4);
     pack5(&l, qh, qs);
 }
 
 #[inline(always)]
 fn q5_1_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
-    let Some(qw) = imp else {
-        for (xb, yb) in x.chunks_exact(32).zip(y.chunks_exact_mut(24)) {
-            q5_1_ref(xb, yb);
-        }
-        return;
-    };
-    importance_lanes::<24>(x, qw, y);
+    rows::<24>(x, imp, y);
 }
 
 #[inline(always)]

@@ -240,18 +240,17 @@ fn plan(
 /// Quantizes whole rows (`dst` holds exactly their blocks) on this thread.
 fn run_rows(
     data_type: DataType,
-    path: Path,
-    row_bytes: usize,
+    p: &Plan,
     src: &[f32],
     n_per_row: usize,
     importance: Option<&[f32]>,
     dst: &mut [u8],
 ) -> Result<()> {
-    match path {
+    match p.path {
         Path::Rows(kernel) => {
             for (x, y) in src
                 .chunks_exact(n_per_row)
-                .zip(dst.chunks_exact_mut(row_bytes))
+                .zip(dst.chunks_exact_mut(p.row_bytes))
             {
                 kernel(x, importance, y);
             }
@@ -273,15 +272,7 @@ pub fn quantize(
 ) -> Result<usize> {
     let p = plan(data_type, src, n_per_row, importance, dst)?;
     let dst = &mut dst[..p.total];
-    run_rows(
-        data_type,
-        p.path,
-        p.row_bytes,
-        src,
-        n_per_row,
-        importance,
-        dst,
-    )?;
+    run_rows(data_type, &p, src, n_per_row, importance, dst)?;
     Ok(p.total)
 }
 
@@ -301,15 +292,7 @@ pub fn quantize_parallel(
     parallel::split_mut(dst, p.row_bytes, threads, "quantize", |first, part| {
         let rows = part.len() / p.row_bytes;
         let x = &src[first * n_per_row..(first + rows) * n_per_row];
-        run_rows(
-            data_type,
-            p.path,
-            p.row_bytes,
-            x,
-            n_per_row,
-            importance,
-            part,
-        )
+        run_rows(data_type, &p, x, n_per_row, importance, part)
     })?;
     Ok(p.total)
 }

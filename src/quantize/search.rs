@@ -281,10 +281,19 @@ pub(crate) fn put_f16(dst: &mut [u8], at: usize, f: f32) {
     dst[at..at + 2].copy_from_slice(&f32_to_f16(f).to_le_bytes());
 }
 
-/// `make_qx_quants` with `rmse_type` 1 (the only one the quantizers use): `L` gets values in
-/// `0..2*nmax`; the weights are `qw`, or each value's square. Returns the scale.
-pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<&[f32]>) -> f32 {
-    let n = x.len();
+/// `sum(x^2)`, in order.
+#[inline(always)]
+pub(crate) fn sum_squares(x: &[f32]) -> f32 {
+    let mut s = 0f32;
+    for &v in x {
+        s += v * v;
+    }
+    s
+}
+
+/// The value of largest magnitude in `x` (the first of equals; 0 for none) and that magnitude.
+#[inline(always)]
+pub(crate) fn signed_abs_max(x: &[f32]) -> (f32, f32) {
     let mut max = 0f32;
     let mut amax = 0f32;
     for &v in x {
@@ -294,6 +303,14 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<
             max = v;
         }
     }
+    (max, amax)
+}
+
+/// `make_qx_quants` with `rmse_type` 1 (the only one the quantizers use): `L` gets values in
+/// `0..2*nmax`; the weights are `qw`, or each value's square. Returns the scale.
+pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<&[f32]>) -> f32 {
+    let n = x.len();
+    let (max, amax) = signed_abs_max(x);
     if amax < GROUP_MAX_EPS {
         l_out[..n].fill(0);
         return 0.0;
@@ -350,15 +367,7 @@ pub(crate) fn make_qx_quants(nmax: i32, x: &[f32], l_out: &mut [i8], qw: Option<
 #[inline(always)]
 pub(crate) fn make_q3_quants(nmax: i32, x: &[f32], l_out: &mut [i8]) -> f32 {
     let n = x.len();
-    let mut max = 0f32;
-    let mut amax = 0f32;
-    for &v in x {
-        let ax = v.abs();
-        if ax > amax {
-            amax = ax;
-            max = v;
-        }
-    }
+    let (max, amax) = signed_abs_max(x);
     if amax < GROUP_MAX_EPS {
         l_out[..n].fill(0);
         return 0.0;
@@ -675,17 +684,7 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
     w: Option<&[[f32; L]; N]>,
     l_out: &mut [[i8; L]; N],
 ) -> [f32; L] {
-    let mut max = [0f32; L];
-    let mut amax = [0f32; L];
-    for row in x {
-        for k in 0..L {
-            let ax = row[k].abs();
-            if ax > amax[k] {
-                amax[k] = ax;
-                max[k] = row[k];
-            }
-        }
-    }
+    let (max, amax) = lanes_abs_max(x);
     let mut ww = [[0f32; L]; N];
     for i in 0..N {
         for k in 0..L {
@@ -782,15 +781,9 @@ pub(crate) fn make_qx_lanes<const L: usize, const N: usize>(
     scale
 }
 
-/// [`make_q3_lanes`] where vectors are narrower than AVX-512: the first pass (each group's
-/// maximum, quants and sums: no branch) in lanes, then each group's refinement on its own as
-/// [`make_q3_quants`] runs it (skipping the values that do not change).
+/// Each lane's value of largest magnitude (the first of equals) and that magnitude.
 #[inline(always)]
-pub(crate) fn make_q3_split<const L: usize, const N: usize>(
-    nmax: i32,
-    x: &[[f32; L]; N],
-    l_out: &mut [[i8; L]; N],
-) -> [f32; L] {
+fn lanes_abs_max<const L: usize, const N: usize>(x: &[[f32; L]; N]) -> ([f32; L], [f32; L]) {
     let mut max = [0f32; L];
     let mut amax = [0f32; L];
     for row in x {
@@ -801,6 +794,20 @@ pub(crate) fn make_q3_split<const L: usize, const N: usize>(
             max[k] = if take { row[k] } else { max[k] };
         }
     }
+    (max, amax)
+}
+
+/// `make_q3_quants`' first pass on `L` groups (no branch): the quants at scale `-nmax / max`
+/// (signed, in `-nmax..nmax`) into `l_out`; returns the weights (each value's square), the
+/// weights times the values, and each group's sums of `w * x * l` and `w * l * l`.
+#[allow(clippy::type_complexity)]
+#[inline(always)]
+fn q3_first_pass<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    max: &[f32; L],
+    l_out: &mut [[i8; L]; N],
+) -> ([[f32; L]; N], [[f32; L]; N], [f32; L], [f32; L]) {
     let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
     let mut iscale = [0f32; L];
     for k in 0..L {
@@ -822,6 +829,21 @@ pub(crate) fn make_q3_split<const L: usize, const N: usize>(
             suml2[k] += w * lf * lf;
         }
     }
+    (ww, wx, sumlx, suml2)
+}
+
+/// [`make_q3_lanes`] where vectors are narrower than AVX-512: the first pass (each group's
+/// maximum, quants and sums: no branch) in lanes, then each group's refinement on its own as
+/// [`make_q3_quants`] runs it (skipping the values that do not change).
+#[inline(always)]
+pub(crate) fn make_q3_split<const L: usize, const N: usize>(
+    nmax: i32,
+    x: &[[f32; L]; N],
+    l_out: &mut [[i8; L]; N],
+) -> [f32; L] {
+    let (max, amax) = lanes_abs_max(x);
+    let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
+    let (ww, wx, sumlx, suml2) = q3_first_pass(nmax, x, &max, l_out);
     let mut scale = [0f32; L];
     for k in 0..L {
         if amax[k] < GROUP_MAX_EPS {
@@ -872,36 +894,9 @@ pub(crate) fn make_q3_lanes<const L: usize, const N: usize>(
     x: &[[f32; L]; N],
     l_out: &mut [[i8; L]; N],
 ) -> [f32; L] {
-    let mut max = [0f32; L];
-    let mut amax = [0f32; L];
-    for row in x {
-        for k in 0..L {
-            let ax = row[k].abs();
-            if ax > amax[k] {
-                amax[k] = ax;
-                max[k] = row[k];
-            }
-        }
-    }
+    let (max, amax) = lanes_abs_max(x);
     let clamp = |l: i32| l.min(nmax - 1).max(-nmax);
-    let mut iscale = [0f32; L];
-    for k in 0..L {
-        iscale[k] = -(nmax as f32) / max[k];
-    }
-    let mut sumlx = [0f32; L];
-    let mut suml2 = [0f32; L];
-    let mut ww = [[0f32; L]; N];
-    for i in 0..N {
-        for k in 0..L {
-            let l = clamp(nearest_int(iscale[k] * x[i][k]));
-            l_out[i][k] = l as i8;
-            let w = x[i][k] * x[i][k];
-            ww[i][k] = w;
-            let lf = l as f32;
-            sumlx[k] += w * x[i][k] * lf;
-            suml2[k] += w * lf * lf;
-        }
-    }
+    let (ww, _, mut sumlx, mut suml2) = q3_first_pass(nmax, x, &max, l_out);
     // The refinement visits values one at a time and each change feeds the next: lanes run
     // it each on their own values, stopping where the scalar search stops.
     let mut active = [true; L];
