@@ -549,13 +549,13 @@ impl Splitter {
                 flags: &flags,
             };
             let next = match step {
-                Step::Gpt2 => each_piece(&offsets, |a, b, out| gpt2(&text, a, b, out)),
-                Step::Llama3 => each_piece(&offsets, |a, b, out| llama3(&text, a, b, out, 3)),
-                Step::Qwen2 => each_piece(&offsets, |a, b, out| llama3(&text, a, b, out, 1)),
-                Step::Qwen35 => each_piece(&offsets, |a, b, out| qwen35(&text, a, b, out)),
-                Step::KimiK2 => each_piece(&offsets, |a, b, out| kimi_k2(&text, a, b, out)),
-                Step::Afmoe => each_piece(&offsets, |a, b, out| afmoe(&text, a, b, out)),
-                Step::Newlines => each_piece(&offsets, |a, b, out| newlines(&text, a, b, out)),
+                Step::Gpt2 => each_piece(&text, &offsets, gpt2),
+                Step::Llama3 => each_piece(&text, &offsets, |p| llama3(p, 3, false)),
+                Step::Qwen2 => each_piece(&text, &offsets, |p| llama3(p, 1, false)),
+                Step::Qwen35 => each_piece(&text, &offsets, |p| llama3(p, 1, true)),
+                Step::KimiK2 => each_piece(&text, &offsets, kimi_k2),
+                Step::Afmoe => each_piece(&text, &offsets, afmoe),
+                Step::Newlines => each_piece(&text, &offsets, newlines),
                 Step::Regex(program) => {
                     let units = if program.collapsed {
                         collapsed.get_or_insert_with(|| collapse(cpts, &flags))
@@ -636,12 +636,19 @@ pub fn split(text: &[u8], regexes: &[&str], byte_encode: bool) -> Vec<Vec<u8>> {
     }
 }
 
-/// Applies `f(start, end, out)` to each piece `start..end` of the code points, in order.
-fn each_piece(offsets: &[usize], mut f: impl FnMut(usize, usize, &mut Vec<usize>)) -> Vec<usize> {
+/// Applies the hand-written splitter `f` to each piece of `text` (`offsets`: their lengths), in
+/// order: the lengths of the words.
+fn each_piece(text: &Text, offsets: &[usize], mut f: impl FnMut(Piece)) -> Vec<usize> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;
     for &len in offsets {
-        f(start, start + len, &mut out);
+        f(Piece {
+            text,
+            ini: start,
+            end: start + len,
+            prev_end: start,
+            out: &mut out,
+        });
         start += len;
     }
     out
@@ -775,6 +782,44 @@ impl Piece<'_, '_> {
         }
         (n, last_rn)
     }
+
+    /// The end of the run of code points from `pos` whose flags have a bit of `mask`.
+    #[inline(always)]
+    fn run(&self, mut pos: usize, mask: u16) -> usize {
+        while self.flags(pos) & mask != 0 {
+            pos += 1;
+        }
+        pos
+    }
+
+    /// `\p{N}{1,max}` at `pos`, as often as it matches: each word of up to `max` digits ended;
+    /// returns the end of the digits.
+    #[inline(always)]
+    fn digits(&mut self, mut pos: usize, max: usize) -> usize {
+        let mut first = pos;
+        while self.flags(pos) & NUMBER != 0 {
+            pos += 1;
+            if pos - first >= max {
+                self.add(pos);
+                first = pos;
+            }
+        }
+        self.add(pos);
+        pos
+    }
+
+    /// The end of the last branches of llama.cpp's splitters at `pos`, where a whitespace run of
+    /// `nws` code points starts: `\s+(?!\S)`, `\s+`, else one code point.
+    #[inline(always)]
+    fn space_end(&self, pos: usize, nws: usize) -> usize {
+        if nws > 1 && self.cpt(pos + nws) != OUT_OF_RANGE {
+            pos + nws - 1
+        } else if nws > 0 {
+            pos + nws
+        } else {
+            pos + 1
+        }
+    }
 }
 
 fn is_rn(cp: u32) -> bool {
@@ -783,17 +828,10 @@ fn is_rn(cp: u32) -> bool {
 
 const SPACE: u32 = b' ' as u32;
 
-/// llama.cpp's `unicode_regex_split_custom_gpt2` on the piece `ini..end`.
-fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
-    let mut pos = ini;
-    while pos < end {
+/// llama.cpp's `unicode_regex_split_custom_gpt2` on the piece.
+fn gpt2(mut p: Piece) {
+    let mut pos = p.ini;
+    while pos < p.end {
         let cpt = p.cpt(pos);
         let flags = p.flags(pos);
         // 's|'t|'re|'ve|'m|'ll|'d
@@ -810,11 +848,7 @@ fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
         };
         // <space>?\p{L}+, <space>?\p{N}+
         if let Some(class) = [LETTER, NUMBER].into_iter().find(|&c| f2 & c != 0) {
-            pos += space;
-            while f2 & class != 0 {
-                pos += 1;
-                f2 = p.flags(pos);
-            }
+            pos = p.run(pos + space, class);
             p.add(pos);
             continue;
         }
@@ -829,19 +863,7 @@ fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
             continue;
         }
         let (nws, _) = p.whitespace_run(pos);
-        // \s+(?!\S)
-        if nws > 1 && p.cpt(pos + nws) != OUT_OF_RANGE {
-            pos += nws - 1;
-            p.add(pos);
-            continue;
-        }
-        // \s+
-        if nws > 0 {
-            pos += nws;
-            p.add(pos);
-            continue;
-        }
-        pos += 1;
+        pos = p.space_end(pos, nws);
         p.add(pos);
     }
 }
@@ -879,27 +901,16 @@ fn llama3_tail(p: &Piece, pos: usize, cpt: u32, flags: u16, marks: bool, kimi: b
     if last_rn > 0 {
         return last_rn;
     }
-    if nws > 1 && p.cpt(pos + nws) != OUT_OF_RANGE {
-        return pos + nws - 1;
-    }
-    if nws > 0 {
-        return pos + nws;
-    }
-    pos + 1
+    p.space_end(pos, nws)
 }
 
-/// llama.cpp's `unicode_regex_split_custom_llama3` (`max_digits` 3) and
-/// `unicode_regex_split_custom_qwen2` (`max_digits` 1) on the piece `ini..end`.
-fn llama3(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>, max_digits: usize) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
-    let mut pos = ini;
-    while pos < end {
+/// llama.cpp's `unicode_regex_split_custom_llama3` (`max_digits` 3),
+/// `unicode_regex_split_custom_qwen2` (`max_digits` 1) and, with `marks` (letters and marks
+/// make words, `max_digits` 1), `unicode_regex_split_custom_qwen35` on the piece.
+fn llama3(mut p: Piece, max_digits: usize, marks: bool) {
+    let letters = if marks { LETTER | MARK } else { LETTER };
+    let mut pos = p.ini;
+    while pos < p.end {
         let cpt = p.cpt(pos);
         let flags = p.flags(pos);
         // (?i:'s|'t|'re|'ve|'m|'ll|'d)
@@ -908,87 +919,29 @@ fn llama3(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>, max_digits:
             pos += p.add(pos + n);
             continue;
         }
-        // [^\r\n\p{L}\p{N}]?\p{L}+
+        // [^\r\n\p{L}\p{N}]?\p{L}+ (with marks: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+)
         if !(is_rn(cpt) || flags & NUMBER != 0)
-            && (flags & LETTER != 0 || p.flags(pos + 1) & LETTER != 0)
+            && (flags & letters != 0 || p.flags(pos + 1) & letters != 0)
         {
-            pos += 1;
-            while p.flags(pos) & LETTER != 0 {
-                pos += 1;
-            }
+            pos = p.run(pos + 1, letters);
             p.add(pos);
             continue;
         }
         // \p{N}{1,3} or \p{N}
         if flags & NUMBER != 0 {
-            let mut first = pos;
-            while p.flags(pos) & NUMBER != 0 {
-                pos += 1;
-                if pos - first >= max_digits {
-                    p.add(pos);
-                    first = pos;
-                }
-            }
-            p.add(pos);
+            pos = p.digits(pos, max_digits);
             continue;
         }
-        pos = llama3_tail(&p, pos, cpt, flags, false, false);
+        pos = llama3_tail(&p, pos, cpt, flags, marks, false);
         p.add(pos);
     }
 }
 
-/// llama.cpp's `unicode_regex_split_custom_qwen35` on the piece `ini..end`.
-fn qwen35(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
-    let mut pos = ini;
-    while pos < end {
-        let cpt = p.cpt(pos);
-        let flags = p.flags(pos);
-        let n = p.contraction(pos, true);
-        if n > 0 {
-            pos += p.add(pos + n);
-            continue;
-        }
-        // [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+
-        if !(is_rn(cpt) || flags & NUMBER != 0)
-            && (flags & (LETTER | MARK) != 0 || p.flags(pos + 1) & (LETTER | MARK) != 0)
-        {
-            pos += 1;
-            while p.flags(pos) & (LETTER | MARK) != 0 {
-                pos += 1;
-            }
-            p.add(pos);
-            continue;
-        }
-        // \p{N}
-        if flags & NUMBER != 0 {
-            pos += 1;
-            p.add(pos);
-            continue;
-        }
-        pos = llama3_tail(&p, pos, cpt, flags, true, false);
-        p.add(pos);
-    }
-}
-
-/// llama.cpp's `unicode_regex_split_custom_kimi_k2` on the piece `ini..end`.
-fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
-    let mut pos = ini;
+/// llama.cpp's `unicode_regex_split_custom_kimi_k2` on the piece.
+fn kimi_k2(mut p: Piece) {
+    let mut pos = p.ini;
     let letter = |p: &Piece, pos: usize| p.flags(pos) & LETTER != 0 && !is_han(p.cpt(pos));
-    while pos < end {
+    while pos < p.end {
         let cpt = p.cpt(pos);
         let flags = p.flags(pos);
         // [\p{Han}]+
@@ -1026,15 +979,7 @@ fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
         }
         // \p{N}{1,3}
         if flags & NUMBER != 0 {
-            let mut first = pos;
-            while p.flags(pos) & NUMBER != 0 {
-                pos += 1;
-                if pos - first >= 3 {
-                    p.add(pos);
-                    first = pos;
-                }
-            }
-            p.add(pos);
+            pos = p.digits(pos, 3);
             continue;
         }
         pos = llama3_tail(&p, pos, cpt, flags, false, true);
@@ -1042,18 +987,12 @@ fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
     }
 }
 
-/// llama.cpp's `unicode_regex_split_custom_afmoe` on the piece `ini..end`: each digit run
-/// split into groups of three from its end (the first group of 1 or 2), everything else
-/// kept together between them.
-fn afmoe(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
-    let mut pos = ini;
+/// llama.cpp's `unicode_regex_split_custom_afmoe` on the piece: each digit run split into
+/// groups of three from its end (the first group of 1 or 2), everything else kept together
+/// between them.
+fn afmoe(mut p: Piece) {
+    let end = p.end;
+    let mut pos = p.ini;
     while pos < end {
         if p.flags(pos) & NUMBER != 0 {
             let first = pos;
@@ -1079,17 +1018,18 @@ fn afmoe(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
     }
 }
 
-/// llama.cpp's `unicode_regex_split_custom_newlines` on the piece `ini..end`: runs of `\n` and
-/// runs of anything else.
-fn newlines(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut pos = ini;
+/// llama.cpp's `unicode_regex_split_custom_newlines` on the piece: runs of `\n` and runs of
+/// anything else.
+fn newlines(p: Piece) {
+    let (cpts, end) = (p.text.cpts, p.end);
+    let mut pos = p.ini;
     while pos < end {
-        let nl = text.cpts[pos] == u32::from(b'\n');
+        let nl = cpts[pos] == u32::from(b'\n');
         let first = pos;
-        while pos < end && (text.cpts[pos] == u32::from(b'\n')) == nl {
+        while pos < end && (cpts[pos] == u32::from(b'\n')) == nl {
             pos += 1;
         }
-        out.push(pos - first);
+        p.out.push(pos - first);
     }
 }
 
