@@ -906,7 +906,9 @@ fn llama3_tail(p: &Piece, pos: usize, cpt: u32, flags: u16, marks: bool, kimi: b
 
 /// llama.cpp's `unicode_regex_split_custom_llama3` (`max_digits` 3),
 /// `unicode_regex_split_custom_qwen2` (`max_digits` 1) and, with `marks` (letters and marks
-/// make words, `max_digits` 1), `unicode_regex_split_custom_qwen35` on the piece.
+/// make words, `max_digits` 1), `unicode_regex_split_custom_qwen35` on the piece. Inlined into
+/// each caller, so that each gets a copy with its constants.
+#[inline(always)]
 fn llama3(mut p: Piece, max_digits: usize, marks: bool) {
     let letters = if marks { LETTER | MARK } else { LETTER };
     let mut pos = p.ini;
