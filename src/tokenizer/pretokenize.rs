@@ -549,13 +549,13 @@ impl Splitter {
                 flags: &flags,
             };
             let next = match step {
-                Step::Gpt2 => each_piece(&text, &offsets, gpt2),
-                Step::Llama3 => each_piece(&text, &offsets, |p| llama3(p, 3, false)),
-                Step::Qwen2 => each_piece(&text, &offsets, |p| llama3(p, 1, false)),
-                Step::Qwen35 => each_piece(&text, &offsets, |p| llama3(p, 1, true)),
-                Step::KimiK2 => each_piece(&text, &offsets, kimi_k2),
-                Step::Afmoe => each_piece(&text, &offsets, afmoe),
-                Step::Newlines => each_piece(&text, &offsets, newlines),
+                Step::Gpt2 => each_piece(&offsets, |a, b, out| gpt2(&text, a, b, out)),
+                Step::Llama3 => each_piece(&offsets, |a, b, out| llama3(&text, a, b, out, 3)),
+                Step::Qwen2 => each_piece(&offsets, |a, b, out| llama3(&text, a, b, out, 1)),
+                Step::Qwen35 => each_piece(&offsets, |a, b, out| qwen35(&text, a, b, out)),
+                Step::KimiK2 => each_piece(&offsets, |a, b, out| kimi_k2(&text, a, b, out)),
+                Step::Afmoe => each_piece(&offsets, |a, b, out| afmoe(&text, a, b, out)),
+                Step::Newlines => each_piece(&offsets, |a, b, out| newlines(&text, a, b, out)),
                 Step::Regex(program) => {
                     let units = if program.collapsed {
                         collapsed.get_or_insert_with(|| collapse(cpts, &flags))
@@ -636,19 +636,12 @@ pub fn split(text: &[u8], regexes: &[&str], byte_encode: bool) -> Vec<Vec<u8>> {
     }
 }
 
-/// Applies the hand-written splitter `f` to each piece of `text` (`offsets`: their lengths), in
-/// order: the lengths of the words.
-fn each_piece(text: &Text, offsets: &[usize], mut f: impl FnMut(Piece)) -> Vec<usize> {
+/// Applies `f(start, end, out)` to each piece `start..end` of the code points, in order.
+fn each_piece(offsets: &[usize], mut f: impl FnMut(usize, usize, &mut Vec<usize>)) -> Vec<usize> {
     let mut out = Vec::with_capacity(offsets.len());
     let mut start = 0;
     for &len in offsets {
-        f(Piece {
-            text,
-            ini: start,
-            end: start + len,
-            prev_end: start,
-            out: &mut out,
-        });
+        f(start, start + len, &mut out);
         start += len;
     }
     out
@@ -714,7 +707,19 @@ struct Piece<'a, 'b> {
     out: &'b mut Vec<usize>,
 }
 
-impl Piece<'_, '_> {
+impl<'a, 'b> Piece<'a, 'b> {
+    /// The piece `ini..end` of `text`, its words' lengths going to `out`.
+    #[inline(always)]
+    fn new(text: &'a Text<'a>, ini: usize, end: usize, out: &'b mut Vec<usize>) -> Self {
+        Piece {
+            text,
+            ini,
+            end,
+            prev_end: ini,
+            out,
+        }
+    }
+
     #[inline]
     fn cpt(&self, pos: usize) -> u32 {
         if self.ini <= pos && pos < self.end {
@@ -828,10 +833,11 @@ fn is_rn(cp: u32) -> bool {
 
 const SPACE: u32 = b' ' as u32;
 
-/// llama.cpp's `unicode_regex_split_custom_gpt2` on the piece.
-fn gpt2(mut p: Piece) {
-    let mut pos = p.ini;
-    while pos < p.end {
+/// llama.cpp's `unicode_regex_split_custom_gpt2` on the piece `ini..end`.
+fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
+    let mut p = Piece::new(text, ini, end, out);
+    let mut pos = ini;
+    while pos < end {
         let cpt = p.cpt(pos);
         let flags = p.flags(pos);
         // 's|'t|'re|'ve|'m|'ll|'d
@@ -904,15 +910,12 @@ fn llama3_tail(p: &Piece, pos: usize, cpt: u32, flags: u16, marks: bool, kimi: b
     p.space_end(pos, nws)
 }
 
-/// llama.cpp's `unicode_regex_split_custom_llama3` (`max_digits` 3),
-/// `unicode_regex_split_custom_qwen2` (`max_digits` 1) and, with `marks` (letters and marks
-/// make words, `max_digits` 1), `unicode_regex_split_custom_qwen35` on the piece. Inlined into
-/// each caller, so that each gets a copy with its constants.
-#[inline(always)]
-fn llama3(mut p: Piece, max_digits: usize, marks: bool) {
-    let letters = if marks { LETTER | MARK } else { LETTER };
-    let mut pos = p.ini;
-    while pos < p.end {
+/// llama.cpp's `unicode_regex_split_custom_llama3` (`max_digits` 3) and
+/// `unicode_regex_split_custom_qwen2` (`max_digits` 1) on the piece `ini..end`.
+fn llama3(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>, max_digits: usize) {
+    let mut p = Piece::new(text, ini, end, out);
+    let mut pos = ini;
+    while pos < end {
         let cpt = p.cpt(pos);
         let flags = p.flags(pos);
         // (?i:'s|'t|'re|'ve|'m|'ll|'d)
@@ -921,11 +924,11 @@ fn llama3(mut p: Piece, max_digits: usize, marks: bool) {
             pos += p.add(pos + n);
             continue;
         }
-        // [^\r\n\p{L}\p{N}]?\p{L}+ (with marks: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+)
+        // [^\r\n\p{L}\p{N}]?\p{L}+
         if !(is_rn(cpt) || flags & NUMBER != 0)
-            && (flags & letters != 0 || p.flags(pos + 1) & letters != 0)
+            && (flags & LETTER != 0 || p.flags(pos + 1) & LETTER != 0)
         {
-            pos = p.run(pos + 1, letters);
+            pos = p.run(pos + 1, LETTER);
             p.add(pos);
             continue;
         }
@@ -934,16 +937,48 @@ fn llama3(mut p: Piece, max_digits: usize, marks: bool) {
             pos = p.digits(pos, max_digits);
             continue;
         }
-        pos = llama3_tail(&p, pos, cpt, flags, marks, false);
+        pos = llama3_tail(&p, pos, cpt, flags, false, false);
         p.add(pos);
     }
 }
 
-/// llama.cpp's `unicode_regex_split_custom_kimi_k2` on the piece.
-fn kimi_k2(mut p: Piece) {
-    let mut pos = p.ini;
+/// llama.cpp's `unicode_regex_split_custom_qwen35` on the piece `ini..end`.
+fn qwen35(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
+    let mut p = Piece::new(text, ini, end, out);
+    let mut pos = ini;
+    while pos < end {
+        let cpt = p.cpt(pos);
+        let flags = p.flags(pos);
+        let n = p.contraction(pos, true);
+        if n > 0 {
+            pos += p.add(pos + n);
+            continue;
+        }
+        // [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+
+        if !(is_rn(cpt) || flags & NUMBER != 0)
+            && (flags & (LETTER | MARK) != 0 || p.flags(pos + 1) & (LETTER | MARK) != 0)
+        {
+            pos = p.run(pos + 1, LETTER | MARK);
+            p.add(pos);
+            continue;
+        }
+        // \p{N}
+        if flags & NUMBER != 0 {
+            pos += 1;
+            p.add(pos);
+            continue;
+        }
+        pos = llama3_tail(&p, pos, cpt, flags, true, false);
+        p.add(pos);
+    }
+}
+
+/// llama.cpp's `unicode_regex_split_custom_kimi_k2` on the piece `ini..end`.
+fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
+    let mut p = Piece::new(text, ini, end, out);
+    let mut pos = ini;
     let letter = |p: &Piece, pos: usize| p.flags(pos) & LETTER != 0 && !is_han(p.cpt(pos));
-    while pos < p.end {
+    while pos < end {
         let cpt = p.cpt(pos);
         let flags = p.flags(pos);
         // [\p{Han}]+
@@ -989,12 +1024,12 @@ fn kimi_k2(mut p: Piece) {
     }
 }
 
-/// llama.cpp's `unicode_regex_split_custom_afmoe` on the piece: each digit run split into
-/// groups of three from its end (the first group of 1 or 2), everything else kept together
-/// between them.
-fn afmoe(mut p: Piece) {
-    let end = p.end;
-    let mut pos = p.ini;
+/// llama.cpp's `unicode_regex_split_custom_afmoe` on the piece `ini..end`: each digit run
+/// split into groups of three from its end (the first group of 1 or 2), everything else
+/// kept together between them.
+fn afmoe(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
+    let mut p = Piece::new(text, ini, end, out);
+    let mut pos = ini;
     while pos < end {
         if p.flags(pos) & NUMBER != 0 {
             let first = pos;
@@ -1020,18 +1055,17 @@ fn afmoe(mut p: Piece) {
     }
 }
 
-/// llama.cpp's `unicode_regex_split_custom_newlines` on the piece: runs of `\n` and runs of
-/// anything else.
-fn newlines(p: Piece) {
-    let (cpts, end) = (p.text.cpts, p.end);
-    let mut pos = p.ini;
+/// llama.cpp's `unicode_regex_split_custom_newlines` on the piece `ini..end`: runs of `\n` and
+/// runs of anything else.
+fn newlines(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
+    let mut pos = ini;
     while pos < end {
-        let nl = cpts[pos] == u32::from(b'\n');
+        let nl = text.cpts[pos] == u32::from(b'\n');
         let first = pos;
-        while pos < end && (cpts[pos] == u32::from(b'\n')) == nl {
+        while pos < end && (text.cpts[pos] == u32::from(b'\n')) == nl {
             pos += 1;
         }
-        p.out.push(pos - first);
+        out.push(pos - first);
     }
 }
 
