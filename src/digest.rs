@@ -233,30 +233,32 @@ mod tests {
 
     #[test]
     fn known_answers() {
-        // FIPS 180 test vectors and the xxHash reference values for "abc".
-        assert_eq!(
-            hex(digest(DigestAlgorithm::Sha1, b"abc")),
-            "a9993e364706816aba3e25717850c26c9cd0d89d"
-        );
-        assert_eq!(
-            hex(digest(DigestAlgorithm::Sha256, b"abc")),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert_eq!(hex(digest(DigestAlgorithm::Xxh64, b"")), "ef46db3751d8e999");
-        assert_eq!(hex(digest(DigestAlgorithm::Xxh3, b"")), "2d06800538d394c2");
-        assert_eq!(
-            hex(digest(DigestAlgorithm::Xxh64, b"abc")),
-            "44bc2cf5ad770999"
-        );
-        // Python: uuid.UUID(bytes=sha1(NAMESPACE.bytes + data).digest()[:16], version=5).
-        assert_eq!(
-            hex(digest(DigestAlgorithm::Uuid, b"")),
-            "6b2748e2-363e-5825-9e7a-d9b30f33ac5b"
-        );
-        assert_eq!(
-            hex(digest(DigestAlgorithm::Uuid, b"abc")),
-            "9f2200fc-45e8-5a39-9535-c3ea5c0e0cef"
-        );
+        use DigestAlgorithm::*;
+        for (algorithm, data, want) in [
+            // FIPS 180 test vectors and the xxHash reference values.
+            (
+                Sha1,
+                &b"abc"[..],
+                "a9993e364706816aba3e25717850c26c9cd0d89d",
+            ),
+            (
+                Sha256,
+                b"abc",
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            ),
+            (Xxh64, b"", "ef46db3751d8e999"),
+            (Xxh3, b"", "2d06800538d394c2"),
+            (Xxh64, b"abc", "44bc2cf5ad770999"),
+            // Python: uuid.UUID(bytes=sha1(NAMESPACE.bytes + data).digest()[:16], version=5).
+            (Uuid, b"", "6b2748e2-363e-5825-9e7a-d9b30f33ac5b"),
+            (Uuid, b"abc", "9f2200fc-45e8-5a39-9535-c3ea5c0e0cef"),
+        ] {
+            assert_eq!(
+                hex(digest(algorithm, data)),
+                want,
+                "{algorithm:?} of {data:?}"
+            );
+        }
     }
 
     #[test]

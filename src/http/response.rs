@@ -519,39 +519,22 @@ mod tests {
                 total: 1000
             }))
         );
-        let gzip = h(&[
-            ("content-range", "bytes 0-99/1000"),
-            ("Content-Encoding", "gzip"),
-        ]);
-        assert!(check(206, &gzip, FIRST)
-            .unwrap_err()
-            .contains("Content-Encoding \"gzip\""));
         let identity = h(&[
             ("content-range", "bytes 0-99/1000"),
             ("Content-Encoding", "identity"),
         ]);
         assert!(check(206, &identity, FIRST).is_ok());
-        let te = h(&[
-            ("content-range", "bytes 0-99/1000"),
-            ("transfer-encoding", "gzip, chunked"),
-        ]);
-        assert!(check(206, &te, FIRST)
-            .unwrap_err()
-            .contains("Transfer-Encoding"));
-        let two = h(&[
-            ("content-range", "bytes 0-99/1000"),
-            ("content-range", "bytes 0-99/2000"),
-        ]);
-        assert!(check(206, &two, FIRST)
-            .unwrap_err()
-            .contains("two different"));
-        let huge = h(&[
-            ("content-range", "bytes 0-99/1000"),
-            ("content-length", "99999999999999999999999"),
-        ]);
-        assert!(check(206, &huge, FIRST)
-            .unwrap_err()
-            .contains("not a number"));
+        // A valid range with one more header that makes the answer unusable.
+        for (name, value, want) in [
+            ("Content-Encoding", "gzip", "Content-Encoding \"gzip\""),
+            ("transfer-encoding", "gzip, chunked", "Transfer-Encoding"),
+            ("content-range", "bytes 0-99/2000", "two different"),
+            ("content-length", "99999999999999999999999", "not a number"),
+        ] {
+            let pairs = [("content-range", "bytes 0-99/1000"), (name, value)];
+            let e = check(206, &h(&pairs), FIRST).unwrap_err();
+            assert!(e.contains(want), "{name}: {value}: {e}");
+        }
         let later = Asked {
             start: 100,
             count: 100,

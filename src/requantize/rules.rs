@@ -1042,29 +1042,20 @@ mod tests {
 
     #[test]
     fn fallbacks() {
-        assert_eq!(
-            fallback(DataType::Q4_K, 4096).unwrap(),
-            (DataType::Q4_K, false)
-        );
-        assert_eq!(
-            fallback(DataType::Q4_K, 96).unwrap(),
-            (DataType::Q5_0, true)
-        );
-        assert_eq!(
-            fallback(DataType::Q6_K, 96).unwrap(),
-            (DataType::Q8_0, true)
-        );
-        assert_eq!(
-            fallback(DataType::IQ4_XS, 96).unwrap(),
-            (DataType::IQ4_NL, true)
-        );
-        assert_eq!(
-            fallback(DataType::Q4_K, 100).unwrap(),
-            (DataType::F16, true)
-        );
-        assert_eq!(
-            fallback(DataType::Q8_0, 100).unwrap(),
-            (DataType::F16, true)
-        );
+        use DataType::*;
+        for (ty, ncols, want) in [
+            (Q4_K, 4096, (Q4_K, false)),
+            (Q4_K, 96, (Q5_0, true)),
+            (Q6_K, 96, (Q8_0, true)),
+            (IQ4_XS, 96, (IQ4_NL, true)),
+            (Q4_K, 100, (F16, true)),
+            (Q8_0, 100, (F16, true)),
+        ] {
+            assert_eq!(
+                fallback(ty, ncols).unwrap(),
+                want,
+                "{ty:?} with {ncols} columns"
+            );
+        }
     }
 }

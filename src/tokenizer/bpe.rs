@@ -4,7 +4,7 @@
 //! and merged by the lowest-ranked merge first (the leftmost among equal ranks); a piece that is
 //! no token goes out as byte tokens.
 
-use super::spm::{symbols, Symbol, NONE};
+use super::spm::{order_from_cmp, symbols, Symbol, NONE};
 use super::vocab::{self, bad, Vocab};
 use crate::error::Result;
 use crate::file::GgufFile;
@@ -86,17 +86,7 @@ struct Bigram {
     size: usize,
 }
 
-impl PartialEq for Bigram {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Bigram {}
-impl PartialOrd for Bigram {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+order_from_cmp!(Bigram);
 impl Ord for Bigram {
     /// The greatest is the lowest rank, then the leftmost.
     fn cmp(&self, other: &Self) -> Ordering {
@@ -175,15 +165,7 @@ impl Bpe<'_> {
                 let found = if self.byte_encode {
                     self.vocab.find(&[b])
                 } else {
-                    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-                    self.vocab.find(&[
-                        b'<',
-                        b'0',
-                        b'x',
-                        HEX[usize::from(b >> 4)],
-                        HEX[usize::from(b & 15)],
-                        b'>',
-                    ])
+                    self.vocab.find_byte(b)
                 };
                 if let Some(t) = found {
                     out.push(t as i32);

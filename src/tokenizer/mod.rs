@@ -446,17 +446,8 @@ impl Tokenizer {
     /// The token of byte `b` where no token covers it, as llama.cpp's `byte_to_token` (the
     /// unknown token where the vocabulary has no byte token, where llama.cpp would throw).
     pub(crate) fn byte_token(&self, b: u8) -> Option<u32> {
-        const HEX: &[u8; 16] = b"0123456789ABCDEF";
-        let name = [
-            b'<',
-            b'0',
-            b'x',
-            HEX[usize::from(b >> 4)],
-            HEX[usize::from(b & 15)],
-            b'>',
-        ];
         self.vocab
-            .find(&name)
+            .find_byte(b)
             .or_else(|| self.vocab.find(&[b]))
             .or_else(|| self.special.unk.and_then(|u| u32::try_from(u).ok()))
     }

@@ -707,7 +707,19 @@ struct Piece<'a, 'b> {
     out: &'b mut Vec<usize>,
 }
 
-impl Piece<'_, '_> {
+impl<'a, 'b> Piece<'a, 'b> {
+    /// The piece `ini..end` of `text`, its words' lengths going to `out`.
+    #[inline(always)]
+    fn new(text: &'a Text<'a>, ini: usize, end: usize, out: &'b mut Vec<usize>) -> Self {
+        Piece {
+            text,
+            ini,
+            end,
+            prev_end: ini,
+            out,
+        }
+    }
+
     #[inline]
     fn cpt(&self, pos: usize) -> u32 {
         if self.ini <= pos && pos < self.end {
@@ -775,6 +787,44 @@ impl Piece<'_, '_> {
         }
         (n, last_rn)
     }
+
+    /// The end of the run of code points from `pos` whose flags have a bit of `mask`.
+    #[inline(always)]
+    fn run(&self, mut pos: usize, mask: u16) -> usize {
+        while self.flags(pos) & mask != 0 {
+            pos += 1;
+        }
+        pos
+    }
+
+    /// `\p{N}{1,max}` at `pos`, as often as it matches: each word of up to `max` digits ended;
+    /// returns the end of the digits.
+    #[inline(always)]
+    fn digits(&mut self, mut pos: usize, max: usize) -> usize {
+        let mut first = pos;
+        while self.flags(pos) & NUMBER != 0 {
+            pos += 1;
+            if pos - first >= max {
+                self.add(pos);
+                first = pos;
+            }
+        }
+        self.add(pos);
+        pos
+    }
+
+    /// The end of the last branches of llama.cpp's splitters at `pos`, where a whitespace run of
+    /// `nws` code points starts: `\s+(?!\S)`, `\s+`, else one code point.
+    #[inline(always)]
+    fn space_end(&self, pos: usize, nws: usize) -> usize {
+        if nws > 1 && self.cpt(pos + nws) != OUT_OF_RANGE {
+            pos + nws - 1
+        } else if nws > 0 {
+            pos + nws
+        } else {
+            pos + 1
+        }
+    }
 }
 
 fn is_rn(cp: u32) -> bool {
@@ -785,13 +835,7 @@ const SPACE: u32 = b' ' as u32;
 
 /// llama.cpp's `unicode_regex_split_custom_gpt2` on the piece `ini..end`.
 fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
+    let mut p = Piece::new(text, ini, end, out);
     let mut pos = ini;
     while pos < end {
         let cpt = p.cpt(pos);
@@ -810,11 +854,7 @@ fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
         };
         // <space>?\p{L}+, <space>?\p{N}+
         if let Some(class) = [LETTER, NUMBER].into_iter().find(|&c| f2 & c != 0) {
-            pos += space;
-            while f2 & class != 0 {
-                pos += 1;
-                f2 = p.flags(pos);
-            }
+            pos = p.run(pos + space, class);
             p.add(pos);
             continue;
         }
@@ -829,19 +869,7 @@ fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
             continue;
         }
         let (nws, _) = p.whitespace_run(pos);
-        // \s+(?!\S)
-        if nws > 1 && p.cpt(pos + nws) != OUT_OF_RANGE {
-            pos += nws - 1;
-            p.add(pos);
-            continue;
-        }
-        // \s+
-        if nws > 0 {
-            pos += nws;
-            p.add(pos);
-            continue;
-        }
-        pos += 1;
+        pos = p.space_end(pos, nws);
         p.add(pos);
     }
 }
@@ -879,25 +907,13 @@ fn llama3_tail(p: &Piece, pos: usize, cpt: u32, flags: u16, marks: bool, kimi: b
     if last_rn > 0 {
         return last_rn;
     }
-    if nws > 1 && p.cpt(pos + nws) != OUT_OF_RANGE {
-        return pos + nws - 1;
-    }
-    if nws > 0 {
-        return pos + nws;
-    }
-    pos + 1
+    p.space_end(pos, nws)
 }
 
 /// llama.cpp's `unicode_regex_split_custom_llama3` (`max_digits` 3) and
 /// `unicode_regex_split_custom_qwen2` (`max_digits` 1) on the piece `ini..end`.
 fn llama3(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>, max_digits: usize) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
+    let mut p = Piece::new(text, ini, end, out);
     let mut pos = ini;
     while pos < end {
         let cpt = p.cpt(pos);
@@ -912,24 +928,13 @@ fn llama3(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>, max_digits:
         if !(is_rn(cpt) || flags & NUMBER != 0)
             && (flags & LETTER != 0 || p.flags(pos + 1) & LETTER != 0)
         {
-            pos += 1;
-            while p.flags(pos) & LETTER != 0 {
-                pos += 1;
-            }
+            pos = p.run(pos + 1, LETTER);
             p.add(pos);
             continue;
         }
         // \p{N}{1,3} or \p{N}
         if flags & NUMBER != 0 {
-            let mut first = pos;
-            while p.flags(pos) & NUMBER != 0 {
-                pos += 1;
-                if pos - first >= max_digits {
-                    p.add(pos);
-                    first = pos;
-                }
-            }
-            p.add(pos);
+            pos = p.digits(pos, max_digits);
             continue;
         }
         pos = llama3_tail(&p, pos, cpt, flags, false, false);
@@ -939,13 +944,7 @@ fn llama3(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>, max_digits:
 
 /// llama.cpp's `unicode_regex_split_custom_qwen35` on the piece `ini..end`.
 fn qwen35(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
+    let mut p = Piece::new(text, ini, end, out);
     let mut pos = ini;
     while pos < end {
         let cpt = p.cpt(pos);
@@ -959,10 +958,7 @@ fn qwen35(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
         if !(is_rn(cpt) || flags & NUMBER != 0)
             && (flags & (LETTER | MARK) != 0 || p.flags(pos + 1) & (LETTER | MARK) != 0)
         {
-            pos += 1;
-            while p.flags(pos) & (LETTER | MARK) != 0 {
-                pos += 1;
-            }
+            pos = p.run(pos + 1, LETTER | MARK);
             p.add(pos);
             continue;
         }
@@ -979,13 +975,7 @@ fn qwen35(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
 
 /// llama.cpp's `unicode_regex_split_custom_kimi_k2` on the piece `ini..end`.
 fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
+    let mut p = Piece::new(text, ini, end, out);
     let mut pos = ini;
     let letter = |p: &Piece, pos: usize| p.flags(pos) & LETTER != 0 && !is_han(p.cpt(pos));
     while pos < end {
@@ -1026,15 +1016,7 @@ fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
         }
         // \p{N}{1,3}
         if flags & NUMBER != 0 {
-            let mut first = pos;
-            while p.flags(pos) & NUMBER != 0 {
-                pos += 1;
-                if pos - first >= 3 {
-                    p.add(pos);
-                    first = pos;
-                }
-            }
-            p.add(pos);
+            pos = p.digits(pos, 3);
             continue;
         }
         pos = llama3_tail(&p, pos, cpt, flags, false, true);
@@ -1046,13 +1028,7 @@ fn kimi_k2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
 /// split into groups of three from its end (the first group of 1 or 2), everything else
 /// kept together between them.
 fn afmoe(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
-    let mut p = Piece {
-        text,
-        ini,
-        end,
-        prev_end: ini,
-        out,
-    };
+    let mut p = Piece::new(text, ini, end, out);
     let mut pos = ini;
     while pos < end {
         if p.flags(pos) & NUMBER != 0 {

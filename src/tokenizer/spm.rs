@@ -19,6 +19,25 @@ pub(crate) struct Symbol {
 
 pub(crate) const NONE: usize = usize::MAX;
 
+/// `PartialEq`, `Eq` and `PartialOrd` for a merge queue's entry from its `Ord`, the order the
+/// queue pops in (entries are equal when neither comes first).
+macro_rules! order_from_cmp {
+    ($t:ty) => {
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.cmp(other) == std::cmp::Ordering::Equal
+            }
+        }
+        impl Eq for $t {}
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+    };
+}
+pub(crate) use order_from_cmp;
+
 /// A candidate merge: symbols `left` and `right`, whose texts together make a token of
 /// `score`, `size` bytes long.
 struct Bigram {
@@ -28,17 +47,7 @@ struct Bigram {
     size: usize,
 }
 
-impl PartialEq for Bigram {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Bigram {}
-impl PartialOrd for Bigram {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+order_from_cmp!(Bigram);
 impl Ord for Bigram {
     /// The greatest is the highest score, then the leftmost (scores are never NaN).
     fn cmp(&self, other: &Self) -> Ordering {

@@ -89,6 +89,20 @@ impl Vocab {
         u32::try_from(id).ok()
     }
 
+    /// The id of byte `b`'s token in SentencePiece's spelling, `<0xHH>` (upper-case hex).
+    #[inline]
+    pub fn find_byte(&self, b: u8) -> Option<u32> {
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        self.find(&[
+            b'<',
+            b'0',
+            b'x',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+            b'>',
+        ])
+    }
+
     /// The attribute bits of `id` (0 past the end).
     #[inline]
     pub fn attr(&self, id: u32) -> u32 {
