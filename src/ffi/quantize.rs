@@ -127,11 +127,10 @@ pub unsafe extern "C" fn gguf_quantize(
     dst: *mut c_void,
     dst_size: u64,
 ) -> u64 {
-    // SAFETY: the caller's contract (see above) is `quantize_rows`'s.
-    guard(0, || unsafe {
-        quantize_rows(
-            dtype, src, n_rows, n_per_row, importance, dst, dst_size, None,
-        )
+    guard(0, || {
+        // SAFETY: the caller's contract (see above) is `buffers`'s.
+        let b = unsafe { buffers(dtype, src, n_rows, n_per_row, importance, dst, dst_size)? };
+        quantize_rows(b, None)
     })
 }
 
@@ -150,33 +149,16 @@ pub unsafe extern "C" fn gguf_quantize_parallel(
     dst_size: u64,
     n_threads: u32,
 ) -> u64 {
-    // SAFETY: the caller's contract (see `gguf_quantize`) is `quantize_rows`'s.
-    guard(0, || unsafe {
-        let threads = Some(n_threads);
-        quantize_rows(
-            dtype, src, n_rows, n_per_row, importance, dst, dst_size, threads,
-        )
+    guard(0, || {
+        // SAFETY: the caller's contract (see `gguf_quantize`) is `buffers`'s.
+        let b = unsafe { buffers(dtype, src, n_rows, n_per_row, importance, dst, dst_size)? };
+        quantize_rows(b, Some(n_threads))
     })
 }
 
-/// The quantization of `gguf_quantize` (`threads` None) or `gguf_quantize_parallel`: the bytes
-/// written.
-///
-/// # Safety
-/// As `gguf_quantize`'s contract: the pointers hold what its arguments say.
-#[allow(clippy::too_many_arguments)]
-unsafe fn quantize_rows(
-    dtype: u32,
-    src: *const f32,
-    n_rows: u64,
-    n_per_row: u64,
-    importance: *const f32,
-    dst: *mut c_void,
-    dst_size: u64,
-    threads: Option<u32>,
-) -> Result<u64> {
-    // SAFETY: the caller's contract is `buffers`'s.
-    let b = unsafe { buffers(dtype, src, n_rows, n_per_row, importance, dst, dst_size)? };
+/// The quantization of `gguf_quantize` (`threads` None) or `gguf_quantize_parallel` into the
+/// checked buffers: the bytes written.
+fn quantize_rows(b: Buffers<'_>, threads: Option<u32>) -> Result<u64> {
     if b.src.is_empty() {
         return Ok(0);
     }
