@@ -358,7 +358,7 @@ pub unsafe extern "C" fn gguf_read_tensors(
             .map(|(i, dst, len)| {
                 // SAFETY: the caller provides `size_bytes` writable bytes at each `dsts[k]`
                 // (the header's contract); they were just checked not to overlap.
-                Ok((i, unsafe { slice_mut(dst, len, "dsts[k]")? }))
+                Ok((i, unsafe { slice_mut(dst, len, "dsts")? }))
             })
             .collect::<Result<_>>()?;
         let options = LoadOptions {
