@@ -193,34 +193,48 @@ impl NameIndex {
         hashes: &[u64],
         same_name: impl Fn(usize, usize) -> bool,
     ) -> Option<(usize, usize)> {
-        // In locals, so that they stay in registers when the index itself is in memory.
         let (slots, tag_mask) = (&mut *self.slots, self.tag_mask);
-        let mask = slots.len() - 1;
-        let same_name = &same_name;
-        // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
-        let entries = u32::try_from(first + 1).unwrap_or(u32::MAX)..;
-        for ((i, entry), &hash) in (first..).zip(entries).zip(hashes) {
-            // Most entries find their first slot free (the table is at most a quarter full):
-            // that case is all this loop does, so that it keeps its few values in registers.
-            let home = low_bits(hash) & mask;
-            let stored = (high_half(hash) & tag_mask) | entry;
-            let first = slots.get(home).copied().unwrap_or(0);
-            let next = (home + 1) & mask;
-            if first == 0 {
-                slots[home] = stored;
-            } else if (first ^ stored) & tag_mask != 0 && slots.get(next) == Some(&0) {
-                // The first slot holds another name (its hash bits differ), the next is free.
-                slots[next] = stored;
-            } else if let Err(j) =
-                NameIndex::place_after(slots, tag_mask, entry, hash, &move |j| same_name(j, i))
+        let mut k = 0;
+        loop {
+            k += NameIndex::place_free(slots, tag_mask, first + k, hashes.get(k..)?);
+            let &hash = hashes.get(k)?;
+            let i = first + k;
+            let entry = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            if let Err(j) =
+                NameIndex::place_after(slots, tag_mask, entry, hash, &|j| same_name(j, i))
             {
                 return Some((j, i));
             }
+            k += 1;
         }
-        None
     }
 
-    /// [`NameIndex::place`] out of line, for an entry whose first slot is taken.
+    /// Inserts entries `first..` (`hashes[k]` being entry `first + k`'s hash) while each finds
+    /// a free slot without comparing names: its first slot, or the next if the first holds a
+    /// name with other hash bits; returns how many it inserted.
+    #[inline(always)]
+    fn place_free(slots: &mut [u32], tag_mask: u32, first: usize, hashes: &[u64]) -> usize {
+        let mask = slots.len() - 1;
+        // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
+        let entry = u32::try_from(first + 1).unwrap_or(u32::MAX);
+        for (k, &hash) in hashes.iter().enumerate() {
+            let home = low_bits(hash) & mask;
+            #[allow(clippy::cast_possible_truncation)] // below 2^32 (above)
+            let stored = (high_half(hash) & tag_mask) | entry.wrapping_add(k as u32);
+            let at_home = slots.get(home).copied().unwrap_or(0);
+            let next = (home + 1) & mask;
+            if at_home == 0 {
+                slots[home] = stored;
+            } else if (at_home ^ stored) & tag_mask != 0 && slots.get(next) == Some(&0) {
+                slots[next] = stored;
+            } else {
+                return k;
+            }
+        }
+        hashes.len()
+    }
+
+    /// [`NameIndex::place`] out of line, for an entry that [`NameIndex::place_free`] leaves.
     #[cold]
     #[inline(never)]
     fn place_after(

@@ -54,10 +54,11 @@ fn name_in(bytes: &[u8], at: usize, len: usize) -> &[u8] {
         .unwrap_or_default()
 }
 
-/// Bits of each dimension in a stored record: 22 + 22 + 12 + 5 = 61 (a first or second dimension
-/// below 4 Mi, a third below 4096, a fourth below 32), the bounds within which the fast walk
-/// takes an info. A record with a larger dimension is kept whole beside the others.
-pub(super) const DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 5];
+/// Bits of each dimension in a stored record, which stores each dimension less one: 60 in all (a
+/// first or second dimension of 1 to 4 Mi, a third of 1 to 4096, a fourth of 1 to 16), the
+/// bounds within which the fast walk takes an info. A record with a larger dimension, or a
+/// dimension 0, is kept whole beside the others.
+pub(super) const DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 4];
 
 /// Where each dimension starts in the packed word.
 const DIM_SHIFTS: [u32; MAX_DIMS] = [0, 22, 44, 56];
@@ -70,14 +71,22 @@ pub(super) const NAME_LEN_BITS: u32 = 48;
 const WIDE: u64 = 1 << 63;
 
 /// A record as stored: the name's offset; the name's length, the dimension count (from bit 48)
-/// and the type id (from bit 56); the data offset; the dimensions packed as [`DIM_BITS`] lays
-/// them out, or [`WIDE`] and a place among the wide records.
+/// and the type id (from bit 56); the data offset; the dimensions, each less one, packed as
+/// [`DIM_BITS`] lays them out, or [`WIDE`] and a place among the wide records.
 pub(super) type Stored = [u64; 4];
 
-/// The packed dimensions of a record whose dimensions fit [`DIM_BITS`] (unchecked here).
+/// Whether dimension `d` fits a stored record's field of `bits` (1 to 2^bits).
+#[inline(always)]
+pub(super) fn dim_fits(d: u64, bits: u32) -> bool {
+    d.wrapping_sub(1) >> bits == 0
+}
+
+/// The packed dimensions of a record whose dimensions fit [`DIM_BITS`] (unchecked here): each
+/// less one, so that the dimensions past the count (1) add nothing.
 #[inline(always)]
 pub(super) fn pack_dims(d: [u64; MAX_DIMS]) -> u64 {
-    d[0] | d[1] << DIM_SHIFTS[1] | d[2] << DIM_SHIFTS[2] | d[3] << DIM_SHIFTS[3]
+    let f = |k: usize| d[k].wrapping_sub(1) << DIM_SHIFTS[k];
+    f(0) | f(1) | f(2) | f(3)
 }
 
 /// The dimension count and type id as placed in a stored record's second word (beside the
@@ -119,7 +128,11 @@ impl Records {
 
     /// Adds the next record.
     pub(super) fn push(&mut self, r: &TensorRecord) {
-        let fits = r.dims.iter().zip(DIM_BITS).all(|(&d, bits)| d >> bits == 0)
+        let fits = r
+            .dims
+            .iter()
+            .zip(DIM_BITS)
+            .all(|(&d, bits)| dim_fits(d, bits))
             && (r.name_len as u64) >> NAME_LEN_BITS == 0;
         let stored = if fits {
             let id = u64::from(r.dtype.id());
@@ -144,7 +157,7 @@ impl Records {
         if dims & WIDE != 0 {
             return self.wide.get(word_usize(dims & !WIDE)).copied();
         }
-        let dim = |k: usize| (dims >> DIM_SHIFTS[k]) & ((1 << DIM_BITS[k]) - 1);
+        let dim = |k: usize| ((dims >> DIM_SHIFTS[k]) & ((1 << DIM_BITS[k]) - 1)) + 1;
         #[allow(clippy::cast_possible_truncation)] // below 2^8
         let id = (kind >> 56) as u32;
         Some(TensorRecord {
@@ -188,19 +201,21 @@ mod tests {
         let mut r = TensorRecord {
             name_at: 32,
             name_len: 3,
-            dims: [(1 << 22) - 1, (1 << 22) - 1, 4095, 31],
+            dims: [1 << 22, 1 << 22, 4096, 16],
             offset: u64::MAX - 31,
             dtype: DataType::ALL[DataType::ALL.len() - 1],
             n_dims: 4,
         };
-        let mut records = Records::with_capacity(6);
+        let mut records = Records::with_capacity(10);
         records.push(&r);
-        // Each dimension one past what fits, and a name too long to pack: kept wide.
+        // Each dimension one past what fits, or 0, and a name too long to pack: kept wide.
         let mut wide = Vec::new();
         for (k, bits) in DIM_BITS.into_iter().enumerate() {
-            let mut w = r;
-            w.dims[k] = 1 << bits;
-            wide.push(w);
+            for d in [(1 << bits) + 1, 0] {
+                let mut w = r;
+                w.dims[k] = d;
+                wide.push(w);
+            }
         }
         wide.push(TensorRecord {
             name_len: usize::MAX >> 1,
@@ -215,8 +230,9 @@ mod tests {
         for (i, w) in wide.iter().enumerate() {
             assert_eq!(records.get(i + 1), Some(*w));
         }
-        assert_eq!(records.name(5, &bytes), b"");
-        assert_eq!(records.get(6), None);
+        let n = wide.len();
+        assert_eq!(records.name(n, &bytes), b"");
+        assert_eq!(records.get(n + 1), None);
         r.n_dims = 0;
         r.dims = [1; 4];
         let mut records = Records::with_capacity(1);

@@ -180,12 +180,12 @@ const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
     table
 };
 
-/// The bits that dimensions 0 to 3 may use in the fast walk: 22 + 22 + 12 + 5 = 61, so the
-/// element count is below 2^61 and, at most 8 bytes an element ([`FAST_TYPES`]), the size below
-/// 2^64: neither product can overflow, and no product's high half is needed. Any larger
-/// dimension (a first or second one of 2^22 and more, over 4095 experts, a fourth over 31) goes
-/// to the general path, which checks overflow exactly. The records store dimensions in these
-/// bits ([`DIM_BITS`]).
+/// The bits that dimensions 0 to 3 may use in the fast walk, less one ([`DIM_BITS`], as the records
+/// store them): 22 + 22 + 12 + 4 = 60, so the element count is at most 2^60 and, at most 8 bytes
+/// an element ([`FAST_TYPES`]), the size at most 2^63: neither product can overflow, and no
+/// product's high half is needed. Any larger dimension (a first or second one over 4 Mi, over
+/// 4096 experts, a fourth over 16), and any dimension 0, goes to the general path, which checks
+/// overflow exactly.
 const FAST_DIM_BITS: [u32; MAX_DIMS] = DIM_BITS;
 
 /// What the fast walk reads of one info from its window: non-zero `broken` if the info breaks a
@@ -221,17 +221,17 @@ fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInf
     let (d0, d1, d2, d3) = (dim(0), dim(1), dim(2), dim(3));
     let t = FAST_TYPES[usize::try_from(type_id.min(64)).unwrap_or(64)];
     let [b0, b1, b2, b3] = FAST_DIM_BITS;
-    let too_wide = ((d0 >> b0) | (d1 >> b1)) | ((d2 >> b2) | (d3 >> b3));
-    // Exact below the bounds `too_wide` checks. With no dimension 0 the size is the element
-    // count over the block, times the block's bytes, exact (the first dimension is a whole number
-    // of blocks). Tensors with no elements go to the general path.
+    // Zero or too wide: each dimension less one (wrapping, for 0) past its bits.
+    let less = |d: u64| d.wrapping_sub(1);
+    let too_wide = ((less(d0) >> b0) | (less(d1) >> b1)) | ((less(d2) >> b2) | (less(d3) >> b3));
+    // Exact within the bounds `too_wide` checks: the size is the element count over the block,
+    // times the block's bytes (the first dimension is a whole number of blocks).
     let n_elements = d0.wrapping_mul(d1).wrapping_mul(d2.wrapping_mul(d3));
     let size = (n_elements >> t.shift).wrapping_mul(u64::from(t.bytes));
     // Every rule in one word, non-zero when one is broken: one branch, not one a rule. The first
     // terms are shifts rather than comparisons, and over-strict: they also send the general path
     // dimensions past `FAST_DIM_BITS`.
     let broken = ((u64::from(n_dims) + 3) >> 3) // more than 4 dimensions
-        | (n_elements.wrapping_sub(1) >> 63) // no elements
         | too_wide
         | (d0 & t.block_mask)
         | (offset & align_mask);
@@ -269,10 +269,14 @@ impl Walk<'_> {
         let align_mask = self.alignment - 1;
         let hasher = self.hasher;
         let mut prev_end = self.prev_end;
-        let done = self.accepted;
         let tensors = self.tensors.stored_mut();
-        let mut accepted = 0;
-        for hash_of in &mut self.hashes[done..] {
+        let hashes = &mut self.hashes[..];
+        // Names of 2^48 bytes or more (only in bytes as long) are recorded by the general path.
+        if bytes.len() as u64 >> NAME_LEN_BITS != 0 {
+            return pos;
+        }
+        // One count for the loop, the records and the hashes: the number of records.
+        while let Some(hash_of) = hashes.get_mut(tensors.len()) {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
             else {
                 break;
@@ -286,6 +290,9 @@ impl Walk<'_> {
             else {
                 break;
             };
+            // Hashed first (written over if the info is refused), so that the hashing and the
+            // reading of the window do not hold registers at the same time.
+            *hash_of = hasher.hash(name);
             let n_dims = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             let nd = n_dims.min(MAX_DIMS_U32) as usize;
             // The reading and checks specialized by dimension count ([`read_window`]). Which
@@ -304,11 +311,9 @@ impl Walk<'_> {
                 3 => read_window(w, 3, 3, align_mask),
                 _ => read_window(w, n_dims, nd, align_mask),
             };
-            // (A name of 2^48 bytes or more is recorded by the general path.)
-            if broken | (len as u64 >> NAME_LEN_BITS) != 0 {
+            if broken != 0 {
                 break;
             }
-            *hash_of = hasher.hash(name);
             // Ends only grow while the data lie in order, so the largest is the last. Data out of
             // order make it `u64::MAX` (and so every later comparison fails too): the largest
             // end then says that the tensors may not lie inside the file, and the full check
@@ -319,10 +324,9 @@ impl Walk<'_> {
                 u64::MAX
             };
             tensors.push([(pos + 8) as u64, len as u64 | kind, offset, dims]);
-            accepted += 1;
             pos += 8 + len + used;
         }
-        self.accepted = done + accepted;
+        self.accepted = tensors.len();
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
     }
