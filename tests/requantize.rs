@@ -9,8 +9,8 @@ mod model;
 
 use gguf::requantize::rules::{choose_types, Hparams, TensorShape, TypeRules};
 use gguf::requantize::{
-    output_paths, plan, requantize, requantize_file, FileType, Importance, Options, Pattern,
-    Progress,
+    output_paths, plan, requantize, requantize_file, type_rules, FileType, Importance, Options,
+    Pattern, Progress,
 };
 use gguf::{DataType, ErrorCode, MetadataValue, Model, OpenOptions, Value, Writer};
 use model::{Spec, SPEC};
@@ -113,16 +113,7 @@ fn hparams(spec: &Spec, n_expert: u32) -> Hparams {
 }
 
 fn rules(file_type: FileType) -> TypeRules {
-    TypeRules {
-        file_type,
-        pure: false,
-        leave_output_tensor: false,
-        only_copy: false,
-        output_tensor_type: None,
-        token_embedding_type: None,
-        tensor_types: Vec::new(),
-        has_importance: false,
-    }
+    type_rules(&Options::new(file_type)).expect("the default options' rules")
 }
 
 /// The types the rules choose for the test model's tensors, by name.

@@ -232,8 +232,10 @@ fn invalid(message: String) -> Error {
     Error::msg(ErrorCode::InvalidArgument, message)
 }
 
-/// The type rules `options` give, for a model with an importance matrix or not.
-fn type_rules(options: &Options) -> Result<TypeRules> {
+/// The type rules `options` give (for a model with an importance matrix if `options` has one):
+/// what [`requantize`] chooses each tensor's type by. Fails on a name pattern that does not
+/// parse, or a type option that names a type ggml cannot quantize to.
+pub fn type_rules(options: &Options) -> Result<TypeRules> {
     let tensor_types = options
         .tensor_types
         .iter()
