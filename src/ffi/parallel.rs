@@ -1,10 +1,10 @@
 //! A tensor converted to floats on many threads: `gguf_tensor_to_float_parallel`, over
 //! `load::tensor_to_float_parallel`.
 
-use super::boundary::{aligned, slice_mut};
-use super::boundary::{guard, null};
-use super::handle::{GGUFFile, GGUFFileImpl};
-use super::tensors::{own_index, GGUFTensorInfo};
+use super::boundary::guard;
+use super::handle::GGUFFile;
+use super::tensors::GGUFTensorInfo;
+use super::values::float_destination;
 use crate::load;
 
 /// `gguf_tensor_to_float` on up to `n_threads` threads (0: one per core; at most 1024, and a
@@ -31,18 +31,10 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
     n_threads: u32,
 ) -> bool {
     guard(false, || {
-        // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        let i = own_index(f, info)?;
-        if dst.is_null() {
-            return Err(null("dst"));
-        }
-        aligned(dst.cast_const(), "dst")?;
-        // Every check, for the whole range, before any slice is made of `dst`.
-        let n = load::float_rows_parallel(&f.model, Some(&f.name), i, first_row, n_rows)?;
-        // SAFETY: `dst` is non-NULL and aligned, and the caller guarantees room for
-        // `n_rows * dims[0]` floats (the header's contract), `n` of them.
-        let dst = unsafe { slice_mut(dst, n, "dst")? };
+        // SAFETY: the header's contract (as `float_destination` asks). Every check, for the
+        // whole range, before any slice is made of `dst`.
+        let check = load::float_rows_parallel;
+        let (f, i, dst) = unsafe { float_destination(file, info, first_row, n_rows, dst, check)? };
         let name = Some(f.name.as_str());
         load::rows_to_float_parallel(&f.model, name, i, first_row, n_rows, dst, n_threads)?;
         Ok(true)

@@ -4,9 +4,11 @@
 use super::boundary::{aligned, guard, null, slice, slice_mut};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::tensors::{own_index, GGUFTensorInfo};
-use crate::error::ErrorCode;
+use crate::error::{ErrorCode, Result};
 use crate::load;
+use crate::model::Model;
 use crate::quant;
+use crate::source::Source;
 use std::ffi::c_void;
 
 /// Converts `n_elements` elements of data type `dtype` (a `GGUFDataType` value), laid out as in a
@@ -98,20 +100,44 @@ pub unsafe extern "C" fn gguf_tensor_to_float(
     dst: *mut f32,
 ) -> bool {
     guard(false, || {
-        // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        let i = own_index(f, info)?;
-        if dst.is_null() {
-            return Err(null("dst"));
-        }
-        aligned(dst.cast_const(), "dst")?;
-        // The rows lie in the tensor and their floats fit in memory before any slice is made of
-        // `dst`.
-        let n = load::float_rows(&f.model, Some(&f.name), i, first_row, n_rows)?;
-        // SAFETY: `dst` is non-NULL and aligned, and the caller guarantees room for
-        // `n_rows * dims[0]` floats (the header's contract), `n` of them.
-        let dst = unsafe { slice_mut(dst, n, "dst")? };
+        // SAFETY: the header's contract (as `float_destination` asks).
+        let (f, i, dst) =
+            unsafe { float_destination(file, info, first_row, n_rows, dst, load::float_rows)? };
         load::rows_to_float(&f.model, Some(&f.name), i, first_row, n_rows, dst)?;
         Ok(true)
     })
+}
+
+/// How a conversion checks its rows: the number of floats they give, or why not (see
+/// `load::float_rows`).
+pub(super) type RowCheck = fn(&Model<Source>, Option<&str>, usize, u64, u64) -> Result<usize>;
+
+/// The handle, the tensor's index and `dst` as a slice of the floats of rows
+/// `[first_row, first_row + n_rows)` of `info`, for a conversion into `dst`: `check` checks the
+/// rows (that they lie in the tensor, that their floats fit in memory) before any slice is made
+/// of `dst`.
+///
+/// # Safety
+/// `file` is NULL or a live handle, and `dst`, when not NULL, has room for
+/// `n_rows * info->dims[0]` floats and is not otherwise used while the slice lives.
+pub(super) unsafe fn float_destination<'a>(
+    file: GGUFFile,
+    info: *const GGUFTensorInfo,
+    first_row: u64,
+    n_rows: u64,
+    dst: *mut f32,
+    check: RowCheck,
+) -> Result<(&'a GGUFFileImpl, usize, &'a mut [f32])> {
+    // SAFETY: `file` is NULL or a live handle (this function's contract).
+    let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+    let i = own_index(f, info)?;
+    if dst.is_null() {
+        return Err(null("dst"));
+    }
+    aligned(dst.cast_const(), "dst")?;
+    let n = check(&f.model, Some(&f.name), i, first_row, n_rows)?;
+    // SAFETY: `dst` is non-NULL and aligned, with room for `n_rows * dims[0]` floats (this
+    // function's contract), `n` of them.
+    let dst = unsafe { slice_mut(dst, n, "dst")? };
+    Ok((f, i, dst))
 }
