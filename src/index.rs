@@ -195,6 +195,8 @@ impl NameIndex {
     ) -> Option<(usize, usize)> {
         let (slots, tag_mask) = (&mut *self.slots, self.tag_mask);
         let mut k = 0;
+        // The common inserts in a run, the rest one by one between runs; `None` (no name given
+        // twice) once every entry is in.
         loop {
             k += NameIndex::place_free(slots, tag_mask, first + k, hashes.get(k..)?);
             let &hash = hashes.get(k)?;

@@ -4,7 +4,7 @@
 //! name hashed and indexed.
 
 use super::header::{entry_error, Entry};
-use super::record::{kind_bits, pack_dims, Records, DIM_BITS, NAME_LEN_BITS};
+use super::record::{dim_excess, kind_bits, pack_dims, Records, DIM_BITS, NAME_LEN_BITS};
 use super::TensorRecord;
 use crate::error::{Error, ErrorKind, FirstSeen, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
@@ -56,20 +56,19 @@ pub(super) fn read_tensor_infos(
         tensors,
         hasher: index.hasher(),
         hashes: vec![0; count],
-        accepted: 0,
         in_order: true,
         prev_end: 0,
         max_end: 0,
     };
     let mut pos = at;
-    while walk.accepted < count {
+    while walk.tensors.len() < count {
         if fast {
             pos = walk.run_le64(pos);
-            if walk.accepted == count {
+            if walk.tensors.len() == count {
                 break;
             }
         }
-        let i = walk.accepted;
+        let i = walk.tensors.len();
         // The info the fast walk stopped at (or any, in other layouts): read, checked and its
         // error worded by the general path.
         pos = walk
@@ -108,13 +107,12 @@ struct Walk<'a> {
     size: u64,
     layout: Layout,
     alignment: u64,
-    /// Each accepted info, by its place in the file (`count` entries, the first `accepted`
-    /// written).
+    /// Each accepted info, in file order (room for `count`): their number is the number of infos
+    /// accepted.
     tensors: Records,
     hasher: NameHasher,
     /// Each accepted name's hash, indexed after the walk (as `tensors`).
     hashes: Vec<u64>,
-    accepted: usize,
     in_order: bool,
     prev_end: u64,
     max_end: u64,
@@ -221,9 +219,9 @@ fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInf
     let (d0, d1, d2, d3) = (dim(0), dim(1), dim(2), dim(3));
     let t = FAST_TYPES[usize::try_from(type_id.min(64)).unwrap_or(64)];
     let [b0, b1, b2, b3] = FAST_DIM_BITS;
-    // Zero or too wide: each dimension less one (wrapping, for 0) past its bits.
-    let less = |d: u64| d.wrapping_sub(1);
-    let too_wide = ((less(d0) >> b0) | (less(d1) >> b1)) | ((less(d2) >> b2) | (less(d3) >> b3));
+    // Zero or too wide.
+    let too_wide =
+        (dim_excess(d0, b0) | dim_excess(d1, b1)) | (dim_excess(d2, b2) | dim_excess(d3, b3));
     // Exact within the bounds `too_wide` checks: the size is the element count over the block,
     // times the block's bytes (the first dimension is a whole number of blocks).
     let n_elements = d0.wrapping_mul(d1).wrapping_mul(d2.wrapping_mul(d3));
@@ -256,7 +254,7 @@ fn window_u64(w: &[u8; 48], at: usize) -> u64 {
 
 impl Walk<'_> {
     /// The walk over tensor infos in the common layout (little-endian, 64-bit lengths), from the
-    /// info at `pos` (the one after the `accepted` ones) until every one is accepted: each info
+    /// info at `pos` (the one after those recorded) until every one is accepted: each info
     /// is read from its name and one bounds-checked 48-byte window after it ([`read_window`]),
     /// with one branch for all of [`check_tensor_info`]'s rules; its record is pushed (into room
     /// for every info) and its name's hash written in place. Stops, returning where, at the
@@ -326,7 +324,6 @@ impl Walk<'_> {
             tensors.push([(pos + 8) as u64, len as u64 | kind, offset, dims]);
             pos += 8 + len + used;
         }
-        self.accepted = tensors.len();
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
         pos
     }
@@ -339,7 +336,7 @@ impl Walk<'_> {
         let mut r = ByteReader::sized(bytes, at, layout, self.size);
         let raw = decode_tensor_info(&mut r)?;
         let (dtype, size) = check_tensor_info(&raw, bytes, layout, self.alignment)?;
-        let i = self.accepted;
+        let i = self.tensors.len();
         self.hashes[i] = self.hasher.hash(raw.name.of(bytes));
         let end = raw.offset.saturating_add(size);
         if size > 0 {
@@ -356,7 +353,6 @@ impl Walk<'_> {
             n_dims: raw.n_dims,
         };
         self.tensors.push(&record);
-        self.accepted = i + 1;
         Ok(raw.end)
     }
 }

@@ -154,13 +154,9 @@ fn q2_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // latency of the others'); missing last blocks are zeros.
     for (ib, n) in block_runs(x.len() / QK_K, Q2_LANES / 16) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
         let (mut xt, mut qt) = ([[0f32; Q2_LANES]; 16], [[0f32; Q2_LANES]; 16]);
-        to_lanes(
-            xs,
-            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
-            &mut xt,
-            &mut qt,
-        );
+        to_lanes(xs, qw, &mut xt, &mut qt);
         let mut wt = [[0f32; Q2_LANES]; 16];
         let mut lt = [[0u8; Q2_LANES]; 16];
         let mut sw = [0f32; Q2_LANES];
@@ -304,13 +300,9 @@ fn q3_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // others' latency); missing last blocks are zeros.
     for (ib, n) in block_runs(x.len() / QK_K, Q3_LANES / 16) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
         let (mut xt, mut qt) = ([[0f32; Q3_LANES]; 16], [[0f32; Q3_LANES]; 16]);
-        to_lanes(
-            xs,
-            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
-            &mut xt,
-            &mut qt,
-        );
+        to_lanes(xs, qw, &mut xt, &mut qt);
         let mut lt = [[0i8; Q3_LANES]; 16];
         let mut sw = [0f32; Q3_LANES];
         let scales = if imp.is_some() {
@@ -586,13 +578,9 @@ fn q6_k_rows(x: &[f32], imp: Option<&[f32]>, y: &mut [u8]) {
     // latency of the others'); missing last blocks are zeros.
     for (ib, n) in block_runs(x.len() / QK_K, Q6_LANES / 16) {
         let xs = &x[QK_K * ib..QK_K * (ib + n)];
+        let qw = imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]);
         let (mut xt, mut qt) = ([[0f32; Q6_LANES]; 16], [[0f32; Q6_LANES]; 16]);
-        to_lanes(
-            xs,
-            imp.map(|q| &q[QK_K * ib..QK_K * (ib + n)]),
-            &mut xt,
-            &mut qt,
-        );
+        to_lanes(xs, qw, &mut xt, &mut qt);
         let mut lt = [[0i8; Q6_LANES]; 16];
         let scales = make_qx_lanes(32, &xt, imp.map(|_| &qt), &mut lt);
         for b in 0..n {
