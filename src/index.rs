@@ -2,8 +2,10 @@
 //! the index owns no strings and borrows nothing.
 //!
 //! Opening a file indexes every tensor name (a duplicate name is refused at open), so inserting
-//! is on the open path of files with many thousands of tensors. Each slot is one `u32`: the entry's
-//! position + 1 in the low bits (0 marks an empty slot) and bits of the name's hash in the rest.
+//! is on the open path of files with many thousands of tensors. Names hash to 32 bits (half the
+//! memory a 64-bit hash would take in the open's hash list, which a large file's open writes and
+//! reads whole). Each slot is one `u32`: the entry's position + 1 in the low bits (0 marks an empty
+//! slot) and the hash's high bits in the rest; the table index is its low bits.
 //! Probing is linear over a table at most a quarter full, and compares a name only when the stored
 //! hash bits match, so an insert is one hash, usually one slot read and one write.
 
@@ -19,18 +21,11 @@ pub(crate) struct NameIndex {
     hasher: NameHasher,
 }
 
-/// The low bits of `x` as a table index (dropping the high bits is the point).
+/// A hash as a table index, before masking (a table of more than 2^32 slots, for over a billion
+/// names, uses its first 2^32 only).
 #[inline]
-#[allow(clippy::cast_possible_truncation)]
-fn low_bits(x: u64) -> usize {
-    x as usize
-}
-
-/// The high half of a hash, from which slots take their hash bits.
-#[inline]
-#[allow(clippy::cast_possible_truncation)]
-fn high_half(hash: u64) -> u32 {
-    (hash >> 32) as u32
+fn low_bits(hash: u32) -> usize {
+    hash as usize
 }
 
 /// The hash of names, seeded per index so that a file cannot be crafted to make every name
@@ -82,7 +77,7 @@ impl NameHasher {
 
     /// The hash of one name: all of its bytes and its length.
     #[inline(always)]
-    pub fn hash(&self, name: &[u8]) -> u64 {
+    pub fn hash(&self, name: &[u8]) -> u32 {
         #[cfg(test)]
         if tests::COLLIDE.get() {
             return tests::COLLIDING_HASH;
@@ -110,8 +105,11 @@ impl NameHasher {
         } else {
             (0, 0)
         };
-        // The fold mixes every bit of its factors into the high and the low half alike.
-        fold(a ^ k1, b ^ h)
+        // The fold mixes every bit of its factors into the high and the low half alike: its low
+        // 32 bits are the hash.
+        #[allow(clippy::cast_possible_truncation)]
+        let hash = fold(a ^ k1, b ^ h) as u32;
+        hash
     }
 }
 
@@ -122,8 +120,10 @@ impl NameIndex {
         // free is a branch that the processor cannot predict, and at half full it was wrong
         // often enough to cost more than the larger table (measured at 1000 to 100000 names).
         let size = count.saturating_mul(4).next_power_of_two().max(8);
-        // A slot holds the position + 1 in as few bits as the count needs, and hash bits in the
-        // rest (15 at 100000 entries), so that names are compared only when those match.
+        // A slot holds the position + 1 in as few bits as the count needs, and the hash's high
+        // bits in the rest, so that names are compared only when those match. The table index
+        // takes the low bits, two or three of which the tag shares: names in one probe run still
+        // differ in 13 tag bits or more up to 100000 entries.
         let position_bits = usize::BITS - count.leading_zeros();
         NameIndex {
             slots: vec![0; size].into_boxed_slice(),
@@ -149,7 +149,7 @@ impl NameIndex {
 
     /// The hash of `name` in this index, for [`NameIndex::insert_all`].
     #[inline(always)]
-    pub fn hash(&self, name: &[u8]) -> u64 {
+    pub fn hash(&self, name: &[u8]) -> u32 {
         self.hasher.hash(name)
     }
 
@@ -190,7 +190,7 @@ impl NameIndex {
     pub fn insert_all(
         &mut self,
         first: usize,
-        hashes: &[u64],
+        hashes: &[u32],
         same_name: impl Fn(usize, usize) -> bool,
     ) -> Option<(usize, usize)> {
         let (slots, tag_mask) = (&mut *self.slots, self.tag_mask);
@@ -215,14 +215,14 @@ impl NameIndex {
     /// a free slot without comparing names: its first slot, or the next if the first holds a
     /// name with other hash bits; returns how many it inserted.
     #[inline(always)]
-    fn place_free(slots: &mut [u32], tag_mask: u32, first: usize, hashes: &[u64]) -> usize {
+    fn place_free(slots: &mut [u32], tag_mask: u32, first: usize, hashes: &[u32]) -> usize {
         let mask = slots.len() - 1;
         // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
         let entry = u32::try_from(first + 1).unwrap_or(u32::MAX);
         for (k, &hash) in hashes.iter().enumerate() {
             let home = low_bits(hash) & mask;
             #[allow(clippy::cast_possible_truncation)] // below 2^32 (above)
-            let stored = (high_half(hash) & tag_mask) | entry.wrapping_add(k as u32);
+            let stored = (hash & tag_mask) | entry.wrapping_add(k as u32);
             let at_home = slots.get(home).copied().unwrap_or(0);
             let next = (home + 1) & mask;
             if at_home == 0 {
@@ -243,7 +243,7 @@ impl NameIndex {
         slots: &mut [u32],
         tag_mask: u32,
         entry: u32,
-        hash: u64,
+        hash: u32,
         same_name: &dyn Fn(usize) -> bool,
     ) -> Result<(), usize> {
         NameIndex::place(slots, tag_mask, entry, hash, same_name)
@@ -257,11 +257,11 @@ impl NameIndex {
         slots: &mut [u32],
         tag_mask: u32,
         entry: u32,
-        hash: u64,
+        hash: u32,
         same_name: impl Fn(usize) -> bool,
     ) -> Result<(), usize> {
         let mask = slots.len() - 1;
-        let tag = high_half(hash) & tag_mask;
+        let tag = hash & tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
             let slot = slots[at];
@@ -282,7 +282,7 @@ impl NameIndex {
     pub fn find<'n>(&self, name: &[u8], name_of: impl Fn(usize) -> &'n [u8]) -> Option<usize> {
         let hash = self.hasher.hash(name);
         let mask = self.slots.len() - 1;
-        let tag = high_half(hash) & self.tag_mask;
+        let tag = hash & self.tag_mask;
         let mut at = low_bits(hash) & mask;
         loop {
             let slot = self.slots[at];
@@ -309,7 +309,7 @@ pub(crate) mod tests {
     }
 
     /// What every name hashes to while [`COLLIDE`] is set.
-    pub(crate) const COLLIDING_HASH: u64 = 0x5555_0000_0000_0003;
+    pub(crate) const COLLIDING_HASH: u32 = 0x5555_0003;
 
     #[test]
     fn finds_every_name_and_reports_duplicates() {
@@ -331,14 +331,14 @@ pub(crate) mod tests {
             .map(|n| n.to_vec())
             .collect();
         let mut index = NameIndex::with_capacity(names.len());
-        let hashes: Vec<u64> = names.iter().map(|n| index.hash(n)).collect();
+        let hashes: Vec<u32> = names.iter().map(|n| index.hash(n)).collect();
         // The first name given again (in order) is reported, with its first position.
         let same = |j: usize, k: usize| names[j] == names[k];
         assert_eq!(index.insert_all(0, &hashes, same), Some((1, 3)));
         assert_eq!(index.find(b"c", |j| &names[j]), Some(2));
         assert_eq!(index.find(b"bb", |j| &names[j]), Some(1));
         let mut index = NameIndex::with_capacity(3);
-        let hashes: Vec<u64> = names[..3].iter().map(|n| index.hash(n)).collect();
+        let hashes: Vec<u32> = names[..3].iter().map(|n| index.hash(n)).collect();
         // In two parts: entries after those already inserted.
         assert_eq!(index.insert_all(0, &hashes[..1], same), None);
         assert_eq!(index.insert_all(1, &hashes[1..], same), None);
@@ -346,7 +346,7 @@ pub(crate) mod tests {
             assert_eq!(index.find(n, |j| &names[j]), Some(i));
         }
         let mut index = NameIndex::with_capacity(names.len());
-        let hashes: Vec<u64> = names.iter().map(|n| index.hash(n)).collect();
+        let hashes: Vec<u32> = names.iter().map(|n| index.hash(n)).collect();
         assert_eq!(index.insert_all(0, &hashes[..2], same), None);
         assert_eq!(index.insert_all(2, &hashes[2..], same), Some((1, 3)));
     }

@@ -1,5 +1,6 @@
-//! What the walk over the tensor infos keeps of each: a [`TensorRecord`], stored in 32 bytes
-//! (a file may hold hundreds of thousands of tensors, and every open writes them all).
+//! What the walk over the tensor infos keeps of each: a [`TensorRecord`], stored in 24 bytes
+//! (a file may hold hundreds of thousands of tensors, and every open writes them all: writing
+//! them is a sizeable part of opening a file of many small tensors).
 
 use crate::format::{Layout, MAX_DIMS};
 use crate::types::DataType;
@@ -63,17 +64,35 @@ pub(super) const DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 4];
 /// Where each dimension starts in the packed word.
 const DIM_SHIFTS: [u32; MAX_DIMS] = [0, 22, 44, 56];
 
-/// Bits of the name's length in a stored record.
-pub(super) const NAME_LEN_BITS: u32 = 48;
+/// Where the dimension count starts in the packed word (after the dimensions).
+const N_DIMS_SHIFT: u32 = 60;
 
-/// Set in the last word of a stored record whose dimensions or name length do not fit: the rest
-/// of that word is the record's place among the wide ones.
+/// Bits of the name's offset in a stored record's first word (offsets below 4 TiB).
+pub(super) const NAME_AT_BITS: u32 = 42;
+
+/// Bits of the name's length, after its offset (names shorter than 64 KiB).
+pub(super) const NAME_LEN_BITS: u32 = 16;
+
+/// Where the type id starts in the first word: its last 6 bits.
+const TYPE_SHIFT: u32 = NAME_AT_BITS + NAME_LEN_BITS;
+
+// Every type id fits in the bits above the name.
+const _: () = {
+    let mut i = 0;
+    while i < DataType::ALL.len() {
+        assert!((DataType::ALL[i] as u32) < 1 << (64 - TYPE_SHIFT));
+        i += 1;
+    }
+};
+
+/// Set in the last word of a stored record whose fields do not fit: the rest of that word is the
+/// record's place among the wide ones.
 const WIDE: u64 = 1 << 63;
 
-/// A record as stored: the name's offset; the name's length, the dimension count (from bit 48)
-/// and the type id (from bit 56); the data offset; the dimensions, each less one, packed as
-/// [`DIM_BITS`] lays them out, or [`WIDE`] and a place among the wide records.
-pub(super) type Stored = [u64; 4];
+/// A record as stored: the name's offset and length and the type id ([`pack_name`]); the data
+/// offset; the dimensions, each less one, packed as [`DIM_BITS`] lays them out, and their count
+/// ([`pack_dims`]), or [`WIDE`] and a place among the wide records.
+pub(super) type Stored = [u64; 3];
 
 /// What of dimension `d`, stored less one, does not fit a field of `bits`: 0 when `d` is 1 to
 /// 2^bits (a 0 wraps to all ones). A word, not a flag, so that the fast walk can fold it into
@@ -83,19 +102,25 @@ pub(super) fn dim_excess(d: u64, bits: u32) -> u64 {
     d.wrapping_sub(1) >> bits
 }
 
-/// The packed dimensions of a record whose dimensions fit [`DIM_BITS`] (unchecked here): each
-/// less one, so that the dimensions past the count (1) add nothing.
+/// The packed dimensions and dimension count of a record whose dimensions fit [`DIM_BITS`]
+/// (unchecked here): each dimension less one, so that those past the count (1) add nothing.
 #[inline(always)]
-pub(super) fn pack_dims(d: [u64; MAX_DIMS]) -> u64 {
+pub(super) fn pack_dims(d: [u64; MAX_DIMS], n_dims: u32) -> u64 {
     let f = |k: usize| d[k].wrapping_sub(1) << DIM_SHIFTS[k];
-    f(0) | f(1) | f(2) | f(3)
+    f(0) | f(1) | f(2) | f(3) | u64::from(n_dims) << N_DIMS_SHIFT
 }
 
-/// The dimension count and type id as placed in a stored record's second word (beside the
-/// name's length, below 2^48).
+/// A stored record's first word: the name's offset (below 2^[`NAME_AT_BITS`]) and length (below
+/// 2^[`NAME_LEN_BITS`]), and the type id (unchecked here).
 #[inline(always)]
-pub(super) fn kind_bits(n_dims: u32, type_id: u64) -> u64 {
-    u64::from(n_dims) << NAME_LEN_BITS | type_id << 56
+pub(super) fn pack_name(at: u64, len: u64, type_id: u64) -> u64 {
+    at | len << NAME_AT_BITS | type_id << TYPE_SHIFT
+}
+
+/// The `bits` bits of `w` from `shift`.
+#[inline(always)]
+fn field(w: u64, shift: u32, bits: u32) -> u64 {
+    (w >> shift) & ((1 << bits) - 1)
 }
 
 /// Every tensor's record, in file order.
@@ -135,14 +160,15 @@ impl Records {
             .iter()
             .zip(DIM_BITS)
             .all(|(&d, bits)| dim_excess(d, bits) == 0)
-            && (r.name_len as u64) >> NAME_LEN_BITS == 0;
+            && (r.name_len as u64) >> NAME_LEN_BITS == 0
+            && (r.name_at as u64) >> NAME_AT_BITS == 0;
         let stored = if fits {
             let id = u64::from(r.dtype.id());
-            let kind = r.name_len as u64 | kind_bits(r.n_dims, id);
-            [r.name_at as u64, kind, r.offset, pack_dims(r.dims)]
+            let name = pack_name(r.name_at as u64, r.name_len as u64, id);
+            [name, r.offset, pack_dims(r.dims, r.n_dims)]
         } else {
             self.wide.push(*r);
-            [0, 0, 0, WIDE | (self.wide.len() - 1) as u64]
+            [0, 0, WIDE | (self.wide.len() - 1) as u64]
         };
         self.stored.push(stored);
     }
@@ -155,20 +181,21 @@ impl Records {
     /// Record `i`.
     #[inline]
     pub fn get(&self, i: usize) -> Option<TensorRecord> {
-        let [name_at, kind, offset, dims] = *self.stored.get(i)?;
+        let [name, offset, dims] = *self.stored.get(i)?;
         if dims & WIDE != 0 {
             return self.wide.get(word_usize(dims & !WIDE)).copied();
         }
-        let dim = |k: usize| ((dims >> DIM_SHIFTS[k]) & ((1 << DIM_BITS[k]) - 1)) + 1;
-        #[allow(clippy::cast_possible_truncation)] // below 2^8
-        let id = (kind >> 56) as u32;
+        let dim = |k: usize| field(dims, DIM_SHIFTS[k], DIM_BITS[k]) + 1;
+        #[allow(clippy::cast_possible_truncation)] // below 2^6
+        let id = (name >> TYPE_SHIFT) as u32;
         Some(TensorRecord {
-            name_at: word_usize(name_at),
-            name_len: word_usize(kind & ((1 << NAME_LEN_BITS) - 1)),
+            name_at: word_usize(field(name, 0, NAME_AT_BITS)),
+            name_len: word_usize(field(name, NAME_AT_BITS, NAME_LEN_BITS)),
             dims: [dim(0), dim(1), dim(2), dim(3)],
             offset,
             dtype: DataType::from_id(id).expect("the walk records only known types"),
-            n_dims: u32::try_from((kind >> NAME_LEN_BITS) & 0xFF).unwrap_or(u32::MAX),
+            #[allow(clippy::cast_possible_truncation)] // below 2^3
+            n_dims: field(dims, N_DIMS_SHIFT, 3) as u32,
         })
     }
 
@@ -176,13 +203,14 @@ impl Records {
     #[inline]
     pub fn name<'a>(&self, i: usize, bytes: &'a [u8]) -> &'a [u8] {
         match self.stored.get(i) {
-            Some(&[_, _, _, dims]) if dims & WIDE != 0 => self
+            Some(&[_, _, dims]) if dims & WIDE != 0 => self
                 .wide
                 .get(word_usize(dims & !WIDE))
                 .map_or(&[][..], |r| r.name(bytes)),
-            Some(&[name_at, kind, _, _]) => {
-                let len = kind & ((1 << NAME_LEN_BITS) - 1);
-                name_in(bytes, word_usize(name_at), word_usize(len))
+            Some(&[name, _, _]) => {
+                let at = field(name, 0, NAME_AT_BITS);
+                let len = field(name, NAME_AT_BITS, NAME_LEN_BITS);
+                name_in(bytes, word_usize(at), word_usize(len))
             }
             None => &[],
         }
@@ -208,9 +236,15 @@ mod tests {
             dtype: DataType::ALL[DataType::ALL.len() - 1],
             n_dims: 4,
         };
-        let mut records = Records::with_capacity(10);
+        let mut records = Records::with_capacity(20);
         records.push(&r);
-        // Each dimension one past what fits, or 0, and a name too long to pack: kept wide.
+        // The largest name length and, where `usize` holds it, offset that fit.
+        let mut packed = vec![TensorRecord {
+            name_len: (1 << NAME_LEN_BITS) - 1,
+            ..r
+        }];
+        // Each dimension one past what fits, or 0, and a name too long or too far to pack: kept
+        // wide.
         let mut wide = Vec::new();
         for (k, bits) in DIM_BITS.into_iter().enumerate() {
             for d in [(1 << bits) + 1, 0] {
@@ -220,21 +254,34 @@ mod tests {
             }
         }
         wide.push(TensorRecord {
+            name_len: 1 << NAME_LEN_BITS,
+            ..r
+        });
+        wide.push(TensorRecord {
             name_len: usize::MAX >> 1,
             ..r
         });
-        for w in &wide {
+        if let (Ok(last), Ok(past)) = (
+            usize::try_from((1u64 << NAME_AT_BITS) - 1),
+            usize::try_from(1u64 << NAME_AT_BITS),
+        ) {
+            packed.push(TensorRecord { name_at: last, ..r });
+            wide.push(TensorRecord { name_at: past, ..r });
+        }
+        for w in packed.iter().chain(&wide) {
             records.push(w);
         }
         let bytes = [&[b'.'; 32][..], b"abc"].concat();
         assert_eq!(records.get(0), Some(r));
         assert_eq!(records.name(0, &bytes), b"abc");
-        for (i, w) in wide.iter().enumerate() {
+        for (i, w) in packed.iter().chain(&wide).enumerate() {
             assert_eq!(records.get(i + 1), Some(*w));
         }
-        let n = wide.len();
+        let n = packed.len() + wide.len();
         assert_eq!(records.name(n, &bytes), b"");
         assert_eq!(records.get(n + 1), None);
+        // Only the wide ones are kept whole.
+        assert_eq!(records.wide.len(), wide.len());
         r.n_dims = 0;
         r.dims = [1; 4];
         let mut records = Records::with_capacity(1);

@@ -4,7 +4,9 @@
 //! name hashed and indexed.
 
 use super::header::{entry_error, Entry};
-use super::record::{dim_excess, kind_bits, pack_dims, Records, DIM_BITS, NAME_LEN_BITS};
+use super::record::{
+    dim_excess, pack_dims, pack_name, Records, DIM_BITS, NAME_AT_BITS, NAME_LEN_BITS,
+};
 use super::TensorRecord;
 use crate::error::{Error, ErrorKind, FirstSeen, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
@@ -112,7 +114,7 @@ struct Walk<'a> {
     tensors: Records,
     hasher: NameHasher,
     /// Each accepted name's hash, indexed after the walk (as `tensors`).
-    hashes: Vec<u64>,
+    hashes: Vec<u32>,
     in_order: bool,
     prev_end: u64,
     max_end: u64,
@@ -187,27 +189,28 @@ const KEEP_DIMS: [[u64; MAX_DIMS]; MAX_DIMS + 1] = {
 const FAST_DIM_BITS: [u32; MAX_DIMS] = DIM_BITS;
 
 /// What the fast walk reads of one info from its window: non-zero `broken` if the info breaks a
-/// rule (or is left to the general path), its dimensions packed for its record
-/// ([`pack_dims`]), its dimension count and type id placed for its record ([`pack`]), its data's
-/// size and offset, and how many bytes of the window it uses.
+/// rule (or is left to the general path), its dimensions and their count packed for its record
+/// ([`pack_dims`]), its type id, its data's size and offset, and how many bytes of the window it
+/// uses.
 struct FastInfo {
     broken: u64,
     dims: u64,
-    kind: u64,
+    type_id: u64,
     size: u64,
     offset: u64,
     used: usize,
 }
 
-/// The fast walk's reading and checks of one info, from `w`, the 48 bytes after its name;
-/// `n_dims` is its stored dimension count and `nd` that count, at most [`MAX_DIMS`]. Every rule of
-/// [`check_tensor_info`] is folded into one word, with no branch per rule.
+/// The fast walk's reading and checks of one info, from `w`, the 48 bytes after its name of
+/// `len` bytes; `n_dims` is its stored dimension count and `nd` that count, at most
+/// [`MAX_DIMS`]. Every rule of [`check_tensor_info`] is folded into one word, with no branch per
+/// rule, and so is the bound on a name's length in a record.
 ///
 /// The walk inlines it once for each common dimension count with `nd` a constant, so that each
 /// copy loads only its own dimensions, finds the type and offset at fixed places and multiplies
 /// no ones: about a fifth fewer instructions a tensor than one copy for every count.
 #[inline(always)]
-fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInfo {
+fn read_window(w: &[u8; 48], len: u64, n_dims: u32, nd: usize, align_mask: u64) -> FastInfo {
     // Dimensions past the count are 1: each is loaded, then kept or replaced through a mask from
     // a table (a table, not a comparison, so that where `nd` is not a constant the compiler makes
     // no branch of it and the loads stay unconditional).
@@ -228,16 +231,15 @@ fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInf
     let size = (n_elements >> t.shift).wrapping_mul(u64::from(t.bytes));
     // Every rule in one word, non-zero when one is broken: one branch, not one a rule. The first
     // terms are shifts rather than comparisons, and over-strict: they also send the general path
-    // dimensions past `FAST_DIM_BITS`.
-    let broken = ((u64::from(n_dims) + 3) >> 3) // more than 4 dimensions
-        | too_wide
-        | (d0 & t.block_mask)
-        | (offset & align_mask);
+    // dimensions past `FAST_DIM_BITS` and names too long for a record. More than 4 dimensions
+    // make `n_dims + 3` reach bit 3, shifted here to the bit that a name too long reaches.
+    let long = ((u64::from(n_dims) + 3) << (NAME_LEN_BITS - 3) | len) >> NAME_LEN_BITS;
+    let broken = long | too_wide | (d0 & t.block_mask) | (offset & align_mask);
     FastInfo {
         broken,
         // Packed here, where `nd` is a constant: the dimensions past it fold into one.
-        dims: pack_dims([d0, d1, d2, d3]),
-        kind: kind_bits(n_dims, type_id),
+        dims: pack_dims([d0, d1, d2, d3], n_dims),
+        type_id,
         size,
         offset,
         used: type_at + 12,
@@ -269,8 +271,8 @@ impl Walk<'_> {
         let mut prev_end = self.prev_end;
         let tensors = self.tensors.stored_mut();
         let hashes = &mut self.hashes[..];
-        // Names of 2^48 bytes or more (only in bytes as long) are recorded by the general path.
-        if bytes.len() as u64 >> NAME_LEN_BITS != 0 {
+        // Names at 4 TiB or more (only in bytes as long) are recorded by the general path.
+        if bytes.len() as u64 >> NAME_AT_BITS != 0 {
             return pos;
         }
         // One count for the loop, the records and the hashes: the number of records.
@@ -299,15 +301,15 @@ impl Walk<'_> {
             let FastInfo {
                 broken,
                 dims,
-                kind,
+                type_id,
                 size,
                 offset,
                 used,
             } = match n_dims {
-                1 => read_window(w, 1, 1, align_mask),
-                2 => read_window(w, 2, 2, align_mask),
-                3 => read_window(w, 3, 3, align_mask),
-                _ => read_window(w, n_dims, nd, align_mask),
+                1 => read_window(w, len as u64, 1, 1, align_mask),
+                2 => read_window(w, len as u64, 2, 2, align_mask),
+                3 => read_window(w, len as u64, 3, 3, align_mask),
+                _ => read_window(w, len as u64, n_dims, nd, align_mask),
             };
             if broken != 0 {
                 break;
@@ -321,7 +323,11 @@ impl Walk<'_> {
             } else {
                 u64::MAX
             };
-            tensors.push([(pos + 8) as u64, len as u64 | kind, offset, dims]);
+            tensors.push([
+                pack_name((pos + 8) as u64, len as u64, type_id),
+                offset,
+                dims,
+            ]);
             pos += 8 + len + used;
         }
         (self.prev_end, self.max_end) = (prev_end, self.max_end.max(prev_end));
