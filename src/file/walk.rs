@@ -201,16 +201,15 @@ struct FastInfo {
     used: usize,
 }
 
-/// The fast walk's reading and checks of one info, from `w`, the 48 bytes after its name of
-/// `len` bytes; `n_dims` is its stored dimension count and `nd` that count, at most
-/// [`MAX_DIMS`]. Every rule of [`check_tensor_info`] is folded into one word, with no branch per
-/// rule, and so is the bound on a name's length in a record.
+/// The fast walk's reading and checks of one info, from `w`, the 48 bytes after its name;
+/// `n_dims` is its stored dimension count and `nd` that count, at most [`MAX_DIMS`]. Every rule of
+/// [`check_tensor_info`] is folded into one word, with no branch per rule.
 ///
 /// The walk inlines it once for each common dimension count with `nd` a constant, so that each
 /// copy loads only its own dimensions, finds the type and offset at fixed places and multiplies
 /// no ones: about a fifth fewer instructions a tensor than one copy for every count.
 #[inline(always)]
-fn read_window(w: &[u8; 48], len: u64, n_dims: u32, nd: usize, align_mask: u64) -> FastInfo {
+fn read_window(w: &[u8; 48], n_dims: u32, nd: usize, align_mask: u64) -> FastInfo {
     // Dimensions past the count are 1: each is loaded, then kept or replaced through a mask from
     // a table (a table, not a comparison, so that where `nd` is not a constant the compiler makes
     // no branch of it and the loads stay unconditional).
@@ -231,10 +230,11 @@ fn read_window(w: &[u8; 48], len: u64, n_dims: u32, nd: usize, align_mask: u64) 
     let size = (n_elements >> t.shift).wrapping_mul(u64::from(t.bytes));
     // Every rule in one word, non-zero when one is broken: one branch, not one a rule. The first
     // terms are shifts rather than comparisons, and over-strict: they also send the general path
-    // dimensions past `FAST_DIM_BITS` and names too long for a record. More than 4 dimensions
-    // make `n_dims + 3` reach bit 3, shifted here to the bit that a name too long reaches.
-    let long = ((u64::from(n_dims) + 3) << (NAME_LEN_BITS - 3) | len) >> NAME_LEN_BITS;
-    let broken = long | too_wide | (d0 & t.block_mask) | (offset & align_mask);
+    // dimensions past `FAST_DIM_BITS`.
+    let broken = ((u64::from(n_dims) + 3) >> 3) // more than 4 dimensions
+        | too_wide
+        | (d0 & t.block_mask)
+        | (offset & align_mask);
     FastInfo {
         broken,
         // Packed here, where `nd` is a constant: the dimensions past it fold into one.
@@ -290,6 +290,10 @@ impl Walk<'_> {
             else {
                 break;
             };
+            // Names too long for a record (64 KiB or more) are recorded by the general path.
+            if len >> NAME_LEN_BITS != 0 {
+                break;
+            }
             // Hashed first (written over if the info is refused), so that the hashing and the
             // reading of the window do not hold registers at the same time.
             *hash_of = hasher.hash(name);
@@ -306,10 +310,10 @@ impl Walk<'_> {
                 offset,
                 used,
             } = match n_dims {
-                1 => read_window(w, len as u64, 1, 1, align_mask),
-                2 => read_window(w, len as u64, 2, 2, align_mask),
-                3 => read_window(w, len as u64, 3, 3, align_mask),
-                _ => read_window(w, len as u64, n_dims, nd, align_mask),
+                1 => read_window(w, 1, 1, align_mask),
+                2 => read_window(w, 2, 2, align_mask),
+                3 => read_window(w, 3, 3, align_mask),
+                _ => read_window(w, n_dims, nd, align_mask),
             };
             if broken != 0 {
                 break;
