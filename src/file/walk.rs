@@ -538,6 +538,7 @@ pub(super) fn check_tensor_ranges(
 #[cfg(test)]
 mod tests {
     use super::super::{header::parse, GgufFile};
+    use super::NAME_LEN_BITS;
     use std::cell::Cell;
 
     thread_local! {
@@ -649,6 +650,16 @@ mod tests {
                 let bytes = file(&infos, 64);
                 assert_eq!(outcome(&bytes), general_outcome(&bytes), "{info:?}");
             }
+        }
+        // A name as long as a record holds, and one byte longer (which the fast walk leaves to
+        // the general path), each before an ordinary info.
+        for len in [(1 << NAME_LEN_BITS) - 1, 1 << NAME_LEN_BITS] {
+            let name = "n".repeat(len);
+            let bytes = file(&[(&name, &[8], 0, 0), ("z", &[8], 0, 32)], 64);
+            assert_eq!(outcome(&bytes), general_outcome(&bytes), "{len}");
+            let g = GgufFile::from_bytes(&bytes[..]).unwrap();
+            assert_eq!(g.tensor(&name).map(|t| t.name.len()), Some(len));
+            assert_eq!(g.tensor_index("z"), Some(1));
         }
         // Random changes to the infos of a small file, as in the decoder test above.
         let base = file(
