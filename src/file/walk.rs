@@ -265,16 +265,15 @@ impl Walk<'_> {
     /// error exactly as for any layout.
     #[inline(never)]
     fn run_le64(&mut self, mut pos: usize) -> usize {
-        let bytes = self.bytes;
+        // The first 4 TiB: an info past them (only in files as long) is left to the general path,
+        // as a record cannot hold the offset of its name.
+        let within = usize::try_from(1u64 << NAME_AT_BITS).unwrap_or(usize::MAX);
+        let bytes = self.bytes.get(..within).unwrap_or(self.bytes);
         let align_mask = self.alignment - 1;
         let hasher = self.hasher;
         let mut prev_end = self.prev_end;
         let tensors = self.tensors.stored_mut();
         let hashes = &mut self.hashes[..];
-        // Names at 4 TiB or more (only in bytes as long) are recorded by the general path.
-        if bytes.len() as u64 >> NAME_AT_BITS != 0 {
-            return pos;
-        }
         // One count for the loop, the records and the hashes: the number of records.
         while let Some(hash_of) = hashes.get_mut(tensors.len()) {
             let Some((len, rest)) = bytes.get(pos..).and_then(|r| r.split_first_chunk::<8>())
