@@ -21,11 +21,11 @@ pub(crate) struct NameIndex {
     hasher: NameHasher,
 }
 
-/// A hash as a table index, before masking (a table of more than 2^32 slots, for over a billion
-/// names, uses its first 2^32 only).
+/// The slot a hash starts its probe at, in a table of `mask + 1` slots: its low bits (a table of
+/// more than 2^32 slots, for over a billion names, uses its first 2^32 only).
 #[inline]
-fn low_bits(hash: u32) -> usize {
-    hash as usize
+fn home(hash: u32, mask: usize) -> usize {
+    hash as usize & mask
 }
 
 /// The hash of names, seeded per index so that a file cannot be crafted to make every name
@@ -220,7 +220,7 @@ impl NameIndex {
         // Entry `i` is stored as i + 1 (fewer than 2^32 entries: `with_capacity`).
         let entry = u32::try_from(first + 1).unwrap_or(u32::MAX);
         for (k, &hash) in hashes.iter().enumerate() {
-            let home = low_bits(hash) & mask;
+            let home = home(hash, mask);
             #[allow(clippy::cast_possible_truncation)] // below 2^32 (above)
             let stored = (hash & tag_mask) | entry.wrapping_add(k as u32);
             let at_home = slots.get(home).copied().unwrap_or(0);
@@ -262,7 +262,7 @@ impl NameIndex {
     ) -> Result<(), usize> {
         let mask = slots.len() - 1;
         let tag = hash & tag_mask;
-        let mut at = low_bits(hash) & mask;
+        let mut at = home(hash, mask);
         loop {
             let slot = slots[at];
             if slot == 0 {
@@ -283,7 +283,7 @@ impl NameIndex {
         let hash = self.hasher.hash(name);
         let mask = self.slots.len() - 1;
         let tag = hash & self.tag_mask;
-        let mut at = low_bits(hash) & mask;
+        let mut at = home(hash, mask);
         loop {
             let slot = self.slots[at];
             if slot == 0 {

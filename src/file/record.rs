@@ -64,8 +64,10 @@ pub(super) const DIM_BITS: [u32; MAX_DIMS] = [22, 22, 12, 4];
 /// Where each dimension starts in the packed word.
 const DIM_SHIFTS: [u32; MAX_DIMS] = [0, 22, 44, 56];
 
-/// Where the dimension count starts in the packed word (after the dimensions).
+/// Where the dimension count starts in the packed word (after the dimensions), and its bits (up
+/// to [`MAX_DIMS`]).
 const N_DIMS_SHIFT: u32 = 60;
+const N_DIMS_BITS: u32 = 3;
 
 /// Bits of the name's offset in a stored record's first word (offsets below 4 TiB).
 pub(super) const NAME_AT_BITS: u32 = 42;
@@ -75,6 +77,9 @@ pub(super) const NAME_LEN_BITS: u32 = 16;
 
 /// Where the type id starts in the first word: its last 6 bits.
 const TYPE_SHIFT: u32 = NAME_AT_BITS + NAME_LEN_BITS;
+
+// The dimension count fits below the wide flag.
+const _: () = assert!(MAX_DIMS < 1 << N_DIMS_BITS && N_DIMS_SHIFT + N_DIMS_BITS <= 63);
 
 // Every type id fits in the bits above the name.
 const _: () = {
@@ -115,6 +120,14 @@ pub(super) fn pack_dims(d: [u64; MAX_DIMS], n_dims: u32) -> u64 {
 #[inline(always)]
 pub(super) fn pack_name(at: u64, len: u64, type_id: u64) -> u64 {
     at | len << NAME_AT_BITS | type_id << TYPE_SHIFT
+}
+
+/// The name's offset and length in a stored record's first word ([`pack_name`]).
+#[inline(always)]
+fn unpack_name(w: u64) -> (usize, usize) {
+    let at = field(w, 0, NAME_AT_BITS);
+    let len = field(w, NAME_AT_BITS, NAME_LEN_BITS);
+    (word_usize(at), word_usize(len))
 }
 
 /// The `bits` bits of `w` from `shift`.
@@ -188,14 +201,15 @@ impl Records {
         let dim = |k: usize| field(dims, DIM_SHIFTS[k], DIM_BITS[k]) + 1;
         #[allow(clippy::cast_possible_truncation)] // below 2^6
         let id = (name >> TYPE_SHIFT) as u32;
+        let (name_at, name_len) = unpack_name(name);
         Some(TensorRecord {
-            name_at: word_usize(field(name, 0, NAME_AT_BITS)),
-            name_len: word_usize(field(name, NAME_AT_BITS, NAME_LEN_BITS)),
+            name_at,
+            name_len,
             dims: [dim(0), dim(1), dim(2), dim(3)],
             offset,
             dtype: DataType::from_id(id).expect("the walk records only known types"),
             #[allow(clippy::cast_possible_truncation)] // below 2^3
-            n_dims: field(dims, N_DIMS_SHIFT, 3) as u32,
+            n_dims: field(dims, N_DIMS_SHIFT, N_DIMS_BITS) as u32,
         })
     }
 
@@ -208,9 +222,8 @@ impl Records {
                 .get(word_usize(dims & !WIDE))
                 .map_or(&[][..], |r| r.name(bytes)),
             Some(&[name, _, _]) => {
-                let at = field(name, 0, NAME_AT_BITS);
-                let len = field(name, NAME_AT_BITS, NAME_LEN_BITS);
-                name_in(bytes, word_usize(at), word_usize(len))
+                let (at, len) = unpack_name(name);
+                name_in(bytes, at, len)
             }
             None => &[],
         }
