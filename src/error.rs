@@ -88,6 +88,16 @@ pub enum ErrorCode {
     /// The shards of a split model do not fit together: a shard is missing, misnumbered, or
     /// disagrees with the others on the shard or tensor count.
     ShardMismatch = 40,
+
+    /// A chat template does not parse (the message names its line and column), or is not UTF-8.
+    TemplateSyntax = 50,
+    /// A chat template failed while rendering: it raised an exception (the message is the
+    /// template's own), or called what does not exist or what the sandbox refuses.
+    TemplateRender = 51,
+    /// A chat template reached one of the renderer's bounds (its work, recursion or size).
+    TemplateLimit = 52,
+    /// A chat request is not valid JSON (the offset is its byte), or not of the request's shape.
+    BadRequest = 53,
 }
 
 impl ErrorCode {
@@ -128,6 +138,10 @@ impl ErrorCode {
             DataOverlap => "tensor data overlap",
             BadValue => "NaN or infinity in tensor data",
             ShardMismatch => "shard mismatch",
+            TemplateSyntax => "chat template syntax error",
+            TemplateRender => "chat template error",
+            TemplateLimit => "chat template limit reached",
+            BadRequest => "bad chat request",
         }
     }
 }
@@ -432,6 +446,30 @@ pub enum ErrorKind {
         /// What was expected and what was found.
         message: String,
     },
+    /// A chat template does not parse.
+    #[error("{message}")]
+    TemplateSyntax {
+        /// Where (line and column) and what is wrong.
+        message: String,
+    },
+    /// A chat template failed while rendering.
+    #[error("{message}")]
+    TemplateRender {
+        /// The template's own message (`raise_exception`), or where and what failed.
+        message: String,
+    },
+    /// A chat template reached a bound of the renderer.
+    #[error("{message}")]
+    TemplateLimit {
+        /// Which bound, and where.
+        message: String,
+    },
+    /// A chat request is malformed.
+    #[error("{message}")]
+    BadRequest {
+        /// What was expected and what was found.
+        message: String,
+    },
 }
 
 /// Why a count cannot be: what it would need against what is there.
@@ -600,6 +638,10 @@ impl ErrorKind {
             K::DataOverlap { .. } => ErrorCode::DataOverlap,
             K::BadValue { .. } => ErrorCode::BadValue,
             K::ShardMismatch { .. } => ErrorCode::ShardMismatch,
+            K::TemplateSyntax { .. } => ErrorCode::TemplateSyntax,
+            K::TemplateRender { .. } => ErrorCode::TemplateRender,
+            K::TemplateLimit { .. } => ErrorCode::TemplateLimit,
+            K::BadRequest { .. } => ErrorCode::BadRequest,
         }
     }
 }

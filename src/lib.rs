@@ -19,6 +19,7 @@ struct TokenizerGuide;
 struct QuantizeModelsGuide;
 
 mod atomic_file;
+pub mod chat;
 pub mod check;
 pub mod digest;
 pub mod error;
