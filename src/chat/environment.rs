@@ -11,9 +11,10 @@ use minijinja::value::{Kwargs, Rest, Value, ValueKind, ValueOrKwargs};
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior};
 
 /// The work one render may do, in minijinja's fuel (about one unit an instruction, and one for
-/// every 64 bytes written): a few seconds of the slowest templates' worst case, far more than
-/// any conversation needs (a 10-turn conversation with tools takes a few thousand).
-pub const FUEL: u64 = 50_000_000;
+/// every 64 bytes written): under a second for the worst runaway loop, far more than
+/// any conversation needs (the most a template of the tests takes over its conversations is
+/// under 200,000). It also bounds the memory a template can fill (about 64 bytes a unit).
+pub const FUEL: u64 = 5_000_000;
 
 /// How deeply macros and recursive loops may call themselves.
 pub const MAX_RECURSION: usize = 200;
@@ -54,7 +55,9 @@ pub fn new() -> Environment<'static> {
             .map_err(|_| Error::from(ErrorKind::WriteFailure))
     });
     env.set_unknown_method_callback(methods::call);
-    // No loader: `include`, `import` and `extends` find nothing.
+    // No loader: `include`, `import` and `extends` find nothing. jinja2 has no `debug()`, which
+    // would print the whole context.
+    env.remove_global("debug");
 
     env.add_filter("tojson", tojson);
     env.add_filter("string", |v: Value| python::to_str(&v).map(Value::from));

@@ -32,6 +32,31 @@ pub const MAX_TEMPLATE_BYTES: usize = 1 << 20;
 /// The largest request read (bytes).
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
+/// The most text one render may write (bytes): far beyond any prompt (a million-token
+/// conversation is a few MiB).
+pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
+
+/// The rendered text, refused past [`MAX_OUTPUT_BYTES`].
+struct CappedOutput {
+    text: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for CappedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.text.len() + buf.len() > MAX_OUTPUT_BYTES {
+            self.over = true;
+            return Err(std::io::Error::other("the output limit is reached"));
+        }
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Why a render failed, before it becomes an [`Error`].
 #[derive(Debug, Clone)]
 pub(crate) enum ChatError {
@@ -229,9 +254,26 @@ impl ChatTemplate {
             .env
             .get_template(NAME)
             .map_err(|e| from_minijinja(&e, &self.source))?;
-        let rendered = template
-            .render(prepared.context.clone())
-            .map_err(|e| from_minijinja(&e, &self.source))?;
+        let mut out = CappedOutput {
+            text: Vec::new(),
+            over: false,
+        };
+        let result = template.render_captured_to(prepared.context.clone(), &mut out);
+        if out.over {
+            return Err(ChatError::Limit {
+                message: format!(
+                    "the template writes more than the {MAX_OUTPUT_BYTES} bytes a render may write"
+                ),
+            }
+            .into());
+        }
+        result.map_err(|e| from_minijinja(&e, &self.source))?;
+        // The engine writes only whole `str`s.
+        let rendered = String::from_utf8(out.text).map_err(|_| ChatError::Render {
+            message: "the output is not UTF-8".into(),
+            line: None,
+            column: None,
+        })?;
         Ok(prepared.finish(rendered)?)
     }
 }
