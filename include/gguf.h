@@ -50,6 +50,40 @@
 #define LIBGGUF_VERSION "0.1.0"
 
 /**
+ * The largest template compiled (bytes): the largest real template is about 20 KiB.
+ */
+#define MAX_TEMPLATE_BYTES (1 << 20)
+
+/**
+ * The largest request read (bytes).
+ */
+#define MAX_REQUEST_BYTES (64 << 20)
+
+/**
+ * The most text one render may write (bytes): far beyond any prompt (a million-token
+ * conversation is a few MiB).
+ */
+#define MAX_OUTPUT_BYTES (64 << 20)
+
+/**
+ * The work one render may do, in minijinja's fuel (about one unit an instruction, and one for
+ * every 64 bytes written): under a second for the worst runaway loop, far more than
+ * any conversation needs (the most a template of the tests takes over its conversations is
+ * under 200,000). It also bounds the memory a template can fill (about 64 bytes a unit).
+ */
+#define FUEL 5000000
+
+/**
+ * How deeply macros and recursive loops may call themselves.
+ */
+#define MAX_RECURSION 200
+
+/**
+ * How deep arrays and objects may nest (Python's own limit is its recursion limit, about 1000).
+ */
+#define MAX_DEPTH 512
+
+/**
  * The largest digest any algorithm produces, in bytes.
  */
 #define GGUF_MAX_DIGEST_SIZE 32
@@ -63,6 +97,13 @@
  * ggml's quantization version (`GGML_QNT_VERSION`), written as `general.quantization_version`.
  */
 #define QUANTIZATION_VERSION 2
+
+/**
+ * `gguf_chat_render*` flag: render as llama-server does (`common_chat_templates_apply`: its
+ * fixes to the messages). Not available in this version: refused with
+ * GGUF_ERROR_CODE_UNSUPPORTED.
+ */
+#define GGUF_CHAT_LLAMA_CPP 1
 
 /**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
@@ -489,6 +530,23 @@ enum GGUFErrorCode
    * disagrees with the others on the shard or tensor count.
    */
   GGUF_ERROR_CODE_SHARD_MISMATCH = 40,
+  /**
+   * A chat template does not parse (the message names its line and column), or is not UTF-8.
+   */
+  GGUF_ERROR_CODE_TEMPLATE_SYNTAX = 50,
+  /**
+   * A chat template failed while rendering: it raised an exception (the message is the
+   * template's own), or called what does not exist or what the sandbox refuses.
+   */
+  GGUF_ERROR_CODE_TEMPLATE_RENDER = 51,
+  /**
+   * A chat template reached one of the renderer's bounds (its work, recursion or size).
+   */
+  GGUF_ERROR_CODE_TEMPLATE_LIMIT = 52,
+  /**
+   * A chat request is not valid JSON (the offset is its byte), or not of the request's shape.
+   */
+  GGUF_ERROR_CODE_BAD_REQUEST = 53,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -670,6 +728,11 @@ typedef uint32_t GGUFReadFlag;
 typedef struct FileType FileType;
 
 /**
+ * The opaque state behind a `GGUFChatTemplate`.
+ */
+typedef struct GGUFChatTemplateImpl GGUFChatTemplateImpl;
+
+/**
  * The opaque state behind a `GGUFDigester`.
  */
 typedef struct GGUFDigesterImpl GGUFDigesterImpl;
@@ -693,6 +756,12 @@ typedef struct GGUFWriterImpl GGUFWriterImpl;
  * A handle to an open GGUF file. NULL is never a valid open handle.
  */
 typedef struct GGUFFileImpl *GGUFFile;
+
+/**
+ * A compiled chat template (`gguf_chat_template_compile`): owned by the caller, usable from
+ * many threads at once. NULL is never a valid template.
+ */
+typedef struct GGUFChatTemplateImpl *GGUFChatTemplate;
 
 /**
  * A tensor's description. Owned by the handle; valid until `gguf_close`.
@@ -1360,6 +1429,78 @@ GGUF_API const int64_t *gguf_get_int64_array(GGUFFile file, const char *key, uin
  * As `gguf_get_float_array`, for an array of BOOL (each 0 or 1: other bytes are refused at open).
  */
 GGUF_API const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_t *out_count);
+
+/**
+ * Renders the chat template `tmpl` (`tmpl_len` bytes of UTF-8) over `request` (`request_len`
+ * bytes of JSON: `{"messages": [...], "tools": [...]?, "documents": [...]?,
+ * "add_generation_prompt": bool?, "continue_final_message": bool?, ...}`, every other key a
+ * template variable such as `bos_token`), as transformers' `apply_chat_template(...,
+ * tokenize=False)` renders it. Writes the prompt to `out` when it fits in `out_size` bytes and
+ * returns its length (see the sizing rule in the header's chat section); -1 on failure.
+ * `flags`: 0 (transformers). `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
+ * UTC) when that environment variable is set.
+ */
+GGUF_API
+int64_t gguf_chat_render_template(const char *tmpl,
+                                  uint64_t tmpl_len,
+                                  const char *request,
+                                  uint64_t request_len,
+                                  char *out,
+                                  uint64_t out_size,
+                                  uint32_t flags);
+
+/**
+ * Renders the file's own chat template: `name` NULL for `tokenizer.chat_template`, else
+ * `tokenizer.chat_template.<name>` (GGUF_ERROR_CODE_NOT_FOUND when the file has none).
+ * `bos_token`, `eos_token`, `unk_token`, `sep_token`, `pad_token`, `cls_token` and
+ * `mask_token` are the text of the tokens the vocabulary names, unless the request sets them.
+ * Otherwise as `gguf_chat_render_template`.
+ */
+GGUF_API
+int64_t gguf_chat_render(GGUFFile file,
+                         const char *name,
+                         const char *request,
+                         uint64_t request_len,
+                         char *out,
+                         uint64_t out_size,
+                         uint32_t flags);
+
+/**
+ * The number of chat templates the file has (`tokenizer.chat_template` and each
+ * `tokenizer.chat_template.<name>`); 0 if `file` is NULL.
+ */
+GGUF_API uint64_t gguf_chat_template_count(GGUFFile file);
+
+/**
+ * The name of the file's template `index` (0 to `gguf_chat_template_count` - 1): "" for
+ * `tokenizer.chat_template`, else the `<name>` of `tokenizer.chat_template.<name>`, as
+ * `gguf_chat_render` takes it. NULL past the count. The string is owned by the handle and
+ * valid until `gguf_close`.
+ */
+GGUF_API const char *gguf_chat_template_name(GGUFFile file, uint64_t index);
+
+/**
+ * Compiles a chat template (`tmpl_len` bytes of UTF-8) for many renders: NULL on failure
+ * (GGUF_ERROR_CODE_TEMPLATE_SYNTAX with the line and column). Free it with
+ * `gguf_chat_template_free`.
+ */
+GGUF_API GGUFChatTemplate gguf_chat_template_compile(const char *tmpl, uint64_t tmpl_len);
+
+/**
+ * Renders a compiled template over `request`, as `gguf_chat_render_template`.
+ */
+GGUF_API
+int64_t gguf_chat_template_render(GGUFChatTemplate tmpl,
+                                  const char *request,
+                                  uint64_t request_len,
+                                  char *out,
+                                  uint64_t out_size,
+                                  uint32_t flags);
+
+/**
+ * Frees a template from `gguf_chat_template_compile`; NULL is ignored.
+ */
+GGUF_API void gguf_chat_template_free(GGUFChatTemplate tmpl);
 
 /**
  * The size in bytes of `algorithm`'s digests (a `GGUFDigestAlgorithm`): 20 for SHA1, 32 for

@@ -337,6 +337,44 @@ fn engine_fixtures() -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// A vocabulary with chat templates (`chat.gguf`, test_chat.c): tokens `<unk>`, `<s>`, `</s>`
+/// (BOS 1, EOS 2); `tokenizer.chat_template` writes BOS, then each message as `ROLE: CONTENT\n`
+/// (`<|assistant|>` after, with add_generation_prompt); `tokenizer.chat_template.shout` writes
+/// the contents upper-cased; `tokenizer.chat_templates` names `shout`.
+fn chat_fixture() -> Vec<u8> {
+    small(|w| {
+        let strings = |items: &[&str]| {
+            MetadataValue::Array(
+                ValueType::String,
+                items.iter().map(|s| MetadataValue::string(s)).collect(),
+            )
+        };
+        w.add_metadata("tokenizer.ggml.model", MetadataValue::string("llama"))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.tokens", strings(&["<unk>", "<s>", "</s>"]))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.bos_token_id", MetadataValue::U32(1))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.eos_token_id", MetadataValue::U32(2))
+            .unwrap();
+        w.add_metadata(
+            "tokenizer.chat_template",
+            MetadataValue::string(
+                "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}\
+                 {% if add_generation_prompt %}<|assistant|>{% endif %}",
+            ),
+        )
+        .unwrap();
+        w.add_metadata(
+            "tokenizer.chat_template.shout",
+            MetadataValue::string("{% for m in messages %}{{ m.content.upper() }}{% endfor %}"),
+        )
+        .unwrap();
+        w.add_metadata("tokenizer.chat_templates", strings(&["shout"]))
+            .unwrap();
+    })
+}
+
 /// Writes every fixture (once per test process) and returns their paths.
 /// A small SentencePiece vocabulary (`vocab_spm.gguf`, test_tokenizer.c): `<unk>`, `<s>`,
 /// `</s>`, the 256 byte tokens (3 to 258), then `▁` (259), `▁H` (260), `▁He` (261), `▁Hel`
@@ -408,6 +446,7 @@ fn fixtures() -> &'static [PathBuf] {
             ("empty.gguf", small(|_| {})),
             ("vocab_spm.gguf", vocab_fixture(1)),
             ("vocab_bad_bos.gguf", vocab_fixture(100_000)),
+            ("chat.gguf", chat_fixture()),
             // Broken files; the offsets in the comments are where the C tests expect the error.
             ("not_gguf.txt", b"this is not a GGUF file\n".to_vec()),
             ("zero.bin", Vec::new()),
@@ -517,7 +556,8 @@ fn run_c_test(program: &str) {
 
 /// Runs `program` under valgrind memcheck: no error, and no byte definitely, indirectly or
 /// possibly lost. (Still-reachable blocks are the C runtime's and the thread-local error
-/// record of the main thread, which the C runtime never tears down.)
+/// record of the main thread, which the C runtime never tears down; `c_tests/valgrind.supp`
+/// names the once-per-process tables valgrind counts as possibly lost.)
 fn run_valgrind(program: &str) {
     let exe = compile_c_program("c_api", program, Link::Plain);
     let output = Command::new("valgrind")
@@ -530,6 +570,12 @@ fn run_valgrind(program: &str) {
             "--track-origins=yes",
             "--quiet",
         ])
+        .arg(format!(
+            "--suppressions={}",
+            common::manifest_dir()
+                .join("c_tests/valgrind.supp")
+                .display()
+        ))
         .arg(&exe)
         .args(fixtures())
         .output()
@@ -721,6 +767,16 @@ fn c_test_tokenizer() {
 #[test]
 fn valgrind_tokenizer() {
     run_valgrind("test_tokenizer");
+}
+
+#[test]
+fn c_test_chat() {
+    run_c_test("test_chat");
+}
+
+#[test]
+fn valgrind_chat() {
+    run_valgrind("test_chat");
 }
 
 #[test]

@@ -16,6 +16,7 @@
 
 pub mod arrays;
 pub(crate) mod boundary;
+pub mod chat;
 pub mod digest;
 pub mod handle;
 pub mod last_error;
@@ -40,6 +41,7 @@ pub mod writer;
 
 // Every C function and type, under `gguf::ffi::` as well as its topic module.
 pub use arrays::*;
+pub use chat::*;
 pub use digest::*;
 pub use handle::{GGUFFile, GGUFFileImpl};
 pub use last_error::*;
