@@ -260,3 +260,79 @@ fn a_bpe_token_whose_piece_would_be_huge_is_refused() {
     want.extend_from_slice(b"]\xe9");
     assert_eq!(tok.token_to_piece(3, 0, false), Some(&want[..]));
 }
+
+/// A token of 64 KiB `a` then `b`: every position of a run of `a` starts a walk 64 KiB long
+/// (and WordPiece tried every length up to the longest token's at each, hashing each), though
+/// only one-byte tokens match. A MiB of `a` takes linear time: about a second here, where the
+/// walks took hours.
+fn long_prefix_token() -> Vec<u8> {
+    let mut t = vec![b'a'; 1 << 16];
+    t.push(b'b');
+    t
+}
+
+/// Runs `f`, asserting it took less than a minute (a debug build's linear time, with room).
+fn quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let started = std::time::Instant::now();
+    let out = f();
+    let took = started.elapsed();
+    assert!(took.as_secs() < 60, "{what} took {took:?}");
+    out
+}
+
+#[test]
+fn wordpiece_is_linear_in_the_word_whatever_the_tokens() {
+    let tokens: Vec<Vec<u8>> = vec![
+        b"[PAD]".to_vec(),
+        b"[UNK]".to_vec(),
+        "\u{2581}a".as_bytes().to_vec(),
+        b"a".to_vec(),
+        b"aaaa".to_vec(),
+        long_prefix_token(),
+        vec![b'b'; 1 << 16],
+    ];
+    let bytes = vocab_file(
+        "bert",
+        &tokens,
+        Some(&[3, 2, 1, 1, 1, 1, 1]),
+        &[
+            ("tokenizer.ggml.unknown_token_id", MetadataValue::U32(1)),
+            ("tokenizer.ggml.padding_token_id", MetadataValue::U32(0)),
+        ],
+    );
+    let file = GgufFile::from_bytes(bytes).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap();
+    let text = vec![b'a'; (1 << 20) + 2];
+    let ids = quick("a MiB of 'a'", || tok.tokenize(&text, false, false));
+    // "▁a", then the longest token at each position: "aaaa" while four are left, then "a".
+    let rest = text.len() - 1;
+    let mut want = vec![2];
+    want.extend(std::iter::repeat(4).take(rest / 4));
+    want.extend(std::iter::repeat(3).take(rest % 4));
+    assert_eq!(ids, want);
+    // A word with a byte no token covers is the unknown token, however long.
+    let mut text = vec![b'a'; 1 << 20];
+    text.push(b'c');
+    let ids = quick("a MiB of 'a' then 'c'", || {
+        tok.tokenize(&text, false, false)
+    });
+    assert_eq!(ids, vec![1]);
+}
+
+#[test]
+fn rwkv_is_linear_in_the_text_whatever_the_tokens() {
+    let tokens: Vec<Vec<u8>> = vec![b"a".to_vec(), b"aa".to_vec(), long_prefix_token()];
+    let file = GgufFile::from_bytes(vocab_file("rwkv", &tokens, None, &[])).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap();
+    let mut text = vec![b'a'; (1 << 20) + 1];
+    let ids = quick("a MiB of 'a'", || tok.tokenize(&text, false, false));
+    let mut want = vec![1; text.len() / 2];
+    want.push(0);
+    assert_eq!(ids, want);
+    // The long token itself, then a byte no token starts with (unknown: skipped, none here).
+    text.truncate(0);
+    text.extend_from_slice(&long_prefix_token());
+    text.extend_from_slice(b"ca");
+    let ids = quick("the long token", || tok.tokenize(&text, false, false));
+    assert_eq!(ids, vec![2, 0]);
+}

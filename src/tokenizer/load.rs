@@ -18,7 +18,7 @@ enum Pending {
     Rwkv(Rwkv),
     Plamo2,
     Bpe(Box<BpeData>),
-    Wpm(usize),
+    Wpm(Box<super::trie::Longest>),
 }
 use crate::error::Result;
 use crate::file::GgufFile;
@@ -274,7 +274,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
         // The byte tokens are known from the attributes, set below.
         VocabType::Plamo2 => Pending::Plamo2,
-        VocabType::Wpm => Pending::Wpm((0..n).map(|i| vocab.text(i).len()).max().unwrap_or(0)),
+        VocabType::Wpm => Pending::Wpm(Box::new(super::wpm::longest(&vocab)?)),
         VocabType::Bpe => {
             let pre_type = PreType::from_name(&pre).ok_or_else(|| {
                 bad(format!(

@@ -128,8 +128,8 @@ pub(crate) enum ModelData {
     Rwkv(rwkv::Rwkv),
     Plamo2(Box<plamo2::Plamo2>),
     Bpe(Box<BpeData>),
-    /// WordPiece: the longest token's length.
-    Wpm(usize),
+    /// WordPiece: every token, for the longest match at each position.
+    Wpm(Box<trie::Longest>),
 }
 
 /// A byte-level BPE vocabulary's merges and pre-tokenizer.
@@ -304,9 +304,8 @@ impl Tokenizer {
             ModelData::Ugm(u) => u.tokenize(&self.vocab, text, &self.flags, out),
             ModelData::Rwkv(r) => r.tokenize(text, self.special.unk, out),
             ModelData::Plamo2(p) => p.tokenize(text, out),
-            &ModelData::Wpm(max_len) => wpm::tokenize(
-                &self.vocab,
-                max_len,
+            ModelData::Wpm(longest) => wpm::tokenize(
+                longest,
                 text,
                 self.flags.lowercase,
                 self.flags.strip_accents,
