@@ -336,3 +336,40 @@ fn rwkv_is_linear_in_the_text_whatever_the_tokens() {
     let ids = quick("the long token", || tok.tokenize(&text, false, false));
     assert_eq!(ids, vec![2, 0]);
 }
+
+#[test]
+fn unigram_is_linear_in_the_text_whatever_the_tokens() {
+    let tokens: Vec<Vec<u8>> = vec![
+        b"<unk>".to_vec(),
+        b"a".to_vec(),
+        b"aa".to_vec(),
+        long_prefix_token(),
+    ];
+    let scores = MetadataValue::Array(
+        ValueType::Float32,
+        [0.0, -1.0, -2.5, -1.0]
+            .into_iter()
+            .map(MetadataValue::F32)
+            .collect(),
+    );
+    let bytes = vocab_file(
+        "t5",
+        &tokens,
+        Some(&[2, 1, 1, 1]),
+        &[
+            ("tokenizer.ggml.scores", scores),
+            ("tokenizer.ggml.unknown_token_id", MetadataValue::U32(0)),
+        ],
+    );
+    let file = GgufFile::from_bytes(bytes).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap();
+    // Every `a` alone is the best path ("aa" costs more than two of them).
+    let text = vec![b'a'; 1 << 20];
+    let ids = quick("a MiB of 'a'", || tok.tokenize(&text, false, false));
+    assert_eq!(ids, vec![1; text.len()]);
+    // The long token, then unknown bytes (one unknown token for the run).
+    let mut text = long_prefix_token();
+    text.extend_from_slice(b"xyz");
+    let ids = quick("the long token", || tok.tokenize(&text, false, false));
+    assert_eq!(ids, vec![3, 0]);
+}
