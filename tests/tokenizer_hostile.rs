@@ -373,3 +373,37 @@ fn unigram_is_linear_in_the_text_whatever_the_tokens() {
     let ids = quick("the long token", || tok.tokenize(&text, false, false));
     assert_eq!(ids, vec![3, 0]);
 }
+
+#[test]
+fn plamo2_is_linear_in_the_text_whatever_the_tokens() {
+    let mut tokens: Vec<Vec<u8>> = vec![b"<unk>".to_vec()];
+    let mut types = vec![2];
+    for b in 0..256 {
+        tokens.push(format!("<0x{b:02X}>").into_bytes());
+        types.push(6);
+    }
+    tokens.extend([b"a".to_vec(), b"aa".to_vec(), long_prefix_token()]);
+    types.extend([1, 1, 1]);
+    let mut scores = vec![0.0f32; 257];
+    scores.extend([-1.0, -2.5, -1.0]);
+    let scores = MetadataValue::Array(
+        ValueType::Float32,
+        scores.into_iter().map(MetadataValue::F32).collect(),
+    );
+    let bytes = vocab_file(
+        "plamo2",
+        &tokens,
+        Some(&types),
+        &[("tokenizer.ggml.scores", scores)],
+    );
+    let file = GgufFile::from_bytes(bytes).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap();
+    let text = vec![b'a'; 1 << 20];
+    let ids = quick("a MiB of 'a'", || tok.tokenize(&text, false, false));
+    assert_eq!(ids, vec![257; text.len()]);
+    // The long token, then a code point no token has: its byte token.
+    let mut text = long_prefix_token();
+    text.push(b'x');
+    let ids = quick("the long token", || tok.tokenize(&text, false, false));
+    assert_eq!(ids, vec![259, 1 + i32::from(b'x')]);
+}

@@ -184,8 +184,30 @@ impl Ends {
         Some(Ends { trie, links })
     }
 
+    /// The automaton of the strings of `ids` reversed: read a text from its end back, the
+    /// strings found at a byte are those that start there.
+    pub fn reversed<'a>(ids: Vec<u32>, text_of: impl Fn(u32) -> &'a [u8]) -> Option<Ends> {
+        let mut bytes = Vec::new();
+        let mut spans = vec![(0, 0); ids.iter().max().map_or(0, |&m| m as usize + 1)];
+        for &id in &ids {
+            let t = text_of(id);
+            spans[id as usize] = (bytes.len(), t.len());
+            bytes.extend(t.iter().rev());
+        }
+        Ends::new(ids, |id| {
+            let (s, l) = spans[id as usize];
+            &bytes[s..s + l]
+        })
+    }
+
     /// The state of an empty text.
     pub const START: usize = 0;
+
+    /// Reads `c` after `state`, with no need of the strings found.
+    #[inline]
+    pub fn step(&self, state: usize, c: u8) -> usize {
+        self.links.step(&self.trie, state, c)
+    }
 
     /// Reads `c` after `state`; calls `found(len, id)` for each string that ends with it, longest
     /// first; returns the new state.
@@ -230,18 +252,9 @@ impl Longest {
     /// The matcher of `ids`, whose strings `text_of` gives (none empty; of equal strings the one
     /// sorting first by id is found).
     pub fn new<'a>(ids: Vec<u32>, text_of: impl Fn(u32) -> &'a [u8]) -> Option<Longest> {
-        let mut bytes = Vec::new();
-        let mut spans = vec![(0, 0); ids.iter().max().map_or(0, |&m| m as usize + 1)];
-        for &id in &ids {
-            let t = text_of(id);
-            spans[id as usize] = (bytes.len(), t.len());
-            bytes.extend(t.iter().rev());
-        }
-        let reversed = Ends::new(ids, |id| {
-            let (s, l) = spans[id as usize];
-            &bytes[s..s + l]
-        })?;
-        Some(Longest { reversed })
+        Some(Longest {
+            reversed: Ends::reversed(ids, text_of)?,
+        })
     }
 
     /// Cuts `text` greedily: `next(at, longest)` is called at 0 with the longest string that
