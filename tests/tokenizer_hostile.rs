@@ -307,8 +307,8 @@ fn wordpiece_is_linear_in_the_word_whatever_the_tokens() {
     // "▁a", then the longest token at each position: "aaaa" while four are left, then "a".
     let rest = text.len() - 1;
     let mut want = vec![2];
-    want.extend(std::iter::repeat(4).take(rest / 4));
-    want.extend(std::iter::repeat(3).take(rest % 4));
+    want.extend(vec![4; rest / 4]);
+    want.extend(vec![3; rest % 4]);
     assert_eq!(ids, want);
     // A word with a byte no token covers is the unknown token, however long.
     let mut text = vec![b'a'; 1 << 20];

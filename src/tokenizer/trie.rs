@@ -126,7 +126,8 @@ impl Links {
         for u in 0..n {
             let (s, e) = (t.edges[u] as usize, t.edges[u + 1] as usize);
             for k in s..e {
-                let (c, v) = (t.labels[k], t.children[k] as usize);
+                let (c, v32) = (t.labels[k], t.children[k]);
+                let v = v32 as usize;
                 links.depth[v] = links.depth[u] + 1;
                 let f = if u == 0 {
                     0
@@ -143,11 +144,11 @@ impl Links {
                     }
                 };
                 // Node numbers fit in u32 (checked when the trie was built).
-                links.fail[v] = f as u32;
+                links.fail[v] = u32::try_from(f).unwrap_or(0);
                 links.found[v] = if t.values[v] == NONE {
                     links.found[f]
                 } else {
-                    v as u32
+                    v32
                 };
             }
         }
@@ -224,14 +225,14 @@ impl Ends {
     }
 
     /// Reads `c` after `state`: the new state, and the longest string that ends with `c`
-    /// (`(len, id)`).
+    /// (`(len, id)`; lengths fit in u32, as the trie's bytes do).
     #[inline]
-    fn push_longest(&self, state: usize, c: u8) -> (usize, Option<(usize, u32)>) {
+    fn push_longest(&self, state: usize, c: u8) -> (usize, Option<(u32, u32)>) {
         let state = self.links.step(&self.trie, state, c);
         let v = self.links.found[state];
         let m = (v != NONE).then(|| {
             let node = v as usize;
-            (self.links.depth[node] as usize, self.trie.values[node])
+            (self.links.depth[node], self.trie.values[node])
         });
         (state, m)
     }
@@ -302,8 +303,7 @@ impl Longest {
                 for i in (start..end).rev() {
                     let (s, m) = self.reversed.push_longest(state, text[i]);
                     state = s;
-                    // String lengths fit in u32 (the trie's bytes do).
-                    longest[i - start] = m.map(|(len, id)| (len as u32, id));
+                    longest[i - start] = m;
                 }
             }
             let m = longest[at - c * CHUNK].map(|(len, id)| (len as usize, id));
