@@ -62,13 +62,20 @@ impl Lookup {
         if self.order.is_empty() || prios.is_empty() {
             return true;
         }
+        // Each list of priorities is sorted: only the part within `prios` is looked at.
+        let all = prios.start == 0 && prios.end as usize >= self.order.len();
+        let within = |list: &[u32]| {
+            if all {
+                return 0..list.len();
+            }
+            let from = list.partition_point(|&p| p < prios.start);
+            let to = list.partition_point(|&p| p < prios.end);
+            from..to
+        };
         for (i, w) in text.windows(2).enumerate() {
             let k = usize::from(u16::from_be_bytes([w[0], w[1]]));
-            let (a, b) = (self.starts[k] as usize, self.starts[k + 1] as usize);
-            for &prio in &self.by_pair[a..b] {
-                if !prios.contains(&prio) {
-                    continue;
-                }
+            let bucket = &self.by_pair[self.starts[k] as usize..self.starts[k + 1] as usize];
+            for &prio in &bucket[within(bucket)] {
                 let t = vocab.text(self.order[prio as usize] as usize);
                 if text[i..].starts_with(t) && !found(prio, i) {
                     return false;
@@ -77,8 +84,9 @@ impl Lookup {
         }
         if self.single.iter().any(|s| !s.is_empty()) {
             for (i, &c) in text.iter().enumerate() {
-                for &prio in &self.single[usize::from(c)] {
-                    if prios.contains(&prio) && !found(prio, i) {
+                let list = &self.single[usize::from(c)];
+                for &prio in &list[within(list)] {
+                    if !found(prio, i) {
                         return false;
                     }
                 }
@@ -527,6 +535,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Nested tokens, each one byte longer, in runs of the longest: more occurrences than the
+    /// one pass may hold, most tokens too few to be scanned alone (runs of them per pass): the
+    /// partition is llama.cpp's.
+    #[test]
+    #[allow(clippy::cast_possible_truncation)] // small test numbers
+    fn nested_tokens_past_the_budget_partition_as_llama_cpp_does() {
+        let mut texts: Vec<Vec<u8>> = vec![b"<unk>".to_vec()];
+        let mut types = vec![2];
+        for k in 1..=300 {
+            texts.push(vec![b'y'; k]);
+            types.push(4);
+        }
+        let v = vocab(&texts, &types);
+        let mut specials: Vec<u32> = (1..texts.len() as u32).collect();
+        specials.sort_by_key(|&i| std::cmp::Reverse(v.text(i as usize).len()));
+        let index = SpecialIndex::new(&v, &specials);
+        let mut text = Vec::new();
+        for run in 0..50 {
+            text.extend(std::iter::repeat_n(b'y', 300 - run));
+            text.push(b'z');
+        }
+        let started = std::time::Instant::now();
+        let got = index.partition(&v, &text, false);
+        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+        assert_eq!(got, partition_naive(&v, &specials, &text, false));
+        assert!(got.contains(&Fragment::Token(300)) && got.contains(&Fragment::Token(251)));
     }
 
     #[test]
