@@ -106,52 +106,44 @@ fn working_memory_is_bounded_by_input_and_output() {
 
 /// Gemma 3's vocabulary has 31 user-defined newline tokens, one to 31 newlines long: in a run of
 /// newlines each of them occurs at nearly every position, 31 occurrences per byte, which the
-/// special-token partition once recorded all at once (about 500 MiB for 1 MiB of newlines).
-/// Gemma 4's vocabulary (llama.cpp's test file) with those tokens made user-defined, as in Gemma
-/// 3's: the same bound holds, and the tokens are llama.cpp's (the longest run taken left to
-/// right, then what is left).
+/// special-token partition once recorded all at once (about 800 MB for 1 MiB of newlines).
+/// llama-spm's vocabulary with those 31 tokens added, user-defined as in Gemma 3's: the same
+/// bound holds, and the tokens are llama.cpp's (the longest run taken left to right, then what
+/// is left).
 #[test]
 fn nested_special_tokens_keep_the_working_memory_bounded() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     use gguf::{MetadataValue, ValueType, Writer};
-    let path = common::llama_src_dir().join("models/ggml-vocab-gemma-4.gguf");
+    let path = common::llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
     let src = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
-    let tokens = src
-        .get("tokenizer.ggml.tokens")
-        .unwrap()
-        .as_array()
-        .unwrap();
-    let newlines: Vec<(usize, usize)> = tokens
-        .strings()
-        .unwrap()
-        .enumerate()
-        .filter(|(_, t)| !t.is_empty() && t.iter().all(|&b| b == b'\n'))
-        .map(|(i, t)| (i, t.len()))
-        .collect();
-    assert_eq!(newlines.len(), 31, "Gemma 4's newline tokens");
-    let mut types = src
-        .get("tokenizer.ggml.token_type")
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .to_vec::<i32>()
-        .unwrap();
-    for &(i, _) in &newlines {
-        types[i] = 4; // user-defined
-    }
     let mut w = Writer::new();
     w.copy_metadata_from(&src).unwrap();
-    w.set_metadata(
-        "tokenizer.ggml.token_type",
-        MetadataValue::Array(
-            ValueType::Int32,
-            types.into_iter().map(MetadataValue::I32).collect(),
-        ),
-    )
-    .unwrap();
+    let array = |key: &str| match MetadataValue::from(src.get(key).unwrap()) {
+        MetadataValue::Array(_, items) => items,
+        _ => panic!("{key} is not an array"),
+    };
+    let (mut tokens, mut scores, mut types) = (
+        array("tokenizer.ggml.tokens"),
+        array("tokenizer.ggml.scores"),
+        array("tokenizer.ggml.token_type"),
+    );
+    let first = tokens.len();
+    for len in 1..=31 {
+        tokens.push(MetadataValue::String(vec![b'\n'; len]));
+        scores.push(MetadataValue::F32(0.0));
+        types.push(MetadataValue::I32(4)); // user-defined
+    }
+    for (key, ty, items) in [
+        ("tokenizer.ggml.tokens", ValueType::String, tokens),
+        ("tokenizer.ggml.scores", ValueType::Float32, scores),
+        ("tokenizer.ggml.token_type", ValueType::Int32, types),
+    ] {
+        w.set_metadata(key, MetadataValue::Array(ty, items))
+            .unwrap();
+    }
     let file = GgufFile::from_bytes(w.header_bytes().unwrap()).unwrap();
     let tok = Tokenizer::from_file(&file).unwrap();
-    let id_of = |len: usize| newlines.iter().find(|&&(_, l)| l == len).unwrap().0 as i32;
+    let id_of = |len: usize| (first + len - 1) as i32;
 
     let input = vec![b'\n'; 1 << 20];
     let before = LIVE.load(Relaxed);
