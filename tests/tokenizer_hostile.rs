@@ -237,7 +237,7 @@ fn a_bpe_token_whose_piece_would_be_huge_is_refused() {
     );
     // Each of the two opens reads 300 KB of text once: far below a second, where writing the
     // piece would take minutes (or abort the process).
-    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+    assert!(started.elapsed().as_secs() < 300, "{:?}", started.elapsed());
 
     // 1,000 of them: a piece of 3 MB, under the limit, exactly as llama.cpp writes it.
     let token = euro.repeat(1000);
@@ -264,19 +264,21 @@ fn a_bpe_token_whose_piece_would_be_huge_is_refused() {
 /// A token of 64 KiB `a` then `b`: every position of a run of `a` starts a walk 64 KiB long
 /// (and WordPiece tried every length up to the longest token's at each, hashing each), though
 /// only one-byte tokens match. A MiB of `a` takes linear time: about a second here, where the
-/// walks took hours.
+/// walks did not finish in minutes (hours, at their quadratic rate).
 fn long_prefix_token() -> Vec<u8> {
     let mut t = vec![b'a'; 1 << 16];
     t.push(b'b');
     t
 }
 
-/// Runs `f`, asserting it took less than a minute (a debug build's linear time, with room).
+/// Runs `f`, asserting it took less than five minutes: a debug build's linear time is about a
+/// second here (room for the emulated targets of tools/cross.sh, tens of times slower), the
+/// walks' quadratic time hours.
 fn quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let started = std::time::Instant::now();
     let out = f();
     let took = started.elapsed();
-    assert!(took.as_secs() < 60, "{what} took {took:?}");
+    assert!(took.as_secs() < 300, "{what} took {took:?}");
     out
 }
 
