@@ -560,7 +560,7 @@ mod tests {
         }
         let started = std::time::Instant::now();
         let got = index.partition(&v, &text, false);
-        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+        assert!(started.elapsed().as_secs() < 300, "{:?}", started.elapsed());
         assert_eq!(got, partition_naive(&v, &specials, &text, false));
         assert!(got.contains(&Fragment::Token(300)) && got.contains(&Fragment::Token(251)));
     }
