@@ -160,3 +160,70 @@ fn nested_special_tokens_keep_the_working_memory_bounded() {
     }
     assert_eq!(out, want);
 }
+
+/// A Unigram vocabulary with a score of -inf makes the unknown character's score -inf too
+/// (llama.cpp's: the lowest score less 10), so no path reaches past a character no token has,
+/// and llama.cpp's whole table gives only the unknown token of such a position: the table is
+/// still cut as it goes (what the parts before gave is dropped when the path ends unreached),
+/// within the same bound, with llama.cpp's tokens.
+#[test]
+fn an_infinite_unigram_score_keeps_the_working_memory_bounded() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    use gguf::{MetadataValue as V, ValueType, Writer};
+    let mut w = Writer::new();
+    w.add_metadata("tokenizer.ggml.model", V::string("t5"))
+        .unwrap();
+    let tokens = [&b"<unk>"[..], b"a", b"b"];
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        V::Array(
+            ValueType::String,
+            tokens.iter().map(|t| V::String(t.to_vec())).collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.scores",
+        V::Array(
+            ValueType::Float32,
+            [0.0, -1.0, f32::NEG_INFINITY]
+                .into_iter()
+                .map(V::F32)
+                .collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.token_type",
+        V::Array(
+            ValueType::Int32,
+            [2, 1, 1].into_iter().map(V::I32).collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata("tokenizer.ggml.unknown_token_id", V::U32(0))
+        .unwrap();
+    let file = GgufFile::from_bytes(w.header_bytes().unwrap()).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap();
+    for (input, want) in [
+        // Every position reached: one `a` each.
+        (vec![b'a'; 1 << 20], vec![1; 1 << 20]),
+        // An `x` every KiB: nothing past the first is reached, llama.cpp gives the unknown
+        // token alone.
+        (
+            (0..1 << 20)
+                .map(|i| if i % 1024 == 1023 { b'x' } else { b'a' })
+                .collect(),
+            vec![0],
+        ),
+    ] {
+        let before = LIVE.load(Relaxed);
+        PEAK.store(before, Relaxed);
+        let out = tok.tokenize(&input, false, false);
+        let peak = PEAK.load(Relaxed) - before;
+        let bound = 2 * input.len() + 2 * out.capacity() * 4 + (1 << 20);
+        eprintln!("unigram, -inf: peak {peak} B, bound {bound} B");
+        assert!(peak <= bound, "peak {peak} B over {bound} B");
+        assert_eq!(out, want);
+    }
+}

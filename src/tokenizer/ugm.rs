@@ -94,10 +94,10 @@ pub(crate) struct Ugm {
     /// The longest edge of the Viterbi graph: the longest of those tokens, or a character.
     longest: usize,
     /// Whether every score is finite: then every character start is reached (each has an edge
-    /// of finite score to the next), and the table may be cut where no edge spans. An infinite
-    /// score leaves positions unreached, whose best path llama.cpp takes from the text's start:
-    /// then the table is kept whole, as there.
-    cuts: bool,
+    /// of finite score to the next). An infinite score leaves positions unreached, whose best
+    /// path llama.cpp takes from the text's start (see [`Ugm::emit`]).
+    #[cfg_attr(not(test), allow(dead_code))]
+    finite: bool,
     /// User-defined tokens.
     user_defined: Prefixes,
     unknown_score: f32,
@@ -149,7 +149,7 @@ impl Ugm {
             user_defined: Prefixes::new(user, text)
                 .ok_or_else(|| bad("the tokens' texts are too long"))?,
             unknown_score: min_score - 10.0,
-            cuts: finite && (min_score - 10.0).is_finite(),
+            finite: finite && (min_score - 10.0).is_finite(),
             unk,
         })
     }
@@ -231,6 +231,7 @@ impl Ugm {
         // before the one before it (from base on) reaches.
         let (mut check, mut reach) = (0, 0);
         let mut last_unknown = false;
+        let first = out.len();
         // The character that ends next: its start and end.
         let (mut char_start, mut char_end) = (0, unicode_len(norm[0]).min(n));
         let mut state = Ends::START;
@@ -298,11 +299,11 @@ impl Ugm {
                 reach: 0,
             });
             // Every edge from before `check` is known once `check - 1 + longest` is read.
-            while self.cuts && check < j && check + self.longest <= j + 1 {
+            while check < j && check + self.longest <= j + 1 {
                 if check > base {
                     reach = reach.max(win[check - 1 - base].reach);
                     if win[check - base].start && reach <= check {
-                        self.emit(&win, base, check, &mut last_unknown, out);
+                        self.emit(&win, base, check, first, &mut last_unknown, out);
                         win.drain(..check - base);
                         base = check;
                         reach = 0;
@@ -311,35 +312,45 @@ impl Ugm {
                 check += 1;
             }
         }
-        self.emit(&win, base, n, &mut last_unknown, out);
+        self.emit(&win, base, n, first, &mut last_unknown, out);
     }
 
     /// The best path's tokens from the table's start (`base`) to `end`, in order, into `out`; a
     /// run of unknown tokens (one that began before, as `last_unknown` says, included) is one.
+    /// A position no path reaches (only where a score is infinite: its score stays the lowest)
+    /// takes its path from the text's start in llama.cpp's whole table, which ends the path
+    /// there: what the parts before gave (from `first` on) is dropped, as llama.cpp never gets
+    /// to them.
     fn emit(
         &self,
         win: &VecDeque<Node>,
         base: usize,
         end: usize,
+        first: usize,
         last_unknown: &mut bool,
         out: &mut Vec<i32>,
     ) {
-        let start = out.len();
+        let mut start = out.len();
         let mut prev_unknown = false;
         let mut i = end;
-        loop {
+        let unreached = loop {
             let b = win[i - base].best;
             let unknown = b.id == self.unk;
             if !(prev_unknown && unknown) {
                 out.push(b.id as i32);
             }
-            // A position no path reaches keeps the table's start it was made in (llama.cpp's
-            // table starts there): the table's start, for a table cut since.
+            // An unreached position keeps the table's start it was made in: the table's start,
+            // for a table cut since.
             if b.from <= base {
-                break;
+                break b.score == f64::MIN;
             }
             prev_unknown = unknown;
             i = b.from;
+        };
+        if unreached && start > first {
+            out.drain(first..start);
+            start = first;
+            *last_unknown = false;
         }
         out[start..].reverse();
         if *last_unknown && out.get(start) == Some(&(self.unk as i32)) {
@@ -414,7 +425,7 @@ mod tests {
             let mut last_unknown = false;
             let mut at = 0;
             while at < n {
-                if u.cuts && reach <= at && at > base {
+                if u.finite && reach <= at && at > base {
                     let carry = best[at - base].score;
                     emit(u, &best, at - base, &mut last_unknown, out);
                     best.clear();
