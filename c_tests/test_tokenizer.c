@@ -4,7 +4,8 @@
  * gguf_token_is_eog) on vocab_spm.gguf, a small SentencePiece vocabulary: known tokens, the
  * sizing rule (the full count returned, nothing written when it does not fit), the flags, a
  * tokenizer that outlives its file, and the refusals (a file without vocabulary, a BOS id past
- * the vocabulary, unknown flags, ids outside the vocabulary, NULL pointers).
+ * the vocabulary (at the offset of its value), unknown flags, ids outside the vocabulary, NULL pointers, token ids not
+ * aligned for int32_t).
  *
  * Usage: test_tokenizer FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
@@ -115,6 +116,18 @@ static void refusals(GGUFTokenizer tok) {
           GGUF_ERROR_CODE_INVALID_ARGUMENT, "token id 100000");
     FAILS(gguf_token_to_piece(tok, BOS, text, sizeof text, GGUF_DETOKENIZE_REMOVE_SPECIAL) == -1,
           GGUF_ERROR_CODE_INVALID_ARGUMENT, "unknown flags");
+    /* Token ids at an address not aligned for int32_t are refused (as input and as room),
+     * whether or not the tokens would fit, and nothing is written. */
+    int32_t store[8] = {0};
+    int32_t *odd = (int32_t *)(void *)((char *)store + 1);
+    FAILS(gguf_tokenize(tok, "Hi", 2, odd, 4, 0) == -1, GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned");
+    FAILS(gguf_tokenize(tok, "Hi", 2, odd, 1, 0) == -1, GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "not aligned");
+    for (int i = 0; i < 8; i++) CHECK(store[i] == 0);
+    CHECK(gguf_tokenize(tok, "Hi", 2, odd, 0, 0) == 2); /* no room: the count alone */
+    FAILS(gguf_detokenize(tok, odd, 1, text, sizeof text, 0) == -1,
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "not aligned");
     FAILS(!gguf_tokenizer_special_tokens(tok, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT, "out");
     FAILS(gguf_tokenizer_n_tokens(NULL) == 0, GGUF_ERROR_CODE_NULL_ARGUMENT, "tok");
     FAILS(!gguf_token_is_eog(NULL, 0), GGUF_ERROR_CODE_NULL_ARGUMENT, "tok");
@@ -141,10 +154,22 @@ int main(int argc, char **argv) {
     CHECK(f != NULL);
     FAILS(gguf_tokenizer_open(f) == NULL, GGUF_ERROR_CODE_INVALID_ARGUMENT, "no tokenizer");
     gguf_close(f);
+    /* The refusal names the offset of the value refused: the UINT32 100000 is there. */
     f = gguf_open(fixture("vocab_bad_bos.gguf"));
     CHECK(f != NULL);
-    FAILS(gguf_tokenizer_open(f) == NULL, GGUF_ERROR_CODE_INVALID_ARGUMENT,
-          "tokenizer.ggml.bos_token_id is 100000, past the vocabulary's 265 tokens");
+    gguf_clear_error();
+    CHECK(gguf_tokenizer_open(f) == NULL);
+    int64_t at = gguf_last_error_offset();
+    CHECK_PARSE_ERROR(GGUF_ERROR_CODE_INVALID_ARGUMENT,
+                      "tokenizer.ggml.bos_token_id is 100000, past the vocabulary's 265 tokens",
+                      OFFSET_ANY);
+    CHECK(at > 0);
+    FILE *raw = fopen(fixture("vocab_bad_bos.gguf"), "rb");
+    CHECK(raw != NULL);
+    unsigned char v[4] = {0};
+    CHECK(fseek(raw, (long)at, SEEK_SET) == 0 && fread(v, 1, 4, raw) == 4);
+    CHECK((v[0] | v[1] << 8 | v[2] << 16 | (uint32_t)v[3] << 24) == 100000);
+    fclose(raw);
     gguf_close(f);
     FAILS(gguf_tokenizer_open(NULL) == NULL, GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
 

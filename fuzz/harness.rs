@@ -567,7 +567,42 @@ fn mutate_vocabulary(c: &mut Choices, kvs: &mut Vec<(String, MetadataValue)>) {
                 }
             }
         };
-    match c.below(13) {
+    // A token at the end, with its score and type.
+    let push_token =
+        |kvs: &mut Vec<(String, MetadataValue)>, text: Vec<u8>, score: f32, ty: i32| {
+            for (key, v) in [
+                ("tokens", V::String(text)),
+                ("scores", V::F32(score)),
+                ("token_type", V::I32(ty)),
+            ] {
+                if let Some(k) = find(kvs, &format!("tokenizer.ggml.{key}")) {
+                    if let V::Array(_, items) = &mut kvs[k].1 {
+                        items.push(v);
+                    }
+                }
+            }
+        };
+    match c.below(15) {
+        13 => {
+            // A long token: a run of one byte (up to 4 KiB), maybe ending in another. Over a
+            // run of that byte every walk goes far while the tokens matched stay short.
+            let b = c.byte();
+            let mut t = vec![b; 1 + c.below(4096) as usize];
+            if c.byte() & 1 == 1 {
+                t.push(c.byte());
+            }
+            let ty = i32::from(c.byte() % 7);
+            push_token(kvs, t, -(c.byte() as f32), ty);
+        }
+        14 => {
+            // Nested tokens, a run of one byte each one longer (up to 40), all of one type:
+            // special ones occur many times at each position of a run (the partition).
+            let b = c.byte();
+            let ty = [1, 3, 4][c.below(3) as usize];
+            for len in 1..=1 + c.below(40) as usize {
+                push_token(kvs, vec![b; len], -(len as f32), ty);
+            }
+        }
         0 => {
             // A token's text: random bytes, or another token's (a duplicate).
             let i = c.below(n_tokens.max(1));
@@ -657,18 +692,10 @@ fn mutate_vocabulary(c: &mut Choices, kvs: &mut Vec<(String, MetadataValue)>) {
         }
         10 => {
             // A new token at the end, with its score and type.
-            let s = c.bytes(16);
-            for (key, v) in [
-                ("tokens", V::String(s)),
-                ("scores", V::F32(-(c.byte() as f32))),
-                ("token_type", V::I32(i32::from(c.byte() % 7))),
-            ] {
-                if let Some(k) = find(kvs, &format!("tokenizer.ggml.{key}")) {
-                    if let V::Array(_, items) = &mut kvs[k].1 {
-                        items.push(v);
-                    }
-                }
-            }
+            let t = c.bytes(16);
+            let score = -(c.byte() as f32);
+            let ty = i32::from(c.byte() % 7);
+            push_token(kvs, t, score, ty);
         }
         11 => {
             // A key of the wrong type.
@@ -692,9 +719,11 @@ fn mutate_vocabulary(c: &mut Choices, kvs: &mut Vec<(String, MetadataValue)>) {
     }
 }
 
-/// The `tokenize` target: a vocabulary (the input's file, mutated as its choices say) opened
-/// as a tokenizer must give a tokenizer or an error with a message, never a panic; an accepted
-/// one tokenizes the input's text with every flag into ids in range, adds exactly its BOS/EOS
+/// The `tokenize` target: a vocabulary (the input's file, mutated as its choices say: tokens'
+/// texts, types, scores, merges, special ids, names, flags, attributes; long tokens and nested
+/// ones, which hostile vocabularies use to make work quadratic) opened as a tokenizer must
+/// give a tokenizer or an error with a message, never a panic; an accepted one tokenizes the
+/// input's text (now and then a longer one made from it) with every flag into ids in range, adds exactly its BOS/EOS
 /// with `add_special`, detokenizes what it gave, gives a piece for each id, refuses ids out of
 /// range, and the C API gives the same counts under its sizing rule.
 pub fn exercise_tokenize(data: &[u8]) {
@@ -703,6 +732,20 @@ pub fn exercise_tokenize(data: &[u8]) {
     let mut c = Choices(choices);
     let Ok(f) = GgufFile::from_bytes(file) else {
         return;
+    };
+    // Now and then a longer text: the text repeated, or a run of its first byte (the runs
+    // that long and nested tokens make costly), 4 KiB or more.
+    let longer: Vec<u8>;
+    let text = match c.byte() % 8 {
+        0 if !text.is_empty() => {
+            longer = text.repeat(4096 / text.len() + 1);
+            &longer[..]
+        }
+        1 => {
+            longer = vec![text.first().copied().unwrap_or(b'a'); 4096];
+            &longer[..]
+        }
+        _ => text,
     };
     let mut kvs: Vec<(String, MetadataValue)> = f
         .metadata()
@@ -754,9 +797,11 @@ pub fn exercise_tokenize(data: &[u8]) {
                 .is_some());
         }
         // add_special adds at most one token before and one after, nothing in between.
-        let at = full
-            .windows(plain.len().max(1))
-            .position(|w| plain.is_empty() || w == &plain[..]);
+        let at = if plain.is_empty() {
+            Some(0)
+        } else {
+            full.windows(plain.len()).position(|w| w == &plain[..])
+        };
         assert!(
             full.len() <= plain.len() + 2 && at.is_some_and(|p| p <= 1),
             "add_special changed the tokens: {plain:?} -> {full:?}"
@@ -811,7 +856,8 @@ pub fn exercise_tokenize(data: &[u8]) {
         );
         let mut piece = [0u8; 8];
         for &id in expected.iter().take(8) {
-            let len = gguf_token_to_piece(tok, id, piece.as_mut_ptr().cast(), 8, flags);
+            // Its one flag is UNPARSE_SPECIAL (the tokenize flags' second bit, as it happens).
+            let len = gguf_token_to_piece(tok, id, piece.as_mut_ptr().cast(), 8, flags & 2);
             assert!(len >= 0);
         }
         gguf_tokenizer_close(tok);

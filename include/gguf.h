@@ -2037,8 +2037,11 @@ GGUF_API const void *gguf_tensor_data(GGUFFile file, const struct GGUFTensorInfo
  * The tokenizer of `file`'s vocabulary (`tokenizer.ggml.*`), checked: NULL, with the reason,
  * when the file has none or it is unusable (an unknown model or pre-tokenizer name, duplicate
  * tokens, merges naming no token, token types out of range, NaN scores, special-token ids past
- * the vocabulary). The caller owns the tokenizer (`gguf_tokenizer_close`); it does not need the
- * file to stay open.
+ * the vocabulary, byte-level BPE tokens whose pieces would take more than 8 bytes per byte of
+ * token text or 64 MiB, whichever is more), and where the refusal is of a value in the file,
+ * its byte offset (`gguf_last_error_offset`: the array element or the key's value, in the
+ * shard that holds the vocabulary). The caller owns the tokenizer (`gguf_tokenizer_close`);
+ * it does not need the file to stay open.
  */
 GGUF_API GGUFTokenizer gguf_tokenizer_open(GGUFFile file);
 
@@ -2068,8 +2071,8 @@ GGUF_API bool gguf_token_is_eog(GGUFTokenizer tok, int32_t token);
  * `len` is 0) into `tokens` (room for `max_tokens`; NULL when `max_tokens` is 0), exactly as
  * llama.cpp's `llama_tokenize`. `flags`: GGUF_TOKENIZE_ADD_SPECIAL, GGUF_TOKENIZE_PARSE_SPECIAL.
  * Returns the number of tokens; when that is more than `max_tokens`, nothing is written (call
- * again with that much room). -1 on failure: a NULL pointer, unknown flags
- * (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+ * again with that much room). -1 on failure: a NULL pointer, unknown flags or a `tokens` not
+ * aligned for int32_t (GGUF_ERROR_CODE_INVALID_ARGUMENT).
  */
 GGUF_API
 int64_t gguf_tokenize(GGUFTokenizer tok,
@@ -2084,8 +2087,8 @@ int64_t gguf_tokenize(GGUFTokenizer tok,
  * `max_len` bytes, no NUL added; NULL when `max_len` is 0), exactly as llama.cpp's
  * `llama_detokenize`. `flags`: GGUF_DETOKENIZE_REMOVE_SPECIAL, GGUF_DETOKENIZE_UNPARSE_SPECIAL.
  * Returns the text's length; when that is more than `max_len`, nothing is written. -1 on
- * failure: a token id outside the vocabulary, unknown flags (GGUF_ERROR_CODE_INVALID_ARGUMENT),
- * a NULL pointer.
+ * failure: a token id outside the vocabulary, unknown flags or a `tokens` not aligned for
+ * int32_t (GGUF_ERROR_CODE_INVALID_ARGUMENT), a NULL pointer.
  */
 GGUF_API
 int64_t gguf_detokenize(GGUFTokenizer tok,

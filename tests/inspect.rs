@@ -2713,6 +2713,13 @@ fn tokenize_and_detokenize_print_llama_cpp_s_tokens_and_text() {
     assert_eq!(out.stdout, b"<s> Hello world\n");
     let out = expect(&[OsStr::new("--detokenize=15043,,3186"), v], 0);
     assert_eq!(out.stdout, b"Hello world\n");
+    // No ids: an empty line, nothing written from a text that is not there (UBSan checks the
+    // call).
+    for ids in ["", " ,"] {
+        let out = expect(&[OsStr::new("--detokenize"), ids.as_ref(), v], 0);
+        assert_eq!(out.stdout, b"\n", "{ids:?}: {}", show(&out));
+        assert!(out.stderr.is_empty(), "{ids:?}: {}", show(&out));
+    }
 
     // An id outside the vocabulary, and a file without one: exit status 1, the reason.
     let out = expect(&[OsStr::new("--detokenize"), "1,32000".as_ref(), v], 1);

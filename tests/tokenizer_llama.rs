@@ -609,6 +609,113 @@ fn plamo2_generated() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Unigram vocabularies written with this crate's writer (t5, no charsmap) whose tokens nest
+/// and overlap: every run of one to four characters of the sample texts with and without a
+/// leading U+2581, runs of `a` and of U+2581 one to 24 long, and tokens that continue far past
+/// what matches (300 `a` then `b`), scores from few values (ties); once with every score
+/// finite (the table is cut as it goes) and once with a normal token's score -inf (no unknown
+/// edge can win, positions stay unreached: the table is kept whole, as llama.cpp's). Texts of
+/// long runs of `a` and U+2581 first.
+#[test]
+fn unigram_generated() {
+    use gguf::{MetadataValue as V, ValueType, Writer};
+    let base = common::llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
+    let base = GgufFile::from_bytes(std::fs::read(&base).unwrap()).unwrap();
+    let mut tokens: Vec<Vec<u8>> = ["<pad>", "</s>", "<unk>"]
+        .iter()
+        .map(|t| t.as_bytes().to_vec())
+        .collect();
+    let mut types = vec![3i32, 3, 2];
+    let mut seen = std::collections::HashSet::new();
+    let mut add = |t: Vec<u8>, tokens: &mut Vec<Vec<u8>>, types: &mut Vec<i32>| {
+        if !t.is_empty() && !t.starts_with(b"<") && !t.contains(&0) && seen.insert(t.clone()) {
+            tokens.push(t);
+            types.push(1);
+        }
+    };
+    for sample in SAMPLES {
+        let sample = sample.replace(' ', "\u{2581}");
+        let chars: Vec<char> = sample.chars().collect();
+        for len in 1..=4 {
+            for w in chars.windows(len) {
+                let t: String = w.iter().collect();
+                add(t.clone().into_bytes(), &mut tokens, &mut types);
+                add(format!("\u{2581}{t}").into_bytes(), &mut tokens, &mut types);
+            }
+        }
+    }
+    for len in 1..=24 {
+        add(b"a".repeat(len), &mut tokens, &mut types);
+        add("\u{2581}".repeat(len).into_bytes(), &mut tokens, &mut types);
+    }
+    let mut long = b"a".repeat(300);
+    long.push(b'b');
+    add(long, &mut tokens, &mut types);
+    let n = tokens.len();
+    let runs: Vec<Vec<u8>> = vec![b"a".repeat(5000), " ".repeat(3000).into_bytes(), {
+        let mut t = b"a".repeat(299);
+        t.extend_from_slice(b" aab ");
+        t.repeat(20)
+    }];
+    let extra: Vec<&[u8]> = runs.iter().map(Vec::as_slice).collect();
+    for infinite in [false, true] {
+        let mut rng = Rng(0x007e_570f_0a11 + u64::from(infinite));
+        let scores: Vec<V> = (0..n)
+            .map(|i| {
+                if i < 3 {
+                    V::F32(0.0)
+                } else if infinite && i == n / 2 {
+                    V::F32(f32::NEG_INFINITY)
+                } else {
+                    V::F32(-(rng.below(24) as f32) * 0.5)
+                }
+            })
+            .collect();
+        let mut w = Writer::new();
+        for e in base.metadata() {
+            if !e.key.starts_with(b"tokenizer.") && e.key != b"llama.vocab_size" {
+                w.add_metadata(e.key, V::from(e.value)).unwrap();
+            }
+        }
+        w.add_metadata("llama.vocab_size", V::U32(u32::try_from(n).unwrap()))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.model", V::String(b"t5".to_vec()))
+            .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.tokens",
+            V::Array(
+                ValueType::String,
+                tokens.iter().cloned().map(V::String).collect(),
+            ),
+        )
+        .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.scores",
+            V::Array(ValueType::Float32, scores),
+        )
+        .unwrap();
+        w.add_metadata(
+            "tokenizer.ggml.token_type",
+            V::Array(
+                ValueType::Int32,
+                types.iter().copied().map(V::I32).collect(),
+            ),
+        )
+        .unwrap();
+        for (key, id) in [("eos", 1u32), ("unknown", 2), ("padding", 0)] {
+            w.add_metadata(format!("tokenizer.ggml.{key}_token_id"), V::U32(id))
+                .unwrap();
+        }
+        let dir =
+            std::env::temp_dir().join(format!("libgguf-unigram-{}-{infinite}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("unigram.gguf");
+        std::fs::write(&path, w.to_bytes().unwrap()).unwrap();
+        compare_file_with("unigram", &path, 300, &extra);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
 /// llama.cpp's gpt-2 vocabulary written back with this crate's writer under another model and
 /// pre-tokenizer name, with `extra` metadata and `more` tokens (text, type) after its own.
 fn rewritten_gpt2(

@@ -78,7 +78,7 @@ HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
 CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
   resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader
   dequant simd simd_threads sources hostile_reads writer_outputs quantize quantize_iq tokenizer_vocab
-  requantize tokenizer_memory"
+  requantize tokenizer_memory tokenizer_hostile"
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
 # it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases

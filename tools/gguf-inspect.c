@@ -1917,7 +1917,7 @@ static int print_text(GGUFFile f, const char *path, const char *list, const char
     fprintf(stderr, "%s: cannot detokenize: %s\n", argv0, len < 0 ? gguf_last_error() : "out of memory");
     status = 1;
   } else {
-    fwrite(text, 1, (size_t)len, stdout);
+    if (len > 0) fwrite(text, 1, (size_t)len, stdout); /* text is NULL when len is 0 */
     putchar('\n');
   }
   free(text);

@@ -63,9 +63,12 @@ def quantize(array: Any, type: Any, importance: Any = None, threads: int = 1) ->
     lib = _lib()
     dll = lib.dll
     dtype = _data_type(type)
-    src = np.ascontiguousarray(array, dtype=np.float32)
+    # np.ascontiguousarray makes a scalar (and None, as NaN) one value long: the axis is
+    # checked on the array as given.
+    src = np.asarray(array, dtype=np.float32)
     if src.ndim == 0:
         raise ValueError("quantize needs at least one axis (a row)")
+    src = np.ascontiguousarray(src)
     n_per_row = src.shape[-1]
     n_rows = src.size // n_per_row if n_per_row else 0
     imp = None

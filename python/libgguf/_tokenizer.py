@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, Iterable
 
+from . import _convert
 from ._native import GGUFSpecialTokens
 
 # Flags of include/gguf.h.
@@ -21,6 +22,15 @@ _ADD_SPECIAL = 1
 _PARSE_SPECIAL = 2
 _REMOVE_SPECIAL = 1
 _UNPARSE_SPECIAL = 2
+
+# A token id is an int32_t in the C calls.
+_ID_MIN, _ID_MAX = -(2**31), 2**31 - 1
+
+
+def _token_id(value: Any) -> int:
+    """A token id for a C call: an integer (``TypeError`` otherwise) within int32_t
+    (``OverflowError`` otherwise, rather than wrapping onto another token)."""
+    return _convert.integer(value, _ID_MIN, _ID_MAX, "a token id")
 
 
 class Tokenizer:
@@ -57,8 +67,9 @@ class Tokenizer:
     ) -> list:
         """The token ids of ``text`` (``str``, encoded as UTF-8, or any ``bytes``).
         ``add_special`` adds the model's BOS/EOS; ``parse_special`` reads special-token text
-        (``<|im_start|>``) as those tokens."""
-        raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        (``<|im_start|>``) as those tokens. Anything else (an ``int``, which ``bytes()`` would
+        make that many NUL bytes) raises ``TypeError``."""
+        raw = _convert.text_bytes(text, "text to tokenize")
         flags = (_ADD_SPECIAL if add_special else 0) | (_PARSE_SPECIAL if parse_special else 0)
         room = len(raw) + 8
         while True:
@@ -73,8 +84,9 @@ class Tokenizer:
     def decode_bytes(
         self, ids: Iterable[int], remove_special: bool = False, unparse_special: bool = False
     ) -> bytes:
-        """The text of ``ids`` as bytes (a token may end inside a UTF-8 sequence)."""
-        ids = list(ids)
+        """The text of ``ids`` as bytes (a token may end inside a UTF-8 sequence). An id that
+        is not an integer raises ``TypeError``; one outside int32_t, ``OverflowError``."""
+        ids = [_token_id(i) for i in ids]
         arr = (ctypes.c_int32 * len(ids))(*ids)
         flags = (_REMOVE_SPECIAL if remove_special else 0) | (
             _UNPARSE_SPECIAL if unparse_special else 0
@@ -97,6 +109,7 @@ class Tokenizer:
 
     def token_to_piece(self, token: int, special: bool = False) -> bytes:
         """One token's text (control tokens' only with ``special``)."""
+        token = _token_id(token)
         room = 64
         while True:
             buf = ctypes.create_string_buffer(room)
@@ -110,5 +123,5 @@ class Tokenizer:
             room = n
 
     def is_eog(self, token: int) -> bool:
-        """Whether ``token`` ends generation."""
-        return bool(self._lib.gguf_token_is_eog(self._ptr, token))
+        """Whether ``token`` ends generation (``OverflowError`` for an id outside int32_t)."""
+        return bool(self._lib.gguf_token_is_eog(self._ptr, _token_id(token)))

@@ -73,6 +73,11 @@ class Arguments(unittest.TestCase):
             libgguf.quantize(data, "Q4_K", importance=np.ones(10))
         with self.assertRaises(ValueError):
             libgguf.quantize(data, "NOT_A_TYPE")
+        # No axis, so no row: a scalar, and None (which numpy would make a NaN).
+        for scalar in (np.float32(1.0), 1.0, None):
+            with self.assertRaises(ValueError, msg=repr(scalar)) as e:
+                libgguf.quantize(scalar, "F32")
+            self.assertIn("at least one axis", str(e.exception))
         self.assertTrue(libgguf.quantize_requires_importance("IQ2_XXS"))
         self.assertFalse(libgguf.quantize_requires_importance(DataType.Q4_K))
         with self.assertRaises(GGUFError) as e:

@@ -80,6 +80,26 @@ class Api(unittest.TestCase):
         self.assertIn("token id 32000 is not in the vocabulary", str(e.exception))
         with self.assertRaises(GGUFError):
             self.tok.token_to_piece(-1)
+        # Ids past int32_t are refused, not wrapped onto the token they would be modulo 2^32.
+        eos = self.tok.special_tokens["eos"]
+        for call in (
+            lambda: self.tok.decode([2**32 + 5]),
+            lambda: self.tok.decode_bytes([1, -(2**31) - 1]),
+            lambda: self.tok.is_eog(2**32 + eos),
+            lambda: self.tok.token_to_piece(2**32 + 15043),
+        ):
+            with self.assertRaises(OverflowError):
+                call()
+        # Text is str or bytes-like: an int is not five NUL bytes, a float not an id.
+        for text in (5, 2.0, None, [104, 105]):
+            with self.assertRaises(TypeError, msg=repr(text)):
+                self.tok.encode(text)
+        with self.assertRaises(TypeError):
+            self.tok.decode([1.0])
+        self.assertEqual(
+            self.tok.encode(bytearray(b"Hello"), add_special=False),
+            self.tok.encode(memoryview(b"Hello"), add_special=False),
+        )
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "no_vocab.gguf")
             w = libgguf.Writer()

@@ -10,7 +10,7 @@
 //! written and the caller calls again with that much room; NULL with room 0 asks for the count
 //! alone. -1 is a failure (the reason in `gguf_last_error`).
 
-use super::boundary::{guard, null, slice};
+use super::boundary::{aligned, guard, null, slice, slice_mut, Element};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{Error, ErrorCode, Result};
 use crate::tokenizer::Tokenizer;
@@ -105,19 +105,27 @@ fn to_usize(n: u64, what: &str) -> Result<usize> {
     })
 }
 
-/// Writes `data` to `out` when it fits in `room` elements; returns `data.len()`.
+/// Writes `data` to `out` when it fits in `room` elements; returns `data.len()`. A room that
+/// is not NULL must be aligned for `T`, whether or not `data` fits in it.
 ///
 /// # Safety
 /// `out` is NULL or valid for writes of `room` elements.
-unsafe fn write_out<T: Copy>(data: &[T], out: *mut T, room: u64, what: &str) -> Result<i64> {
+unsafe fn write_out<T: Copy + Element>(
+    data: &[T],
+    out: *mut T,
+    room: u64,
+    what: &str,
+) -> Result<i64> {
     let n = i64::try_from(data.len()).map_err(|_| Error::size_overflow(what))?;
+    if room > 0 && !out.is_null() {
+        aligned(out.cast_const(), what)?;
+    }
     if (data.len() as u64) <= room && !data.is_empty() {
-        if out.is_null() {
-            return Err(null(what));
-        }
-        // SAFETY: `out` has room for `room >= data.len()` elements (the caller's contract) and
-        // cannot overlap `data`, which the library owns.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), out, data.len()) };
+        // SAFETY: `out` has room for `room >= data.len()` elements (the caller's contract);
+        // slice_mut refuses NULL and a pointer not aligned for `T`.
+        let dst = unsafe { slice_mut(out, data.len(), what)? };
+        // `dst` is the caller's memory, `data` the library's: they cannot overlap.
+        dst.copy_from_slice(data);
     }
     Ok(n)
 }
@@ -125,14 +133,22 @@ unsafe fn write_out<T: Copy>(data: &[T], out: *mut T, room: u64, what: &str) -> 
 /// The tokenizer of `file`'s vocabulary (`tokenizer.ggml.*`), checked: NULL, with the reason,
 /// when the file has none or it is unusable (an unknown model or pre-tokenizer name, duplicate
 /// tokens, merges naming no token, token types out of range, NaN scores, special-token ids past
-/// the vocabulary). The caller owns the tokenizer (`gguf_tokenizer_close`); it does not need the
-/// file to stay open.
+/// the vocabulary, byte-level BPE tokens whose pieces would take more than 8 bytes per byte of
+/// token text or 64 MiB, whichever is more), and where the refusal is of a value in the file,
+/// its byte offset (`gguf_last_error_offset`: the array element or the key's value, in the
+/// shard that holds the vocabulary). The caller owns the tokenizer (`gguf_tokenizer_close`);
+/// it does not need the file to stay open.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tokenizer_open(file: GGUFFile) -> GGUFTokenizer {
     guard(std::ptr::null_mut(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        let t = Tokenizer::from_file(f.model.first()).map_err(|e| f.about(e))?;
+        // A refusal keeps the offset of what it refuses, in the first shard (which holds the
+        // vocabulary), and names that shard.
+        let t = Tokenizer::from_file(f.model.first()).map_err(|e| {
+            let shard = f.model.shard_names().first().unwrap_or(&f.name);
+            e.in_file(shard.clone())
+        })?;
         Ok(Box::into_raw(Box::new(GGUFTokenizerImpl(t))))
     })
 }
@@ -213,8 +229,8 @@ pub unsafe extern "C" fn gguf_token_is_eog(tok: GGUFTokenizer, token: i32) -> bo
 /// `len` is 0) into `tokens` (room for `max_tokens`; NULL when `max_tokens` is 0), exactly as
 /// llama.cpp's `llama_tokenize`. `flags`: GGUF_TOKENIZE_ADD_SPECIAL, GGUF_TOKENIZE_PARSE_SPECIAL.
 /// Returns the number of tokens; when that is more than `max_tokens`, nothing is written (call
-/// again with that much room). -1 on failure: a NULL pointer, unknown flags
-/// (GGUF_ERROR_CODE_INVALID_ARGUMENT).
+/// again with that much room). -1 on failure: a NULL pointer, unknown flags or a `tokens` not
+/// aligned for int32_t (GGUF_ERROR_CODE_INVALID_ARGUMENT).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tokenize(
     tok: GGUFTokenizer,
@@ -248,8 +264,8 @@ pub unsafe extern "C" fn gguf_tokenize(
 /// `max_len` bytes, no NUL added; NULL when `max_len` is 0), exactly as llama.cpp's
 /// `llama_detokenize`. `flags`: GGUF_DETOKENIZE_REMOVE_SPECIAL, GGUF_DETOKENIZE_UNPARSE_SPECIAL.
 /// Returns the text's length; when that is more than `max_len`, nothing is written. -1 on
-/// failure: a token id outside the vocabulary, unknown flags (GGUF_ERROR_CODE_INVALID_ARGUMENT),
-/// a NULL pointer.
+/// failure: a token id outside the vocabulary, unknown flags or a `tokens` not aligned for
+/// int32_t (GGUF_ERROR_CODE_INVALID_ARGUMENT), a NULL pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_detokenize(
     tok: GGUFTokenizer,

@@ -12,6 +12,9 @@ use crate::text::quote;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+/// The key of the merges.
+const MERGES: &str = "tokenizer.ggml.merges";
+
 /// The merges: (left token, right token) to (rank, merged token).
 pub(crate) struct Merges {
     map: hashbrown::HashMap<u64, (u32, u32), foldhash::fast::FixedState>,
@@ -32,7 +35,7 @@ impl Merges {
     ) -> Result<Merges> {
         let mut map =
             hashbrown::HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5eed));
-        let Some(a) = vocab::array(file, "tokenizer.ggml.merges")? else {
+        let Some(a) = vocab::array(file, MERGES)? else {
             if optional {
                 return Ok(Merges { map });
             }
@@ -45,12 +48,15 @@ impl Merges {
             .ok_or_else(|| vocab::wrong_type("tokenizer.ggml.merges", "an array of strings"))?;
         map.reserve(usize::try_from(a.len()).unwrap_or(0));
         for (rank, m) in strings.enumerate() {
+            let at = || vocab::element_offset(file, MERGES, rank as u64);
             let space = m
                 .iter()
                 .skip(1)
                 .position(|&b| b == b' ')
                 .map(|p| p + 1)
-                .ok_or_else(|| bad(format!("merge {rank} ({}) has no space", quote(m))))?;
+                .ok_or_else(|| {
+                    bad(format!("merge {rank} ({}) has no space", quote(m))).with_offset(at())
+                })?;
             let (l, r) = (&m[..space], &m[space + 1..]);
             let id = |part: &[u8]| {
                 vocab.find(part).ok_or_else(|| {
@@ -59,6 +65,7 @@ impl Merges {
                         quote(m),
                         quote(part)
                     ))
+                    .with_offset(at())
                 })
             };
             let (li, ri) = (id(l)?, id(r)?);

@@ -2,7 +2,7 @@
 //! `token_to_piece` with `special` set), and `llama_detokenize`'s joining and space cleaning.
 
 use super::vocab::{attr, bad, Vocab};
-use super::{bad_token, unescape_whitespace, Tokenizer, VocabType};
+use super::{bad_token, decoded_bpe_len, unescape_whitespace, Tokenizer, VocabType};
 use crate::error::Result;
 use crate::text::quote;
 
@@ -34,13 +34,27 @@ pub(crate) fn token_byte(text: &[u8]) -> u8 {
     v.to_le_bytes()[0]
 }
 
-/// Every token's piece into one buffer; returns the buffer and each piece's end.
+/// The most bytes all pieces together may take: the larger of this and [`PIECES_PER_BYTE`]
+/// times the token texts. A byte-level BPE token's piece repeats its whole text for each code
+/// point outside GPT-2's alphabet (as llama.cpp writes it), so a vocabulary of a few hundred
+/// kilobytes could otherwise ask for gigabytes.
+pub(crate) const PIECES_FLOOR: usize = 64 << 20;
+/// See [`PIECES_FLOOR`].
+pub(crate) const PIECES_PER_BYTE: usize = 8;
+
+/// Every token's piece into one buffer; returns the buffer and each piece's end. `token_at`
+/// gives the byte offset of a token's text in the file, for the errors.
 pub(crate) fn pieces(
     vocab: &Vocab,
     kind: VocabType,
     escape_whitespaces: bool,
     decode_bpe: &dyn Fn(&[u8], &mut Vec<u8>),
+    token_at: &dyn Fn(usize) -> Option<u64>,
 ) -> Result<(Vec<u8>, Vec<usize>)> {
+    let text_bytes = (0..vocab.len())
+        .map(|id| vocab.text(id).len())
+        .sum::<usize>();
+    let limit = text_bytes.saturating_mul(PIECES_PER_BYTE).max(PIECES_FLOOR);
     let mut buf = Vec::with_capacity(vocab.len() * 6);
     let mut ends = Vec::with_capacity(vocab.len());
     for id in 0..vocab.len() {
@@ -52,7 +66,8 @@ pub(crate) fn pieces(
                 Err(bad(format!(
                     "byte token {id} is {}, expected <0xXX>",
                     quote(text)
-                )))
+                ))
+                .with_offset(token_at(id)))
             } else {
                 Ok(token_byte(text))
             }
@@ -63,6 +78,17 @@ pub(crate) fn pieces(
                     buf.extend_from_slice(text);
                 } else if a & attr::NORMAL != 0 {
                     if kind == VocabType::Bpe && !escape_whitespaces {
+                        let (len, unknown) = decoded_bpe_len(text).unwrap_or((usize::MAX, 0));
+                        if len > limit.saturating_sub(buf.len()) {
+                            return Err(bad(format!(
+                                "token {id}'s piece would be {len} bytes (llama.cpp repeats its \
+                                 {}-byte text for each of its {unknown} code points outside \
+                                 GPT-2's byte alphabet): the pieces would pass {limit} bytes, \
+                                 the most this vocabulary's {text_bytes} bytes of text may make",
+                                text.len()
+                            ))
+                            .with_offset(token_at(id)));
+                        }
                         decode_bpe(text, &mut buf);
                     } else {
                         unescape_whitespace(text, &mut buf);
@@ -71,7 +97,8 @@ pub(crate) fn pieces(
                     if kind == VocabType::Wpm {
                         return Err(bad(format!(
                             "token {id} is a byte token, which a WordPiece vocabulary cannot have"
-                        )));
+                        ))
+                        .with_offset(token_at(id)));
                     }
                     buf.push(byte_needs_name(text)?);
                 }

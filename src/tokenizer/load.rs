@@ -18,7 +18,7 @@ enum Pending {
     Rwkv(Rwkv),
     Plamo2,
     Bpe(Box<BpeData>),
-    Wpm(usize),
+    Wpm(Box<super::trie::Longest>),
 }
 use crate::error::Result;
 use crate::file::GgufFile;
@@ -274,7 +274,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
         // The byte tokens are known from the attributes, set below.
         VocabType::Plamo2 => Pending::Plamo2,
-        VocabType::Wpm => Pending::Wpm((0..n).map(|i| vocab.text(i).len()).max().unwrap_or(0)),
+        VocabType::Wpm => Pending::Wpm(Box::new(super::wpm::longest(&vocab)?)),
         VocabType::Bpe => {
             let pre_type = PreType::from_name(&pre).ok_or_else(|| {
                 bad(format!(
@@ -328,9 +328,10 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         }
         if let Some(v) = vocab::unsigned(file, key)? {
             if v >= n as u64 {
-                return Err(bad(format!(
-                    "{key} is {v}, past the vocabulary's {n} tokens"
-                )));
+                return Err(
+                    bad(format!("{key} is {v}, past the vocabulary's {n} tokens"))
+                        .with_offset(vocab::value_offset(file, key)),
+                );
             }
             *id = i64::try_from(v).unwrap_or(none);
         }
@@ -366,9 +367,13 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     special_cache.sort_by_key(|&i| std::cmp::Reverse(vocab.text(i as usize).len()));
 
     let escape = flags.escape_whitespaces;
-    let (pieces_buf, piece_ends) = pieces(&vocab, kind, escape, &|t, out| {
-        super::decode_bpe_text(t, out)
-    })?;
+    let (pieces_buf, piece_ends) = pieces(
+        &vocab,
+        kind,
+        escape,
+        &|t, out| super::decode_bpe_text(t, out),
+        &|id| vocab::element_offset(file, vocab::TOKENS, id as u64),
+    )?;
 
     per_token_attributes(file, &mut vocab, &special_cache, pre_key)?;
     let special_index = super::special::SpecialIndex::new(&vocab, &special_cache);

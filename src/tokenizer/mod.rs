@@ -128,8 +128,8 @@ pub(crate) enum ModelData {
     Rwkv(rwkv::Rwkv),
     Plamo2(Box<plamo2::Plamo2>),
     Bpe(Box<BpeData>),
-    /// WordPiece: the longest token's length.
-    Wpm(usize),
+    /// WordPiece: every token, for the longest match at each position.
+    Wpm(Box<trie::Longest>),
 }
 
 /// A byte-level BPE vocabulary's merges and pre-tokenizer.
@@ -304,9 +304,8 @@ impl Tokenizer {
             ModelData::Ugm(u) => u.tokenize(&self.vocab, text, &self.flags, out),
             ModelData::Rwkv(r) => r.tokenize(text, self.special.unk, out),
             ModelData::Plamo2(p) => p.tokenize(text, out),
-            &ModelData::Wpm(max_len) => wpm::tokenize(
-                &self.vocab,
-                max_len,
+            ModelData::Wpm(longest) => wpm::tokenize(
+                longest,
                 text,
                 self.flags.lowercase,
                 self.flags.strip_accents,
@@ -498,22 +497,48 @@ pub(crate) fn bad_token(id: i32, n: usize) -> Error {
 
 /// A byte-level BPE token's text (GPT-2's printable stand-ins for bytes) as the bytes it
 /// stands for, as llama.cpp's `llama_decode_text`.
+/// Each code point outside GPT-2's alphabet becomes `[UNK_BYTE_0x<its UTF-8 in hex><the whole
+/// text>]`, as there: [`decoded_bpe_len`] tells the size first.
 pub(crate) fn decode_bpe_text(text: &[u8], out: &mut Vec<u8>) {
-    for cp in unicode::cpts_from_utf8(text) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut utf8 = Vec::with_capacity(4);
+    for cp in unicode::cpts_iter(text) {
         match unicode::cpt_to_byte(cp) {
             Some(b) => out.push(b),
             None => {
                 out.extend_from_slice(b"[UNK_BYTE_0x");
-                let mut utf8 = Vec::with_capacity(4);
+                utf8.clear();
                 unicode::cpt_to_utf8(cp, &mut utf8);
-                for b in utf8 {
-                    out.extend_from_slice(format!("{b:02x}").as_bytes());
+                for &b in &utf8 {
+                    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
                 }
                 out.extend_from_slice(text);
                 out.push(b']');
             }
         }
     }
+}
+
+/// The length [`decode_bpe_text`] gives `text`, and how many of its code points are outside
+/// GPT-2's alphabet (each repeats the whole text); `None` past `usize`.
+pub(crate) fn decoded_bpe_len(text: &[u8]) -> Option<(usize, usize)> {
+    let (mut len, mut unknown) = (0usize, 0usize);
+    for cp in unicode::cpts_iter(text) {
+        if unicode::cpt_to_byte(cp).is_some() {
+            len = len.checked_add(1)?;
+        } else {
+            let utf8 = match cp {
+                0..=0x7F => 1,
+                0x80..=0x7FF => 2,
+                0x800..=0xFFFF => 3,
+                _ => 4,
+            };
+            let one = (b"[UNK_BYTE_0x".len() + 2 * utf8 + 1).checked_add(text.len())?;
+            len = len.checked_add(one)?;
+            unknown += 1;
+        }
+    }
+    Some((len, unknown))
 }
 
 /// The suffix (U+E000) that keeps `hybriddna` k-mer tokens apart from equal BPE tokens; their

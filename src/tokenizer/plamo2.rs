@@ -5,7 +5,7 @@
 //! going out as the byte tokens of its UTF-8 form. Among equal costs the longest token wins,
 //! the unknown code point last, as llama.cpp's table orders them.
 
-use super::trie::Prefixes;
+use super::trie::Ends;
 use super::unicode::{cpt_to_utf8, cpts_from_utf8};
 use super::vocab::{attr, bad, Vocab};
 use crate::error::Result;
@@ -16,8 +16,9 @@ const UNKNOWN_SCORE: i32 = -10_000_000;
 /// The model built from the vocabulary.
 pub(crate) struct Plamo2 {
     /// Every token but the byte tokens whose text is UTF-8 as llama.cpp decodes it (the others
-    /// can never match the re-encoded text).
-    matcher: Prefixes,
+    /// can never match the re-encoded text), reversed: the text read from its end back, the
+    /// tokens found at a code point's first byte are those that start there, longest first.
+    matcher: Ends,
     /// Each token's score as llama.cpp's table holds it.
     scores: Vec<i32>,
     /// The token of each byte.
@@ -84,7 +85,7 @@ impl Plamo2 {
         ids.sort_unstable_by(|&a, &b| text(a).cmp(text(b)).then(b.cmp(&a)));
         ids.dedup_by(|a, b| text(*a) == text(*b));
         let matcher =
-            Prefixes::new(ids, text).ok_or_else(|| bad("the tokens' texts are too long"))?;
+            Ends::reversed(ids, text).ok_or_else(|| bad("the tokens' texts are too long"))?;
         Ok(Plamo2 {
             matcher,
             scores,
@@ -116,11 +117,19 @@ impl Plamo2 {
         // (length in code points, token or -1 for byte tokens).
         let mut path = vec![(0u32, -1i32); n + 1];
         let mut hits: Vec<u32> = Vec::new();
+        // The tokens starting at each code point, longest first, in time linear in the text and
+        // the tokens found (a walk from each code point went as far as any token continued).
+        let mut state = Ends::START;
         for i in (0..n).rev() {
             hits.clear();
-            self.matcher.walk(&norm[starts[i]..], |_, id| hits.push(id));
+            for k in (starts[i] + 1..starts[i + 1]).rev() {
+                state = self.matcher.step(state, norm[k]);
+            }
+            state = self
+                .matcher
+                .push(state, norm[starts[i]], |_, id| hits.push(id));
             let mut unknown_seen = false;
-            for &id in hits.iter().rev() {
+            for &id in &hits {
                 let score = self.scores[id as usize];
                 if score > INVALID_SCORE {
                     let len = self.lengths[id as usize];

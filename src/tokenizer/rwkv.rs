@@ -3,13 +3,13 @@
 //! position.
 
 use super::detokenize::unescape_rwkv;
-use super::trie::Prefixes;
+use super::trie::Longest;
 use super::vocab::{bad, Vocab};
 use crate::error::Result;
 
-/// The trie of the tokens' unescaped bytes.
+/// The longest-match index of the tokens' unescaped bytes.
 pub(crate) struct Rwkv {
-    prefixes: Prefixes,
+    longest: Longest,
 }
 
 impl Rwkv {
@@ -33,34 +33,26 @@ impl Rwkv {
         ids.retain(|&i| !text(i).is_empty());
         ids.sort_unstable_by(|&a, &b| text(a).cmp(text(b)).then(b.cmp(&a)));
         ids.dedup_by(|a, b| text(*a) == text(*b));
-        let prefixes =
-            Prefixes::new(ids, text).ok_or_else(|| bad("the tokens' texts are too long"))?;
-        Ok(Rwkv { prefixes })
+        let longest =
+            Longest::new(ids, text).ok_or_else(|| bad("the tokens' texts are too long"))?;
+        Ok(Rwkv { longest })
     }
 
     /// Appends the tokens of `text`: the longest token at each position; a byte no token
-    /// starts with is the unknown token (skipped where there is none).
+    /// starts with is the unknown token (skipped where there is none). (llama.cpp pushes the
+    /// unknown token when no token starts with the byte, and loops forever when some do but
+    /// none ends within the text: one byte is skipped as unknown instead.)
     pub fn tokenize(&self, text: &[u8], unk: Option<i32>, out: &mut Vec<i32>) {
-        let mut at = 0;
-        while at < text.len() {
-            let mut longest = None;
-            let depth = self
-                .prefixes
-                .walk(&text[at..], |len, id| longest = Some((len, id)));
-            match longest {
-                Some((len, id)) => {
-                    out.push(id as i32);
-                    at += len;
-                }
-                None => {
-                    // No token starts here (llama.cpp pushes the unknown token when no token
-                    // starts with the byte, and loops forever when some do but none ends
-                    // within the text: one byte is skipped as unknown instead).
-                    let _ = depth;
-                    out.extend(unk);
-                    at += 1;
-                }
+        let mut scratch = Vec::new();
+        self.longest.cut(text, &mut scratch, |at, m| match m {
+            Some((len, id)) => {
+                out.push(id as i32);
+                Some(at + len)
             }
-        }
+            None => {
+                out.extend(unk);
+                Some(at + 1)
+            }
+        });
     }
 }

@@ -4,9 +4,10 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
 use crate::index::NameIndex;
+use crate::reader::ByteReader;
 use crate::text::quote;
 use crate::types::ValueType;
-use crate::value::Value;
+use crate::value::{RawValue, Value};
 
 /// Token attributes, as llama.cpp's `llama_token_attr` bits.
 pub(crate) mod attr {
@@ -25,6 +26,11 @@ pub(crate) const MAX_TOKEN_LEN: usize = 1 << 20;
 
 /// The most tokens a vocabulary may hold (ids are `i32`).
 pub(crate) const MAX_TOKENS: u64 = i32::MAX as u64;
+
+/// The keys of the token texts, scores and types.
+pub(crate) const TOKENS: &str = "tokenizer.ggml.tokens";
+const SCORES: &str = "tokenizer.ggml.scores";
+const TYPES: &str = "tokenizer.ggml.token_type";
 
 /// An error about the vocabulary.
 #[cold]
@@ -111,7 +117,7 @@ impl Vocab {
 
     /// Reads and checks the vocabulary of `file`.
     pub fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Vocab> {
-        let tokens = array(file, "tokenizer.ggml.tokens")?
+        let tokens = array(file, TOKENS)?
             .ok_or_else(|| bad("the file has no vocabulary (key tokenizer.ggml.tokens)"))?;
         if tokens.elem_type() != ValueType::String {
             return Err(wrong_type("tokenizer.ggml.tokens", "an array of strings"));
@@ -138,7 +144,8 @@ impl Vocab {
                 return Err(bad(format!(
                     "token {i} is {} bytes long, more than the {MAX_TOKEN_LEN} a token may have",
                     word.len()
-                )));
+                ))
+                .with_offset(element_offset(file, TOKENS, i as u64)));
             }
             if word.is_empty() {
                 // llama.cpp names an empty token after its id.
@@ -155,7 +162,7 @@ impl Vocab {
             ));
         }
 
-        let scores = match array(file, "tokenizer.ggml.scores")? {
+        let scores = match array(file, SCORES)? {
             None => vec![0.0; n_usize],
             Some(a) => {
                 let mut s: Vec<f32> = match a.elem_type() {
@@ -177,18 +184,20 @@ impl Vocab {
                     return Err(bad(format!(
                         "tokenizer.ggml.scores has {} scores for {n} tokens",
                         s.len()
-                    )));
+                    ))
+                    .with_offset(value_offset(file, SCORES)));
                 }
                 s.truncate(n_usize);
                 if let Some(i) = s.iter().position(|v| v.is_nan()) {
-                    return Err(bad(format!("the score of token {i} is NaN")));
+                    return Err(bad(format!("the score of token {i} is NaN"))
+                        .with_offset(element_offset(file, SCORES, i as u64)));
                 }
                 s
             }
         };
 
         let mut attrs = vec![attr::NORMAL; n_usize];
-        if let Some(a) = array(file, "tokenizer.ggml.token_type")? {
+        if let Some(a) = array(file, TYPES)? {
             let types = a
                 .to_vec::<i32>()
                 .ok_or_else(|| wrong_type("tokenizer.ggml.token_type", "an array of INT32"))?;
@@ -196,7 +205,8 @@ impl Vocab {
                 return Err(bad(format!(
                     "tokenizer.ggml.token_type has {} types for {n} tokens",
                     types.len()
-                )));
+                ))
+                .with_offset(value_offset(file, TYPES)));
             }
             for (i, (&t, a)) in types.iter().zip(attrs.iter_mut()).enumerate() {
                 *a = match t {
@@ -210,7 +220,8 @@ impl Vocab {
                     _ => {
                         return Err(bad(format!(
                             "token {i} has type {t}, expected 0 to 6 (tokenizer.ggml.token_type)"
-                        )))
+                        ))
+                        .with_offset(element_offset(file, TYPES, i as u64)))
                     }
                 };
             }
@@ -223,6 +234,7 @@ impl Vocab {
             };
             NameIndex::build(n_usize, name_of).map_err(|(a, b)| {
                 bad(format!("tokens {a} and {b} are both {}", quote(name_of(b))))
+                    .with_offset(element_offset(file, TOKENS, b as u64))
             })?
         };
 
@@ -235,6 +247,44 @@ impl Vocab {
             cut: Vec::new(),
         })
     }
+}
+
+/// Where element `i` of the array at `key` starts in `file` (a string's length field); `None`
+/// when there is no such element (or it is in a nested array).
+pub(crate) fn element_offset<S: AsRef<[u8]>>(file: &GgufFile<S>, key: &str, i: u64) -> Option<u64> {
+    let record = file.kv_records().get(file.metadata_index(key)?)?;
+    let RawValue::Array { elem, len, data } = record.value else {
+        return None;
+    };
+    if i >= len {
+        return None;
+    }
+    let within = if let Some(size) = elem.fixed_size() {
+        usize::try_from(i).ok()?.checked_mul(size)?
+    } else if elem == ValueType::String {
+        // Only on an error: the strings before it are walked to find it.
+        let layout = file.layout();
+        let mut r = ByteReader::new(data.of(file.bytes()), 0, layout);
+        for _ in 0..i {
+            r.string("string element").ok()?;
+        }
+        let s = r.string("string element").ok()?;
+        s.start.checked_sub(layout.len_size())?
+    } else {
+        return None;
+    };
+    u64::try_from(data.start.checked_add(within)?).ok()
+}
+
+/// Where the value of `key` starts in `file` (past its type field).
+pub(crate) fn value_offset<S: AsRef<[u8]>>(file: &GgufFile<S>, key: &str) -> Option<u64> {
+    let record = file.kv_records().get(file.metadata_index(key)?)?;
+    let end = record
+        .key
+        .start
+        .checked_add(record.key.len)?
+        .checked_add(4)?;
+    u64::try_from(end).ok()
 }
 
 /// The error for a key of the wrong type.

@@ -3,8 +3,10 @@
 //! and stripped of accents as the normalizer options say), each word, after a U+2581, cut
 //! greedily into the longest tokens; a word with an uncovered part is the unknown token.
 
+use super::trie::Longest;
 use super::unicode::{cpt_to_utf8, cpts_iter, flags, nfd_one, to_lower};
-use super::vocab::Vocab;
+use super::vocab::{bad, Vocab};
+use crate::error::Result;
 
 /// llama.cpp's `is_chinese_char` (with its 0x2B920 where BERT has 0x2B820).
 fn is_chinese_char(cp: u32) -> bool {
@@ -71,10 +73,20 @@ fn words(
     end(buf);
 }
 
-/// Appends the tokens of `text` to `out`.
+/// The longest-match index of every token of `vocab` (texts are unique and not empty).
+pub(crate) fn longest(vocab: &Vocab) -> Result<Longest> {
+    let ids = (0..vocab.len())
+        .map(|i| u32::try_from(i).map_err(|_| bad("too many tokens")))
+        .collect::<Result<Vec<u32>>>()?;
+    Longest::new(ids, |i| vocab.text(i as usize))
+        .ok_or_else(|| bad("the tokens' texts are too long"))
+}
+
+/// Appends the tokens of `text` to `out`: each word, after a U+2581, cut into the longest
+/// token at each position (llama.cpp tries every length from the longest token's down; the
+/// index finds the same token in time linear in the word).
 pub(crate) fn tokenize(
-    vocab: &Vocab,
-    max_token_len: usize,
+    longest: &Longest,
     text: &[u8],
     lowercase: bool,
     strip_accents: bool,
@@ -83,29 +95,25 @@ pub(crate) fn tokenize(
 ) {
     let mut word1 = Vec::new();
     let mut buf = Vec::new();
+    let mut scratch = Vec::new();
     words(text, lowercase, strip_accents, &mut buf, |word| {
         word1.clear();
         word1.extend_from_slice("\u{2581}".as_bytes());
         word1.extend_from_slice(word);
-        let n = word1.len();
         let before = out.len();
-        let mut i = 0;
-        while i < n {
-            let mut matched = false;
-            let mut j = n.min(i + max_token_len + 1);
-            while j > i {
-                if let Some(id) = vocab.find(&word1[i..j]) {
-                    out.push(id as i32);
-                    matched = true;
-                    i = j;
-                    break;
-                }
-                j -= 1;
+        let mut covered = true;
+        longest.cut(&word1, &mut scratch, |at, m| match m {
+            Some((len, id)) => {
+                out.push(id as i32);
+                Some(at + len)
             }
-            if !matched {
-                out.truncate(before);
-                break;
+            None => {
+                covered = false;
+                None
             }
+        });
+        if !covered {
+            out.truncate(before);
         }
         if out.len() == before {
             // llama.cpp pushes its unknown id, -1 where the vocabulary has none; nothing here.
