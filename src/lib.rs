@@ -26,8 +26,10 @@ pub mod file;
 pub mod format;
 #[cfg(all(feature = "net", not(target_family = "wasm")))]
 pub mod http;
+pub mod hparams;
 mod index;
 pub mod load;
+pub mod memory;
 pub mod model;
 /// Work on the threads a caller asked for: how many, at most [`parallel::MAX_THREADS`], and one
 /// runner.

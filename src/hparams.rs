@@ -1,0 +1,560 @@
+//! A model's hyperparameters as llama.cpp reads them from the header: the keys each
+//! architecture's loader reads, with llama.cpp's defaults where a key is absent (llama.cpp
+//! v0.5.0, `llama_model_base::load_hparams` and each architecture's `load_arch_hparams`).
+//!
+//! Only the architectures whose rules are written here are read; any other is refused with an
+//! error naming it, never guessed.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::GgufFile;
+use crate::value::Value;
+
+/// The most layers llama.cpp loads (`LLAMA_MAX_LAYERS`).
+pub const MAX_LAYERS: u32 = 512;
+
+/// How an architecture keeps its per-token state, which decides the shape of its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// A KV cache over every layer (grouped-query or multi-head attention).
+    Attention,
+    /// A KV cache split into a full cache and a sliding-window cache (`llama_kv_cache_iswa`).
+    SlidingWindow,
+    /// Only recurrent state (`llama_memory_recurrent`): Mamba, RWKV.
+    Recurrent,
+    /// A KV cache for the attention layers and recurrent state for the others
+    /// (`llama_memory_hybrid`).
+    Hybrid,
+}
+
+/// The sliding-window rule of the SWA layers (`llama_swa_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwaType {
+    /// No sliding window.
+    None,
+    /// Each token sees the `n_swa` tokens before it.
+    Standard,
+}
+
+/// RoPE parameters as llama.cpp reads them (the training values).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rope {
+    /// Rotated dimensions per head of the full-attention layers (`rope.dimension_count`).
+    pub n_rot: u32,
+    /// Rotated dimensions per head of the SWA layers.
+    pub n_rot_swa: u32,
+    /// `rope.freq_base` (10000 when absent).
+    pub freq_base: f32,
+    /// 1 / `rope.scaling.factor` (1 when absent or 0).
+    pub freq_scale: f32,
+    /// `rope.scaling.type` (`linear` when absent).
+    pub scaling_type: String,
+    /// `rope.scaling.original_context_length` (the training context when absent).
+    pub n_ctx_orig: u32,
+}
+
+/// The hyperparameters of a model, per layer where llama.cpp keeps them per layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hparams {
+    /// `general.architecture`.
+    pub architecture: String,
+    /// `block_count`: every layer, the MTP (next-token prediction) layers included.
+    pub n_layer_all: u32,
+    /// `nextn_predict_layers`: the MTP layers at the end (0 when absent).
+    pub n_layer_nextn: u32,
+    /// `embedding_length`.
+    pub n_embd: u32,
+    /// `feed_forward_length`, per layer (0 when absent).
+    pub n_ff: Vec<u32>,
+    /// `attention.head_count`, per layer.
+    pub n_head: Vec<u32>,
+    /// `attention.head_count_kv`, per layer (the head count when absent).
+    pub n_head_kv: Vec<u32>,
+    /// Key dimension per head of the full-attention layers (`attention.key_length`, else
+    /// `n_embd / n_head`).
+    pub n_embd_head_k: u32,
+    /// Value dimension per head of the full-attention layers.
+    pub n_embd_head_v: u32,
+    /// Key dimension per head of the SWA layers (`attention.key_length_swa`).
+    pub n_embd_head_k_swa: u32,
+    /// Value dimension per head of the SWA layers.
+    pub n_embd_head_v_swa: u32,
+    /// Multi-head latent attention's head sizes (`attention.key_length_mla`,
+    /// `attention.value_length_mla`); both 0 when the model does not use MLA.
+    pub n_embd_head_k_mla: u32,
+    /// See [`Hparams::n_embd_head_k_mla`].
+    pub n_embd_head_v_mla: u32,
+    /// `context_length`: the training context.
+    pub n_ctx_train: u32,
+    /// RoPE.
+    pub rope: Rope,
+    /// The sliding-window rule.
+    pub swa_type: SwaType,
+    /// The window (`attention.sliding_window`; 0 without one).
+    pub n_swa: u32,
+    /// Which layers use the sliding window.
+    pub is_swa: Vec<bool>,
+    /// Which layers are recurrent.
+    pub is_recurrent: Vec<bool>,
+    /// `expert_count` (0 when absent).
+    pub n_expert: u32,
+    /// `expert_used_count`, per layer (0 when absent).
+    pub n_expert_used: Vec<u32>,
+    /// `ssm.conv_kernel`, `ssm.inner_size`, `ssm.state_size`, `ssm.time_step_rank`,
+    /// `ssm.group_count` (0 when absent).
+    pub ssm_d_conv: u32,
+    /// See [`Hparams::ssm_d_conv`].
+    pub ssm_d_inner: u32,
+    /// See [`Hparams::ssm_d_conv`].
+    pub ssm_d_state: u32,
+    /// See [`Hparams::ssm_d_conv`].
+    pub ssm_dt_rank: u32,
+    /// See [`Hparams::ssm_d_conv`].
+    pub ssm_n_group: u32,
+    /// The vocabulary's size: the tokenizer's token count (or `vocab_size` for models
+    /// without a vocabulary).
+    pub n_vocab: u32,
+    /// Whether attention is causal (`attention.causal`, true when absent).
+    pub causal_attn: bool,
+    /// The shape of the model's memory.
+    pub memory: MemoryKind,
+}
+
+/// The architectures whose rules are written here, with the shape of their memory.
+pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
+    ("llama", MemoryKind::Attention),
+    ("qwen2", MemoryKind::Attention),
+    ("qwen3", MemoryKind::Attention),
+    ("qwen2moe", MemoryKind::Attention),
+    ("qwen3moe", MemoryKind::Attention),
+    ("granite", MemoryKind::Attention),
+    ("deepseek2", MemoryKind::Attention),
+    ("gemma2", MemoryKind::SlidingWindow),
+    ("gemma3", MemoryKind::SlidingWindow),
+    ("mamba", MemoryKind::Recurrent),
+    ("mamba2", MemoryKind::Recurrent),
+    ("granitehybrid", MemoryKind::Hybrid),
+];
+
+/// Reads keys of one architecture, llama.cpp's way.
+struct Keys<'a, S: AsRef<[u8]>> {
+    file: &'a GgufFile<S>,
+    arch: &'a str,
+}
+
+fn bad(message: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument { message })
+}
+
+impl<S: AsRef<[u8]>> Keys<'_, S> {
+    fn name(&self, key: &str) -> String {
+        format!("{}.{key}", self.arch)
+    }
+
+    fn value(&self, key: &str) -> Option<(String, Value<'_>)> {
+        let name = self.name(key);
+        let v = self.file.get(&name)?;
+        Some((name, v))
+    }
+
+    /// An unsigned integer key: `Ok(None)` when absent.
+    fn u32(&self, key: &str) -> Result<Option<u32>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some((name, v)) => int_u32(&name, &v).map(Some),
+        }
+    }
+
+    fn u32_required(&self, key: &str) -> Result<u32> {
+        self.u32(key)?.ok_or_else(|| {
+            Error::new(ErrorKind::NotFound {
+                message: format!(
+                    "key {} is missing: llama.cpp needs it for a {} model",
+                    self.name(key),
+                    self.arch
+                ),
+            })
+        })
+    }
+
+    fn f32(&self, key: &str) -> Result<Option<f32>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some((name, v)) => match v {
+                Value::F32(x) => Ok(Some(x)),
+                Value::F64(x) => Ok(Some(x as f32)),
+                other => Err(bad(format!(
+                    "key {name} has type {}, expected a float",
+                    other.value_type().name()
+                ))),
+            },
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some((name, v)) => match v {
+                Value::String(s) => Ok(Some(String::from_utf8_lossy(s).into_owned())),
+                other => Err(bad(format!(
+                    "key {name} has type {}, expected a string",
+                    other.value_type().name()
+                ))),
+            },
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
+        match self.value(key) {
+            None => Ok(None),
+            Some((name, v)) => match v {
+                Value::Bool(b) => Ok(Some(b)),
+                other => Err(bad(format!(
+                    "key {name} has type {}, expected a bool",
+                    other.value_type().name()
+                ))),
+            },
+        }
+    }
+
+    /// `get_key_or_arr`: one value for every layer, or an array of exactly `n` values.
+    fn per_layer(&self, key: &str, n: u32, into: &mut [u32]) -> Result<bool> {
+        let Some((name, v)) = self.value(key) else {
+            return Ok(false);
+        };
+        match v {
+            Value::Array(a) => {
+                if a.len() != u64::from(n) {
+                    return Err(bad(format!(
+                        "key {name} holds {} values, expected one per layer ({n})",
+                        a.len()
+                    )));
+                }
+                for (i, item) in a.iter().enumerate() {
+                    into[i] = int_u32(&name, &item)?;
+                }
+            }
+            v => {
+                let x = int_u32(&name, &v)?;
+                into.iter_mut().for_each(|slot| *slot = x);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The sliding-window pattern: an array of booleans (one per layer), else a period
+    /// (`sliding_window_pattern`, `default` when absent) as `set_swa_pattern` expands it.
+    fn swa_pattern(&self, default: u32, n_layer: u32, is_swa: &mut [bool]) -> Result<()> {
+        if let Some((name, Value::Array(a))) = self.value("attention.sliding_window_pattern") {
+            if a.len() > is_swa.len() as u64 {
+                return Err(bad(format!(
+                    "key {name} holds {} values, more than the {} layers",
+                    a.len(),
+                    is_swa.len()
+                )));
+            }
+            for (i, item) in a.iter().enumerate() {
+                is_swa[i] = match item {
+                    Value::Bool(b) => b,
+                    other => int_u32(&name, &other)? != 0,
+                };
+            }
+            return Ok(());
+        }
+        let period = self
+            .u32("attention.sliding_window_pattern")?
+            .unwrap_or(default);
+        for (il, slot) in is_swa.iter_mut().enumerate() {
+            let il = il as u32;
+            *slot = il < n_layer && (period == 0 || il % period < period - 1);
+        }
+        Ok(())
+    }
+}
+
+fn int_u32(name: &str, v: &Value<'_>) -> Result<u32> {
+    let x = match v {
+        Value::I8(_) | Value::I16(_) | Value::I32(_) | Value::I64(_) => {
+            v.as_i64().and_then(|x| u32::try_from(x).ok())
+        }
+        Value::Bool(_) | Value::F32(_) | Value::F64(_) | Value::String(_) | Value::Array(_) => {
+            return Err(bad(format!(
+                "key {name} has type {}, expected an integer",
+                v.value_type().name()
+            )))
+        }
+        _ => v.as_u64().and_then(|x| u32::try_from(x).ok()),
+    };
+    x.ok_or_else(|| bad(format!("key {name} is out of range for a 32-bit count")))
+}
+
+impl Hparams {
+    /// The hyperparameters of the model in `file` (its first shard for a split model).
+    pub fn read<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Hparams> {
+        let arch = match file.get("general.architecture") {
+            Some(Value::String(s)) => String::from_utf8_lossy(s).into_owned(),
+            Some(other) => {
+                return Err(bad(format!(
+                    "key general.architecture has type {}, expected a string",
+                    other.value_type().name()
+                )))
+            }
+            None => {
+                return Err(Error::new(ErrorKind::NotFound {
+                    message: "key general.architecture is missing".into(),
+                }))
+            }
+        };
+        let Some(&(_, memory)) = ARCHITECTURES.iter().find(|(name, _)| *name == arch) else {
+            return Err(Error::new(ErrorKind::Unsupported {
+                message: format!(
+                    "architecture {} is not one whose memory rules are known (known: {})",
+                    crate::text::quote(arch.as_bytes()),
+                    ARCHITECTURES
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }));
+        };
+        let k = Keys { file, arch: &arch };
+
+        let n_ctx_train = k.u32_required("context_length")?;
+        let n_embd = k.u32_required("embedding_length")?;
+        let n_layer_all = k.u32_required("block_count")?;
+        if n_layer_all == 0 || n_layer_all > MAX_LAYERS {
+            return Err(bad(format!(
+                "key {}.block_count is {n_layer_all}, expected 1 to {MAX_LAYERS}",
+                arch
+            )));
+        }
+        let n_layer_nextn = k.u32("nextn_predict_layers")?.unwrap_or(0);
+        if n_layer_nextn > n_layer_all {
+            return Err(bad(format!(
+                "key {arch}.nextn_predict_layers is {n_layer_nextn}, more than the {n_layer_all} layers"
+            )));
+        }
+        let n_layer = n_layer_all - n_layer_nextn;
+        let n = n_layer_all as usize;
+        let n_expert = k.u32("expert_count")?.unwrap_or(0);
+        let mut n_expert_used = vec![0; n];
+        k.per_layer("expert_used_count", n_layer_all, &mut n_expert_used)?;
+        let mut n_ff = vec![0; n];
+        k.per_layer("feed_forward_length", n_layer_all, &mut n_ff)?;
+        let mut n_head = vec![0; n];
+        k.per_layer("attention.head_count", n_layer_all, &mut n_head)?;
+        let mut n_head_kv = n_head.clone();
+        k.per_layer("attention.head_count_kv", n_layer_all, &mut n_head_kv)?;
+        let causal_attn = k.bool("attention.causal")?.unwrap_or(true);
+
+        let n_ctx_orig = k
+            .u32("rope.scaling.original_context_length")?
+            .unwrap_or(n_ctx_train);
+        let freq_base = k.f32("rope.freq_base")?.unwrap_or(10000.0);
+        let scaling_type = k
+            .string("rope.scaling.type")?
+            .unwrap_or_else(|| "linear".into());
+        let factor = match k.f32("rope.scaling.factor")? {
+            Some(f) => f,
+            None => k.f32("rope.scale_linear")?.unwrap_or(0.0),
+        };
+        let freq_scale = if factor == 0.0 { 1.0 } else { 1.0 / factor };
+
+        let (mut head_k, mut head_v, mut n_rot) = (0, 0, 0);
+        if n_head[0] > 0 {
+            head_k = k.u32("attention.key_length")?.unwrap_or(n_embd / n_head[0]);
+            head_v = k
+                .u32("attention.value_length")?
+                .unwrap_or(n_embd / n_head[0]);
+            n_rot = k.u32("rope.dimension_count")?.unwrap_or(head_k);
+            if arch == "llama" && n_rot != head_k {
+                return Err(bad(format!(
+                    "key {arch}.rope.dimension_count is {n_rot}, llama.cpp expects the key length {head_k}"
+                )));
+            }
+        }
+        let head_k_swa = k.u32("attention.key_length_swa")?.unwrap_or(head_k);
+        let head_v_swa = k.u32("attention.value_length_swa")?.unwrap_or(head_v);
+        let n_rot_swa = k.u32("rope.dimension_count_swa")?.unwrap_or(n_rot);
+
+        let recurrent_all = memory == MemoryKind::Recurrent;
+        let mut h = Hparams {
+            architecture: arch.clone(),
+            n_layer_all,
+            n_layer_nextn,
+            n_embd,
+            n_ff,
+            n_head,
+            n_head_kv,
+            n_embd_head_k: head_k,
+            n_embd_head_v: head_v,
+            n_embd_head_k_swa: head_k_swa,
+            n_embd_head_v_swa: head_v_swa,
+            n_embd_head_k_mla: 0,
+            n_embd_head_v_mla: 0,
+            n_ctx_train,
+            rope: Rope {
+                n_rot,
+                n_rot_swa,
+                freq_base,
+                freq_scale,
+                scaling_type,
+                n_ctx_orig,
+            },
+            swa_type: SwaType::None,
+            n_swa: 0,
+            is_swa: vec![false; n],
+            is_recurrent: (0..n_layer_all)
+                .map(|il| recurrent_all && il < n_layer)
+                .collect(),
+            n_expert,
+            n_expert_used,
+            ssm_d_conv: 0,
+            ssm_d_inner: 0,
+            ssm_d_state: 0,
+            ssm_dt_rank: 0,
+            ssm_n_group: 0,
+            n_vocab: vocab_size(file, &arch)?,
+            causal_attn,
+            memory,
+        };
+
+        match arch.as_str() {
+            "gemma2" => {
+                h.swa_type = SwaType::Standard;
+                h.n_swa = k.u32("attention.sliding_window")?.unwrap_or(4096);
+                k.swa_pattern(2, n_layer, &mut h.is_swa)?;
+            }
+            "gemma3" => {
+                let n_swa = k.u32("attention.sliding_window")?.unwrap_or(0);
+                if n_swa > 0 {
+                    h.swa_type = SwaType::Standard;
+                    h.n_swa = n_swa;
+                    k.swa_pattern(6, n_layer, &mut h.is_swa)?;
+                } else {
+                    h.memory = MemoryKind::Attention;
+                }
+            }
+            "mamba" | "mamba2" | "granitehybrid" => {
+                h.ssm_d_conv = k.u32_required("ssm.conv_kernel")?;
+                h.ssm_d_inner = k.u32_required("ssm.inner_size")?;
+                h.ssm_d_state = k.u32_required("ssm.state_size")?;
+                h.ssm_dt_rank = k.u32_required("ssm.time_step_rank")?;
+                if arch != "mamba" {
+                    h.ssm_n_group = k.u32_required("ssm.group_count")?;
+                }
+                if arch == "granitehybrid" {
+                    for il in 0..n_layer as usize {
+                        h.is_recurrent[il] = h.n_head_kv[il] == 0;
+                    }
+                }
+            }
+            "deepseek2" => {
+                h.n_embd_head_k_mla = k.u32("attention.key_length_mla")?.unwrap_or(0);
+                h.n_embd_head_v_mla = k.u32("attention.value_length_mla")?.unwrap_or(0);
+                if (h.n_embd_head_k_mla == 0) != (h.n_embd_head_v_mla == 0) {
+                    return Err(bad(format!(
+                        "keys {arch}.attention.key_length_mla and value_length_mla must both be set or both absent"
+                    )));
+                }
+            }
+            _ => {}
+        }
+        Ok(h)
+    }
+
+    /// Layers before the MTP layers (`n_layer()`).
+    pub fn n_layer(&self) -> u32 {
+        self.n_layer_all - self.n_layer_nextn
+    }
+
+    /// Whether the model uses multi-head latent attention (K only in the cache).
+    pub fn is_mla(&self) -> bool {
+        self.n_embd_head_k_mla != 0 && self.n_embd_head_v_mla != 0
+    }
+
+    /// Key dimension per head of layer `il`.
+    pub fn head_k(&self, il: usize) -> u32 {
+        if self.is_swa[il] {
+            self.n_embd_head_k_swa
+        } else {
+            self.n_embd_head_k
+        }
+    }
+
+    /// Value dimension per head of layer `il`.
+    pub fn head_v(&self, il: usize) -> u32 {
+        if self.is_swa[il] {
+            self.n_embd_head_v_swa
+        } else {
+            self.n_embd_head_v
+        }
+    }
+
+    /// K values per token of layer `il` (`n_embd_k_gqa(il)`).
+    pub fn n_embd_k_gqa(&self, il: usize) -> u64 {
+        u64::from(self.head_k(il)) * u64::from(self.n_head_kv[il])
+    }
+
+    /// V values per token of layer `il` (`n_embd_v_gqa(il)`).
+    pub fn n_embd_v_gqa(&self, il: usize) -> u64 {
+        u64::from(self.head_v(il)) * u64::from(self.n_head_kv[il])
+    }
+
+    /// The widest layer's V values per token (`n_embd_v_gqa_max`).
+    pub fn n_embd_v_gqa_max(&self) -> u64 {
+        (0..self.n_layer_all as usize)
+            .map(|il| self.n_embd_v_gqa(il))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Recurrent convolution state per sequence and layer, in values (`n_embd_r`).
+    pub fn n_embd_r(&self) -> u64 {
+        let conv = u64::from(self.ssm_d_conv.saturating_sub(1));
+        conv * (u64::from(self.ssm_d_inner)
+            + 2 * u64::from(self.ssm_n_group) * u64::from(self.ssm_d_state))
+    }
+
+    /// Recurrent SSM state per sequence and layer, in values (`n_embd_s`).
+    pub fn n_embd_s(&self) -> u64 {
+        u64::from(self.ssm_d_state) * u64::from(self.ssm_d_inner)
+    }
+}
+
+/// The vocabulary's size as llama.cpp's vocabulary loader finds it.
+fn vocab_size<S: AsRef<[u8]>>(file: &GgufFile<S>, arch: &str) -> Result<u32> {
+    let model = match file.get("tokenizer.ggml.model") {
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            return Err(bad(format!(
+                "key tokenizer.ggml.model has type {}, expected a string",
+                other.value_type().name()
+            )))
+        }
+        None => {
+            return Err(Error::new(ErrorKind::NotFound {
+                message: "key tokenizer.ggml.model is missing: llama.cpp needs a vocabulary"
+                    .into(),
+            }))
+        }
+    };
+    if model == b"none" || model == b"no_vocab" {
+        let key = format!("{arch}.vocab_size");
+        return match file.get(&key) {
+            None => Ok(0),
+            Some(v) => int_u32(&key, &v),
+        };
+    }
+    match file.get("tokenizer.ggml.tokens") {
+        Some(Value::Array(a)) => u32::try_from(a.len())
+            .map_err(|_| bad(format!("tokenizer.ggml.tokens holds {} tokens", a.len()))),
+        Some(other) => Err(bad(format!(
+            "key tokenizer.ggml.tokens has type {}, expected an array",
+            other.value_type().name()
+        ))),
+        None => Err(Error::new(ErrorKind::NotFound {
+            message: "key tokenizer.ggml.tokens is missing".into(),
+        })),
+    }
+}

@@ -1,0 +1,521 @@
+//! The memory estimate against llama.cpp itself: `tests/llama/memory_shim.cpp`, built against
+//! the v0.5.0 headers (the llama.cpp sources node-llama-cpp 3.22.1 bundles, which
+//! `tools/fetch-ggml.sh` unpacks into `target/ggml/llama.cpp-v0.5.0`) and linked with the
+//! prebuilt `libllama.v0.5.0.so`, loads each model in llama.cpp's memory-fit mode (no mmap,
+//! `no_alloc`), creates a context with the same parameters and prints llama.cpp's figures.
+//!
+//! The models are headers written with [`gguf::Writer`] and extended to their full size as
+//! sparse files: one per shape of memory (grouped-query attention, per-layer KV heads,
+//! sliding windows, recurrent and hybrid state, multi-head latent attention with an MTP layer,
+//! mixture of experts), each at several contexts (0, not a multiple of 256, past the training
+//! context), sequence counts (unified and not), KV types and flash-attention settings.
+//! Weights, K, V, recurrent state, the output buffer and the context used must equal llama.cpp's
+//! to the byte; the compute buffer must be at least llama.cpp's and at most 10% above it.
+
+mod common;
+
+use common::{ggml_dir, link_aside, manifest_dir, run};
+use gguf::memory::{estimate, FlashAttn, MemoryEstimate, MemoryParams};
+use gguf::{DataType, MetadataValue, Model, OpenOptions, ValueType, Writer};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The shim, built once per test process.
+fn shim() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let ggml = ggml_dir();
+        let src = ggml.join("llama.cpp-v0.5.0");
+        assert!(
+            ggml.join("libllama.v0.5.0.so").is_file() && src.join("src/llama-ext.h").is_file(),
+            "libllama.v0.5.0.so or its headers are not in {}: run `make ggml` (tools/fetch-ggml.sh)",
+            ggml.display()
+        );
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memory_llama");
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("memory_shim");
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let mut cmd = Command::new(cxx);
+        cmd.args(["-std=c++17", "-O1", "-w", "-rdynamic"])
+            .arg(format!("-I{}", src.join("include").display()))
+            .arg(format!("-I{}", src.join("src").display()))
+            .arg(format!("-I{}", src.join("ggml/include").display()))
+            .arg(manifest_dir().join("tests/llama/memory_shim.cpp"))
+            .arg(format!("-L{}", ggml.display()))
+            .args(["-l:libllama.v0.5.0.so", "-l:libggml.v0.5.0.so", "-lggml-base", "-ldl"])
+            .arg(format!("-Wl,-rpath,{}", ggml.display()));
+        link_aside(&mut cmd, &exe);
+        exe
+    })
+}
+
+/// llama.cpp's figures for one model and parameters; `None` where it refuses the context.
+fn llama(path: &Path, p: &MemoryParams) -> Option<BTreeMap<String, u64>> {
+    let fa = match p.flash_attn {
+        FlashAttn::Auto => -1,
+        FlashAttn::Off => 0,
+        FlashAttn::On => 1,
+    };
+    let cpu = ggml_dir().join("libggml-cpu-x64.so");
+    let out = Command::new(shim())
+        .env("MEMORY_SHIM_CPU_BACKEND", cpu)
+        .arg(path)
+        .args([
+        p.n_ctx.to_string(),
+        p.n_batch.to_string(),
+        p.n_ubatch.to_string(),
+        p.n_seq_max.to_string(),
+        p.type_k.id().to_string(),
+        p.type_v.id().to_string(),
+        fa.to_string(),
+        u8::from(p.swa_full).to_string(),
+        u8::from(p.kv_unified).to_string(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if text == "error context\n" {
+        return None;
+    }
+    assert!(
+        text.ends_with("ok\n"),
+        "the shim failed on {}: {text}",
+        path.display()
+    );
+    Some(
+        text.lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+/// A model to write: metadata, and tensors by name, shape and type.
+struct Spec {
+    arch: &'static str,
+    kv: Vec<(String, MetadataValue)>,
+    tensors: Vec<(String, Vec<u64>, DataType)>,
+}
+
+impl Spec {
+    fn new(arch: &'static str, n_layer: u32, n_embd: u32, n_vocab: u32, n_ctx_train: u32) -> Spec {
+        let mut s = Spec {
+            arch,
+            kv: Vec::new(),
+            tensors: Vec::new(),
+        };
+        s.kv.push((
+            "general.architecture".into(),
+            MetadataValue::string(arch),
+        ));
+        s.kv.push((
+            "tokenizer.ggml.model".into(),
+            MetadataValue::string("none"),
+        ));
+        s.u32("vocab_size", n_vocab);
+        s.u32("block_count", n_layer);
+        s.u32("embedding_length", n_embd);
+        s.u32("context_length", n_ctx_train);
+        s.kv.push((
+            format!("{arch}.attention.layer_norm_rms_epsilon"),
+            MetadataValue::F32(1e-5),
+        ));
+        s
+    }
+
+    fn u32(&mut self, key: &str, v: u32) -> &mut Spec {
+        self.kv.push((format!("{}.{key}", self.arch), MetadataValue::U32(v)));
+        self
+    }
+
+    fn arr(&mut self, key: &str, v: &[u32]) -> &mut Spec {
+        let items = v.iter().map(|&x| MetadataValue::U32(x)).collect();
+        self.kv.push((
+            format!("{}.{key}", self.arch),
+            MetadataValue::Array(ValueType::Uint32, items),
+        ));
+        self
+    }
+
+    /// A weight: 1-D tensors in F32, matrices in F16.
+    fn t(&mut self, name: &str, dims: &[u64]) -> &mut Spec {
+        let dtype = if dims.len() == 1 {
+            DataType::F32
+        } else {
+            DataType::F16
+        };
+        self.tensors.push((name.into(), dims.to_vec(), dtype));
+        self
+    }
+
+    fn embeddings(&mut self, n_embd: u64, n_vocab: u64) -> &mut Spec {
+        self.t("token_embd.weight", &[n_embd, n_vocab])
+            .t("output_norm.weight", &[n_embd])
+            .t("output.weight", &[n_embd, n_vocab])
+    }
+
+    /// Attention: Q, K, V and the output projection of layer `i`.
+    fn attention(&mut self, i: u32, n_embd: u64, q: u64, k: u64, v: u64) -> &mut Spec {
+        self.t(&format!("blk.{i}.attn_q.weight"), &[n_embd, q])
+            .t(&format!("blk.{i}.attn_k.weight"), &[n_embd, k])
+            .t(&format!("blk.{i}.attn_v.weight"), &[n_embd, v])
+            .t(&format!("blk.{i}.attn_output.weight"), &[q, n_embd])
+    }
+
+    fn ffn(&mut self, i: u32, n_embd: u64, n_ff: u64) -> &mut Spec {
+        self.t(&format!("blk.{i}.ffn_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff])
+    }
+
+    /// Writes the header and extends the file to its full size (sparse: no data is written).
+    fn write(&self, name: &str) -> PathBuf {
+        let mut w = Writer::new();
+        for (k, v) in &self.kv {
+            w.add_metadata(k, v.clone()).unwrap();
+        }
+        for (n, dims, dtype) in &self.tensors {
+            w.add_tensor_info(n, dims, *dtype).unwrap();
+        }
+        let header = w.header_bytes().unwrap();
+        let offsets = w.tensor_offsets().unwrap();
+        let last = self.tensors.len() - 1;
+        let end = offsets[last] + w.tensor_size(last).unwrap();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("memory_llama");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.{}.gguf", std::process::id()));
+        std::fs::write(&path, &header).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(header.len() as u64 + end).unwrap();
+        path
+    }
+}
+
+/// A llama-shaped model: `n_head` query heads, `n_head_kv` KV heads.
+fn llama_spec(arch: &'static str, n_layer: u32, n_head: u32, n_head_kv: u32, head: u32) -> Spec {
+    let (n_embd, n_ff, n_vocab) = (256u32, 512u32, 1000u32);
+    let mut s = Spec::new(arch, n_layer, n_embd, n_vocab, 4096);
+    s.u32("feed_forward_length", n_ff)
+        .u32("attention.head_count", n_head)
+        .u32("attention.head_count_kv", n_head_kv)
+        .u32("attention.key_length", head)
+        .u32("attention.value_length", head)
+        .u32("rope.dimension_count", head);
+    let (e, q, kv) = (
+        u64::from(n_embd),
+        u64::from(head * n_head),
+        u64::from(head * n_head_kv),
+    );
+    s.embeddings(e, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[e]);
+        s.attention(i, e, q, kv, kv);
+        match arch {
+            "qwen3" => {
+                s.t(&format!("blk.{i}.attn_q_norm.weight"), &[u64::from(head)])
+                    .t(&format!("blk.{i}.attn_k_norm.weight"), &[u64::from(head)]);
+            }
+            "gemma2" | "gemma3" => {
+                s.t(&format!("blk.{i}.post_attention_norm.weight"), &[e])
+                    .t(&format!("blk.{i}.post_ffw_norm.weight"), &[e]);
+                if arch == "gemma3" {
+                    s.t(&format!("blk.{i}.attn_q_norm.weight"), &[u64::from(head)])
+                        .t(&format!("blk.{i}.attn_k_norm.weight"), &[u64::from(head)]);
+                }
+            }
+            _ => {}
+        }
+        s.ffn(i, e, u64::from(n_ff));
+    }
+    if arch == "gemma2" {
+        // Gemma 2 ties the output to the embeddings.
+        s.tensors.retain(|t| t.0 != "output.weight");
+    }
+    s
+}
+
+fn mamba_spec(arch: &'static str, n_layer: u32) -> Spec {
+    let (n_embd, n_vocab) = (128u64, 1000u32);
+    let (d_conv, d_inner, d_state) = (4u64, 2 * n_embd, 16u64);
+    let mut s = Spec::new(arch, n_layer, n_embd as u32, n_vocab, 2048);
+    s.u32("ssm.conv_kernel", d_conv as u32)
+        .u32("ssm.inner_size", d_inner as u32)
+        .u32("ssm.state_size", d_state as u32);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    if arch == "mamba" {
+        let dt_rank = 8u64;
+        s.u32("ssm.time_step_rank", dt_rank as u32);
+        for i in 0..n_layer {
+            s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+                .t(&format!("blk.{i}.ssm_in.weight"), &[n_embd, 2 * d_inner])
+                .t(&format!("blk.{i}.ssm_conv1d.weight"), &[d_conv, d_inner])
+                .t(&format!("blk.{i}.ssm_conv1d.bias"), &[d_inner])
+                .t(&format!("blk.{i}.ssm_x.weight"), &[d_inner, dt_rank + 2 * d_state])
+                .t(&format!("blk.{i}.ssm_dt.weight"), &[dt_rank, d_inner])
+                .t(&format!("blk.{i}.ssm_dt.bias"), &[d_inner])
+                .t(&format!("blk.{i}.ssm_a"), &[d_state, d_inner])
+                .t(&format!("blk.{i}.ssm_d"), &[d_inner])
+                .t(&format!("blk.{i}.ssm_out.weight"), &[d_inner, n_embd]);
+        }
+    } else {
+        let (n_head, n_group) = (8u64, 2u64);
+        s.u32("ssm.time_step_rank", n_head as u32)
+            .u32("ssm.group_count", n_group as u32);
+        for i in 0..n_layer {
+            s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd]);
+            mamba2_layer(&mut s, i, n_embd, d_conv, d_inner, d_state, n_head, n_group);
+        }
+    }
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mamba2_layer(
+    s: &mut Spec,
+    i: u32,
+    n_embd: u64,
+    d_conv: u64,
+    d_inner: u64,
+    d_state: u64,
+    n_head: u64,
+    n_group: u64,
+) {
+    let conv = d_inner + 2 * n_group * d_state;
+    s.t(
+        &format!("blk.{i}.ssm_in.weight"),
+        &[n_embd, 2 * d_inner + 2 * n_group * d_state + n_head],
+    )
+    .t(&format!("blk.{i}.ssm_conv1d.weight"), &[d_conv, conv])
+    .t(&format!("blk.{i}.ssm_conv1d.bias"), &[conv])
+    .t(&format!("blk.{i}.ssm_dt.bias"), &[n_head])
+    .t(&format!("blk.{i}.ssm_a"), &[1, n_head])
+    .t(&format!("blk.{i}.ssm_d"), &[1, n_head])
+    .t(&format!("blk.{i}.ssm_norm.weight"), &[d_inner / n_group, n_group])
+    .t(&format!("blk.{i}.ssm_out.weight"), &[d_inner, n_embd]);
+}
+
+/// Granite 4 (hybrid): Mamba 2 layers, and attention layers with their own KV head counts.
+fn granite_hybrid_spec(n_head_kv: &[u32]) -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, head) = (128u64, 256u64, 1000u32, 4u32, 32u64);
+    let n_layer = n_head_kv.len() as u32;
+    let mut s = Spec::new("granitehybrid", n_layer, n_embd as u32, n_vocab, 4096);
+    let (d_conv, d_inner, d_state, ssm_heads, n_group) = (4u64, 2 * n_embd, 16u64, 8u64, 1u64);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head)
+        .arr("attention.head_count_kv", n_head_kv)
+        .u32("ssm.conv_kernel", d_conv as u32)
+        .u32("ssm.inner_size", d_inner as u32)
+        .u32("ssm.state_size", d_state as u32)
+        .u32("ssm.time_step_rank", ssm_heads as u32)
+        .u32("ssm.group_count", n_group as u32);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for (i, &kv) in n_head_kv.iter().enumerate() {
+        let i = i as u32;
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd]);
+        if kv == 0 {
+            mamba2_layer(&mut s, i, n_embd, d_conv, d_inner, d_state, ssm_heads, n_group);
+        } else {
+            let q = head * u64::from(n_head);
+            s.attention(i, n_embd, q, head * u64::from(kv), head * u64::from(kv));
+        }
+        s.ffn(i, n_embd, n_ff);
+    }
+    s
+}
+
+/// DeepSeek 2/3 with multi-head latent attention, mixture of experts after one dense layer,
+/// and one MTP layer (which llama.cpp skips).
+fn deepseek2_spec() -> Spec {
+    let (n_embd, n_vocab, n_head) = (256u64, 1000u32, 4u64);
+    let (n_layer, n_nextn) = (4u32, 1u32);
+    let (q_lora, kv_lora, rope, k_mla, v_mla) = (64u64, 128u64, 32u64, 96u64, 64u64);
+    let (n_ff, n_ff_exp, n_expert, n_used, n_shared) = (512u64, 64u64, 8u64, 2u32, 1u64);
+    let mut s = Spec::new("deepseek2", n_layer, n_embd as u32, n_vocab, 4096);
+    s.u32("nextn_predict_layers", n_nextn)
+        .u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", 1)
+        .u32("attention.key_length", (kv_lora + rope) as u32)
+        .u32("attention.value_length", kv_lora as u32)
+        .u32("attention.key_length_mla", k_mla as u32)
+        .u32("attention.value_length_mla", v_mla as u32)
+        .u32("rope.dimension_count", rope as u32)
+        .u32("attention.q_lora_rank", q_lora as u32)
+        .u32("attention.kv_lora_rank", kv_lora as u32)
+        .u32("leading_dense_block_count", 1)
+        .u32("expert_feed_forward_length", n_ff_exp as u32)
+        .u32("expert_shared_count", n_shared as u32)
+        .u32("expert_count", n_expert as u32)
+        .u32("expert_used_count", n_used);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.attn_q_a_norm.weight"), &[q_lora])
+            .t(&format!("blk.{i}.attn_kv_a_norm.weight"), &[kv_lora])
+            .t(&format!("blk.{i}.attn_q_a.weight"), &[n_embd, q_lora])
+            .t(&format!("blk.{i}.attn_q_b.weight"), &[q_lora, n_head * k_mla])
+            .t(&format!("blk.{i}.attn_kv_a_mqa.weight"), &[n_embd, kv_lora + rope])
+            .t(&format!("blk.{i}.attn_k_b.weight"), &[k_mla - rope, kv_lora, n_head])
+            .t(&format!("blk.{i}.attn_v_b.weight"), &[kv_lora, v_mla, n_head])
+            .t(&format!("blk.{i}.attn_output.weight"), &[n_head * v_mla, n_embd]);
+        if i == 0 {
+            s.ffn(i, n_embd, n_ff);
+        } else {
+            s.t(&format!("blk.{i}.ffn_norm.weight"), &[n_embd])
+                .t(&format!("blk.{i}.ffn_gate_inp.weight"), &[n_embd, n_expert])
+                .t(&format!("blk.{i}.ffn_down_exps.weight"), &[n_ff_exp, n_embd, n_expert])
+                .t(&format!("blk.{i}.ffn_gate_exps.weight"), &[n_embd, n_ff_exp, n_expert])
+                .t(&format!("blk.{i}.ffn_up_exps.weight"), &[n_embd, n_ff_exp, n_expert])
+                .t(&format!("blk.{i}.ffn_gate_shexp.weight"), &[n_embd, n_ff_exp * n_shared])
+                .t(&format!("blk.{i}.ffn_down_shexp.weight"), &[n_ff_exp * n_shared, n_embd])
+                .t(&format!("blk.{i}.ffn_up_shexp.weight"), &[n_embd, n_ff_exp * n_shared]);
+        }
+        if i >= n_layer - n_nextn {
+            s.t(&format!("blk.{i}.nextn.eh_proj.weight"), &[2 * n_embd, n_embd])
+                .t(&format!("blk.{i}.nextn.enorm.weight"), &[n_embd])
+                .t(&format!("blk.{i}.nextn.hnorm.weight"), &[n_embd])
+                .t(&format!("blk.{i}.nextn.shared_head_norm.weight"), &[n_embd]);
+        }
+    }
+    s
+}
+
+fn params() -> MemoryParams {
+    MemoryParams::default()
+}
+
+/// Every figure of ours against llama.cpp's, for one model and one set of parameters.
+/// `None` where both refuse the parameters.
+fn check(path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u64)> {
+    let model = Model::open(path, OpenOptions::default()).unwrap();
+    let case = format!("{} with {p:?}", path.display());
+    let (ours, theirs) = match (estimate(&model, p), llama(path, p)) {
+        (Ok(ours), Some(theirs)) => (ours, theirs),
+        (Err(_), None) => return None,
+        (ours, theirs) => panic!("one refuses, the other not: ours {ours:?}, llama.cpp {theirs:?}: {case}"),
+    };
+    let them = |k: &str| theirs[k];
+    assert_eq!(u64::from(ours.n_ctx), them("n_ctx"), "n_ctx: {case}");
+    assert_eq!(u64::from(ours.n_ctx_seq), them("n_ctx_seq"), "n_ctx_seq: {case}");
+    assert_eq!(ours.weights, them("model"), "weights: {case}");
+    assert_eq!(ours.k, them("k"), "K: {case}");
+    assert_eq!(ours.v, them("v"), "V: {case}");
+    assert_eq!(ours.recurrent, them("r") + them("s"), "recurrent: {case}");
+    assert_eq!(ours.output, them("output"), "output: {case}");
+    assert!(ours.k + ours.v + ours.recurrent <= them("context"), "context: {case}");
+    assert!(
+        std::env::var_os("TMP_SKIP_COMPUTE").is_some() ||
+        ours.compute >= them("compute") && ours.compute as f64 <= them("compute") as f64 * 1.1,
+        "compute {} against llama.cpp's {}: {case}",
+        ours.compute,
+        them("compute")
+    );
+    Some((ours, them("compute")))
+}
+
+/// The parameter sets every attention model is checked with.
+fn attention_cases() -> Vec<MemoryParams> {
+    let d = params();
+    vec![
+        d,
+        MemoryParams { n_ctx: 0, ..d },
+        MemoryParams { n_ctx: 1000, ..d },
+        MemoryParams { n_ctx: 8192, ..d },
+        MemoryParams { n_ctx: 1000, n_seq_max: 3, ..d },
+        MemoryParams { n_ctx: 1000, n_seq_max: 3, kv_unified: true, ..d },
+        MemoryParams { flash_attn: FlashAttn::Off, n_ctx: 2048, ..d },
+        MemoryParams { flash_attn: FlashAttn::Off, type_k: DataType::Q8_0, ..d },
+        MemoryParams {
+            flash_attn: FlashAttn::On,
+            type_k: DataType::Q8_0,
+            type_v: DataType::Q4_0,
+            ..d
+        },
+        MemoryParams { n_ubatch: 128, n_batch: 256, n_ctx: 768, ..d },
+    ]
+}
+
+fn run_cases(name: &str, spec: &Spec, cases: &[MemoryParams]) {
+    let path = spec.write(name);
+    let mut refused = 0;
+    for p in cases {
+        let Some((ours, theirs)) = check(&path, p) else {
+            refused += 1;
+            continue;
+        };
+        eprintln!(
+            "{name}: n_ctx {} k {} v {} r {} out {} compute ours {} llama.cpp {theirs}",
+            ours.n_ctx, ours.k, ours.v, ours.recurrent, ours.output, ours.compute
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+    assert!(refused < cases.len(), "{name}: every case was refused");
+}
+
+#[test]
+fn grouped_query_attention_llama() {
+    run_cases("llama", &llama_spec("llama", 4, 8, 2, 32), &attention_cases());
+}
+
+#[test]
+fn head_size_apart_from_the_width_qwen3() {
+    run_cases("qwen3", &llama_spec("qwen3", 3, 4, 2, 128), &attention_cases());
+}
+
+#[test]
+fn sliding_window_gemma2_and_gemma3() {
+    let mut g2 = llama_spec("gemma2", 4, 4, 2, 64);
+    g2.u32("attention.sliding_window", 300);
+    let mut g3 = llama_spec("gemma3", 7, 4, 1, 64);
+    g3.u32("attention.sliding_window", 512);
+    let d = params();
+    let mut cases = attention_cases();
+    for swa_full in [false, true] {
+        cases.extend([
+            MemoryParams { swa_full, n_ctx: 4096, ..d },
+            MemoryParams { swa_full, n_ctx: 4096, n_seq_max: 2, ..d },
+            MemoryParams { swa_full, n_ctx: 4096, n_seq_max: 3, kv_unified: true, ..d },
+            MemoryParams { swa_full, n_ctx: 300, ..d },
+        ]);
+    }
+    run_cases("gemma2", &g2, &cases);
+    run_cases("gemma3", &g3, &cases);
+}
+
+#[test]
+fn recurrent_mamba_and_mamba2() {
+    let d = params();
+    let cases = [
+        d,
+        MemoryParams { n_ctx: 0, ..d },
+        MemoryParams { n_seq_max: 4, n_ctx: 2048, ..d },
+        MemoryParams { flash_attn: FlashAttn::Off, ..d },
+    ];
+    run_cases("mamba", &mamba_spec("mamba", 3), &cases);
+    run_cases("mamba2", &mamba_spec("mamba2", 3), &cases);
+}
+
+#[test]
+fn hybrid_with_per_layer_kv_heads_granite4() {
+    let spec = granite_hybrid_spec(&[0, 0, 4, 0, 0, 2]);
+    let mut cases = attention_cases();
+    cases.push(MemoryParams { n_seq_max: 4, n_ctx: 2048, flash_attn: FlashAttn::Off, ..params() });
+    run_cases("granitehybrid", &spec, &cases);
+}
+
+#[test]
+fn latent_attention_moe_and_mtp_deepseek2() {
+    let mut cases = attention_cases();
+    cases.push(MemoryParams {
+        type_k: DataType::Q8_0,
+        type_v: DataType::Q8_0,
+        flash_attn: FlashAttn::On,
+        ..params()
+    });
+    run_cases("deepseek2", &deepseek2_spec(), &cases);
+}
