@@ -55,14 +55,14 @@
 #define GGUF_MAX_DIGEST_SIZE 32
 
 /**
- * Redirects followed per request by default (a Hugging Face download takes one or two).
- */
-#define GGUF_DEFAULT_MAX_REDIRECTS 10
-
-/**
  * The most layers llama.cpp loads (`LLAMA_MAX_LAYERS`).
  */
 #define MAX_LAYERS 512
+
+/**
+ * Redirects followed per request by default (a Hugging Face download takes one or two).
+ */
+#define GGUF_DEFAULT_MAX_REDIRECTS 10
 
 /**
  * ggml's quantization version (`GGML_QNT_VERSION`), written as `general.quantization_version`.
@@ -861,7 +861,7 @@ typedef struct GGUFMemoryEstimate {
    */
   uint64_t output;
   /**
-   * The compute buffer (a bound).
+   * The compute buffer: not estimated yet (0).
    */
   uint64_t compute;
   /**
@@ -1611,7 +1611,8 @@ GGUF_API struct GGUFMemoryParams gguf_memory_params_default(void);
 /**
  * The memory llama.cpp (v0.5.0) needs to run the model in `file` with `params` (NULL: the
  * defaults), from the header alone: written to `out`, whose `size` the caller sets. Weights,
- * K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU.
+ * K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU;
+ * the compute buffer is not estimated yet (0).
  * Returns false, writing nothing, for an architecture whose rules are not known
  * (GGUF_ERROR_CODE_UNSUPPORTED, naming it), a missing or malformed key, parameters llama.cpp
  * refuses (a quantized V cache without flash attention, ...) or a bad `size`

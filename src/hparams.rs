@@ -181,9 +181,8 @@ impl<S: AsRef<[u8]>> Keys<'_, S> {
             None => Ok(None),
             Some((name, v)) => match v {
                 Value::F32(x) => Ok(Some(x)),
-                Value::F64(x) => Ok(Some(x as f32)),
                 other => Err(bad(format!(
-                    "key {name} has type {}, expected a float",
+                    "key {name} has type {}, expected FLOAT32",
                     other.value_type().name()
                 ))),
             },
@@ -263,8 +262,7 @@ impl<S: AsRef<[u8]>> Keys<'_, S> {
         let period = self
             .u32("attention.sliding_window_pattern")?
             .unwrap_or(default);
-        for (il, slot) in is_swa.iter_mut().enumerate() {
-            let il = il as u32;
+        for (il, slot) in (0u32..).zip(is_swa.iter_mut()) {
             *slot = il < n_layer && (period == 0 || il % period < period - 1);
         }
         Ok(())
@@ -361,11 +359,9 @@ impl Hparams {
         let freq_scale = if factor == 0.0 { 1.0 } else { 1.0 / factor };
 
         let (mut head_k, mut head_v, mut n_rot) = (0, 0, 0);
-        if n_head[0] > 0 {
-            head_k = k.u32("attention.key_length")?.unwrap_or(n_embd / n_head[0]);
-            head_v = k
-                .u32("attention.value_length")?
-                .unwrap_or(n_embd / n_head[0]);
+        if let Some(per_head) = n_embd.checked_div(n_head[0]) {
+            head_k = k.u32("attention.key_length")?.unwrap_or(per_head);
+            head_v = k.u32("attention.value_length")?.unwrap_or(per_head);
             n_rot = k.u32("rope.dimension_count")?.unwrap_or(head_k);
             if arch == "llama" && n_rot != head_k {
                 return Err(bad(format!(
@@ -534,8 +530,7 @@ fn vocab_size<S: AsRef<[u8]>>(file: &GgufFile<S>, arch: &str) -> Result<u32> {
         }
         None => {
             return Err(Error::new(ErrorKind::NotFound {
-                message: "key tokenizer.ggml.model is missing: llama.cpp needs a vocabulary"
-                    .into(),
+                message: "key tokenizer.ggml.model is missing: llama.cpp needs a vocabulary".into(),
             }))
         }
     };
@@ -556,5 +551,124 @@ fn vocab_size<S: AsRef<[u8]>>(file: &GgufFile<S>, arch: &str) -> Result<u32> {
         None => Err(Error::new(ErrorKind::NotFound {
             message: "key tokenizer.ggml.tokens is missing".into(),
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{MetadataValue as V, Writer};
+    use crate::ValueType;
+
+    fn file(arch: &str, kv: &[(&str, V)]) -> GgufFile<Vec<u8>> {
+        let mut w = Writer::new();
+        w.add_metadata("general.architecture", V::string(arch))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.model", V::string("none"))
+            .unwrap();
+        for (k, v) in kv {
+            w.add_metadata(format!("{arch}.{k}"), v.clone()).unwrap();
+        }
+        GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap()
+    }
+
+    fn base() -> Vec<(&'static str, V)> {
+        vec![
+            ("context_length", V::U32(4096)),
+            ("embedding_length", V::U32(512)),
+            ("block_count", V::U32(4)),
+            ("attention.head_count", V::U32(8)),
+        ]
+    }
+
+    #[test]
+    fn absent_keys_take_llama_cpp_defaults() {
+        let h = Hparams::read(&file("llama", &base())).unwrap();
+        assert_eq!(h.n_head_kv, vec![8; 4]); // the head count
+        assert_eq!((h.n_embd_head_k, h.n_embd_head_v), (64, 64)); // n_embd / n_head
+        assert_eq!(h.rope.n_rot, 64);
+        assert_eq!(h.rope.freq_base, 10000.0);
+        assert_eq!(h.rope.freq_scale, 1.0);
+        assert_eq!(h.rope.scaling_type, "linear");
+        assert_eq!(h.rope.n_ctx_orig, 4096);
+        assert_eq!((h.n_vocab, h.n_expert, h.n_layer_nextn), (0, 0, 0));
+        assert!(h.causal_attn);
+        assert_eq!(h.memory, MemoryKind::Attention);
+        assert_eq!(h.n_embd_k_gqa(0), 512);
+    }
+
+    #[test]
+    fn per_layer_counts_and_their_lengths() {
+        let mut kv = base();
+        let arr = |v: &[u32]| V::Array(ValueType::Uint32, v.iter().map(|&x| V::U32(x)).collect());
+        kv.push(("attention.head_count_kv", arr(&[0, 2, 0, 4])));
+        kv.push(("ssm.conv_kernel", V::U32(4)));
+        kv.push(("ssm.inner_size", V::U32(1024)));
+        kv.push(("ssm.state_size", V::U32(16)));
+        kv.push(("ssm.time_step_rank", V::U32(8)));
+        kv.push(("ssm.group_count", V::U32(1)));
+        let h = Hparams::read(&file("granitehybrid", &kv)).unwrap();
+        assert_eq!(h.n_head_kv, vec![0, 2, 0, 4]);
+        assert_eq!(h.is_recurrent, vec![true, false, true, false]);
+        assert_eq!(h.n_embd_v_gqa_max(), 256);
+        assert_eq!(h.n_embd_r(), 3 * (1024 + 2 * 16));
+        assert_eq!(h.n_embd_s(), 16 * 1024);
+
+        kv[4] = ("attention.head_count_kv", arr(&[1, 2, 3]));
+        let e = Hparams::read(&file("granitehybrid", &kv)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("granitehybrid.attention.head_count_kv holds 3 values"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sliding_window_patterns() {
+        let h = Hparams::read(&file("gemma2", &base())).unwrap();
+        assert_eq!((h.swa_type, h.n_swa), (SwaType::Standard, 4096));
+        assert_eq!(h.is_swa, vec![true, false, true, false]);
+        let mut kv = base();
+        kv[2] = ("block_count", V::U32(7));
+        kv.push(("attention.sliding_window", V::U32(512)));
+        let h = Hparams::read(&file("gemma3", &kv)).unwrap();
+        assert_eq!(h.memory, MemoryKind::SlidingWindow);
+        assert_eq!(h.is_swa, vec![true, true, true, true, true, false, true]);
+        // Gemma 3 without a window has none.
+        let h = Hparams::read(&file("gemma3", &base())).unwrap();
+        assert_eq!(
+            (h.memory, h.swa_type),
+            (MemoryKind::Attention, SwaType::None)
+        );
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let e = Hparams::read(&file("bert", &base())).unwrap_err();
+        assert_eq!(e.code(), crate::ErrorCode::Unsupported);
+        assert!(e.to_string().contains("architecture 'bert'"), "{e}");
+        let mut kv = base();
+        kv.remove(0);
+        let e = Hparams::read(&file("llama", &kv)).unwrap_err();
+        assert!(
+            e.to_string().contains("llama.context_length is missing"),
+            "{e}"
+        );
+        let mut kv = base();
+        kv[2] = ("block_count", V::U32(100_000));
+        let e = Hparams::read(&file("llama", &kv)).unwrap_err();
+        assert!(e.to_string().contains("block_count is 100000"), "{e}");
+        let mut kv = base();
+        kv[0] = ("context_length", V::string("long"));
+        let e = Hparams::read(&file("llama", &kv)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("has type STRING, expected an integer"),
+            "{e}"
+        );
+        let mut kv = base();
+        kv.push(("rope.dimension_count", V::U32(32)));
+        let e = Hparams::read(&file("llama", &kv)).unwrap_err();
+        assert!(e.to_string().contains("rope.dimension_count is 32"), "{e}");
     }
 }

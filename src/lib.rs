@@ -24,9 +24,9 @@ pub mod digest;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod hparams;
 #[cfg(all(feature = "net", not(target_family = "wasm")))]
 pub mod http;
-pub mod hparams;
 mod index;
 pub mod load;
 pub mod memory;

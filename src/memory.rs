@@ -4,9 +4,9 @@
 //! and the output buffer), over the hyperparameters of [`crate::hparams`].
 //!
 //! Weights, K, V, recurrent state, the output buffer and the context used are llama.cpp's
-//! figures to the byte (on the CPU); the compute buffer, which depends on where ggml's graph
-//! allocator places the graph, is a bound: never below llama.cpp's, at most 10% above, for the
-//! shapes the tests cover.
+//! figures to the byte (on the CPU; `tests/memory_llama.rs` compares them with libllama). The
+//! compute buffer depends on where ggml's graph allocator places the graph and is not
+//! estimated yet: it is 0, and the total leaves it out.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::hparams::{Hparams, MemoryKind};
@@ -89,7 +89,7 @@ pub struct MemoryEstimate {
     pub recurrent: u64,
     /// The output buffer (logits).
     pub output: u64,
-    /// The compute buffer: a bound (see the module's documentation).
+    /// The compute buffer: not estimated yet (0; see the module's documentation).
     pub compute: u64,
     /// All of the above.
     pub total: u64,
@@ -217,7 +217,9 @@ fn context(h: &Hparams, p: &MemoryParams) -> Result<Context> {
     };
     let n_ubatch = n_batch.min(if p.n_ubatch == 0 { n_batch } else { p.n_ubatch });
     let pad256 = |x: u32| -> Result<u32> {
-        x.checked_add(255).map(|y| y / 256 * 256).ok_or_else(overflow)
+        x.checked_add(255)
+            .map(|y| y / 256 * 256)
+            .ok_or_else(overflow)
     };
     let mut n_ctx = pad256(n_ctx)?;
     let n_ctx_seq = if p.kv_unified {
@@ -391,8 +393,205 @@ pub fn estimate_with<S: AsRef<[u8]>>(
     Ok(parts.e)
 }
 
-/// An upper bound of llama.cpp's compute buffer on the CPU.
-fn compute_bound(h: &Hparams, c: &Context, flash: bool, p: &MemoryParams) -> Result<u64> {
-    let _ = (h, c, flash, p);
+/// llama.cpp's compute buffer on the CPU: not estimated yet. It depends on where ggml's graph
+/// allocator places each architecture's graph (measured against libllama, it is not even
+/// monotonic in the vocabulary or the context), so no formula is given until one is a bound.
+fn compute_bound(_h: &Hparams, _c: &Context, _flash: bool, _p: &MemoryParams) -> Result<u64> {
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{MetadataValue as V, Writer};
+
+    /// A llama-shaped model: 2 layers, width 64, 2 heads of 32, 1 KV head, 100 tokens.
+    fn model(arch: &str, extra: &[(&str, V)]) -> Model<Vec<u8>> {
+        let mut w = Writer::new();
+        w.add_metadata("general.architecture", V::string(arch))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.model", V::string("none"))
+            .unwrap();
+        let mut kv = vec![
+            ("vocab_size", V::U32(100)),
+            ("block_count", V::U32(2)),
+            ("embedding_length", V::U32(64)),
+            ("context_length", V::U32(1024)),
+            ("attention.head_count", V::U32(2)),
+            ("attention.head_count_kv", V::U32(1)),
+        ];
+        kv.extend(extra.iter().cloned());
+        for (k, v) in kv {
+            w.add_metadata(format!("{arch}.{k}"), v).unwrap();
+        }
+        w.add_tensor(
+            "token_embd.weight",
+            &[64, 100],
+            DataType::F32,
+            vec![0; 25600],
+        )
+        .unwrap();
+        w.add_tensor("blk.0.attn_norm.weight", &[3], DataType::F32, vec![0; 12])
+            .unwrap();
+        let file = crate::file::GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap();
+        Model::single(file, "m.gguf".into()).unwrap()
+    }
+
+    fn p() -> MemoryParams {
+        MemoryParams::default()
+    }
+
+    #[test]
+    fn context_padding_and_sequences() {
+        let m = model("llama", &[]);
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                n_ctx: 1000,
+                n_seq_max: 3,
+                ..p()
+            },
+        )
+        .unwrap();
+        assert_eq!((e.n_ctx, e.n_ctx_seq, e.n_ubatch), (1536, 512, 512));
+        assert_eq!(e.k, 2 * 1536 * 32 * 2);
+        assert_eq!(e.output, 3 * 100 * 4);
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                n_ctx: 1000,
+                n_seq_max: 3,
+                kv_unified: true,
+                ..p()
+            },
+        )
+        .unwrap();
+        assert_eq!((e.n_ctx, e.n_ctx_seq), (1024, 1024));
+        // The batch is cut to the context before padding: 100 tokens, micro-batch 100.
+        let e = estimate(&m, &MemoryParams { n_ctx: 100, ..p() }).unwrap();
+        assert_eq!((e.n_ctx, e.n_ubatch), (256, 100));
+        let e = estimate(&m, &MemoryParams { n_ctx: 0, ..p() }).unwrap();
+        assert_eq!(e.n_ctx, 1024);
+        // Weights padded to 32 bytes: 25600 and 12 -> 32.
+        assert_eq!(e.weights, 25600 + 32);
+        assert_eq!(e.total, e.weights + e.k + e.v + e.output);
+        assert_eq!((e.cpu, e.gpu), (e.total, 0));
+    }
+
+    #[test]
+    fn sliding_window_cells() {
+        let m = model("gemma2", &[("attention.sliding_window", V::U32(300))]);
+        let q = MemoryParams {
+            n_ctx: 4096,
+            swa_full: false,
+            ..p()
+        };
+        let e = estimate(&m, &q).unwrap();
+        // pad256(min(4096, 300 + 512)) = 1024.
+        assert_eq!(e.n_ctx_swa, 1024);
+        assert_eq!(e.k, (4096 + 1024) * 32 * 2);
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                n_seq_max: 3,
+                kv_unified: true,
+                ..q
+            },
+        )
+        .unwrap();
+        assert_eq!(e.n_ctx_swa, 1536); // pad256(300 x 3 + 512)
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                swa_full: true,
+                ..q
+            },
+        )
+        .unwrap();
+        assert_eq!(e.n_ctx_swa, 4096);
+    }
+
+    #[test]
+    fn refused_as_llama_cpp_refuses() {
+        let m = model("llama", &[]);
+        let cases = [
+            (
+                MemoryParams {
+                    type_v: DataType::Q8_0,
+                    flash_attn: FlashAttn::Off,
+                    ..p()
+                },
+                "needs flash attention",
+            ),
+            (
+                MemoryParams {
+                    type_k: DataType::Q4_K,
+                    ..p()
+                },
+                "head size 32",
+            ),
+            (
+                MemoryParams {
+                    n_batch: 0,
+                    n_ubatch: 0,
+                    ..p()
+                },
+                "cannot both be 0",
+            ),
+            (
+                MemoryParams {
+                    n_seq_max: 257,
+                    ..p()
+                },
+                "at most 256",
+            ),
+            (
+                MemoryParams {
+                    n_ctx: u32::MAX,
+                    ..p()
+                },
+                "overflows",
+            ),
+        ];
+        for (q, why) in cases {
+            let e = estimate(&m, &q).unwrap_err();
+            assert!(e.to_string().contains(why), "{q:?}: {e}");
+        }
+        let mla = model(
+            "deepseek2",
+            &[
+                ("attention.key_length_mla", V::U32(32)),
+                ("attention.value_length_mla", V::U32(32)),
+            ],
+        );
+        let e = estimate(
+            &mla,
+            &MemoryParams {
+                type_k: DataType::Q8_0,
+                ..p()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("latent attention"), "{e}");
+        let e = estimate(&mla, &p()).unwrap();
+        assert_eq!(e.v, 0);
+    }
+
+    #[test]
+    fn gpu_layers_move_to_the_gpu() {
+        let m = model("llama", &[]);
+        let all = estimate(
+            &m,
+            &MemoryParams {
+                n_gpu_layers: -1,
+                ..p()
+            },
+        )
+        .unwrap();
+        // The output buffer and the token embeddings stay on the CPU.
+        assert_eq!(all.cpu, all.output + 25600);
+        assert_eq!(all.cpu + all.gpu, all.total);
+        let none = estimate(&m, &p()).unwrap();
+        assert_eq!(none.gpu, 0);
+    }
 }

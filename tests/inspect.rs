@@ -2869,7 +2869,11 @@ fn memory_prints_the_estimate_as_a_table_and_as_json() {
     let other = dir.join("other.gguf");
     memory_model(&other, "nosucharch");
     let out = expect(&[OsStr::new("--memory"), other.as_os_str()], 1);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("'nosucharch'"), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("'nosucharch'"),
+        "{}",
+        show(&out)
+    );
     // Bad usage.
     for args in [
         &["--ctx", "5", "x.gguf"][..],

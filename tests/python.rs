@@ -11,8 +11,8 @@
 mod common;
 
 use gguf::ffi::{
-    GGUFMemoryEstimate, GGUFMemoryParams, GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFSpecialTokens, GGUFTensorInfo,
-    GGUFUploadPlan, GGUFUrlOptions, GGUFValue, GGUFView,
+    GGUFMemoryEstimate, GGUFMemoryParams, GGUFMetadataKV, GGUFPlacement, GGUFShardInfo,
+    GGUFSpecialTokens, GGUFTensorInfo, GGUFUploadPlan, GGUFUrlOptions, GGUFValue, GGUFView,
 };
 use serde_json::{json, Map, Value as Json};
 use std::mem::{align_of, offset_of, size_of};

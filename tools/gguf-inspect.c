@@ -30,9 +30,10 @@
  *                    the memory llama.cpp (v0.5.0) needs to run the model with a context of N
  *                    tokens (default 0: the training context) and its other context defaults,
  *                    from the header alone (gguf_memory_estimate): weights, K, V, recurrent
- *                    state, output, compute (a bound) and total, and the context it uses; with
- *                    --json an object of those byte counts. Exit status 1 for an architecture
- *                    whose rules are not known (named) or a context llama.cpp refuses.
+ *                    state, output, compute (not estimated yet: 0) and total, and the context
+ *                    it uses; with --json an object of those byte counts. Exit status 1 for
+ *                    an architecture whose rules are not known (named) or a context
+ *                    llama.cpp refuses.
  *   -h, --help       the help, on stdout. Bad usage gets one line on stderr naming the problem
  *                    ("unknown option '--x' (see gguf-inspect --help)") and exit status 2.
  *
@@ -1788,7 +1789,8 @@ static void usage(FILE *out, const char *argv0) {
           "                  only that part\n"
           "  --tensors       only the tensor table\n"
           "  --memory        the memory llama.cpp needs to run the model (weights, K, V,\n"
-          "                  recurrent state, output, compute: a bound, total), from the header\n"
+          "                  recurrent state, output, compute: not estimated yet, total), from\n"
+          "                  the header\n"
           "  --ctx N         the context for --memory (default 0: the training context)\n"
           "  --metadata KEY  only the value of KEY, arrays in full (exit status 1 if missing)\n"
           "  --verify        checks the format: every rule on opening (every shard), every\n"

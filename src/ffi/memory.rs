@@ -64,7 +64,7 @@ pub struct GGUFMemoryEstimate {
     pub recurrent: u64,
     /// The output buffer (logits).
     pub output: u64,
-    /// The compute buffer (a bound).
+    /// The compute buffer: not estimated yet (0).
     pub compute: u64,
     /// All of the above.
     pub total: u64,
@@ -141,7 +141,8 @@ pub extern "C" fn gguf_memory_params_default() -> GGUFMemoryParams {
 
 /// The memory llama.cpp (v0.5.0) needs to run the model in `file` with `params` (NULL: the
 /// defaults), from the header alone: written to `out`, whose `size` the caller sets. Weights,
-/// K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU.
+/// K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU;
+/// the compute buffer is not estimated yet (0).
 /// Returns false, writing nothing, for an architecture whose rules are not known
 /// (GGUF_ERROR_CODE_UNSUPPORTED, naming it), a missing or malformed key, parameters llama.cpp
 /// refuses (a quantized V cache without flash attention, ...) or a bad `size`
@@ -167,7 +168,9 @@ pub unsafe extern "C" fn gguf_memory_estimate(
                 )));
             }
             if isize::try_from(size).is_err() {
-                return Err(invalid(format!("params->size {size} is larger than any object")));
+                return Err(invalid(format!(
+                    "params->size {size} is larger than any object"
+                )));
             }
             // SAFETY: `size` readable bytes (the contract, with `size` checked above).
             let bytes = unsafe { slice(params.cast::<u8>(), size, "params")? };
@@ -190,8 +193,7 @@ pub unsafe extern "C" fn gguf_memory_estimate(
                 "out->size {size} is smaller than GGUFMemoryEstimate ({ours} bytes)"
             )));
         }
-        let e: MemoryEstimate =
-            crate::memory::estimate(&f.model, &p).map_err(|e| f.about(e))?;
+        let e: MemoryEstimate = crate::memory::estimate(&f.model, &p).map_err(|e| f.about(e))?;
         let c = GGUFMemoryEstimate {
             size: ours,
             weights: e.weights,
