@@ -130,9 +130,11 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("deepseek2", MemoryKind::Attention),
     ("gemma2", MemoryKind::SlidingWindow),
     ("gemma3", MemoryKind::SlidingWindow),
+    ("gpt-oss", MemoryKind::SlidingWindow),
     ("mamba", MemoryKind::Recurrent),
     ("mamba2", MemoryKind::Recurrent),
     ("granitehybrid", MemoryKind::Hybrid),
+    ("qwen35", MemoryKind::Hybrid),
 ];
 
 /// Reads keys of one architecture, llama.cpp's way.
@@ -229,7 +231,11 @@ impl<S: AsRef<[u8]>> Keys<'_, S> {
                     )));
                 }
                 for (i, item) in a.iter().enumerate() {
-                    into[i] = int_u32(&name, &item)?;
+                    into[i] = match item {
+                        // Per-layer flags (`attention.recurrent_layers`) are booleans.
+                        Value::Bool(b) => u32::from(b),
+                        item => int_u32(&name, &item)?,
+                    };
                 }
             }
             v => {
@@ -431,7 +437,12 @@ impl Hparams {
                     h.memory = MemoryKind::Attention;
                 }
             }
-            "mamba" | "mamba2" | "granitehybrid" => {
+            "gpt-oss" => {
+                h.swa_type = SwaType::Standard;
+                h.n_swa = k.u32_required("attention.sliding_window")?;
+                k.swa_pattern(2, n_layer, &mut h.is_swa)?;
+            }
+            "mamba" | "mamba2" | "granitehybrid" | "qwen35" => {
                 h.ssm_d_conv = k.u32_required("ssm.conv_kernel")?;
                 h.ssm_d_inner = k.u32_required("ssm.inner_size")?;
                 h.ssm_d_state = k.u32_required("ssm.state_size")?;
@@ -442,6 +453,24 @@ impl Hparams {
                 if arch == "granitehybrid" {
                     for il in 0..n_layer as usize {
                         h.is_recurrent[il] = h.n_head_kv[il] == 0;
+                    }
+                }
+                if arch == "qwen35" {
+                    // Gated delta-net layers: `attention.recurrent_layers` per layer, else
+                    // every layer but each `full_attention_interval`-th (4).
+                    let mut recr = vec![0; n];
+                    if k.per_layer("attention.recurrent_layers", n_layer_all, &mut recr)? {
+                        for (slot, r) in h.is_recurrent.iter_mut().zip(recr) {
+                            *slot = r != 0;
+                        }
+                    } else {
+                        let interval = k.u32("full_attention_interval")?.unwrap_or(4);
+                        if interval == 0 {
+                            return Err(bad(format!("key {arch}.full_attention_interval is 0")));
+                        }
+                        for (il, slot) in (0u32..).zip(h.is_recurrent.iter_mut()) {
+                            *slot = il < n_layer && (il + 1) % interval != 0;
+                        }
                     }
                 }
             }

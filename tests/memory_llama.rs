@@ -360,6 +360,115 @@ fn granite_hybrid_spec(n_head_kv: &[u32]) -> Spec {
     s
 }
 
+/// Qwen 3.5: gated delta-net layers (recurrent) and, every `full_attention_interval`-th layer,
+/// gated attention.
+fn qwen35_spec(n_layer: u32, interval: Option<u32>) -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv, head) =
+        (128u64, 256u64, 1000u32, 4u32, 2u32, 64u64);
+    let (d_conv, d_state, n_v_heads, n_k_heads) = (4u64, 32u64, 4u64, 2u64);
+    let (key_dim, value_dim) = (d_state * n_k_heads, d_state * n_v_heads);
+    let mut s = Spec::new("qwen35", n_layer, n_embd as u32, n_vocab, 8192);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head)
+        .u32("attention.head_count_kv", n_head_kv)
+        .u32("attention.key_length", head as u32)
+        .u32("attention.value_length", head as u32)
+        .u32("rope.dimension_count", 32)
+        .arr("rope.dimension_sections", &[8, 4, 4, 0])
+        .u32("ssm.conv_kernel", d_conv as u32)
+        .u32("ssm.inner_size", value_dim as u32)
+        .u32("ssm.state_size", d_state as u32)
+        .u32("ssm.time_step_rank", n_v_heads as u32)
+        .u32("ssm.group_count", n_k_heads as u32);
+    let interval = interval.map_or(4, |i| {
+        s.u32("full_attention_interval", i);
+        i
+    });
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.post_attention_norm.weight"), &[n_embd]);
+        if (i + 1) % interval == 0 {
+            let q = head * u64::from(n_head);
+            let kv = head * u64::from(n_head_kv);
+            s.attention(i, n_embd, 2 * q, kv, kv);
+            // The output projection takes the query width, not the gated one.
+            s.tensors
+                .retain(|t| t.0 != format!("blk.{i}.attn_output.weight"));
+            s.t(&format!("blk.{i}.attn_output.weight"), &[q, n_embd])
+                .t(&format!("blk.{i}.attn_q_norm.weight"), &[head])
+                .t(&format!("blk.{i}.attn_k_norm.weight"), &[head]);
+        } else {
+            s.t(
+                &format!("blk.{i}.attn_qkv.weight"),
+                &[n_embd, key_dim * 2 + value_dim],
+            )
+            .t(&format!("blk.{i}.attn_gate.weight"), &[n_embd, value_dim])
+            .t(
+                &format!("blk.{i}.ssm_conv1d.weight"),
+                &[d_conv, key_dim * 2 + value_dim],
+            )
+            .t(&format!("blk.{i}.ssm_dt.bias"), &[n_v_heads])
+            .t(&format!("blk.{i}.ssm_a"), &[n_v_heads])
+            .t(&format!("blk.{i}.ssm_beta.weight"), &[n_embd, n_v_heads])
+            .t(&format!("blk.{i}.ssm_alpha.weight"), &[n_embd, n_v_heads])
+            .t(&format!("blk.{i}.ssm_norm.weight"), &[d_state])
+            .t(&format!("blk.{i}.ssm_out.weight"), &[value_dim, n_embd]);
+        }
+        s.t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    s
+}
+
+/// gpt-oss: sliding-window attention on every other layer, attention sinks, experts with
+/// biases.
+fn gpt_oss_spec() -> Spec {
+    let (n_embd, n_vocab, n_head, n_head_kv, head) = (256u64, 1000u32, 8u32, 2u32, 32u64);
+    let (n_ff_exp, n_expert, n_layer) = (128u64, 4u64, 4u32);
+    let mut s = Spec::new("gpt-oss", n_layer, n_embd as u32, n_vocab, 8192);
+    s.u32("attention.head_count", n_head)
+        .u32("attention.head_count_kv", n_head_kv)
+        .u32("attention.key_length", head as u32)
+        .u32("attention.value_length", head as u32)
+        .u32("rope.dimension_count", head as u32)
+        .u32("attention.sliding_window", 128)
+        .u32("expert_count", n_expert as u32)
+        .u32("expert_used_count", 2)
+        .u32("expert_feed_forward_length", n_ff_exp as u32);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    let (q, kv) = (head * u64::from(n_head), head * u64::from(n_head_kv));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.post_attention_norm.weight"), &[n_embd]);
+        s.attention(i, n_embd, q, kv, kv);
+        s.t(&format!("blk.{i}.attn_sinks.weight"), &[u64::from(n_head)])
+            .t(&format!("blk.{i}.attn_output.bias"), &[n_embd])
+            .t(&format!("blk.{i}.ffn_gate_inp.weight"), &[n_embd, n_expert])
+            .t(
+                &format!("blk.{i}.ffn_gate_exps.weight"),
+                &[n_embd, n_ff_exp, n_expert],
+            )
+            .t(
+                &format!("blk.{i}.ffn_down_exps.weight"),
+                &[n_ff_exp, n_embd, n_expert],
+            )
+            .t(
+                &format!("blk.{i}.ffn_up_exps.weight"),
+                &[n_embd, n_ff_exp, n_expert],
+            )
+            .t(&format!("blk.{i}.ffn_gate_inp.bias"), &[n_expert])
+            .t(
+                &format!("blk.{i}.ffn_gate_exps.bias"),
+                &[n_ff_exp, n_expert],
+            )
+            .t(&format!("blk.{i}.ffn_down_exps.bias"), &[n_embd, n_expert])
+            .t(&format!("blk.{i}.ffn_up_exps.bias"), &[n_ff_exp, n_expert]);
+    }
+    s
+}
+
 /// DeepSeek 2/3 with multi-head latent attention, mixture of experts after one dense layer,
 /// and one MTP layer (which llama.cpp skips).
 fn deepseek2_spec() -> Spec {
@@ -680,6 +789,47 @@ fn hybrid_with_per_layer_kv_heads_granite4() {
         ..params()
     });
     run_cases("granitehybrid", &spec, &cases);
+}
+
+#[test]
+fn gated_delta_net_hybrid_qwen35() {
+    let mut cases = attention_cases();
+    cases.push(MemoryParams {
+        n_seq_max: 4,
+        n_ctx: 4096,
+        ..params()
+    });
+    run_cases("qwen35", &qwen35_spec(8, None), &cases);
+    run_cases("qwen35-3", &qwen35_spec(6, Some(3)), &cases[..4]);
+}
+
+#[test]
+fn sliding_window_with_sinks_gpt_oss() {
+    let d = params();
+    let mut cases = attention_cases();
+    for swa_full in [false, true] {
+        cases.extend([
+            MemoryParams {
+                swa_full,
+                n_ctx: 4096,
+                ..d
+            },
+            MemoryParams {
+                swa_full,
+                n_ctx: 4096,
+                n_seq_max: 3,
+                ..d
+            },
+            MemoryParams {
+                swa_full,
+                n_ctx: 2048,
+                n_seq_max: 2,
+                kv_unified: true,
+                ..d
+            },
+        ]);
+    }
+    run_cases("gpt-oss", &gpt_oss_spec(), &cases);
 }
 
 #[test]
