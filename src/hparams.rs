@@ -110,6 +110,9 @@ pub struct Hparams {
     pub ssm_dt_rank: u32,
     /// See [`Hparams::ssm_d_conv`].
     pub ssm_n_group: u32,
+    /// The short convolution's cache length of LFM2's convolution layers
+    /// (`shortconv.l_cache`; 0 otherwise).
+    pub shortconv_l_cache: u32,
     /// The vocabulary's size: the tokenizer's token count (or `vocab_size` for models
     /// without a vocabulary).
     pub n_vocab: u32,
@@ -135,6 +138,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("mamba2", MemoryKind::Recurrent),
     ("granitehybrid", MemoryKind::Hybrid),
     ("qwen35", MemoryKind::Hybrid),
+    ("lfm2", MemoryKind::Hybrid),
 ];
 
 /// Reads keys of one architecture, llama.cpp's way.
@@ -416,6 +420,7 @@ impl Hparams {
             ssm_d_state: 0,
             ssm_dt_rank: 0,
             ssm_n_group: 0,
+            shortconv_l_cache: 0,
             n_vocab: vocab_size(file, &arch)?,
             causal_attn,
             memory,
@@ -471,6 +476,21 @@ impl Hparams {
                         for (il, slot) in (0u32..).zip(h.is_recurrent.iter_mut()) {
                             *slot = il < n_layer && (il + 1) % interval != 0;
                         }
+                    }
+                }
+            }
+            "lfm2" => {
+                // Convolution layers have no KV heads; attention layers may use a window.
+                h.shortconv_l_cache = k.u32_required("shortconv.l_cache")?;
+                for il in 0..n_layer as usize {
+                    h.is_recurrent[il] = h.n_head_kv[il] == 0;
+                }
+                let n_swa = k.u32("attention.sliding_window")?.unwrap_or(0);
+                if n_swa > 0 {
+                    h.swa_type = SwaType::Standard;
+                    h.n_swa = n_swa;
+                    for il in 0..n_layer as usize {
+                        h.is_swa[il] = !h.is_recurrent[il];
                     }
                 }
             }
@@ -536,6 +556,9 @@ impl Hparams {
 
     /// Recurrent convolution state per sequence and layer, in values (`n_embd_r`).
     pub fn n_embd_r(&self) -> u64 {
+        if self.shortconv_l_cache != 0 {
+            return u64::from(self.n_embd) * u64::from(self.shortconv_l_cache - 1);
+        }
         let conv = u64::from(self.ssm_d_conv.saturating_sub(1));
         conv * (u64::from(self.ssm_d_inner)
             + 2 * u64::from(self.ssm_n_group) * u64::from(self.ssm_d_state))

@@ -9,7 +9,7 @@
 //! estimated yet: it is 0, and the total leaves it out.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::hparams::{Hparams, MemoryKind};
+use crate::hparams::{Hparams, MemoryKind, SwaType};
 use crate::model::Model;
 use crate::types::DataType;
 
@@ -319,7 +319,7 @@ pub fn estimate_with<S: AsRef<[u8]>>(
     let n_stream = u64::from(if p.kv_unified { 1 } else { c.n_seq });
     let v_trans = !flash;
     let kv_size = u64::from(c.n_ctx_seq);
-    let swa_size = if h.memory == MemoryKind::SlidingWindow {
+    let swa_size = if h.swa_type != SwaType::None {
         let window = u64::from(h.n_swa) * u64::from(if p.kv_unified { c.n_seq } else { 1 })
             + u64::from(c.n_ubatch);
         let cells = if p.swa_full {
@@ -343,7 +343,7 @@ pub fn estimate_with<S: AsRef<[u8]>>(
             if h.memory == MemoryKind::Hybrid && h.is_recurrent[l] {
                 continue;
             }
-            let cells = if h.memory == MemoryKind::SlidingWindow && h.is_swa[l] {
+            let cells = if h.swa_type != SwaType::None && h.is_swa[l] {
                 swa_size
             } else {
                 kv_size

@@ -422,6 +422,54 @@ fn qwen35_spec(n_layer: u32, interval: Option<u32>) -> Spec {
     s
 }
 
+/// LFM2: short-convolution layers (no KV heads) and attention layers, with an optional
+/// sliding window on the attention layers.
+fn lfm2_spec(n_head_kv: &[u32], window: u32) -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, head, l_cache) =
+        (128u64, 256u64, 1000u32, 4u32, 32u64, 3u64);
+    let n_layer = n_head_kv.len() as u32;
+    let mut s = Spec::new("lfm2", n_layer, n_embd as u32, n_vocab, 4096);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head)
+        .arr("attention.head_count_kv", n_head_kv)
+        .u32("shortconv.l_cache", l_cache as u32);
+    if window > 0 {
+        s.u32("attention.sliding_window", window);
+    }
+    s.t("token_embd.weight", &[n_embd, u64::from(n_vocab)])
+        .t("token_embd_norm.weight", &[n_embd]);
+    for (i, &kv) in n_head_kv.iter().enumerate() {
+        let i = i as u32;
+        s.ffn(i, n_embd, n_ff);
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd]);
+        if kv == 0 {
+            s.t(
+                &format!("blk.{i}.shortconv.conv.weight"),
+                &[l_cache, n_embd],
+            )
+            .t(
+                &format!("blk.{i}.shortconv.in_proj.weight"),
+                &[n_embd, 3 * n_embd],
+            )
+            .t(
+                &format!("blk.{i}.shortconv.out_proj.weight"),
+                &[n_embd, n_embd],
+            );
+        } else {
+            s.t(&format!("blk.{i}.attn_q_norm.weight"), &[head])
+                .t(&format!("blk.{i}.attn_k_norm.weight"), &[head]);
+            s.attention(
+                i,
+                n_embd,
+                n_embd,
+                head * u64::from(kv),
+                head * u64::from(kv),
+            );
+        }
+    }
+    s
+}
+
 /// gpt-oss: sliding-window attention on every other layer, attention sinks, experts with
 /// biases.
 fn gpt_oss_spec() -> Spec {
@@ -801,6 +849,32 @@ fn gated_delta_net_hybrid_qwen35() {
     });
     run_cases("qwen35", &qwen35_spec(8, None), &cases);
     run_cases("qwen35-3", &qwen35_spec(6, Some(3)), &cases[..4]);
+}
+
+#[test]
+fn short_convolution_hybrid_lfm2() {
+    let d = params();
+    let mut cases = attention_cases();
+    cases.extend([
+        MemoryParams {
+            n_seq_max: 4,
+            n_ctx: 4096,
+            ..d
+        },
+        MemoryParams {
+            n_ctx: 4096,
+            swa_full: false,
+            ..d
+        },
+        MemoryParams {
+            n_ctx: 4096,
+            n_seq_max: 2,
+            swa_full: false,
+            ..d
+        },
+    ]);
+    run_cases("lfm2", &lfm2_spec(&[0, 0, 2, 0, 2, 0], 0), &cases);
+    run_cases("lfm2-swa", &lfm2_spec(&[0, 2, 0, 0, 2, 0], 200), &cases);
 }
 
 #[test]
