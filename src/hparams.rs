@@ -95,6 +95,9 @@ pub struct Hparams {
     pub is_swa: Vec<bool>,
     /// Which layers are recurrent.
     pub is_recurrent: Vec<bool>,
+    /// Layers with a KV cache of their own: the first `n_layer_kv`; the others reuse one
+    /// (Gemma 4's `attention.shared_kv_layers`). All layers when there are no shared ones.
+    pub n_layer_kv: u32,
     /// `expert_count` (0 when absent).
     pub n_expert: u32,
     /// `expert_used_count`, per layer (0 when absent).
@@ -134,6 +137,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("gemma2", MemoryKind::SlidingWindow),
     ("gemma3", MemoryKind::SlidingWindow),
     ("gpt-oss", MemoryKind::SlidingWindow),
+    ("gemma4", MemoryKind::SlidingWindow),
     ("mamba", MemoryKind::Recurrent),
     ("mamba2", MemoryKind::Recurrent),
     ("granitehybrid", MemoryKind::Hybrid),
@@ -413,6 +417,7 @@ impl Hparams {
             is_recurrent: (0..n_layer_all)
                 .map(|il| recurrent_all && il < n_layer)
                 .collect(),
+            n_layer_kv: n_layer_all,
             n_expert,
             n_expert_used,
             ssm_d_conv: 0,
@@ -441,6 +446,45 @@ impl Hparams {
                 } else {
                     h.memory = MemoryKind::Attention;
                 }
+            }
+            "gemma4" => {
+                h.swa_type = SwaType::Standard;
+                if !matches!(
+                    k.value("attention.sliding_window_pattern"),
+                    Some((_, Value::Array(_)))
+                ) {
+                    return Err(Error::new(ErrorKind::NotFound {
+                        message: format!(
+                            "key {arch}.attention.sliding_window_pattern (an array of one flag \
+                             per layer) is missing: llama.cpp needs it for a {arch} model"
+                        ),
+                    }));
+                }
+                k.swa_pattern(0, n_layer, &mut h.is_swa)?;
+                let shared = k.u32("attention.shared_kv_layers")?.unwrap_or(0);
+                h.n_layer_kv = n_layer_all.checked_sub(shared).ok_or_else(|| {
+                    bad(format!(
+                        "key {arch}.attention.shared_kv_layers is {shared}, more than the {n_layer_all} layers"
+                    ))
+                })?;
+                // A shared layer reuses the last full layer's cache, or the one before it for a
+                // sliding-window layer, which must be of its kind (llama.cpp aborts otherwise).
+                if h.n_layer_kv < n_layer_all {
+                    let from = h.n_layer_kv as usize;
+                    let ok = from >= 2 && !h.is_swa[from - 1] && h.is_swa[from - 2];
+                    if !ok {
+                        return Err(bad(format!(
+                            "{arch}: layers {from} to {} share the KV cache of layer {} (full \
+                             attention) and {} (sliding window), which are not of those kinds",
+                            n_layer_all - 1,
+                            from.saturating_sub(1),
+                            from.saturating_sub(2)
+                        )));
+                    }
+                }
+                h.n_swa = k.u32_required("attention.sliding_window")?;
+                h.n_embd_head_k_swa = k.u32_required("attention.key_length_swa")?;
+                h.n_embd_head_v_swa = k.u32_required("attention.value_length_swa")?;
             }
             "gpt-oss" => {
                 h.swa_type = SwaType::Standard;

@@ -315,6 +315,20 @@ pub fn estimate_with<S: AsRef<[u8]>>(
         parts.put(gpu, bytes)?;
     }
 
+    // Tied embeddings: an architecture that creates the output layer (as a duplicate of the
+    // token embeddings) before the embeddings themselves gets two copies, as does one whose
+    // output layer is on another device than the embeddings (llama.cpp shares a duplicate only
+    // with an original already in the same buffer).
+    if model.tensor_index("output.weight").is_none() {
+        if let Some(t) = model.tensor("token_embd.weight") {
+            let bytes = pad(t.info.size, ALIGNMENT);
+            if output_on_gpu || h.architecture == "gemma4" {
+                parts.e.weights = add(parts.e.weights, bytes)?;
+                parts.put(output_on_gpu, bytes)?;
+            }
+        }
+    }
+
     // The KV caches.
     let n_stream = u64::from(if p.kv_unified { 1 } else { c.n_seq });
     let v_trans = !flash;
@@ -337,7 +351,7 @@ pub fn estimate_with<S: AsRef<[u8]>>(
         let v_max = h.n_embd_v_gqa_max();
         for il in 0..n_layer_all {
             let l = il as usize;
-            if h.n_layer_nextn > 0 && il >= n_layer {
+            if (h.n_layer_nextn > 0 && il >= n_layer) || il >= h.n_layer_kv {
                 continue;
             }
             if h.memory == MemoryKind::Hybrid && h.is_recurrent[l] {

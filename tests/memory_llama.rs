@@ -470,6 +470,67 @@ fn lfm2_spec(n_head_kv: &[u32], window: u32) -> Spec {
     s
 }
 
+/// Gemma 4: sliding-window layers with their own head size, the last layers sharing the KV
+/// cache of earlier ones, per-layer input embeddings.
+fn gemma4_spec() -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv) = (256u64, 512u64, 1000u32, 4u64, 2u64);
+    let (head, head_swa, per_layer) = (64u64, 32u64, 16u64);
+    let pattern = [true, true, true, false, true, false];
+    let (n_layer, shared) = (pattern.len() as u32, 2u32);
+    let mut s = Spec::new("gemma4", n_layer, n_embd as u32, n_vocab, 8192);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", n_head_kv as u32)
+        .u32("attention.key_length", head as u32)
+        .u32("attention.value_length", head as u32)
+        .u32("attention.key_length_swa", head_swa as u32)
+        .u32("attention.value_length_swa", head_swa as u32)
+        .u32("attention.sliding_window", 128)
+        .u32("attention.shared_kv_layers", shared)
+        .u32("embedding_length_per_layer_input", per_layer as u32);
+    s.kv.push((
+        "gemma4.attention.sliding_window_pattern".into(),
+        MetadataValue::Array(
+            ValueType::Bool,
+            pattern.iter().map(|&b| MetadataValue::Bool(b)).collect(),
+        ),
+    ));
+    let n_l = u64::from(n_layer);
+    s.t("token_embd.weight", &[n_embd, u64::from(n_vocab)])
+        .t(
+            "per_layer_token_embd.weight",
+            &[per_layer * n_l, u64::from(n_vocab)],
+        )
+        .t("per_layer_model_proj.weight", &[n_embd, per_layer * n_l])
+        .t("per_layer_proj_norm.weight", &[per_layer])
+        .t("output_norm.weight", &[n_embd])
+        .t("rope_freqs.weight", &[head / 2]);
+    for (i, &swa) in pattern.iter().enumerate() {
+        let hd = if swa { head_swa } else { head };
+        let has_kv = (i as u32) < n_layer - shared;
+        let i = i as u32;
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.attn_q.weight"), &[n_embd, hd * n_head])
+            .t(
+                &format!("blk.{i}.attn_output.weight"),
+                &[hd * n_head, n_embd],
+            )
+            .t(&format!("blk.{i}.attn_q_norm.weight"), &[hd])
+            .t(&format!("blk.{i}.post_attention_norm.weight"), &[n_embd]);
+        if has_kv {
+            s.t(&format!("blk.{i}.attn_k.weight"), &[n_embd, hd * n_head_kv])
+                .t(&format!("blk.{i}.attn_v.weight"), &[n_embd, hd * n_head_kv])
+                .t(&format!("blk.{i}.attn_k_norm.weight"), &[hd]);
+        }
+        s.ffn(i, n_embd, n_ff);
+        s.t(&format!("blk.{i}.post_ffw_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.inp_gate.weight"), &[n_embd, per_layer])
+            .t(&format!("blk.{i}.proj.weight"), &[per_layer, n_embd])
+            .t(&format!("blk.{i}.post_norm.weight"), &[n_embd]);
+    }
+    s
+}
+
 /// gpt-oss: sliding-window attention on every other layer, attention sinks, experts with
 /// biases.
 fn gpt_oss_spec() -> Spec {
@@ -875,6 +936,35 @@ fn short_convolution_hybrid_lfm2() {
     ]);
     run_cases("lfm2", &lfm2_spec(&[0, 0, 2, 0, 2, 0], 0), &cases);
     run_cases("lfm2-swa", &lfm2_spec(&[0, 2, 0, 0, 2, 0], 200), &cases);
+}
+
+#[test]
+fn shared_kv_layers_and_two_head_sizes_gemma4() {
+    let d = params();
+    let mut cases = attention_cases();
+    for swa_full in [false, true] {
+        cases.extend([
+            MemoryParams {
+                swa_full,
+                n_ctx: 4096,
+                ..d
+            },
+            MemoryParams {
+                swa_full,
+                n_ctx: 4096,
+                n_seq_max: 3,
+                ..d
+            },
+            MemoryParams {
+                swa_full,
+                n_ctx: 2048,
+                n_seq_max: 2,
+                kv_unified: true,
+                ..d
+            },
+        ]);
+    }
+    run_cases("gemma4", &gemma4_spec(), &cases);
 }
 
 #[test]
