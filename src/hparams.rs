@@ -113,6 +113,10 @@ pub struct Hparams {
     pub ssm_dt_rank: u32,
     /// See [`Hparams::ssm_d_conv`].
     pub ssm_n_group: u32,
+    /// RWKV's head size (`wkv.head_size`; 0 otherwise).
+    pub wkv_head_size: u32,
+    /// RWKV's token shifts kept per layer (`token_shift_count`, 2 when absent).
+    pub token_shift_count: u32,
     /// The short convolution's cache length of LFM2's convolution layers
     /// (`shortconv.l_cache`; 0 otherwise).
     pub shortconv_l_cache: u32,
@@ -140,6 +144,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("gemma4", MemoryKind::SlidingWindow),
     ("mamba", MemoryKind::Recurrent),
     ("mamba2", MemoryKind::Recurrent),
+    ("rwkv7", MemoryKind::Recurrent),
     ("granitehybrid", MemoryKind::Hybrid),
     ("qwen35", MemoryKind::Hybrid),
     ("lfm2", MemoryKind::Hybrid),
@@ -425,6 +430,8 @@ impl Hparams {
             ssm_d_state: 0,
             ssm_dt_rank: 0,
             ssm_n_group: 0,
+            wkv_head_size: 0,
+            token_shift_count: 2,
             shortconv_l_cache: 0,
             n_vocab: vocab_size(file, &arch)?,
             causal_attn,
@@ -523,6 +530,10 @@ impl Hparams {
                     }
                 }
             }
+            "rwkv7" => {
+                h.wkv_head_size = k.u32_required("wkv.head_size")?;
+                h.token_shift_count = k.u32("token_shift_count")?.unwrap_or(2);
+            }
             "lfm2" => {
                 // Convolution layers have no KV heads; attention layers may use a window.
                 h.shortconv_l_cache = k.u32_required("shortconv.l_cache")?;
@@ -600,6 +611,9 @@ impl Hparams {
 
     /// Recurrent convolution state per sequence and layer, in values (`n_embd_r`).
     pub fn n_embd_r(&self) -> u64 {
+        if self.wkv_head_size != 0 {
+            return u64::from(self.token_shift_count) * u64::from(self.n_embd);
+        }
         if self.shortconv_l_cache != 0 {
             return u64::from(self.n_embd) * u64::from(self.shortconv_l_cache - 1);
         }
@@ -610,6 +624,9 @@ impl Hparams {
 
     /// Recurrent SSM state per sequence and layer, in values (`n_embd_s`).
     pub fn n_embd_s(&self) -> u64 {
+        if self.wkv_head_size != 0 {
+            return u64::from(self.n_embd) * u64::from(self.wkv_head_size);
+        }
         u64::from(self.ssm_d_state) * u64::from(self.ssm_d_inner)
     }
 }

@@ -329,6 +329,69 @@ fn mamba2_layer(
     .t(&format!("blk.{i}.ssm_out.weight"), &[d_inner, n_embd]);
 }
 
+/// RWKV 7: time mixing and channel mixing, one token-shift and one WKV state per sequence.
+fn rwkv7_spec(n_layer: u32) -> Spec {
+    let (n_embd, n_ff, n_vocab, head) = (128u64, 256u64, 1000u32, 32u64);
+    let (decay, iclr, mix, gate) = (16u64, 16u64, 16u64, 32u64);
+    let mut s = Spec::new("rwkv7", n_layer, n_embd as u32, n_vocab, 1_048_576);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("wkv.head_size", head as u32)
+        .u32("attention.decay_lora_rank", decay as u32)
+        .u32("attention.iclr_lora_rank", iclr as u32)
+        .u32("attention.value_residual_mix_lora_rank", mix as u32)
+        .u32("attention.gate_lora_rank", gate as u32);
+    s.t("token_embd.weight", &[n_embd, u64::from(n_vocab)])
+        .t("token_embd_norm.weight", &[n_embd])
+        .t("token_embd_norm.bias", &[n_embd])
+        .t("output_norm.weight", &[n_embd])
+        .t("output_norm.bias", &[n_embd])
+        .t("output.weight", &[n_embd, u64::from(n_vocab)]);
+    for i in 0..n_layer {
+        let v_rank = if i == 0 { iclr } else { mix };
+        let b = |n: &str| format!("blk.{i}.{n}");
+        for n in ["attn_norm", "attn_norm_2", "time_mix_ln"] {
+            s.t(&b(&format!("{n}.weight")), &[n_embd])
+                .t(&b(&format!("{n}.bias")), &[n_embd]);
+        }
+        for n in [
+            "time_mix_w0",
+            "time_mix_a0",
+            "time_mix_v0",
+            "time_mix_k_k",
+            "time_mix_k_a",
+            "time_mix_r_k",
+        ] {
+            s.t(&b(&format!("{n}.weight")), &[n_embd]);
+        }
+        for (n, rank) in [("w", decay), ("a", iclr), ("v", v_rank), ("g", gate)] {
+            s.t(&b(&format!("time_mix_{n}1.weight")), &[n_embd, rank])
+                .t(&b(&format!("time_mix_{n}2.weight")), &[rank, n_embd]);
+        }
+        // F32 like the norms: 4-D with an innermost n_embd.
+        s.tensors.push((
+            b("time_mix_lerp_fused.weight"),
+            vec![n_embd, 1, 1, 6],
+            DataType::F32,
+        ));
+        s.tensors.push((
+            b("channel_mix_lerp_k.weight"),
+            vec![n_embd, 1, 1],
+            DataType::F32,
+        ));
+        for n in [
+            "time_mix_key",
+            "time_mix_value",
+            "time_mix_receptance",
+            "time_mix_output",
+        ] {
+            s.t(&b(&format!("{n}.weight")), &[n_embd, n_embd]);
+        }
+        s.t(&b("channel_mix_key.weight"), &[n_embd, n_ff])
+            .t(&b("channel_mix_value.weight"), &[n_ff, n_embd]);
+    }
+    s
+}
+
 /// Granite 4 (hybrid): Mamba 2 layers, and attention layers with their own KV head counts.
 fn granite_hybrid_spec(n_head_kv: &[u32]) -> Spec {
     let (n_embd, n_ff, n_vocab, n_head, head) = (128u64, 256u64, 1000u32, 4u32, 32u64);
@@ -868,7 +931,7 @@ fn sliding_window_gemma2_and_gemma3() {
 }
 
 #[test]
-fn recurrent_mamba_and_mamba2() {
+fn recurrent_mamba_mamba2_and_rwkv7() {
     let d = params();
     let cases = [
         d,
@@ -885,6 +948,7 @@ fn recurrent_mamba_and_mamba2() {
     ];
     run_cases("mamba", &mamba_spec("mamba", 3), &cases);
     run_cases("mamba2", &mamba_spec("mamba2", 3), &cases);
+    run_cases("rwkv7", &rwkv7_spec(3), &cases);
 }
 
 #[test]
