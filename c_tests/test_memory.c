@@ -55,6 +55,10 @@ int main(int argc, char **argv) {
     CHECK(e.k == 2 * 512 * kv_row && e.v == e.k && e.recurrent == 0);
     CHECK(e.output == 100 * 4);
     CHECK(e.weights == weights(f));
+    /* Mapped: from the first tensor's data to the last's end. */
+    const GGUFTensorInfo *first = gguf_get_tensor_by_index(f, 0);
+    const GGUFTensorInfo *last = gguf_get_tensor_by_index(f, gguf_tensor_count(f) - 1);
+    CHECK(e.weights_mapped == last->file_offset + last->size_bytes - first->file_offset);
     CHECK(e.total == e.weights + e.k + e.v + e.recurrent + e.output + e.compute);
     CHECK(e.cpu == e.total && e.gpu == 0);
 

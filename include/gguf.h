@@ -892,6 +892,11 @@ typedef struct GGUFMemoryEstimate {
    * Bytes on the GPU (an estimate of llama.cpp's layer split).
    */
   uint64_t gpu;
+  /**
+   * The weights as llama.cpp maps them when it loads with mmap: per file, the span from the
+   * first byte of tensor data it uses to the last.
+   */
+  uint64_t weights_mapped;
 } GGUFMemoryEstimate;
 
 /**

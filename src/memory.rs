@@ -81,6 +81,10 @@ impl Default for MemoryParams {
 pub struct MemoryEstimate {
     /// The weights llama.cpp loads (each padded to ggml's alignment; MTP layers skipped).
     pub weights: u64,
+    /// The weights as llama.cpp maps them when it loads with mmap (its default on the CPU):
+    /// per file, the span from the first byte of tensor data it uses to the last (padding and
+    /// unused tensors between them included; a copied tied embedding shares the mapping).
+    pub weights_mapped: u64,
     /// The K cache (every cache: full and sliding-window).
     pub k: u64,
     /// The V cache.
@@ -298,6 +302,7 @@ pub fn estimate_with<S: AsRef<[u8]>>(
 
     // Weights: every tensor llama.cpp creates, padded; the MTP layers are skipped.
     let n_layer = h.n_layer();
+    let mut spans: Vec<Option<(u64, u64)>> = vec![None; model.shards().len()];
     for i in 0..model.tensor_count() {
         let Some(t) = model.tensor_at(i) else {
             continue;
@@ -308,12 +313,25 @@ pub fn estimate_with<S: AsRef<[u8]>>(
         }
         let bytes = pad(t.info.size, ALIGNMENT);
         parts.e.weights = add(parts.e.weights, bytes)?;
+        let end = add(t.info.file_offset, t.info.size)?;
+        if let Some(span) = spans.get_mut(t.shard) {
+            *span = Some(match *span {
+                None => (t.info.file_offset, end),
+                Some((a, b)) => (a.min(t.info.file_offset), b.max(end)),
+            });
+        }
         let gpu = match layer {
             Some(il) => on_gpu(il),
             None => output_on_gpu && t.info.name.starts_with(b"output"),
         };
         parts.put(gpu, bytes)?;
     }
+
+    parts.e.weights_mapped = spans
+        .iter()
+        .flatten()
+        .map(|(a, b)| b - a)
+        .try_fold(0u64, add)?;
 
     // Tied embeddings: an architecture that creates the output layer (as a duplicate of the
     // token embeddings) before the embeddings themselves gets two copies, as does one whose

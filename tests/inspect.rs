@@ -2832,6 +2832,7 @@ fn memory_prints_the_estimate_as_a_table_and_as_json() {
         );
         for (name, n) in [
             ("weights", e.weights),
+            ("weights_mapped", e.weights_mapped),
             ("k", e.k),
             ("v", e.v),
             ("recurrent", e.recurrent),
@@ -2845,7 +2846,7 @@ fn memory_prints_the_estimate_as_a_table_and_as_json() {
             } else {
                 format!(" ({units})")
             };
-            want += &format!("{name:<10} {n:>20}{units}\n");
+            want += &format!("{name:<14} {n:>20}{units}\n");
         }
         assert_eq!(text, want);
 
@@ -2855,7 +2856,8 @@ fn memory_prints_the_estimate_as_a_table_and_as_json() {
             j,
             json!({
                 "n_ctx": e.n_ctx, "n_ctx_seq": e.n_ctx_seq, "n_ctx_swa": e.n_ctx_swa,
-                "n_ubatch": e.n_ubatch, "weights": e.weights, "k": e.k, "v": e.v,
+                "n_ubatch": e.n_ubatch, "weights": e.weights,
+                "weights_mapped": e.weights_mapped, "k": e.k, "v": e.v,
                 "recurrent": e.recurrent, "output": e.output, "compute": e.compute,
                 "total": e.total
             })

@@ -53,13 +53,22 @@ fn shim() -> &'static Path {
 
 /// llama.cpp's figures for one model and parameters; `None` where it refuses the context.
 fn llama(path: &Path, p: &MemoryParams) -> Option<BTreeMap<String, u64>> {
+    llama_with(path, p, false)
+}
+
+/// [`llama`], loading with mmap instead of `no_alloc` when `mmap` (the weights' mapped figure).
+fn llama_with(path: &Path, p: &MemoryParams, mmap: bool) -> Option<BTreeMap<String, u64>> {
     let fa = match p.flash_attn {
         FlashAttn::Auto => -1,
         FlashAttn::Off => 0,
         FlashAttn::On => 1,
     };
     let cpu = ggml_dir().join("libggml-cpu-x64.so");
-    let out = Command::new(shim())
+    let mut cmd = Command::new(shim());
+    if mmap {
+        cmd.env("MEMORY_SHIM_MMAP", "1");
+    }
+    let out = cmd
         .env("MEMORY_SHIM_CPU_BACKEND", cpu)
         .arg(path)
         .args([
@@ -823,6 +832,14 @@ fn attention_cases() -> Vec<MemoryParams> {
 
 fn run_cases(name: &str, spec: &Spec, cases: &[MemoryParams]) {
     let path = spec.write(name);
+    // The mapped figure: llama.cpp loading with mmap (a real load of the sparse file).
+    let model = Model::open(&path, OpenOptions::default()).unwrap();
+    let mapped = llama_with(&path, &params(), true).expect("llama.cpp loads it with mmap");
+    assert_eq!(
+        estimate(&model, &params()).unwrap().weights_mapped,
+        mapped["model"],
+        "the mapped weights of {name}"
+    );
     let mut refused = 0;
     for p in cases {
         let Some((ours, theirs)) = check(&path, p) else {
@@ -882,6 +899,12 @@ fn more_attention_architectures_qwen2_granite_qwen3moe() {
 #[test]
 fn the_bundled_sample() {
     let path = manifest_dir().join("testdata/sample.gguf");
+    let model = Model::open(&path, OpenOptions::default()).unwrap();
+    let mapped = llama_with(&path, &params(), true).unwrap();
+    assert_eq!(
+        estimate(&model, &params()).unwrap().weights_mapped,
+        mapped["model"]
+    );
     let d = params();
     for p in attention_cases()
         .into_iter()

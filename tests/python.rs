@@ -65,7 +65,7 @@ fn ffi_layout() -> Json {
         }),
         "GGUFMemoryEstimate": layout!(GGUFMemoryEstimate {
             size, weights, k, v, recurrent, output, compute, total, n_ctx, n_ctx_seq, n_ctx_swa,
-            n_ubatch, cpu, gpu
+            n_ubatch, cpu, gpu, weights_mapped
         }),
     })
 }

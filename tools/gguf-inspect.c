@@ -29,7 +29,8 @@
  *   --memory [--ctx N]
  *                    the memory llama.cpp (v0.5.0) needs to run the model with a context of N
  *                    tokens (default 0: the training context) and its other context defaults,
- *                    from the header alone (gguf_memory_estimate): weights, K, V, recurrent
+ *                    from the header alone (gguf_memory_estimate): weights (and as mapped
+ *                    with mmap), K, V, recurrent
  *                    state, output, compute (not estimated yet: 0) and total, and the context
  *                    it uses; with --json an object of those byte counts. Exit status 1 for
  *                    an architecture whose rules are not known (named) or a context
@@ -1863,9 +1864,9 @@ static int print_memory(GGUFFile f, const char *path, uint32_t n_ctx, int json, 
   const struct {
     const char *name;
     uint64_t bytes;
-  } rows[] = {{"weights", e.weights}, {"k", e.k},           {"v", e.v},
-              {"recurrent", e.recurrent}, {"output", e.output}, {"compute", e.compute},
-              {"total", e.total}};
+  } rows[] = {{"weights", e.weights}, {"weights_mapped", e.weights_mapped},
+              {"k", e.k}, {"v", e.v}, {"recurrent", e.recurrent}, {"output", e.output},
+              {"compute", e.compute}, {"total", e.total}};
   size_t n_rows = sizeof rows / sizeof *rows;
   if (json) {
     printf("{\"n_ctx\": %" PRIu32 ", \"n_ctx_seq\": %" PRIu32 ", \"n_ctx_swa\": %" PRIu32
@@ -1881,7 +1882,7 @@ static int print_memory(GGUFFile f, const char *path, uint32_t n_ctx, int json, 
   for (size_t i = 0; i < n_rows; i++) {
     char size[64];
     readable_bytes(size, sizeof size, rows[i].bytes, " (", ")");
-    printf("%-10s %20" PRIu64 "%s\n", rows[i].name, rows[i].bytes, size);
+    printf("%-14s %20" PRIu64 "%s\n", rows[i].name, rows[i].bytes, size);
   }
   return 0;
 }

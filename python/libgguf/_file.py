@@ -402,6 +402,7 @@ class MemoryEstimate(NamedTuple):
     n_ubatch: int
     cpu: int
     gpu: int
+    weights_mapped: int
 
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1, False: 0, True: 1}

@@ -437,7 +437,7 @@ class GGUFMemoryEstimate(Structure):
         for name in ("weights", "k", "v", "recurrent", "output", "compute", "total")
     ] + [
         (name, c_uint32) for name in ("n_ctx", "n_ctx_seq", "n_ctx_swa", "n_ubatch")
-    ] + [("cpu", c_uint64), ("gpu", c_uint64)]
+    ] + [("cpu", c_uint64), ("gpu", c_uint64), ("weights_mapped", c_uint64)]
 
 
 #: The structures above by their C names (for the layout check in the tests).

@@ -61,6 +61,10 @@ class MemoryEstimateTest(unittest.TestCase):
             self.assertEqual(e.recurrent, 0)
             self.assertEqual(e.output, 100 * 4)
             self.assertEqual(e.weights, weights)
+            ts = f.tensors
+            self.assertEqual(
+                e.weights_mapped, ts[-1].file_offset + ts[-1].size - ts[0].file_offset
+            )
             self.assertEqual(
                 e.total, e.weights + e.k + e.v + e.recurrent + e.output + e.compute
             )

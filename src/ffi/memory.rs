@@ -80,6 +80,9 @@ pub struct GGUFMemoryEstimate {
     pub cpu: u64,
     /// Bytes on the GPU (an estimate of llama.cpp's layer split).
     pub gpu: u64,
+    /// The weights as llama.cpp maps them when it loads with mmap: per file, the span from the
+    /// first byte of tensor data it uses to the last.
+    pub weights_mapped: u64,
 }
 
 fn invalid(message: String) -> Error {
@@ -209,6 +212,7 @@ pub unsafe extern "C" fn gguf_memory_estimate(
             n_ubatch: e.n_ubatch,
             cpu: e.cpu,
             gpu: e.gpu,
+            weights_mapped: e.weights_mapped,
         };
         // SAFETY: `out` is non-NULL, aligned (checked by `slice`) and has room for ours.
         unsafe { out.write(c) };

@@ -4,7 +4,8 @@
 // libllama.v0.5.0.so of the same release.
 //   memory_shim MODEL n_ctx n_batch n_ubatch n_seq_max type_k type_v flash_attn swa_full kv_unified
 // (flash_attn: -1 auto, 0 off, 1 on). Prints one `name value` line per figure:
-//   n_ctx, n_ctx_seq, model (weights), context, compute (llama_get_memory_breakdown, summed over
+//   n_ctx, n_ctx_seq, model (weights; with MEMORY_SHIM_MMAP set, loaded with mmap instead of
+//   no_alloc: the mapped figure), context, compute (llama_get_memory_breakdown, summed over
 //   buffer types), k, v (each KV cache's size_k_bytes/size_v_bytes), r, s (the recurrent
 //   state's size_r_bytes/size_s_bytes), output (the output buffer's allocation), then `ok`.
 // The output buffer's size is read by interposing ggml_backend_buft_alloc_buffer (this
@@ -86,8 +87,10 @@ int main(int argc, char ** argv) {
 
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
-    mp.load_mode = LLAMA_LOAD_MODE_NONE;
-    mp.no_alloc = true;
+    // MEMORY_SHIM_MMAP=1: a real load with mmap instead (the weights' mapped figure).
+    const bool mmap = getenv("MEMORY_SHIM_MMAP") != nullptr;
+    mp.load_mode = mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+    mp.no_alloc = !mmap;
     llama_model * model = llama_model_load_from_file(argv[1], mp);
     if (!model) {
         printf("error model\n");
