@@ -280,16 +280,13 @@ pub fn estimate_with<S: AsRef<[u8]>>(
     let c = context(h, p)?;
     let flash = p.flash_attn != FlashAttn::Off;
     let n_layer_all = h.n_layer_all;
-    // llama.cpp's layer split: the last n_gpu_layers layers on the GPU, the output layer too
-    // when all of them are.
-    let n_gpu = if p.n_gpu_layers < 0 {
-        n_layer_all + 1
-    } else {
-        (p.n_gpu_layers as u32).min(n_layer_all + 1)
-    };
-    let gpu_start = n_layer_all.saturating_sub(n_gpu);
-    let on_gpu = |il: u32| n_gpu > 0 && il >= gpu_start;
-    let output_on_gpu = n_gpu > n_layer_all;
+    // llama.cpp's layer split (`load_tensors`): the output layer counts as layer n_layer_all,
+    // and the last n_gpu_layers of those n_layer_all + 1 go to the GPU (all when negative): the
+    // output layer first.
+    let n_gpu = u32::try_from(p.n_gpu_layers).map_or(n_layer_all + 1, |n| n.min(n_layer_all + 1));
+    let gpu_start = (n_layer_all + 1) - n_gpu;
+    let on_gpu = |il: u32| il >= gpu_start;
+    let output_on_gpu = on_gpu(n_layer_all);
 
     let mut parts = Parts {
         e: MemoryEstimate {
@@ -625,5 +622,16 @@ mod tests {
         assert_eq!(all.cpu + all.gpu, all.total);
         let none = estimate(&m, &p()).unwrap();
         assert_eq!(none.gpu, 0);
+        // One layer: the output layer, here the tied embeddings' copy.
+        let one = estimate(
+            &m,
+            &MemoryParams {
+                n_gpu_layers: 1,
+                ..p()
+            },
+        )
+        .unwrap();
+        assert_eq!(one.gpu, 25600);
+        assert_eq!(one.weights, none.weights + 25600);
     }
 }
