@@ -137,6 +137,11 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("qwen2moe", MemoryKind::Attention),
     ("qwen3moe", MemoryKind::Attention),
     ("granite", MemoryKind::Attention),
+    ("mistral3", MemoryKind::Attention),
+    ("smollm3", MemoryKind::Attention),
+    ("qwen2vl", MemoryKind::Attention),
+    ("qwen3vl", MemoryKind::Attention),
+    ("olmo2", MemoryKind::SlidingWindow),
     ("deepseek2", MemoryKind::Attention),
     ("gemma2", MemoryKind::SlidingWindow),
     ("gemma3", MemoryKind::SlidingWindow),
@@ -444,12 +449,15 @@ impl Hparams {
                 h.n_swa = k.u32("attention.sliding_window")?.unwrap_or(4096);
                 k.swa_pattern(2, n_layer, &mut h.is_swa)?;
             }
-            "gemma3" => {
+            "gemma3" | "olmo2" => {
+                // A window only when the key is there and not 0; the pattern's default period
+                // is 6 for Gemma 3, 4 for OLMo 2/3.
                 let n_swa = k.u32("attention.sliding_window")?.unwrap_or(0);
                 if n_swa > 0 {
                     h.swa_type = SwaType::Standard;
                     h.n_swa = n_swa;
-                    k.swa_pattern(6, n_layer, &mut h.is_swa)?;
+                    let period = if arch == "gemma3" { 6 } else { 4 };
+                    k.swa_pattern(period, n_layer, &mut h.is_swa)?;
                 } else {
                     h.memory = MemoryKind::Attention;
                 }

@@ -220,7 +220,7 @@ fn llama_spec(arch: &'static str, n_layer: u32, n_head: u32, n_head_kv: u32, hea
         s.t(&format!("blk.{i}.attn_norm.weight"), &[e]);
         s.attention(i, e, q, kv, kv);
         match arch {
-            "qwen3" | "qwen3moe" => {
+            "qwen3" | "qwen3moe" | "qwen3vl" => {
                 s.t(&format!("blk.{i}.attn_q_norm.weight"), &[u64::from(head)])
                     .t(&format!("blk.{i}.attn_k_norm.weight"), &[u64::from(head)]);
             }
@@ -262,6 +262,9 @@ fn llama_spec(arch: &'static str, n_layer: u32, n_head: u32, n_head_kv: u32, hea
         }
         "granite" => {
             s.kv.push(("granite.logit_scale".into(), MetadataValue::F32(8.0)));
+        }
+        "qwen2vl" | "qwen3vl" => {
+            s.arr("rope.dimension_sections", &[8, 4, 4, 0]);
         }
         _ => {}
     }
@@ -490,6 +493,32 @@ fn qwen35_spec(n_layer: u32, interval: Option<u32>) -> Spec {
         s.t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
             .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
             .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    s
+}
+
+/// OLMo 2/3: Q and K norms over the whole projection, norms after attention and the
+/// feed-forward only; a sliding window on 3 layers of 4 when `window` is not 0.
+fn olmo2_spec(n_layer: u32, window: u32) -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv) = (256u64, 512u64, 1000u32, 8u64, 2u64);
+    let head = n_embd / n_head;
+    let mut s = Spec::new("olmo2", n_layer, n_embd as u32, n_vocab, 4096);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", n_head_kv as u32);
+    if window > 0 {
+        s.u32("attention.sliding_window", window);
+    }
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.attention(i, n_embd, n_embd, head * n_head_kv, head * n_head_kv)
+            .t(&format!("blk.{i}.attn_q_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.attn_k_norm.weight"), &[head * n_head_kv])
+            .t(&format!("blk.{i}.post_attention_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff])
+            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+            .t(&format!("blk.{i}.post_ffw_norm.weight"), &[n_embd]);
     }
     s
 }
@@ -874,7 +903,7 @@ fn head_size_apart_from_the_width_qwen3() {
 }
 
 #[test]
-fn more_attention_architectures_qwen2_granite_qwen3moe() {
+fn more_attention_architectures() {
     let d = params();
     let cases = [
         d,
@@ -892,6 +921,27 @@ fn more_attention_architectures_qwen2_granite_qwen3moe() {
     run_cases("qwen2", &llama_spec("qwen2", 2, 8, 2, 32), &cases);
     run_cases("granite", &llama_spec("granite", 2, 8, 4, 32), &cases);
     run_cases("qwen3moe", &llama_spec("qwen3moe", 2, 4, 1, 64), &cases);
+    run_cases("mistral3", &llama_spec("mistral3", 2, 8, 2, 32), &cases);
+    run_cases("smollm3", &llama_spec("smollm3", 4, 8, 2, 32), &cases);
+    run_cases("qwen2vl", &llama_spec("qwen2vl", 2, 8, 2, 32), &cases);
+    run_cases("qwen3vl", &llama_spec("qwen3vl", 2, 4, 2, 64), &cases);
+    let d = params();
+    let mut swa = cases.to_vec();
+    swa.extend([
+        MemoryParams {
+            n_ctx: 4096,
+            swa_full: false,
+            ..d
+        },
+        MemoryParams {
+            n_ctx: 4096,
+            n_seq_max: 2,
+            swa_full: false,
+            ..d
+        },
+    ]);
+    run_cases("olmo2", &olmo2_spec(4, 0), &swa);
+    run_cases("olmo3", &olmo2_spec(8, 256), &swa);
 }
 
 /// The bundled sample: a real vocabulary (279 tokens) and quantized weights (Q4_0, Q4_K,
