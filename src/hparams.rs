@@ -143,6 +143,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("qwen3vl", MemoryKind::Attention),
     ("olmo2", MemoryKind::SlidingWindow),
     ("deepseek2", MemoryKind::Attention),
+    ("glm4moe", MemoryKind::Attention),
     ("gemma2", MemoryKind::SlidingWindow),
     ("gemma3", MemoryKind::SlidingWindow),
     ("gpt-oss", MemoryKind::SlidingWindow),

@@ -523,6 +523,71 @@ fn olmo2_spec(n_layer: u32, window: u32) -> Spec {
     s
 }
 
+/// GLM 4.5: a dense first layer, experts with a shared one, and an MTP layer llama.cpp skips.
+fn glm4moe_spec() -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv, head) =
+        (256u64, 512u64, 1000u32, 4u64, 2u64, 64u64);
+    let (n_ff_exp, n_expert, n_layer) = (64u64, 8u64, 4u32);
+    let mut s = Spec::new("glm4moe", n_layer, n_embd as u32, n_vocab, 4096);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", n_head_kv as u32)
+        .u32("attention.key_length", head as u32)
+        .u32("attention.value_length", head as u32)
+        .u32("rope.dimension_count", 32)
+        .u32("expert_count", n_expert as u32)
+        .u32("expert_used_count", 2)
+        .u32("expert_shared_count", 1)
+        .u32("expert_feed_forward_length", n_ff_exp as u32)
+        .u32("leading_dense_block_count", 1)
+        .u32("nextn_predict_layers", 1);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .attention(i, n_embd, head * n_head, head * n_head_kv, head * n_head_kv)
+            .t(&format!("blk.{i}.post_attention_norm.weight"), &[n_embd]);
+        if i == 0 {
+            s.t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+                .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+                .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+        } else {
+            s.t(&format!("blk.{i}.ffn_gate_inp.weight"), &[n_embd, n_expert])
+                .t(&format!("blk.{i}.exp_probs_b.bias"), &[n_expert])
+                .t(
+                    &format!("blk.{i}.ffn_gate_exps.weight"),
+                    &[n_embd, n_ff_exp, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_down_exps.weight"),
+                    &[n_ff_exp, n_embd, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_up_exps.weight"),
+                    &[n_embd, n_ff_exp, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_gate_shexp.weight"),
+                    &[n_embd, n_ff_exp],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_down_shexp.weight"),
+                    &[n_ff_exp, n_embd],
+                )
+                .t(&format!("blk.{i}.ffn_up_shexp.weight"), &[n_embd, n_ff_exp]);
+        }
+        if i == n_layer - 1 {
+            s.t(
+                &format!("blk.{i}.nextn.eh_proj.weight"),
+                &[2 * n_embd, n_embd],
+            )
+            .t(&format!("blk.{i}.nextn.enorm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.nextn.hnorm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.nextn.shared_head_norm.weight"), &[n_embd]);
+        }
+    }
+    s
+}
+
 /// LFM2: short-convolution layers (no KV heads) and attention layers, with an optional
 /// sliding window on the attention layers.
 fn lfm2_spec(n_head_kv: &[u32], window: u32) -> Spec {
@@ -940,6 +1005,7 @@ fn more_attention_architectures() {
             ..d
         },
     ]);
+    run_cases("glm4moe", &glm4moe_spec(), &cases);
     run_cases("olmo2", &olmo2_spec(4, 0), &swa);
     run_cases("olmo3", &olmo2_spec(8, 256), &swa);
 }
