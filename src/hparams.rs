@@ -33,6 +33,8 @@ pub enum SwaType {
     None,
     /// Each token sees the `n_swa` tokens before it.
     Standard,
+    /// Each token sees the tokens of its chunk of `n_swa` (Llama 4).
+    Chunked,
 }
 
 /// RoPE parameters as llama.cpp reads them (the training values).
@@ -148,6 +150,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("gemma3", MemoryKind::SlidingWindow),
     ("gpt-oss", MemoryKind::SlidingWindow),
     ("gemma4", MemoryKind::SlidingWindow),
+    ("llama4", MemoryKind::SlidingWindow),
     ("mamba", MemoryKind::Recurrent),
     ("mamba2", MemoryKind::Recurrent),
     ("rwkv7", MemoryKind::Recurrent),
@@ -501,6 +504,18 @@ impl Hparams {
                 h.n_swa = k.u32_required("attention.sliding_window")?;
                 h.n_embd_head_k_swa = k.u32_required("attention.key_length_swa")?;
                 h.n_embd_head_v_swa = k.u32_required("attention.value_length_swa")?;
+            }
+            "llama4" => {
+                // Chunked attention over chunks of 8192 on 3 layers of 4, unless the file
+                // sets a window of 0 (whatever other window it gives).
+                match k.u32("attention.sliding_window")? {
+                    Some(0) => h.memory = MemoryKind::Attention,
+                    _ => {
+                        h.swa_type = SwaType::Chunked;
+                        h.n_swa = 8192;
+                        k.swa_pattern(4, n_layer, &mut h.is_swa)?;
+                    }
+                }
             }
             "gpt-oss" => {
                 h.swa_type = SwaType::Standard;

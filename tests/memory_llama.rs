@@ -588,6 +588,60 @@ fn glm4moe_spec() -> Spec {
     s
 }
 
+/// Llama 4: chunked attention on 3 layers of 4, experts with a shared one on every other
+/// layer.
+fn llama4_spec(window: Option<u32>) -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv, head) =
+        (256u64, 512u64, 1000u32, 4u64, 2u64, 64u64);
+    let (n_ff_exp, n_expert, n_layer) = (128u64, 4u64, 8u32);
+    let mut s = Spec::new("llama4", n_layer, n_embd as u32, n_vocab, 16384);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", n_head_kv as u32)
+        .u32("expert_count", n_expert as u32)
+        .u32("expert_used_count", 1)
+        .u32("expert_feed_forward_length", n_ff_exp as u32)
+        .u32("interleave_moe_layer_step", 2);
+    if let Some(w) = window {
+        s.u32("attention.sliding_window", w);
+    }
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .attention(i, n_embd, head * n_head, head * n_head_kv, head * n_head_kv)
+            .t(&format!("blk.{i}.ffn_norm.weight"), &[n_embd]);
+        if (i + 1) % 2 == 0 {
+            s.t(&format!("blk.{i}.ffn_gate_inp.weight"), &[n_embd, n_expert])
+                .t(
+                    &format!("blk.{i}.ffn_gate_exps.weight"),
+                    &[n_embd, n_ff_exp, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_down_exps.weight"),
+                    &[n_ff_exp, n_embd, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_up_exps.weight"),
+                    &[n_embd, n_ff_exp, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_gate_shexp.weight"),
+                    &[n_embd, n_ff_exp],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_down_shexp.weight"),
+                    &[n_ff_exp, n_embd],
+                )
+                .t(&format!("blk.{i}.ffn_up_shexp.weight"), &[n_embd, n_ff_exp]);
+        } else {
+            s.t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+                .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+                .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+        }
+    }
+    s
+}
+
 /// LFM2: short-convolution layers (no KV heads) and attention layers, with an optional
 /// sliding window on the attention layers.
 fn lfm2_spec(n_head_kv: &[u32], window: u32) -> Spec {
@@ -1168,6 +1222,33 @@ fn shared_kv_layers_and_two_head_sizes_gemma4() {
         ]);
     }
     run_cases("gemma4", &gemma4_spec(), &cases);
+}
+
+#[test]
+fn chunked_attention_llama4() {
+    let d = params();
+    let mut cases = attention_cases();
+    cases.extend([
+        MemoryParams {
+            n_ctx: 16384,
+            swa_full: false,
+            ..d
+        },
+        MemoryParams {
+            n_ctx: 0,
+            swa_full: false,
+            n_seq_max: 2,
+            ..d
+        },
+        MemoryParams {
+            n_ctx: 9000,
+            swa_full: false,
+            ..d
+        },
+    ]);
+    run_cases("llama4", &llama4_spec(None), &cases);
+    run_cases("llama4-512", &llama4_spec(Some(512)), &cases[..4]);
+    run_cases("llama4-full", &llama4_spec(Some(0)), &cases[..4]);
 }
 
 #[test]
