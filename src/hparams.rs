@@ -144,6 +144,8 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("qwen2vl", MemoryKind::Attention),
     ("qwen3vl", MemoryKind::Attention),
     ("olmo2", MemoryKind::SlidingWindow),
+    ("phi3", MemoryKind::Attention),
+    ("cohere2", MemoryKind::SlidingWindow),
     ("deepseek2", MemoryKind::Attention),
     ("glm4moe", MemoryKind::Attention),
     ("gemma2", MemoryKind::SlidingWindow),
@@ -516,6 +518,11 @@ impl Hparams {
                         k.swa_pattern(4, n_layer, &mut h.is_swa)?;
                     }
                 }
+            }
+            "cohere2" => {
+                h.swa_type = SwaType::Standard;
+                k.swa_pattern(4, n_layer, &mut h.is_swa)?;
+                h.n_swa = k.u32_required("attention.sliding_window")?;
             }
             "gpt-oss" => {
                 h.swa_type = SwaType::Standard;

@@ -642,6 +642,58 @@ fn llama4_spec(window: Option<u32>) -> Spec {
     s
 }
 
+/// Phi 3/4: a fused QKV projection, gate and up in one matrix (its sliding window, which
+/// llama.cpp ignores, set).
+fn phi3_spec() -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv) = (256u64, 512u64, 1000u32, 8u64, 4u64);
+    let (head, n_layer) = (n_embd / n_head, 3u32);
+    let mut s = Spec::new("phi3", n_layer, n_embd as u32, n_vocab, 4096);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", n_head_kv as u32)
+        .u32("attention.sliding_window", 2048);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .t(
+                &format!("blk.{i}.attn_qkv.weight"),
+                &[n_embd, n_embd + 2 * head * n_head_kv],
+            )
+            .t(&format!("blk.{i}.attn_output.weight"), &[n_embd, n_embd])
+            .t(&format!("blk.{i}.ffn_norm.weight"), &[n_embd])
+            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, 2 * n_ff]);
+    }
+    s
+}
+
+/// Command A (Cohere 2): a sliding window on 3 layers of 4, parallel attention and
+/// feed-forward, tied embeddings.
+fn cohere2_spec() -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv) = (256u64, 512u64, 1000u32, 8u64, 2u64);
+    let (head, n_layer) = (n_embd / n_head, 8u32);
+    let mut s = Spec::new("cohere2", n_layer, n_embd as u32, n_vocab, 8192);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head as u32)
+        .u32("attention.head_count_kv", n_head_kv as u32)
+        .u32("attention.sliding_window", 512);
+    s.kv.push(("cohere2.logit_scale".into(), MetadataValue::F32(0.25)));
+    s.kv.push((
+        "cohere2.attention.layer_norm_epsilon".into(),
+        MetadataValue::F32(1e-5),
+    ));
+    s.t("token_embd.weight", &[n_embd, u64::from(n_vocab)])
+        .t("output_norm.weight", &[n_embd]);
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd])
+            .attention(i, n_embd, n_embd, head * n_head_kv, head * n_head_kv)
+            .t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    s
+}
+
 /// LFM2: short-convolution layers (no KV heads) and attention layers, with an optional
 /// sliding window on the attention layers.
 fn lfm2_spec(n_head_kv: &[u32], window: u32) -> Spec {
@@ -1060,6 +1112,8 @@ fn more_attention_architectures() {
         },
     ]);
     run_cases("glm4moe", &glm4moe_spec(), &cases);
+    run_cases("phi3", &phi3_spec(), &cases);
+    run_cases("cohere2", &cohere2_spec(), &swa);
     run_cases("olmo2", &olmo2_spec(4, 0), &swa);
     run_cases("olmo3", &olmo2_spec(8, 256), &swa);
 }
