@@ -158,6 +158,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("rwkv7", MemoryKind::Recurrent),
     ("granitehybrid", MemoryKind::Hybrid),
     ("qwen35", MemoryKind::Hybrid),
+    ("qwen3next", MemoryKind::Hybrid),
     ("lfm2", MemoryKind::Hybrid),
 ];
 
@@ -529,7 +530,7 @@ impl Hparams {
                 h.n_swa = k.u32_required("attention.sliding_window")?;
                 k.swa_pattern(2, n_layer, &mut h.is_swa)?;
             }
-            "mamba" | "mamba2" | "granitehybrid" | "qwen35" => {
+            "mamba" | "mamba2" | "granitehybrid" | "qwen35" | "qwen3next" => {
                 h.ssm_d_conv = k.u32_required("ssm.conv_kernel")?;
                 h.ssm_d_inner = k.u32_required("ssm.inner_size")?;
                 h.ssm_d_state = k.u32_required("ssm.state_size")?;
@@ -542,7 +543,7 @@ impl Hparams {
                         h.is_recurrent[il] = h.n_head_kv[il] == 0;
                     }
                 }
-                if arch == "qwen35" {
+                if arch == "qwen35" || arch == "qwen3next" {
                     // Gated delta-net layers: `attention.recurrent_layers` per layer, else
                     // every layer but each `full_attention_interval`-th (4).
                     let mut recr = vec![0; n];

@@ -438,11 +438,24 @@ fn granite_hybrid_spec(n_head_kv: &[u32]) -> Spec {
 /// Qwen 3.5: gated delta-net layers (recurrent) and, every `full_attention_interval`-th layer,
 /// gated attention.
 fn qwen35_spec(n_layer: u32, interval: Option<u32>) -> Spec {
+    qwen35_like("qwen35", n_layer, interval)
+}
+
+/// Qwen 3.5 or Qwen3-Next (`qwen3next`: experts with a shared one, and the delta-net's beta and
+/// alpha in one matrix).
+fn qwen35_like(arch: &'static str, n_layer: u32, interval: Option<u32>) -> Spec {
+    let next = arch == "qwen3next";
     let (n_embd, n_ff, n_vocab, n_head, n_head_kv, head) =
         (128u64, 256u64, 1000u32, 4u32, 2u32, 64u64);
     let (d_conv, d_state, n_v_heads, n_k_heads) = (4u64, 32u64, 4u64, 2u64);
     let (key_dim, value_dim) = (d_state * n_k_heads, d_state * n_v_heads);
-    let mut s = Spec::new("qwen35", n_layer, n_embd as u32, n_vocab, 8192);
+    let mut s = Spec::new(arch, n_layer, n_embd as u32, n_vocab, 8192);
+    if next {
+        s.u32("expert_count", 4)
+            .u32("expert_used_count", 2)
+            .u32("expert_feed_forward_length", 64)
+            .u32("expert_shared_feed_forward_length", 64);
+    }
     s.u32("feed_forward_length", n_ff as u32)
         .u32("attention.head_count", n_head)
         .u32("attention.head_count_kv", n_head_kv)
@@ -485,14 +498,30 @@ fn qwen35_spec(n_layer: u32, interval: Option<u32>) -> Spec {
             )
             .t(&format!("blk.{i}.ssm_dt.bias"), &[n_v_heads])
             .t(&format!("blk.{i}.ssm_a"), &[n_v_heads])
-            .t(&format!("blk.{i}.ssm_beta.weight"), &[n_embd, n_v_heads])
-            .t(&format!("blk.{i}.ssm_alpha.weight"), &[n_embd, n_v_heads])
             .t(&format!("blk.{i}.ssm_norm.weight"), &[d_state])
             .t(&format!("blk.{i}.ssm_out.weight"), &[value_dim, n_embd]);
+            if next {
+                s.t(&format!("blk.{i}.ssm_ba.weight"), &[n_embd, 2 * n_v_heads]);
+            } else {
+                s.t(&format!("blk.{i}.ssm_beta.weight"), &[n_embd, n_v_heads])
+                    .t(&format!("blk.{i}.ssm_alpha.weight"), &[n_embd, n_v_heads]);
+            }
         }
-        s.t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
-            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
-            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+        if next {
+            let (ff, ne) = (64u64, 4u64);
+            s.t(&format!("blk.{i}.ffn_gate_inp.weight"), &[n_embd, ne])
+                .t(&format!("blk.{i}.ffn_down_exps.weight"), &[ff, n_embd, ne])
+                .t(&format!("blk.{i}.ffn_gate_exps.weight"), &[n_embd, ff, ne])
+                .t(&format!("blk.{i}.ffn_up_exps.weight"), &[n_embd, ff, ne])
+                .t(&format!("blk.{i}.ffn_gate_inp_shexp.weight"), &[n_embd])
+                .t(&format!("blk.{i}.ffn_gate_shexp.weight"), &[n_embd, ff])
+                .t(&format!("blk.{i}.ffn_up_shexp.weight"), &[n_embd, ff])
+                .t(&format!("blk.{i}.ffn_down_shexp.weight"), &[ff, n_embd]);
+        } else {
+            s.t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+                .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+                .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+        }
     }
     s
 }
@@ -1212,7 +1241,7 @@ fn hybrid_with_per_layer_kv_heads_granite4() {
 }
 
 #[test]
-fn gated_delta_net_hybrid_qwen35() {
+fn gated_delta_net_hybrids_qwen35_and_qwen3next() {
     let mut cases = attention_cases();
     cases.push(MemoryParams {
         n_seq_max: 4,
@@ -1221,6 +1250,7 @@ fn gated_delta_net_hybrid_qwen35() {
     });
     run_cases("qwen35", &qwen35_spec(8, None), &cases);
     run_cases("qwen35-3", &qwen35_spec(6, Some(3)), &cases[..4]);
+    run_cases("qwen3next", &qwen35_like("qwen3next", 8, None), &cases);
 }
 
 #[test]
