@@ -723,6 +723,39 @@ fn cohere2_spec() -> Spec {
     s
 }
 
+/// Llama 3.1 Nemotron (deci): per-layer query heads, KV heads and feed-forward widths, with
+/// layers that have no attention (no KV heads) or no feed-forward.
+fn deci_spec() -> Spec {
+    let (n_embd, n_vocab, head) = (256u64, 1000u32, 32u64);
+    let n_head = [8u32, 8, 0, 8, 8];
+    let n_head_kv = [2u32, 0, 0, 4, 1];
+    let n_ff = [512u32, 512, 256, 0, 384];
+    let mut s = Spec::new("deci", n_head.len() as u32, n_embd as u32, n_vocab, 4096);
+    s.arr("attention.head_count", &n_head)
+        .arr("attention.head_count_kv", &n_head_kv)
+        .arr("feed_forward_length", &n_ff);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_head.len() {
+        let (h, kv, ff) = (
+            u64::from(n_head[i]),
+            u64::from(n_head_kv[i]),
+            u64::from(n_ff[i]),
+        );
+        let l = i as u32;
+        if kv > 0 {
+            s.t(&format!("blk.{l}.attn_norm.weight"), &[n_embd])
+                .attention(l, n_embd, head * h, head * kv, head * kv);
+        } else if h > 0 {
+            s.t(&format!("blk.{l}.attn_norm.weight"), &[n_embd])
+                .t(&format!("blk.{l}.attn_output.weight"), &[n_embd, n_embd]);
+        }
+        if ff > 0 {
+            s.ffn(l, n_embd, ff);
+        }
+    }
+    s
+}
+
 /// LFM2: short-convolution layers (no KV heads) and attention layers, with an optional
 /// sliding window on the attention layers.
 fn lfm2_spec(n_head_kv: &[u32], window: u32) -> Spec {
@@ -1142,6 +1175,10 @@ fn more_attention_architectures() {
     ]);
     run_cases("glm4moe", &glm4moe_spec(), &cases);
     run_cases("phi3", &phi3_spec(), &cases);
+    run_cases("deci", &deci_spec(), &cases);
+    for arch in ["exaone", "xverse", "baichuan"] {
+        run_cases(arch, &llama_spec(arch, 2, 8, 4, 32), &cases);
+    }
     run_cases("cohere2", &cohere2_spec(), &swa);
     run_cases("olmo2", &olmo2_spec(4, 0), &swa);
     run_cases("olmo3", &olmo2_spec(8, 256), &swa);
