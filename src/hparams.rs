@@ -97,6 +97,8 @@ pub struct Hparams {
     pub is_swa: Vec<bool>,
     /// Which layers are recurrent.
     pub is_recurrent: Vec<bool>,
+    /// Layers with neither a KV cache nor recurrent state: Nemotron-H's feed-forward layers.
+    pub ffn_only: Vec<bool>,
     /// Layers with a KV cache of their own: the first `n_layer_kv`; the others reuse one
     /// (Gemma 4's `attention.shared_kv_layers`). All layers when there are no shared ones.
     pub n_layer_kv: u32,
@@ -163,6 +165,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("granitehybrid", MemoryKind::Hybrid),
     ("qwen35", MemoryKind::Hybrid),
     ("qwen3next", MemoryKind::Hybrid),
+    ("nemotron_h", MemoryKind::Hybrid),
     ("lfm2", MemoryKind::Hybrid),
 ];
 
@@ -439,6 +442,7 @@ impl Hparams {
                 .map(|il| recurrent_all && il < n_layer)
                 .collect(),
             n_layer_kv: n_layer_all,
+            ffn_only: vec![false; n],
             n_expert,
             n_expert_used,
             ssm_d_conv: 0,
@@ -534,7 +538,7 @@ impl Hparams {
                 h.n_swa = k.u32_required("attention.sliding_window")?;
                 k.swa_pattern(2, n_layer, &mut h.is_swa)?;
             }
-            "mamba" | "mamba2" | "granitehybrid" | "qwen35" | "qwen3next" => {
+            "mamba" | "mamba2" | "granitehybrid" | "qwen35" | "qwen3next" | "nemotron_h" => {
                 h.ssm_d_conv = k.u32_required("ssm.conv_kernel")?;
                 h.ssm_d_inner = k.u32_required("ssm.inner_size")?;
                 h.ssm_d_state = k.u32_required("ssm.state_size")?;
@@ -545,6 +549,15 @@ impl Hparams {
                 if arch == "granitehybrid" {
                     for il in 0..n_layer as usize {
                         h.is_recurrent[il] = h.n_head_kv[il] == 0;
+                    }
+                }
+                if arch == "nemotron_h" {
+                    // Three kinds of layer: Mamba 2 (no KV heads, no feed-forward), attention
+                    // (no feed-forward) and feed-forward alone.
+                    for il in 0..n_layer as usize {
+                        let (kv, ff) = (h.n_head_kv[il], h.n_ff[il]);
+                        h.is_recurrent[il] = kv == 0 && ff == 0;
+                        h.ffn_only[il] = ff != 0;
                     }
                 }
                 if arch == "qwen35" || arch == "qwen3next" {

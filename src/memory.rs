@@ -369,7 +369,7 @@ pub fn estimate_with<S: AsRef<[u8]>>(
             if (h.n_layer_nextn > 0 && il >= n_layer) || il >= h.n_layer_kv {
                 continue;
             }
-            if h.memory == MemoryKind::Hybrid && h.is_recurrent[l] {
+            if h.memory == MemoryKind::Hybrid && (h.is_recurrent[l] || h.ffn_only[l]) {
                 continue;
             }
             let cells = if h.swa_type != SwaType::None && h.is_swa[l] {

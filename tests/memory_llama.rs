@@ -912,6 +912,52 @@ fn gpt_oss_spec() -> Spec {
     s
 }
 
+/// Nemotron-H: Mamba 2 layers, attention layers and feed-forward layers, each its own kind.
+fn nemotron_h_spec() -> Spec {
+    let (n_embd, n_vocab, head) = (128u64, 1000u32, 32u64);
+    let n_head_kv = [0u32, 0, 2, 0, 0, 1];
+    let n_ff = [0u32, 256, 0, 0, 384, 0];
+    let mut s = Spec::new(
+        "nemotron_h",
+        n_ff.len() as u32,
+        n_embd as u32,
+        n_vocab,
+        4096,
+    );
+    let (d_conv, d_inner, d_state, ssm_heads, n_group) = (4u64, 2 * n_embd, 16u64, 8u64, 2u64);
+    s.u32("attention.head_count", 4)
+        .arr("attention.head_count_kv", &n_head_kv)
+        .arr("feed_forward_length", &n_ff)
+        .u32("attention.key_length", head as u32)
+        .u32("attention.value_length", head as u32)
+        .u32("ssm.conv_kernel", d_conv as u32)
+        .u32("ssm.inner_size", d_inner as u32)
+        .u32("ssm.state_size", d_state as u32)
+        .u32("ssm.time_step_rank", ssm_heads as u32)
+        .u32("ssm.group_count", n_group as u32);
+    s.kv.push((
+        "nemotron_h.attention.layer_norm_epsilon".into(),
+        MetadataValue::F32(1e-5),
+    ));
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_ff.len() {
+        let (kv, ff) = (u64::from(n_head_kv[i]), u64::from(n_ff[i]));
+        let l = i as u32;
+        s.t(&format!("blk.{l}.attn_norm.weight"), &[n_embd]);
+        if ff > 0 {
+            s.t(&format!("blk.{l}.ffn_down.weight"), &[ff, n_embd])
+                .t(&format!("blk.{l}.ffn_up.weight"), &[n_embd, ff]);
+        } else if kv > 0 {
+            s.attention(l, n_embd, head * 4, head * kv, head * kv);
+        } else {
+            mamba2_layer(
+                &mut s, l, n_embd, d_conv, d_inner, d_state, ssm_heads, n_group,
+            );
+        }
+    }
+    s
+}
+
 /// DeepSeek 2/3 with multi-head latent attention, mixture of experts after one dense layer,
 /// and one MTP layer (which llama.cpp skips).
 fn deepseek2_spec() -> Spec {
@@ -1265,7 +1311,7 @@ fn recurrent_mamba_mamba2_and_rwkv7() {
 }
 
 #[test]
-fn hybrid_with_per_layer_kv_heads_granite4() {
+fn hybrids_with_per_layer_kv_heads_granite4_and_nemotron_h() {
     let spec = granite_hybrid_spec(&[0, 0, 4, 0, 0, 2]);
     let mut cases = attention_cases();
     cases.push(MemoryParams {
@@ -1275,6 +1321,7 @@ fn hybrid_with_per_layer_kv_heads_granite4() {
         ..params()
     });
     run_cases("granitehybrid", &spec, &cases);
+    run_cases("nemotron_h", &nemotron_h_spec(), &cases);
 }
 
 #[test]
