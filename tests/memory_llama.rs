@@ -5,12 +5,16 @@
 //! `no_alloc`), creates a context with the same parameters and prints llama.cpp's figures.
 //!
 //! The models are headers written with [`gguf::Writer`] and extended to their full size as
-//! sparse files: one per shape of memory (grouped-query attention, per-layer KV heads,
-//! sliding windows, recurrent and hybrid state, multi-head latent attention with an MTP layer,
-//! mixture of experts), each at several contexts (0, not a multiple of 256, past the training
-//! context), sequence counts (unified and not), KV types and flash-attention settings.
-//! Weights, K, V, recurrent state, the output buffer and the context used must equal llama.cpp's
-//! to the byte; the compute buffer must be at least llama.cpp's and at most 10% above it.
+//! sparse files (and the bundled sample, with its data): one or more per architecture and
+//! shape of memory (grouped-query attention, per-layer KV heads, sliding windows and chunks,
+//! shared KV layers, recurrent and hybrid state, multi-head latent attention with an MTP
+//! layer, mixture of experts, tied embeddings), each at several contexts (0, not a multiple of
+//! 256, past the training context), sequence counts (unified and not), KV types and
+//! flash-attention settings; parameters llama.cpp refuses must be refused by both. Weights,
+//! K, V, recurrent state, the output buffer and the context used must equal llama.cpp's to the
+//! byte, and the weights as mapped when each model is loaded once with mmap (a real load of
+//! the sparse file). The compute buffer is not estimated yet (0): llama.cpp's figure is
+//! printed beside ours.
 
 mod common;
 
