@@ -166,6 +166,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("qwen35", MemoryKind::Hybrid),
     ("qwen3next", MemoryKind::Hybrid),
     ("nemotron_h", MemoryKind::Hybrid),
+    ("jamba", MemoryKind::Hybrid),
     ("lfm2", MemoryKind::Hybrid),
 ];
 
@@ -538,15 +539,16 @@ impl Hparams {
                 h.n_swa = k.u32_required("attention.sliding_window")?;
                 k.swa_pattern(2, n_layer, &mut h.is_swa)?;
             }
-            "mamba" | "mamba2" | "granitehybrid" | "qwen35" | "qwen3next" | "nemotron_h" => {
+            "mamba" | "mamba2" | "granitehybrid" | "qwen35" | "qwen3next" | "nemotron_h"
+            | "jamba" => {
                 h.ssm_d_conv = k.u32_required("ssm.conv_kernel")?;
                 h.ssm_d_inner = k.u32_required("ssm.inner_size")?;
                 h.ssm_d_state = k.u32_required("ssm.state_size")?;
                 h.ssm_dt_rank = k.u32_required("ssm.time_step_rank")?;
-                if arch != "mamba" {
+                if arch != "mamba" && arch != "jamba" {
                     h.ssm_n_group = k.u32_required("ssm.group_count")?;
                 }
-                if arch == "granitehybrid" {
+                if arch == "granitehybrid" || arch == "jamba" {
                     for il in 0..n_layer as usize {
                         h.is_recurrent[il] = h.n_head_kv[il] == 0;
                     }

@@ -962,6 +962,69 @@ fn nemotron_h_spec() -> Spec {
     s
 }
 
+/// Jamba: Mamba (1) layers with normed dt, B and C, attention layers, experts on some layers.
+fn jamba_spec() -> Spec {
+    let (n_embd, n_ff, n_vocab, head, n_expert) = (128u64, 256u64, 1000u32, 32u64, 4u64);
+    let n_head_kv = [0u32, 0, 2, 0];
+    let (d_conv, d_inner, d_state, dt_rank) = (4u64, 256u64, 16u64, 8u64);
+    let mut s = Spec::new(
+        "jamba",
+        n_head_kv.len() as u32,
+        n_embd as u32,
+        n_vocab,
+        4096,
+    );
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", 4)
+        .arr("attention.head_count_kv", &n_head_kv)
+        .u32("expert_count", n_expert as u32)
+        .u32("expert_used_count", 2)
+        .u32("ssm.conv_kernel", d_conv as u32)
+        .u32("ssm.inner_size", d_inner as u32)
+        .u32("ssm.state_size", d_state as u32)
+        .u32("ssm.time_step_rank", dt_rank as u32);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for (i, &kv) in n_head_kv.iter().enumerate() {
+        let l = i as u32;
+        let b = |n: &str| format!("blk.{l}.{n}");
+        s.t(&b("attn_norm.weight"), &[n_embd]);
+        if kv == 0 {
+            s.t(&b("ssm_in.weight"), &[n_embd, 2 * d_inner])
+                .t(&b("ssm_conv1d.weight"), &[d_conv, d_inner])
+                .t(&b("ssm_conv1d.bias"), &[d_inner])
+                .t(&b("ssm_x.weight"), &[d_inner, dt_rank + 2 * d_state])
+                .t(&b("ssm_dt_norm.weight"), &[dt_rank])
+                .t(&b("ssm_dt.weight"), &[dt_rank, d_inner])
+                .t(&b("ssm_dt.bias"), &[d_inner])
+                .t(&b("ssm_b_norm.weight"), &[d_state])
+                .t(&b("ssm_c_norm.weight"), &[d_state])
+                .t(&b("ssm_a"), &[d_state, d_inner])
+                .t(&b("ssm_d"), &[d_inner])
+                .t(&b("ssm_out.weight"), &[d_inner, n_embd]);
+        } else {
+            s.attention(
+                l,
+                n_embd,
+                n_embd,
+                head * u64::from(kv),
+                head * u64::from(kv),
+            );
+        }
+        s.t(&b("ffn_norm.weight"), &[n_embd]);
+        if i % 2 == 1 {
+            s.t(&b("ffn_gate_inp.weight"), &[n_embd, n_expert])
+                .t(&b("ffn_gate_exps.weight"), &[n_embd, n_ff, n_expert])
+                .t(&b("ffn_down_exps.weight"), &[n_ff, n_embd, n_expert])
+                .t(&b("ffn_up_exps.weight"), &[n_embd, n_ff, n_expert]);
+        } else {
+            s.t(&b("ffn_gate.weight"), &[n_embd, n_ff])
+                .t(&b("ffn_down.weight"), &[n_ff, n_embd])
+                .t(&b("ffn_up.weight"), &[n_embd, n_ff]);
+        }
+    }
+    s
+}
+
 /// DeepSeek 2/3 with multi-head latent attention, mixture of experts after one dense layer,
 /// and one MTP layer (which llama.cpp skips).
 fn deepseek2_spec() -> Spec {
@@ -1315,7 +1378,7 @@ fn recurrent_mamba_mamba2_and_rwkv7() {
 }
 
 #[test]
-fn hybrids_with_per_layer_kv_heads_granite4_and_nemotron_h() {
+fn hybrids_granite4_nemotron_h_jamba() {
     let spec = granite_hybrid_spec(&[0, 0, 4, 0, 0, 2]);
     let mut cases = attention_cases();
     cases.push(MemoryParams {
@@ -1326,6 +1389,7 @@ fn hybrids_with_per_layer_kv_heads_granite4_and_nemotron_h() {
     });
     run_cases("granitehybrid", &spec, &cases);
     run_cases("nemotron_h", &nemotron_h_spec(), &cases);
+    run_cases("jamba", &jamba_spec(), &cases);
 }
 
 #[test]
