@@ -151,6 +151,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("exaone", MemoryKind::Attention),
     ("xverse", MemoryKind::Attention),
     ("baichuan", MemoryKind::Attention),
+    ("ernie4_5", MemoryKind::Attention),
     ("cohere2", MemoryKind::SlidingWindow),
     ("deepseek2", MemoryKind::Attention),
     ("glm4moe", MemoryKind::Attention),

@@ -1289,7 +1289,7 @@ fn more_attention_architectures() {
     run_cases("glm4moe", &glm4moe_spec(), &cases);
     run_cases("phi3", &phi3_spec(), &cases);
     run_cases("deci", &deci_spec(), &cases);
-    for arch in ["exaone", "xverse", "baichuan"] {
+    for arch in ["exaone", "xverse", "baichuan", "ernie4_5"] {
         run_cases(arch, &llama_spec(arch, 2, 8, 4, 32), &cases);
     }
     run_cases("cohere2", &cohere2_spec(), &swa);
