@@ -238,7 +238,27 @@ fn llama_spec(arch: &'static str, n_layer: u32, n_head: u32, n_head_kv: u32, hea
             }
             _ => {}
         }
-        if arch == "qwen3moe" {
+        if arch == "qwen2moe" {
+            let (n_ff_exp, n_expert) = (128u64, 8u64);
+            s.t(&format!("blk.{i}.ffn_norm.weight"), &[e])
+                .t(&format!("blk.{i}.ffn_gate_inp.weight"), &[e, n_expert])
+                .t(
+                    &format!("blk.{i}.ffn_gate_exps.weight"),
+                    &[e, n_ff_exp, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_down_exps.weight"),
+                    &[n_ff_exp, e, n_expert],
+                )
+                .t(
+                    &format!("blk.{i}.ffn_up_exps.weight"),
+                    &[e, n_ff_exp, n_expert],
+                )
+                .t(&format!("blk.{i}.ffn_gate_inp_shexp.weight"), &[e])
+                .t(&format!("blk.{i}.ffn_gate_shexp.weight"), &[e, n_ff_exp])
+                .t(&format!("blk.{i}.ffn_down_shexp.weight"), &[n_ff_exp, e])
+                .t(&format!("blk.{i}.ffn_up_shexp.weight"), &[e, n_ff_exp]);
+        } else if arch == "qwen3moe" {
             let (n_ff_exp, n_expert) = (128u64, 8u64);
             s.t(&format!("blk.{i}.ffn_norm.weight"), &[e])
                 .t(&format!("blk.{i}.ffn_gate_inp.weight"), &[e, n_expert])
@@ -259,6 +279,12 @@ fn llama_spec(arch: &'static str, n_layer: u32, n_head: u32, n_head_kv: u32, hea
         }
     }
     match arch {
+        "qwen2moe" => {
+            s.u32("expert_count", 8)
+                .u32("expert_used_count", 2)
+                .u32("expert_feed_forward_length", 128)
+                .u32("expert_shared_feed_forward_length", 128);
+        }
         "qwen3moe" => {
             s.u32("expert_count", 8)
                 .u32("expert_used_count", 2)
@@ -1267,6 +1293,7 @@ fn more_attention_architectures() {
     run_cases("qwen2", &llama_spec("qwen2", 2, 8, 2, 32), &cases);
     run_cases("granite", &llama_spec("granite", 2, 8, 4, 32), &cases);
     run_cases("qwen3moe", &llama_spec("qwen3moe", 2, 4, 1, 64), &cases);
+    run_cases("qwen2moe", &llama_spec("qwen2moe", 2, 8, 2, 32), &cases);
     run_cases("mistral3", &llama_spec("mistral3", 2, 8, 2, 32), &cases);
     run_cases("smollm3", &llama_spec("smollm3", 4, 8, 2, 32), &cases);
     run_cases("qwen2vl", &llama_spec("qwen2vl", 2, 8, 2, 32), &cases);
