@@ -89,6 +89,11 @@
 #define GGUF_MAX_DIGEST_SIZE 32
 
 /**
+ * The most layers llama.cpp loads (`LLAMA_MAX_LAYERS`).
+ */
+#define MAX_LAYERS 512
+
+/**
  * Redirects followed per request by default (a Hugging Face download takes one or two).
  */
 #define GGUF_DEFAULT_MAX_REDIRECTS 10
@@ -104,6 +109,21 @@
  * GGUF_ERROR_CODE_UNSUPPORTED.
  */
 #define GGUF_CHAT_LLAMA_CPP 1
+
+/**
+ * Flash attention as llama.cpp chooses it (on for the CPU).
+ */
+#define GGUF_FLASH_ATTN_AUTO -1
+
+/**
+ * Flash attention off: V is stored transposed, and a quantized V cache is refused.
+ */
+#define GGUF_FLASH_ATTN_OFF 0
+
+/**
+ * Flash attention on.
+ */
+#define GGUF_FLASH_ATTN_ON 1
 
 /**
  * `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
@@ -823,6 +843,130 @@ typedef struct GGUFTensorInfo {
  * at once, on one file handle too.)
  */
 typedef struct GGUFDigesterImpl *GGUFDigester;
+
+/**
+ * The parameters of `gguf_memory_estimate`: those of llama.cpp's `llama_context_params` and
+ * `llama_model_params` that change the figures. Start from `gguf_memory_params_default()`;
+ * `size` is `sizeof(GGUFMemoryParams)` as the caller was built (fields are only ever appended).
+ */
+typedef struct GGUFMemoryParams {
+  /**
+   * `sizeof(GGUFMemoryParams)`.
+   */
+  size_t size;
+  /**
+   * The context in tokens; 0: the model's training context.
+   */
+  uint32_t n_ctx;
+  /**
+   * The logical batch.
+   */
+  uint32_t n_batch;
+  /**
+   * The physical batch (0: `n_batch`).
+   */
+  uint32_t n_ubatch;
+  /**
+   * Sequences (0 is taken as 1; at most 256).
+   */
+  uint32_t n_seq_max;
+  /**
+   * The K cache's type, a ggml type id (`GGUF_TYPE_F16` = 1, `Q8_0` = 8, ...).
+   */
+  uint32_t type_k;
+  /**
+   * The V cache's type, a ggml type id.
+   */
+  uint32_t type_v;
+  /**
+   * `GGUF_FLASH_ATTN_AUTO`, `_OFF` or `_ON`.
+   */
+  int32_t flash_attn;
+  /**
+   * Layers on the GPU (negative: all; 0: everything on the CPU).
+   */
+  int32_t n_gpu_layers;
+  /**
+   * Full-size sliding-window caches.
+   */
+  bool swa_full;
+  /**
+   * One KV stream for all sequences.
+   */
+  bool kv_unified;
+  /**
+   * The KV cache of GPU layers on the GPU.
+   */
+  bool offload_kqv;
+} GGUFMemoryParams;
+
+/**
+ * What `gguf_memory_estimate` writes: bytes per buffer, and the context llama.cpp uses. Set
+ * `size` to `sizeof(GGUFMemoryEstimate)` before the call (fields are only ever appended).
+ */
+typedef struct GGUFMemoryEstimate {
+  /**
+   * `sizeof(GGUFMemoryEstimate)`, set by the caller.
+   */
+  size_t size;
+  /**
+   * The weights llama.cpp loads (each padded to ggml's 32 bytes; MTP layers skipped).
+   */
+  uint64_t weights;
+  /**
+   * The K cache.
+   */
+  uint64_t k;
+  /**
+   * The V cache.
+   */
+  uint64_t v;
+  /**
+   * Recurrent state.
+   */
+  uint64_t recurrent;
+  /**
+   * The output buffer (logits).
+   */
+  uint64_t output;
+  /**
+   * The compute buffer: not estimated yet (0).
+   */
+  uint64_t compute;
+  /**
+   * All of the above.
+   */
+  uint64_t total;
+  /**
+   * The context llama.cpp uses.
+   */
+  uint32_t n_ctx;
+  /**
+   * The context per sequence.
+   */
+  uint32_t n_ctx_seq;
+  /**
+   * Cells per stream of the sliding-window cache (0 without one).
+   */
+  uint32_t n_ctx_swa;
+  /**
+   * The micro-batch llama.cpp uses.
+   */
+  uint32_t n_ubatch;
+  /**
+   * Bytes on the CPU.
+   */
+  uint64_t cpu;
+  /**
+   * Bytes on the GPU (an estimate of llama.cpp's layer split).
+   */
+  uint64_t gpu;
+  /**
+   * The weights as llama.cpp maps them when it loads with mmap: per file, the span from the
+   * first byte of tensor data it uses to the last.
+   */
+  uint64_t weights_mapped;
+} GGUFMemoryEstimate;
 
 /**
  * A metadata value. Read the member matching the entry's `type`. Unsigned integers of up to 32
@@ -1602,6 +1746,28 @@ GGUF_API int64_t gguf_last_error_offset(void);
  * Clears the calling thread's error record.
  */
 GGUF_API void gguf_clear_error(void);
+
+/**
+ * llama.cpp's context defaults (`llama_context_default_params`): a 512-token context, batch
+ * 2048, micro-batch 512, one sequence, F16 K and V, flash attention auto, full-size
+ * sliding-window caches, not unified, KV offload; every layer on the CPU (`n_gpu_layers` 0).
+ */
+GGUF_API struct GGUFMemoryParams gguf_memory_params_default(void);
+
+/**
+ * The memory llama.cpp (v0.5.0) needs to run the model in `file` with `params` (NULL: the
+ * defaults), from the header alone: written to `out`, whose `size` the caller sets. Weights,
+ * K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU;
+ * the compute buffer is not estimated yet (0).
+ * Returns false, writing nothing, for an architecture whose rules are not known
+ * (GGUF_ERROR_CODE_UNSUPPORTED, naming it), a missing or malformed key, parameters llama.cpp
+ * refuses (a quantized V cache without flash attention, ...) or a bad `size`
+ * (GGUF_ERROR_CODE_INVALID_ARGUMENT), or a NULL `file` or `out`.
+ */
+GGUF_API
+bool gguf_memory_estimate(GGUFFile file,
+                          const struct GGUFMemoryParams *params,
+                          struct GGUFMemoryEstimate *out);
 
 /**
  * Number of metadata entries; 0 if `file` is NULL (recording the error).

@@ -25,10 +25,12 @@ pub mod digest;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod hparams;
 #[cfg(all(feature = "net", not(target_family = "wasm")))]
 pub mod http;
 mod index;
 pub mod load;
+pub mod memory;
 pub mod model;
 /// Work on the threads a caller asked for: how many, at most [`parallel::MAX_THREADS`], and one
 /// runner.

@@ -429,6 +429,47 @@ fn vocab_fixture(bos: u32) -> Vec<u8> {
     })
 }
 
+/// A llama-shaped model for `test_memory.c`: 2 layers, width 64, 2 query heads of 32 and 1 KV
+/// head, feed-forward 128, 100 dummy tokens, a 1024-token training context; zero weights.
+fn memory_fixture(arch: &str) -> Vec<u8> {
+    small(|w| {
+        w.add_metadata("general.architecture", MetadataValue::string(arch))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.model", MetadataValue::string("none"))
+            .unwrap();
+        for (k, v) in [
+            ("vocab_size", 100),
+            ("block_count", 2),
+            ("embedding_length", 64),
+            ("context_length", 1024),
+            ("feed_forward_length", 128),
+            ("attention.head_count", 2),
+            ("attention.head_count_kv", 1),
+        ] {
+            w.add_metadata(format!("{arch}.{k}"), MetadataValue::U32(v))
+                .unwrap();
+        }
+        let mut t = |name: &str, dims: &[u64]| {
+            let n: u64 = dims.iter().product();
+            w.add_tensor(name, dims, DataType::F32, vec![0; n as usize * 4])
+                .unwrap();
+        };
+        t("token_embd.weight", &[64, 100]);
+        t("output_norm.weight", &[64]);
+        for i in 0..2 {
+            t(&format!("blk.{i}.attn_norm.weight"), &[64]);
+            t(&format!("blk.{i}.attn_q.weight"), &[64, 64]);
+            t(&format!("blk.{i}.attn_k.weight"), &[64, 32]);
+            t(&format!("blk.{i}.attn_v.weight"), &[64, 32]);
+            t(&format!("blk.{i}.attn_output.weight"), &[64, 64]);
+            t(&format!("blk.{i}.ffn_norm.weight"), &[64]);
+            t(&format!("blk.{i}.ffn_gate.weight"), &[64, 128]);
+            t(&format!("blk.{i}.ffn_down.weight"), &[128, 64]);
+            t(&format!("blk.{i}.ffn_up.weight"), &[64, 128]);
+        }
+    })
+}
+
 fn fixtures() -> &'static [PathBuf] {
     static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();
     PATHS.get_or_init(|| {
@@ -447,6 +488,8 @@ fn fixtures() -> &'static [PathBuf] {
             ("vocab_spm.gguf", vocab_fixture(1)),
             ("vocab_bad_bos.gguf", vocab_fixture(100_000)),
             ("chat.gguf", chat_fixture()),
+            ("memory_llama.gguf", memory_fixture("llama")),
+            ("memory_unknown.gguf", memory_fixture("no-such-arch")),
             // Broken files; the offsets in the comments are where the C tests expect the error.
             ("not_gguf.txt", b"this is not a GGUF file\n".to_vec()),
             ("zero.bin", Vec::new()),
@@ -742,6 +785,16 @@ fn c_test_writer() {
 #[test]
 fn c_test_digest() {
     run_c_test("test_digest");
+}
+
+#[test]
+fn c_test_memory() {
+    run_c_test("test_memory");
+}
+
+#[test]
+fn valgrind_memory() {
+    run_valgrind("test_memory");
 }
 
 #[test]

@@ -31,7 +31,7 @@ use common::canon::{self, hex, read_json, strip, unhex};
 use common::{bin_dir, cc, lib_dir, link_aside, manifest_dir, run_reference, show};
 use gguf::{ByteOrder, DataType, MappedFile, MetadataValue, Value, ValueType, Writer};
 use serde_json::{json, Value as Json};
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -2760,4 +2760,137 @@ fn tokenize_and_detokenize_print_llama_cpp_s_tokens_and_text() {
         "--detokenize=1".as_ref(),
         v,
     ]));
+}
+
+// ------------------------------------------------------------------------------------------------
+// --memory: the memory llama.cpp needs, as `gguf::memory::estimate` gives it.
+// ------------------------------------------------------------------------------------------------
+
+/// A llama-shaped model as a sparse file: 4 layers, width 256, 8 query heads of 32 and 2 KV
+/// heads, 1000 dummy tokens, a training context of 4096 (or `arch` for another
+/// architecture).
+fn memory_model(path: &Path, arch: &str) {
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", s(arch)).unwrap();
+    w.add_metadata("tokenizer.ggml.model", s("none")).unwrap();
+    for (k, v) in [
+        ("vocab_size", 1000),
+        ("block_count", 4),
+        ("embedding_length", 256),
+        ("context_length", 4096),
+        ("feed_forward_length", 512),
+        ("attention.head_count", 8),
+        ("attention.head_count_kv", 2),
+    ] {
+        w.add_metadata(format!("{arch}.{k}"), MetadataValue::U32(v))
+            .unwrap();
+    }
+    let mut t = |name: String, dims: &[u64]| {
+        w.add_tensor_info(name, dims, DataType::F16).unwrap();
+    };
+    t("token_embd.weight".into(), &[256, 1000]);
+    t("output_norm.weight".into(), &[256]);
+    for i in 0..4 {
+        for (n, d) in [
+            ("attn_norm", &[256u64][..]),
+            ("attn_q", &[256, 256]),
+            ("attn_k", &[256, 64]),
+            ("attn_v", &[256, 64]),
+            ("attn_output", &[256, 256]),
+            ("ffn_norm", &[256]),
+            ("ffn_gate", &[256, 512]),
+            ("ffn_down", &[512, 256]),
+            ("ffn_up", &[256, 512]),
+        ] {
+            t(format!("blk.{i}.{n}.weight"), d);
+        }
+    }
+    let header = w.header_bytes().unwrap();
+    let last = w.tensor_count() - 1;
+    let end = w.tensor_offsets().unwrap()[last] + w.tensor_size(last).unwrap();
+    std::fs::write(path, &header).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_len(header.len() as u64 + end).unwrap();
+}
+
+#[test]
+fn memory_prints_the_estimate_as_a_table_and_as_json() {
+    use gguf::memory::{estimate, MemoryParams};
+    let dir = work_dir("memory");
+    let path = dir.join("llama.gguf");
+    memory_model(&path, "llama");
+    let model = gguf::Model::open(&path, gguf::OpenOptions::default()).unwrap();
+    for ctx in [None, Some(1000u32), Some(100_000)] {
+        let p = MemoryParams {
+            n_ctx: ctx.unwrap_or(0),
+            ..MemoryParams::default()
+        };
+        let e = estimate(&model, &p).unwrap();
+        let mut args: Vec<OsString> = vec!["--memory".into()];
+        if let Some(n) = ctx {
+            args.extend(["--ctx".into(), n.to_string().into()]);
+        }
+        args.push(path.clone().into());
+        let out = expect(&args, 0);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut want = format!(
+            "context: {} tokens ({} per sequence, micro-batch {})\n",
+            e.n_ctx, e.n_ctx_seq, e.n_ubatch
+        );
+        for (name, n) in [
+            ("weights", e.weights),
+            ("weights_mapped", e.weights_mapped),
+            ("k", e.k),
+            ("v", e.v),
+            ("recurrent", e.recurrent),
+            ("output", e.output),
+            ("compute", e.compute),
+            ("total", e.total),
+        ] {
+            let units = in_units(n);
+            let units = if units.is_empty() {
+                units
+            } else {
+                format!(" ({units})")
+            };
+            want += &format!("{name:<14} {n:>20}{units}\n");
+        }
+        assert_eq!(text, want);
+
+        args.insert(0, "--json".into());
+        let j = parse_json(&expect(&args, 0).stdout);
+        assert_eq!(
+            j,
+            json!({
+                "n_ctx": e.n_ctx, "n_ctx_seq": e.n_ctx_seq, "n_ctx_swa": e.n_ctx_swa,
+                "n_ubatch": e.n_ubatch, "weights": e.weights,
+                "weights_mapped": e.weights_mapped, "k": e.k, "v": e.v,
+                "recurrent": e.recurrent, "output": e.output, "compute": e.compute,
+                "total": e.total
+            })
+        );
+    }
+    // 0 is the training context; 100000 goes past it.
+    let j = parse_json(&expect(&["--json", "--memory", path.to_str().unwrap()], 0).stdout);
+    assert_eq!(j["n_ctx"], 4096);
+
+    // An architecture whose rules are not known: named, exit status 1.
+    let other = dir.join("other.gguf");
+    memory_model(&other, "nosucharch");
+    let out = expect(&[OsStr::new("--memory"), other.as_os_str()], 1);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("'nosucharch'"),
+        "{}",
+        show(&out)
+    );
+    // Bad usage.
+    for args in [
+        &["--ctx", "5", "x.gguf"][..],
+        &["--memory", "--ctx", "-1", "x.gguf"],
+        &["--memory", "--ctx", "5000000000", "x.gguf"],
+        &["--memory", "--ctx"],
+        &["--memory", "--tensors", "x.gguf"],
+    ] {
+        expect(args, 2);
+    }
 }

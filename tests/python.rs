@@ -11,8 +11,8 @@
 mod common;
 
 use gguf::ffi::{
-    GGUFMetadataKV, GGUFPlacement, GGUFShardInfo, GGUFSpecialTokens, GGUFTensorInfo,
-    GGUFUploadPlan, GGUFUrlOptions, GGUFValue, GGUFView,
+    GGUFMemoryEstimate, GGUFMemoryParams, GGUFMetadataKV, GGUFPlacement, GGUFShardInfo,
+    GGUFSpecialTokens, GGUFTensorInfo, GGUFUploadPlan, GGUFUrlOptions, GGUFValue, GGUFView,
 };
 use serde_json::{json, Map, Value as Json};
 use std::mem::{align_of, offset_of, size_of};
@@ -58,6 +58,14 @@ fn ffi_layout() -> Json {
         }),
         "GGUFUrlOptions": layout!(GGUFUrlOptions {
             bearer_token, timeout_ms, max_redirects, deadline_ms
+        }),
+        "GGUFMemoryParams": layout!(GGUFMemoryParams {
+            size, n_ctx, n_batch, n_ubatch, n_seq_max, type_k, type_v, flash_attn, n_gpu_layers,
+            swa_full, kv_unified, offload_kqv
+        }),
+        "GGUFMemoryEstimate": layout!(GGUFMemoryEstimate {
+            size, weights, k, v, recurrent, output, compute, total, n_ctx, n_ctx_seq, n_ctx_swa,
+            n_ubatch, cpu, gpu, weights_mapped
         }),
     })
 }

@@ -4,7 +4,10 @@
 # parser, dequantizers, quantizers and validation) and libllama (llama.cpp's tokenizer and
 # quantizer) with the libggml it links and ggml's baseline x86-64 CPU backend (for running a
 # model: libllama loads the backends found beside it; only the baseline one is fetched, so that
-# results do not depend on the machine's instruction sets).
+# results do not depend on the machine's instruction sets). The headers the libraries were
+# built from (include/, src/*.h and ggml/include/ of llama.cpp v0.5.0, from the git bundle in npm
+# node-llama-cpp of the same version) go to target/ggml/llama.cpp-v0.5.0/, for the shim of
+# tests/memory_llama.rs, which reads llama.cpp's internal figures.
 #   tools/fetch-ggml.sh [VERSION]        (default 3.22.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +16,7 @@ dest=target/ggml
 libs=(libggml-base.so libggml.v0.5.0.so libllama.v0.5.0.so libggml-cpu-x64.so)
 have=1
 for lib in "${libs[@]}"; do [ -f "$dest/$lib" ] || have=0; done
+[ -f "$dest/llama.cpp-v0.5.0/src/llama-ext.h" ] || have=0
 if [ "$have" = 1 ] && [ "$(cat "$dest/VERSION" 2>/dev/null)" = "$version" ]; then
   exit 0
 fi
@@ -21,5 +25,13 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent "@node-llama-cpp/linux-x64@$version" >/dev/null && tar xzf ./*.tgz)
 mkdir -p "$dest"
 for lib in "${libs[@]}"; do cp "$tmp/package/bins/linux-x64/$lib" "$dest/"; done
+(cd "$tmp" && npm pack --silent "node-llama-cpp@$version" >/dev/null \
+  && tar xzf "node-llama-cpp-$version.tgz" package/llama/gitRelease.bundle \
+  && git -c advice.detachedHead=false clone --quiet package/llama/gitRelease.bundle llama.cpp)
+rm -rf "$dest/llama.cpp-v0.5.0"
+mkdir -p "$dest/llama.cpp-v0.5.0/src" "$dest/llama.cpp-v0.5.0/ggml"
+cp -r "$tmp/llama.cpp/include" "$dest/llama.cpp-v0.5.0/"
+cp "$tmp/llama.cpp/src/"*.h "$dest/llama.cpp-v0.5.0/src/"
+cp -r "$tmp/llama.cpp/ggml/include" "$dest/llama.cpp-v0.5.0/ggml/"
 echo "$version" > "$dest/VERSION"
 echo "fetched ${libs[*]} from @node-llama-cpp/linux-x64@$version into $dest"

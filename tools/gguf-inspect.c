@@ -26,6 +26,15 @@
  *                    line, converted bit for bit as ggml converts them (shortest exact decimal,
  *                    NaN as nan:0x<bits>); exit status 1 if the file has no such tensor or its
  *                    type cannot be converted.
+ *   --memory [--ctx N]
+ *                    the memory llama.cpp (v0.5.0) needs to run the model with a context of N
+ *                    tokens (default 0: the training context) and its other context defaults,
+ *                    from the header alone (gguf_memory_estimate): weights (and as mapped
+ *                    with mmap), K, V, recurrent
+ *                    state, output, compute (not estimated yet: 0) and total, and the context
+ *                    it uses; with --json an object of those byte counts. Exit status 1 for
+ *                    an architecture whose rules are not known (named) or a context
+ *                    llama.cpp refuses.
  *   -h, --help       the help, on stdout. Bad usage gets one line on stderr naming the problem
  *                    ("unknown option '--x' (see gguf-inspect --help)") and exit status 2.
  *
@@ -1761,6 +1770,7 @@ static void usage(FILE *out, const char *argv0) {
           "       %s --tensor NAME --values [N] [FILE.gguf]\n"
           "       %s --tokenize TEXT FILE.gguf\n"
           "       %s --detokenize IDS FILE.gguf\n"
+          "       %s [--json] --memory [--ctx N] FILE.gguf\n"
           "       %s --version | --help\n"
           "Prints a GGUF file's header, size (parameters, bytes of tensor data; KiB, MiB, GiB\n"
           "  beside byte counts), metadata (long arrays summarized; general.file_type with its\n"
@@ -1779,6 +1789,10 @@ static void usage(FILE *out, const char *argv0) {
           "  --json          everything as JSON, arrays in full; with --tensors or --metadata,\n"
           "                  only that part\n"
           "  --tensors       only the tensor table\n"
+          "  --memory        the memory llama.cpp needs to run the model (weights, K, V,\n"
+          "                  recurrent state, output, compute: not estimated yet, total), from\n"
+          "                  the header\n"
+          "  --ctx N         the context for --memory (default 0: the training context)\n"
           "  --metadata KEY  only the value of KEY, arrays in full (exit status 1 if missing)\n"
           "  --verify        checks the format: every rule on opening (every shard), every\n"
           "                  metadata entry and tensor record the library hands out (lookups,\n"
@@ -1828,11 +1842,50 @@ static void usage(FILE *out, const char *argv0) {
           "  general.file_type's value (null if none).\n"
           "exit status: 0 OK, 1 cannot open, key missing, verification or check failed,\n"
           "  2 bad usage or a malformed manifest\n",
-          argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0,
+          argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0,
           GGUF_INSPECT_DEFAULT_SAMPLE);
 }
 
 static int bad_usage(const char *argv0, const char *before, const char *arg, const char *after);
+
+/* --memory: gguf_memory_estimate with llama.cpp's context defaults and a context of n_ctx. */
+static int print_memory(GGUFFile f, const char *path, uint32_t n_ctx, int json, const char *argv0) {
+  GGUFMemoryParams p = gguf_memory_params_default();
+  p.n_ctx = n_ctx;
+  GGUFMemoryEstimate e;
+  memset(&e, 0, sizeof e);
+  e.size = sizeof e;
+  if (!gguf_memory_estimate(f, &p, &e)) {
+    fprintf(stderr, "%s: ", argv0);
+    put_escaped_c(stderr, path);
+    fprintf(stderr, ": %s\n", gguf_last_error());
+    return 1;
+  }
+  const struct {
+    const char *name;
+    uint64_t bytes;
+  } rows[] = {{"weights", e.weights}, {"weights_mapped", e.weights_mapped},
+              {"k", e.k}, {"v", e.v}, {"recurrent", e.recurrent}, {"output", e.output},
+              {"compute", e.compute}, {"total", e.total}};
+  size_t n_rows = sizeof rows / sizeof *rows;
+  if (json) {
+    printf("{\"n_ctx\": %" PRIu32 ", \"n_ctx_seq\": %" PRIu32 ", \"n_ctx_swa\": %" PRIu32
+           ", \"n_ubatch\": %" PRIu32,
+           e.n_ctx, e.n_ctx_seq, e.n_ctx_swa, e.n_ubatch);
+    for (size_t i = 0; i < n_rows; i++) printf(", \"%s\": %" PRIu64, rows[i].name, rows[i].bytes);
+    printf("}\n");
+    return 0;
+  }
+  printf("context: %" PRIu32 " tokens (%" PRIu32 " per sequence", e.n_ctx, e.n_ctx_seq);
+  if (e.n_ctx_swa) printf(", sliding window %" PRIu32, e.n_ctx_swa);
+  printf(", micro-batch %" PRIu32 ")\n", e.n_ubatch);
+  for (size_t i = 0; i < n_rows; i++) {
+    char size[64];
+    readable_bytes(size, sizeof size, rows[i].bytes, " (", ")");
+    printf("%-14s %20" PRIu64 "%s\n", rows[i].name, rows[i].bytes, size);
+  }
+  return 0;
+}
 
 /* --tokenize: each token of TEXT, "ID\tPIECE" (the piece quoted and escaped). */
 static int print_tokens(GGUFFile f, const char *path, const char *text, const char *argv0) {
@@ -1945,6 +1998,8 @@ int main(int argc, char **argv) {
   const char *key = NULL, *path = NULL, *manifest = NULL, *tensor = NULL;
   const char *tokenize_text = NULL, *detokenize_ids = NULL;
   uint64_t n_values = 16;
+  int memory = 0;
+  const char *ctx = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!options_done && a[0] == '-' && a[1]) {
@@ -1959,6 +2014,11 @@ int main(int argc, char **argv) {
       else if (!strcmp(a, "--tensors")) tensors = 1;
       else if (!strcmp(a, "--verify")) verify_mode = 1;
       else if (!strcmp(a, "--hash")) hash = 1;
+      else if (!strcmp(a, "--memory")) memory = 1;
+      else if (!strcmp(a, "--ctx")) {
+        if (++i == argc) return bad_usage(argv[0], "--ctx needs a count of tokens", NULL, "");
+        ctx = argv[i];
+      } else if (!strncmp(a, "--ctx=", 6)) ctx = a + 6;
       else if (!strcmp(a, "--values") || !strncmp(a, "--values=", 9)) {
         /* N is optional: the next argument when it is all digits, or after '='. */
         const char *count = a[8] == '=' ? a + 9
@@ -2003,6 +2063,18 @@ int main(int argc, char **argv) {
     }
   }
   int tokenizing = (tokenize_text != NULL) + (detokenize_ids != NULL);
+  uint32_t n_ctx = 0;
+  if (ctx) {
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(ctx, &end, 10);
+    if (!*ctx || *end || errno || ctx[0] == '-' || v > UINT32_MAX)
+      return bad_usage(argv[0], "--ctx takes a count of tokens, not ", ctx, "");
+    n_ctx = (uint32_t)v;
+    if (!memory) return bad_usage(argv[0], "--ctx goes with --memory", NULL, "");
+  }
+  if (memory && (tensors || key || verify_mode || hash || manifest || values || tokenizing))
+    return bad_usage(argv[0], "--memory goes with no other mode", NULL, "");
   if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) + values + tokenizing > 1 ||
       (json && (verify_mode || hash || manifest || values || tokenizing)))
     return bad_usage(argv[0],
@@ -2036,7 +2108,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   int status = 0;
-  if (values) {
+  if (memory) {
+    status = print_memory(f, path, n_ctx, json, argv[0]);
+  } else if (values) {
     status = print_values(f, path, tensor, n_values, argv[0]);
   } else if (tokenize_text) {
     status = print_tokens(f, path, tokenize_text, argv[0]);

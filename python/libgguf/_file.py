@@ -24,6 +24,8 @@ from ._native import (
     UINT64_MAX,
     DataType,
     GGUFError,
+    GGUFMemoryEstimate,
+    GGUFMemoryParams,
     GGUFMetadataKV,
     GGUFShardInfo,
     GGUFTensorInfo,
@@ -38,6 +40,7 @@ __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "Field",
     "GGUFFile",
+    "MemoryEstimate",
     "Metadata",
     "Placement",
     "Shard",
@@ -380,6 +383,38 @@ class Shard(NamedTuple):
     version: int
     tensor_count: int
     first_tensor: int
+
+
+class MemoryEstimate(NamedTuple):
+    """What :meth:`GGUFFile.memory_estimate` returns: bytes per buffer, and the context
+    llama.cpp uses."""
+
+    weights: int
+    k: int
+    v: int
+    recurrent: int
+    output: int
+    compute: int
+    total: int
+    n_ctx: int
+    n_ctx_seq: int
+    n_ctx_swa: int
+    n_ubatch: int
+    cpu: int
+    gpu: int
+    weights_mapped: int
+
+
+_FLASH_ATTN = {"auto": -1, "off": 0, "on": 1, False: 0, True: 1}
+
+
+def _cache_type(t: Any, what: str) -> int:
+    if isinstance(t, str):
+        try:
+            return int(DataType[t.upper()])
+        except KeyError:
+            raise ValueError(f"{what} {t!r} is not a ggml type name") from None
+    return int(t)
 
 
 class Placement(NamedTuple):
@@ -1171,6 +1206,41 @@ class GGUFFile:
                 out.append(Tensor(self._core, addr))
             self._tensors = out
         return list(self._tensors)
+
+    def memory_estimate(
+        self,
+        n_ctx: int = 0,
+        n_batch: int = 2048,
+        n_ubatch: int = 512,
+        n_seq_max: int = 1,
+        type_k: str | int = "F16",
+        type_v: str | int = "F16",
+        flash_attn: str | bool = "auto",
+        swa_full: bool = False,
+        kv_unified: bool = False,
+        n_gpu_layers: int = 0,
+        offload_kqv: bool = True,
+    ) -> MemoryEstimate:
+        """The memory llama.cpp needs to run this model with these context parameters (as
+        ``llama_context_params`` names them; ``n_ctx`` 0 is the training context, the cache
+        types are ggml type names or ids, ``flash_attn`` is ``"auto"``, ``"on"`` or ``"off"``),
+        from the header alone (``gguf_memory_estimate``). Raises :class:`GGUFError` for an
+        architecture whose rules are not known (naming it) or parameters llama.cpp refuses."""
+        if flash_attn not in _FLASH_ATTN:
+            raise ValueError(f"flash_attn {flash_attn!r} is not 'auto', 'on' or 'off'")
+        h = self._handle()
+        p = h.lib.gguf_memory_params_default()
+        p.n_ctx, p.n_batch, p.n_ubatch, p.n_seq_max = n_ctx, n_batch, n_ubatch, n_seq_max
+        p.type_k = _cache_type(type_k, "type_k")
+        p.type_v = _cache_type(type_v, "type_v")
+        p.flash_attn = _FLASH_ATTN[flash_attn]
+        p.swa_full, p.kv_unified = bool(swa_full), bool(kv_unified)
+        p.n_gpu_layers, p.offload_kqv = n_gpu_layers, bool(offload_kqv)
+        out = GGUFMemoryEstimate()
+        out.size = ctypes.sizeof(out)
+        if not h.lib.gguf_memory_estimate(h.ptr, ctypes.byref(p), ctypes.byref(out)):
+            raise h.lib.error()
+        return MemoryEstimate(*(getattr(out, f) for f in MemoryEstimate._fields))
 
     def tokenizer(self):
         """The tokenizer of the file's vocabulary (:class:`libgguf.Tokenizer`), exactly as

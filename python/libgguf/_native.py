@@ -414,8 +414,36 @@ class GGUFSpecialTokens(Structure):
     ] + [("add_bos", c_bool), ("add_eos", c_bool)]
 
 
+class GGUFMemoryParams(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("n_ctx", c_uint32),
+        ("n_batch", c_uint32),
+        ("n_ubatch", c_uint32),
+        ("n_seq_max", c_uint32),
+        ("type_k", c_uint32),
+        ("type_v", c_uint32),
+        ("flash_attn", c_int32),
+        ("n_gpu_layers", c_int32),
+        ("swa_full", c_bool),
+        ("kv_unified", c_bool),
+        ("offload_kqv", c_bool),
+    ]
+
+
+class GGUFMemoryEstimate(Structure):
+    _fields_ = [("size", c_size_t)] + [
+        (name, c_uint64)
+        for name in ("weights", "k", "v", "recurrent", "output", "compute", "total")
+    ] + [
+        (name, c_uint32) for name in ("n_ctx", "n_ctx_seq", "n_ctx_swa", "n_ubatch")
+    ] + [("cpu", c_uint64), ("gpu", c_uint64), ("weights_mapped", c_uint64)]
+
+
 #: The structures above by their C names (for the layout check in the tests).
 STRUCTS = {
+    "GGUFMemoryParams": GGUFMemoryParams,
+    "GGUFMemoryEstimate": GGUFMemoryEstimate,
     "GGUFSpecialTokens": GGUFSpecialTokens,
     "GGUFValue": GGUFValue,
     "GGUFMetadataKV": GGUFMetadataKV,
@@ -471,6 +499,11 @@ _PROTOTYPES = {
     ),
     "gguf_close": (None, [_FILE]),
     "gguf_tokenizer_open": (c_void_p, [_FILE]),
+    "gguf_memory_params_default": (GGUFMemoryParams, []),
+    "gguf_memory_estimate": (
+        c_bool,
+        [_FILE, POINTER(GGUFMemoryParams), POINTER(GGUFMemoryEstimate)],
+    ),
     "gguf_tokenizer_close": (None, [c_void_p]),
     "gguf_tokenizer_n_tokens": (c_int32, [c_void_p]),
     "gguf_tokenizer_special_tokens": (c_bool, [c_void_p, POINTER(GGUFSpecialTokens)]),

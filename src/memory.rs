@@ -1,0 +1,637 @@
+//! The memory llama.cpp needs to run a model at a context size, from the header alone: the
+//! rules of llama.cpp v0.5.0 (`llama_context`'s context padding and batch sizes,
+//! `llama_kv_cache` / `llama_kv_cache_iswa` / `llama_memory_recurrent` / `llama_memory_hybrid`
+//! and the output buffer), over the hyperparameters of [`crate::hparams`].
+//!
+//! Weights, K, V, recurrent state, the output buffer and the context used are llama.cpp's
+//! figures to the byte (on the CPU; `tests/memory_llama.rs` compares them with libllama). The
+//! compute buffer depends on where ggml's graph allocator places the graph and is not
+//! estimated yet: it is 0, and the total leaves it out.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::hparams::{Hparams, MemoryKind, SwaType};
+use crate::model::Model;
+use crate::types::DataType;
+
+/// ggml's tensor alignment in a CPU buffer (`TENSOR_ALIGNMENT`).
+const ALIGNMENT: u64 = 32;
+
+/// Flash attention: llama.cpp's `llama_flash_attn_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlashAttn {
+    /// Chosen by llama.cpp (on where the device supports it: on for the CPU).
+    Auto,
+    /// Off: V is stored transposed, and a quantized V cache is refused.
+    Off,
+    /// On.
+    On,
+}
+
+/// The context and model parameters that change the figures (`llama_context_params`,
+/// `llama_model_params`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemoryParams {
+    /// The context in tokens; 0: the training context.
+    pub n_ctx: u32,
+    /// The logical batch.
+    pub n_batch: u32,
+    /// The physical batch (0: `n_batch`).
+    pub n_ubatch: u32,
+    /// Sequences (0 is taken as 1).
+    pub n_seq_max: u32,
+    /// The K cache's type.
+    pub type_k: DataType,
+    /// The V cache's type.
+    pub type_v: DataType,
+    /// Flash attention.
+    pub flash_attn: FlashAttn,
+    /// Full-size sliding-window caches.
+    pub swa_full: bool,
+    /// One KV stream for all sequences.
+    pub kv_unified: bool,
+    /// Layers on the GPU (negative: all).
+    pub n_gpu_layers: i32,
+    /// The KV cache of GPU layers on the GPU.
+    pub offload_kqv: bool,
+}
+
+impl Default for MemoryParams {
+    /// llama.cpp's context defaults (`llama_context_default_params`: a 512-token context,
+    /// batch 2048, micro-batch 512, one sequence, F16 K and V, flash attention auto, full-size
+    /// SWA caches, KV offload), with every layer on the CPU.
+    fn default() -> MemoryParams {
+        MemoryParams {
+            n_ctx: 512,
+            n_batch: 2048,
+            n_ubatch: 512,
+            n_seq_max: 1,
+            type_k: DataType::F16,
+            type_v: DataType::F16,
+            flash_attn: FlashAttn::Auto,
+            swa_full: true,
+            kv_unified: false,
+            n_gpu_layers: 0,
+            offload_kqv: true,
+        }
+    }
+}
+
+/// The estimate, in bytes per buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    /// The weights llama.cpp loads (each padded to ggml's alignment; MTP layers skipped).
+    pub weights: u64,
+    /// The weights as llama.cpp maps them when it loads with mmap (its default on the CPU):
+    /// per file, the span from the first byte of tensor data it uses to the last (padding and
+    /// unused tensors between them included; a copied tied embedding shares the mapping).
+    pub weights_mapped: u64,
+    /// The K cache (every cache: full and sliding-window).
+    pub k: u64,
+    /// The V cache.
+    pub v: u64,
+    /// Recurrent state (convolution and SSM states).
+    pub recurrent: u64,
+    /// The output buffer (logits).
+    pub output: u64,
+    /// The compute buffer: not estimated yet (0; see the module's documentation).
+    pub compute: u64,
+    /// All of the above.
+    pub total: u64,
+    /// The context llama.cpp uses (padded, a multiple of the sequences).
+    pub n_ctx: u32,
+    /// The context per sequence.
+    pub n_ctx_seq: u32,
+    /// Cells per stream of the sliding-window cache (0 without one).
+    pub n_ctx_swa: u32,
+    /// The micro-batch llama.cpp uses.
+    pub n_ubatch: u32,
+    /// Bytes on the CPU.
+    pub cpu: u64,
+    /// Bytes on the GPU (an estimate of llama.cpp's layer split; its compute buffer is an
+    /// estimate too).
+    pub gpu: u64,
+}
+
+fn pad(x: u64, n: u64) -> u64 {
+    x.div_ceil(n) * n
+}
+
+fn overflow() -> Error {
+    Error::new(ErrorKind::InvalidArgument {
+        message: "the memory estimate overflows 64 bits".into(),
+    })
+}
+
+fn add(a: u64, b: u64) -> Result<u64> {
+    a.checked_add(b).ok_or_else(overflow)
+}
+
+fn mul(a: u64, b: u64) -> Result<u64> {
+    a.checked_mul(b).ok_or_else(overflow)
+}
+
+/// Bytes of `n` rows of `width` values of `dtype` (`ggml_row_size(dtype, width) * n`).
+fn rows(dtype: DataType, width: u64, n: u64, what: &str) -> Result<u64> {
+    if width % dtype.block_elems() != 0 {
+        return Err(Error::new(ErrorKind::InvalidArgument {
+            message: format!(
+                "{what}: rows of {width} values are not a whole number of {} blocks of {}",
+                dtype.name(),
+                dtype.block_elems()
+            ),
+        }));
+    }
+    let row = dtype.row_bytes(width).ok_or_else(overflow)?;
+    mul(row, n)
+}
+
+/// The layer number of a tensor named `blk.N.…`.
+fn layer_of(name: &[u8]) -> Option<u32> {
+    let rest = name.strip_prefix(b"blk.")?;
+    let end = rest.iter().position(|&b| b == b'.')?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+fn refuse(message: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument { message })
+}
+
+/// The parameters llama.cpp refuses (`llama_init_from_model`), refused the same way.
+fn check_params(h: &Hparams, p: &MemoryParams) -> Result<()> {
+    if p.n_batch == 0 && p.n_ubatch == 0 {
+        return Err(refuse("n_batch and n_ubatch cannot both be 0".into()));
+    }
+    if p.n_ctx == 0 && h.n_ctx_train == 0 {
+        return Err(refuse(
+            "n_ctx is 0 (the training context) and the model's context_length is 0".into(),
+        ));
+    }
+    if h.is_mla() && p.type_k != p.type_v {
+        return Err(refuse(format!(
+            "the model uses multi-head latent attention: llama.cpp takes no K cache type ({}) \
+             other than the V cache type ({})",
+            p.type_k.name(),
+            p.type_v.name()
+        )));
+    }
+    let quantized = |t: DataType| t.block_elems() > 1;
+    if quantized(p.type_v) && p.flash_attn == FlashAttn::Off {
+        return Err(refuse(format!(
+            "a quantized V cache ({}) needs flash attention, as llama.cpp requires",
+            p.type_v.name()
+        )));
+    }
+    if p.flash_attn != FlashAttn::Off {
+        for il in 0..h.n_layer() as usize {
+            for (what, t, width) in [("K", p.type_k, h.head_k(il)), ("V", p.type_v, h.head_v(il))] {
+                if quantized(t) && u64::from(width) % t.block_elems() != 0 {
+                    return Err(refuse(format!(
+                        "the {what} cache type {} has blocks of {} values, which do not divide \
+                         layer {il}'s head size {width}",
+                        t.name(),
+                        t.block_elems()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// llama.cpp's context sizes for these parameters.
+struct Context {
+    n_ctx: u32,
+    n_ctx_seq: u32,
+    n_seq: u32,
+    n_ubatch: u32,
+}
+
+fn context(h: &Hparams, p: &MemoryParams) -> Result<Context> {
+    let n_seq = p.n_seq_max.max(1);
+    if n_seq > 256 {
+        return Err(Error::new(ErrorKind::InvalidArgument {
+            message: format!("n_seq_max is {n_seq}: llama.cpp takes at most 256 sequences"),
+        }));
+    }
+    let n_ctx = if p.n_ctx == 0 { h.n_ctx_train } else { p.n_ctx };
+    let n_batch = if h.causal_attn {
+        n_ctx.min(p.n_batch)
+    } else {
+        p.n_batch
+    };
+    let n_ubatch = n_batch.min(if p.n_ubatch == 0 { n_batch } else { p.n_ubatch });
+    let pad256 = |x: u32| -> Result<u32> {
+        x.checked_add(255)
+            .map(|y| y / 256 * 256)
+            .ok_or_else(overflow)
+    };
+    let mut n_ctx = pad256(n_ctx)?;
+    let n_ctx_seq = if p.kv_unified {
+        n_ctx
+    } else {
+        let per = pad256(n_ctx / n_seq)?;
+        if per == 0 {
+            return Err(Error::new(ErrorKind::InvalidArgument {
+                message: format!(
+                    "a context of {n_ctx} split over {n_seq} sequences leaves none per sequence"
+                ),
+            }));
+        }
+        n_ctx = per.checked_mul(n_seq).ok_or_else(overflow)?;
+        per
+    };
+    Ok(Context {
+        n_ctx,
+        n_ctx_seq,
+        n_seq,
+        n_ubatch,
+    })
+}
+
+/// What one estimate adds up, with the device of each part.
+struct Parts {
+    e: MemoryEstimate,
+}
+
+impl Parts {
+    fn put(&mut self, gpu: bool, bytes: u64) -> Result<()> {
+        if gpu {
+            self.e.gpu = add(self.e.gpu, bytes)?;
+        } else {
+            self.e.cpu = add(self.e.cpu, bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// The memory llama.cpp needs to run `model` with `params`.
+pub fn estimate<S: AsRef<[u8]>>(model: &Model<S>, params: &MemoryParams) -> Result<MemoryEstimate> {
+    let h = Hparams::read(model.first())?;
+    estimate_with(model, &h, params)
+}
+
+/// [`estimate`] with the hyperparameters already read.
+pub fn estimate_with<S: AsRef<[u8]>>(
+    model: &Model<S>,
+    h: &Hparams,
+    p: &MemoryParams,
+) -> Result<MemoryEstimate> {
+    check_params(h, p)?;
+    let c = context(h, p)?;
+    let flash = p.flash_attn != FlashAttn::Off;
+    let n_layer_all = h.n_layer_all;
+    // llama.cpp's layer split (`load_tensors`): the output layer counts as layer n_layer_all,
+    // and the last n_gpu_layers of those n_layer_all + 1 go to the GPU (all when negative): the
+    // output layer first.
+    let n_gpu = u32::try_from(p.n_gpu_layers).map_or(n_layer_all + 1, |n| n.min(n_layer_all + 1));
+    let gpu_start = (n_layer_all + 1) - n_gpu;
+    let on_gpu = |il: u32| il >= gpu_start;
+    let output_on_gpu = on_gpu(n_layer_all);
+
+    let mut parts = Parts {
+        e: MemoryEstimate {
+            n_ctx: c.n_ctx,
+            n_ctx_seq: c.n_ctx_seq,
+            n_ubatch: c.n_ubatch,
+            ..MemoryEstimate::default()
+        },
+    };
+
+    // Weights: every tensor llama.cpp creates, padded; the MTP layers are skipped.
+    let n_layer = h.n_layer();
+    let mut spans: Vec<Option<(u64, u64)>> = vec![None; model.shards().len()];
+    for i in 0..model.tensor_count() {
+        let Some(t) = model.tensor_at(i) else {
+            continue;
+        };
+        let layer = layer_of(t.info.name);
+        if h.n_layer_nextn > 0 && layer.is_some_and(|il| il >= n_layer) {
+            continue;
+        }
+        let bytes = pad(t.info.size, ALIGNMENT);
+        parts.e.weights = add(parts.e.weights, bytes)?;
+        let end = add(t.info.file_offset, t.info.size)?;
+        if let Some(span) = spans.get_mut(t.shard) {
+            *span = Some(match *span {
+                None => (t.info.file_offset, end),
+                Some((a, b)) => (a.min(t.info.file_offset), b.max(end)),
+            });
+        }
+        let gpu = match layer {
+            Some(il) => on_gpu(il),
+            None => output_on_gpu && t.info.name.starts_with(b"output"),
+        };
+        parts.put(gpu, bytes)?;
+    }
+
+    parts.e.weights_mapped = spans
+        .iter()
+        .flatten()
+        .map(|(a, b)| b - a)
+        .try_fold(0u64, add)?;
+
+    // Tied embeddings: an architecture that creates the output layer (as a duplicate of the
+    // token embeddings) before the embeddings themselves gets two copies, as does one whose
+    // output layer is on another device than the embeddings (llama.cpp shares a duplicate only
+    // with an original already in the same buffer).
+    if model.tensor_index("output.weight").is_none() {
+        if let Some(t) = model.tensor("token_embd.weight") {
+            let bytes = pad(t.info.size, ALIGNMENT);
+            if output_on_gpu || h.architecture == "gemma4" {
+                parts.e.weights = add(parts.e.weights, bytes)?;
+                parts.put(output_on_gpu, bytes)?;
+            }
+        }
+    }
+
+    // The KV caches.
+    let n_stream = u64::from(if p.kv_unified { 1 } else { c.n_seq });
+    let v_trans = !flash;
+    let kv_size = u64::from(c.n_ctx_seq);
+    let swa_size = if h.swa_type != SwaType::None {
+        let window = u64::from(h.n_swa) * u64::from(if p.kv_unified { c.n_seq } else { 1 })
+            + u64::from(c.n_ubatch);
+        let cells = if p.swa_full {
+            kv_size
+        } else {
+            pad(kv_size.min(window), 256)
+        };
+        parts.e.n_ctx_swa = u32::try_from(cells).map_err(|_| overflow())?;
+        cells
+    } else {
+        0
+    };
+    if h.memory != MemoryKind::Recurrent {
+        let mla = h.is_mla();
+        let v_max = h.n_embd_v_gqa_max();
+        for il in 0..n_layer_all {
+            let l = il as usize;
+            if (h.n_layer_nextn > 0 && il >= n_layer) || il >= h.n_layer_kv {
+                continue;
+            }
+            if h.memory == MemoryKind::Hybrid && (h.is_recurrent[l] || h.ffn_only[l]) {
+                continue;
+            }
+            let cells = if h.swa_type != SwaType::None && h.is_swa[l] {
+                swa_size
+            } else {
+                kv_size
+            };
+            let n = mul(cells, n_stream)?;
+            let what = format!("the KV cache of layer {il}");
+            let k = rows(p.type_k, h.n_embd_k_gqa(l), n, &what)?;
+            let v = if mla {
+                0
+            } else {
+                let width = if v_trans { v_max } else { h.n_embd_v_gqa(l) };
+                rows(p.type_v, width, n, &what)?
+            };
+            parts.e.k = add(parts.e.k, k)?;
+            parts.e.v = add(parts.e.v, v)?;
+            let gpu = p.offload_kqv && on_gpu(il);
+            parts.put(gpu, add(pad(k, ALIGNMENT), pad(v, ALIGNMENT))?)?;
+        }
+    }
+
+    // Recurrent state: one row per sequence and recurrent layer, in F32.
+    if matches!(h.memory, MemoryKind::Recurrent | MemoryKind::Hybrid) {
+        let n_rows = u64::from(c.n_seq);
+        for il in 0..n_layer {
+            if !h.is_recurrent[il as usize] {
+                continue;
+            }
+            let r = rows(DataType::F32, h.n_embd_r(), n_rows, "the recurrent state")?;
+            let s = rows(DataType::F32, h.n_embd_s(), n_rows, "the recurrent state")?;
+            parts.e.recurrent = add(parts.e.recurrent, add(r, s)?)?;
+            let gpu = p.offload_kqv && on_gpu(il);
+            parts.put(gpu, add(pad(r, ALIGNMENT), pad(s, ALIGNMENT))?)?;
+        }
+    }
+
+    // The output buffer: logits for one token per sequence, in F32, in host memory.
+    parts.e.output = mul(u64::from(h.n_vocab), mul(u64::from(c.n_seq), 4)?)?;
+    parts.put(false, parts.e.output)?;
+
+    parts.e.compute = compute_bound(h, &c, flash, p)?;
+    parts.put(output_on_gpu, parts.e.compute)?;
+
+    let e = &mut parts.e;
+    e.total = [e.weights, e.k, e.v, e.recurrent, e.output, e.compute]
+        .into_iter()
+        .try_fold(0u64, add)?;
+    Ok(parts.e)
+}
+
+/// llama.cpp's compute buffer on the CPU: not estimated yet. It depends on where ggml's graph
+/// allocator places each architecture's graph (measured against libllama, it is not even
+/// monotonic in the vocabulary or the context), so no formula is given until one is a bound.
+fn compute_bound(_h: &Hparams, _c: &Context, _flash: bool, _p: &MemoryParams) -> Result<u64> {
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::writer::{MetadataValue as V, Writer};
+
+    /// A llama-shaped model: 2 layers, width 64, 2 heads of 32, 1 KV head, 100 tokens.
+    fn model(arch: &str, extra: &[(&str, V)]) -> Model<Vec<u8>> {
+        let mut w = Writer::new();
+        w.add_metadata("general.architecture", V::string(arch))
+            .unwrap();
+        w.add_metadata("tokenizer.ggml.model", V::string("none"))
+            .unwrap();
+        let mut kv = vec![
+            ("vocab_size", V::U32(100)),
+            ("block_count", V::U32(2)),
+            ("embedding_length", V::U32(64)),
+            ("context_length", V::U32(1024)),
+            ("attention.head_count", V::U32(2)),
+            ("attention.head_count_kv", V::U32(1)),
+        ];
+        kv.extend(extra.iter().cloned());
+        for (k, v) in kv {
+            w.add_metadata(format!("{arch}.{k}"), v).unwrap();
+        }
+        w.add_tensor(
+            "token_embd.weight",
+            &[64, 100],
+            DataType::F32,
+            vec![0; 25600],
+        )
+        .unwrap();
+        w.add_tensor("blk.0.attn_norm.weight", &[3], DataType::F32, vec![0; 12])
+            .unwrap();
+        let file = crate::file::GgufFile::from_bytes(w.to_bytes().unwrap()).unwrap();
+        Model::single(file, "m.gguf".into()).unwrap()
+    }
+
+    fn p() -> MemoryParams {
+        MemoryParams::default()
+    }
+
+    #[test]
+    fn context_padding_and_sequences() {
+        let m = model("llama", &[]);
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                n_ctx: 1000,
+                n_seq_max: 3,
+                ..p()
+            },
+        )
+        .unwrap();
+        assert_eq!((e.n_ctx, e.n_ctx_seq, e.n_ubatch), (1536, 512, 512));
+        assert_eq!(e.k, 2 * 1536 * 32 * 2);
+        assert_eq!(e.output, 3 * 100 * 4);
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                n_ctx: 1000,
+                n_seq_max: 3,
+                kv_unified: true,
+                ..p()
+            },
+        )
+        .unwrap();
+        assert_eq!((e.n_ctx, e.n_ctx_seq), (1024, 1024));
+        // The batch is cut to the context before padding: 100 tokens, micro-batch 100.
+        let e = estimate(&m, &MemoryParams { n_ctx: 100, ..p() }).unwrap();
+        assert_eq!((e.n_ctx, e.n_ubatch), (256, 100));
+        let e = estimate(&m, &MemoryParams { n_ctx: 0, ..p() }).unwrap();
+        assert_eq!(e.n_ctx, 1024);
+        // Weights padded to 32 bytes: 25600 and 12 -> 32.
+        assert_eq!(e.weights, 25600 + 32);
+        assert_eq!(e.total, e.weights + e.k + e.v + e.output);
+        assert_eq!((e.cpu, e.gpu), (e.total, 0));
+    }
+
+    #[test]
+    fn sliding_window_cells() {
+        let m = model("gemma2", &[("attention.sliding_window", V::U32(300))]);
+        let q = MemoryParams {
+            n_ctx: 4096,
+            swa_full: false,
+            ..p()
+        };
+        let e = estimate(&m, &q).unwrap();
+        // pad256(min(4096, 300 + 512)) = 1024.
+        assert_eq!(e.n_ctx_swa, 1024);
+        assert_eq!(e.k, (4096 + 1024) * 32 * 2);
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                n_seq_max: 3,
+                kv_unified: true,
+                ..q
+            },
+        )
+        .unwrap();
+        assert_eq!(e.n_ctx_swa, 1536); // pad256(300 x 3 + 512)
+        let e = estimate(
+            &m,
+            &MemoryParams {
+                swa_full: true,
+                ..q
+            },
+        )
+        .unwrap();
+        assert_eq!(e.n_ctx_swa, 4096);
+    }
+
+    #[test]
+    fn refused_as_llama_cpp_refuses() {
+        let m = model("llama", &[]);
+        let cases = [
+            (
+                MemoryParams {
+                    type_v: DataType::Q8_0,
+                    flash_attn: FlashAttn::Off,
+                    ..p()
+                },
+                "needs flash attention",
+            ),
+            (
+                MemoryParams {
+                    type_k: DataType::Q4_K,
+                    ..p()
+                },
+                "head size 32",
+            ),
+            (
+                MemoryParams {
+                    n_batch: 0,
+                    n_ubatch: 0,
+                    ..p()
+                },
+                "cannot both be 0",
+            ),
+            (
+                MemoryParams {
+                    n_seq_max: 257,
+                    ..p()
+                },
+                "at most 256",
+            ),
+            (
+                MemoryParams {
+                    n_ctx: u32::MAX,
+                    ..p()
+                },
+                "overflows",
+            ),
+        ];
+        for (q, why) in cases {
+            let e = estimate(&m, &q).unwrap_err();
+            assert!(e.to_string().contains(why), "{q:?}: {e}");
+        }
+        let mla = model(
+            "deepseek2",
+            &[
+                ("attention.key_length_mla", V::U32(32)),
+                ("attention.value_length_mla", V::U32(32)),
+            ],
+        );
+        let e = estimate(
+            &mla,
+            &MemoryParams {
+                type_k: DataType::Q8_0,
+                ..p()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("latent attention"), "{e}");
+        let e = estimate(&mla, &p()).unwrap();
+        assert_eq!(e.v, 0);
+    }
+
+    #[test]
+    fn gpu_layers_move_to_the_gpu() {
+        let m = model("llama", &[]);
+        let all = estimate(
+            &m,
+            &MemoryParams {
+                n_gpu_layers: -1,
+                ..p()
+            },
+        )
+        .unwrap();
+        // The output buffer and the token embeddings stay on the CPU.
+        assert_eq!(all.cpu, all.output + 25600);
+        assert_eq!(all.cpu + all.gpu, all.total);
+        let none = estimate(&m, &p()).unwrap();
+        assert_eq!(none.gpu, 0);
+        // One layer: the output layer, here the tied embeddings' copy.
+        let one = estimate(
+            &m,
+            &MemoryParams {
+                n_gpu_layers: 1,
+                ..p()
+            },
+        )
+        .unwrap();
+        assert_eq!(one.gpu, 25600);
+        assert_eq!(one.weights, none.weights + 25600);
+    }
+}
