@@ -346,7 +346,7 @@ fn chat_fixture() -> Vec<u8> {
         let strings = |items: &[&str]| {
             MetadataValue::Array(
                 ValueType::String,
-                items.iter().map(|s| MetadataValue::string(s)).collect(),
+                items.iter().map(MetadataValue::string).collect(),
             )
         };
         w.add_metadata("tokenizer.ggml.model", MetadataValue::string("llama"))

@@ -48,6 +48,7 @@ from ._native import (
     library_path,
     library_version,
 )
+from ._chat import ChatTemplate, FileChatTemplate, render_chat_template
 from ._quantize import quantize, quantize_requires_importance
 from ._strings import StringArray
 from ._tokenizer import Tokenizer
@@ -56,6 +57,9 @@ from ._writer import Writer, infer_type
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChatTemplate",
+    "FileChatTemplate",
+    "render_chat_template",
     "ByteOrder",
     "DataType",
     "ErrorCode",

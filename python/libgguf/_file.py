@@ -1242,6 +1242,32 @@ class GGUFFile:
             raise h.lib.error()
         return MemoryEstimate(*(getattr(out, f) for f in MemoryEstimate._fields))
 
+    @property
+    def chat_templates(self) -> list:
+        """The names of the file's chat templates: ``None`` for ``tokenizer.chat_template``,
+        then the ``<name>`` of each ``tokenizer.chat_template.<name>``."""
+        h = self._handle()
+        names = []
+        for i in range(h.lib.gguf_chat_template_count(h.ptr)):
+            raw = h.lib.gguf_chat_template_name(h.ptr, i)
+            if raw is None:
+                raise h.lib.error()
+            names.append(raw.decode("utf-8") if raw else None)
+        return names
+
+    def chat_template(self, name: str | None = None):
+        """The file's chat template ``name`` (``None``: ``tokenizer.chat_template``), to
+        :meth:`~libgguf.FileChatTemplate.render` as transformers renders it. Raises
+        :class:`GGUFError` (``NOT_FOUND``) when the file has no such template."""
+        from ._chat import FileChatTemplate
+
+        if name not in self.chat_templates:
+            key = "tokenizer.chat_template" + ("" if name is None else "." + name)
+            raise GGUFError(
+                _native.ErrorCode.NOT_FOUND, None, f"gguf: the file has no chat template {key}"
+            )
+        return FileChatTemplate(self, name)
+
     def tokenizer(self):
         """The tokenizer of the file's vocabulary (:class:`libgguf.Tokenizer`), exactly as
         llama.cpp tokenizes. It does not need the file to stay open. Raises :class:`GGUFError`

@@ -166,6 +166,10 @@ class ErrorCode(_NamedIntEnum):
     DATA_OVERLAP = 37
     BAD_VALUE = 38
     SHARD_MISMATCH = 40
+    TEMPLATE_SYNTAX = 50
+    TEMPLATE_RENDER = 51
+    TEMPLATE_LIMIT = 52
+    BAD_REQUEST = 53
 
 
 class ByteOrder(_NamedIntEnum):
@@ -499,6 +503,22 @@ _PROTOTYPES = {
     ),
     "gguf_close": (None, [_FILE]),
     "gguf_tokenizer_open": (c_void_p, [_FILE]),
+    "gguf_chat_render_template": (
+        c_int64,
+        [c_char_p, c_uint64, c_char_p, c_uint64, c_char_p, c_uint64, c_uint32],
+    ),
+    "gguf_chat_render": (
+        c_int64,
+        [_FILE, c_char_p, c_char_p, c_uint64, c_char_p, c_uint64, c_uint32],
+    ),
+    "gguf_chat_template_count": (c_uint64, [_FILE]),
+    "gguf_chat_template_name": (c_char_p, [_FILE, c_uint64]),
+    "gguf_chat_template_compile": (c_void_p, [c_char_p, c_uint64]),
+    "gguf_chat_template_render": (
+        c_int64,
+        [c_void_p, c_char_p, c_uint64, c_char_p, c_uint64, c_uint32],
+    ),
+    "gguf_chat_template_free": (None, [c_void_p]),
     "gguf_memory_params_default": (GGUFMemoryParams, []),
     "gguf_memory_estimate": (
         c_bool,
