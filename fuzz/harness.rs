@@ -863,3 +863,53 @@ pub fn exercise_tokenize(data: &[u8]) {
         gguf_tokenizer_close(tok);
     }
 }
+
+/// The chat target's input: a template and a request, split at the first NUL (all template
+/// when there is none, with a small request of its own).
+pub fn split_chat_input(data: &[u8]) -> (&[u8], &[u8]) {
+    match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (
+            data,
+            br#"{"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": true}"#,
+        ),
+    }
+}
+
+/// Compiles the input's template and renders its request, through the Rust API and the C API:
+/// the two agree, nothing panics, and the text stays within the renderer's output bound.
+pub fn exercise_chat(data: &[u8]) {
+    let (template, request) = split_chat_input(data);
+    let Ok(source) = std::str::from_utf8(template) else {
+        return;
+    };
+    let ours = gguf::chat::ChatTemplate::new(source).and_then(|t| t.render(request));
+    if let Ok(text) = &ours {
+        assert!(text.len() <= gguf::chat::MAX_OUTPUT_BYTES);
+    }
+    let mut out = vec![0u8; 4096];
+    // SAFETY: each pointer is valid for the length given with it.
+    let n = unsafe {
+        gguf_chat_render_template(
+            template.as_ptr().cast(),
+            template.len() as u64,
+            request.as_ptr().cast(),
+            request.len() as u64,
+            out.as_mut_ptr().cast(),
+            out.len() as u64,
+            0,
+        )
+    };
+    match &ours {
+        Ok(text) => {
+            assert_eq!(n, text.len() as i64);
+            if text.len() <= out.len() {
+                assert_eq!(&out[..text.len()], text.as_bytes());
+            }
+        }
+        Err(e) => {
+            assert_eq!(n, -1);
+            assert_eq!(gguf_last_error_code() as u32, e.code() as u32);
+        }
+    }
+}

@@ -152,3 +152,31 @@ fn tokenize_regressions_and_seeds() {
         }
     }
 }
+
+#[test]
+fn chat_regressions_and_seeds() {
+    for (name, bytes) in inputs("chat") {
+        println!("replaying {name}");
+        harness::exercise_chat(&bytes);
+    }
+    let seeds = seeds("chat");
+    assert!(
+        seeds.len() >= 4,
+        "fuzz/seeds/chat holds {} inputs",
+        seeds.len()
+    );
+    for (name, seed) in &seeds {
+        println!("replaying {name}");
+        // Each seed renders unmutated.
+        let (template, request) = harness::split_chat_input(seed);
+        gguf::chat::ChatTemplate::new(std::str::from_utf8(template).unwrap())
+            .and_then(|t| t.render(request))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Bit flips across the template and the request.
+        for i in (0..seed.len()).step_by(97) {
+            let mut mutated = seed.clone();
+            mutated[i] ^= 0x20;
+            harness::exercise_chat(&mutated);
+        }
+    }
+}
