@@ -692,6 +692,33 @@ fn importance_matrix_from_a_file() {
         Some(Value::U32(100))
     );
 
+    // A long name is cut to 127 bytes as llama-quantize cuts it, but on a character
+    // boundary: 126 ASCII bytes then a two-byte character keep the 126.
+    let long = format!("{}é-rest.gguf", "d/".repeat(63));
+    o.importance_file = Some(long.clone());
+    run(&src, &dst, &o);
+    let out = open(&dst);
+    let file = out
+        .first()
+        .get("quantize.imatrix.file")
+        .and_then(|v| v.as_bytes())
+        .unwrap()
+        .to_vec();
+    assert_eq!(file, long.as_bytes()[..126]);
+    let short = "é".repeat(70);
+    o.importance_file = Some(short.clone());
+    run(&src, &dst, &o);
+    let out = open(&dst);
+    let file = out
+        .first()
+        .get("quantize.imatrix.file")
+        .and_then(|v| v.as_bytes())
+        .unwrap()
+        .to_vec();
+    assert_eq!(file, short.as_bytes()[..126]);
+    assert!(std::str::from_utf8(&file).is_ok());
+    o.importance_file = Some("imatrix.gguf".into());
+
     // A matrix whose size does not fit a tensor is refused, naming it.
     let mut wrong = m.clone();
     wrong.insert("blk.4.ffn_up.weight", vec![1.0; 7]);
@@ -748,6 +775,14 @@ fn split_models_in_and_out() {
     }
     assert_eq!(kept.shards()[2].get("split.no"), Some(Value::U16(2)));
     assert_eq!(kept.shards()[1].get("split.count"), Some(Value::U16(3)));
+    // --keep-split on a single-file source: one shard named as llama.cpp names it.
+    let single = dir.join("single.gguf");
+    run(&first, &single, &Options::new(FileType::Q8_0));
+    let summary = run(&single, &dir.join("single-kept.gguf"), &o);
+    let named = dir.join("single-kept-00001-of-00001.gguf");
+    assert_eq!(summary.files, vec![named.clone()]);
+    assert!(named.exists() && !dir.join("single-kept.gguf").exists());
+    assert!(open(&named).first().get("split.count").is_none());
     // Split by tensor count.
     let mut o = Options::new(FileType::Q8_0);
     o.split_max_tensors = 40;
@@ -810,5 +845,51 @@ fn command_line_arguments_and_copy() {
         assert_eq!((t.dtype, t.data), (s.dtype, s.data));
     }
     assert_eq!(b.first().get("general.file_type"), Some(Value::U32(1)));
+    // Without general.file_type, llama.cpp's loader guesses one from the type most tensors
+    // have, with its "guessed" bit (1024): F16 weights give 1025, F32 ones 1024.
+    for (weights, want) in [(T::F16, 1025), (T::F32, 1024)] {
+        let mut w = model::writer(&Spec { weights, ..SMALL });
+        w.remove_metadata("general.file_type");
+        w.set_sync(false);
+        let bare = dir.join("bare.gguf");
+        w.write_file(&bare).unwrap();
+        run(&bare, &dst, &copy);
+        assert_eq!(
+            open(&dst).first().get("general.file_type"),
+            Some(Value::U32(want)),
+            "{weights:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_explicit_type_whose_blocks_do_not_fit_the_rows() {
+    // Rows of 320 values are not whole Q4_K blocks (256 values): llama.cpp aborts where an
+    // option names that type (no fallback there); the refusal names both lengths.
+    let dir = temp_dir("rows");
+    let src = source(
+        &dir,
+        &Spec {
+            n_embd: 320,
+            n_layer: 1,
+            ..SMALL
+        },
+    );
+    let dst = dir.join("out.gguf");
+    let mut o = Options::new(FileType::Q8_0);
+    o.token_embedding_type = Some(T::Q4_K);
+    let e = requantize_file(&src, &dst, &o, &mut keep_going).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("token_embd.weight")
+            && msg.contains("320")
+            && msg.contains("Q4_K")
+            && msg.contains("256")
+            && !msg.contains("overflow"),
+        "{msg}"
+    );
+    assert!(!dst.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

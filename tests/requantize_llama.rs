@@ -199,6 +199,8 @@ struct Ask {
     leave_output_tensor: bool,
     /// One output shard per source shard (`--keep-split`).
     keep_split: bool,
+    /// Every tensor copied as it is (the `COPY` preset).
+    only_copy: bool,
     /// Only compute the types (`--dry-run`): llama.cpp logs each tensor's type, quantizes
     /// nothing (so never builds the IQ types' grids, which takes it seconds).
     dry_run: bool,
@@ -223,6 +225,7 @@ fn llama_quantize_logged(src: &Path, dst: &Path, ft: FileType, ask: &Ask) -> (bo
     p.ftype = ft.id();
     p.pure = ask.pure;
     p.keep_split = ask.keep_split;
+    p.only_copy = ask.only_copy;
     p.quantize_output_tensor = !ask.leave_output_tensor;
     if let Some(t) = ask.output_tensor_type {
         p.output_tensor_type = t.id();
@@ -299,6 +302,7 @@ fn options(ft: FileType, ask: &Ask) -> Options {
     o.sync = false;
     o.pure = ask.pure;
     o.keep_split = ask.keep_split;
+    o.only_copy = ask.only_copy;
     o.leave_output_tensor = ask.leave_output_tensor;
     o.output_tensor_type = ask.output_tensor_type;
     o.token_embedding_type = ask.token_embedding_type;
@@ -797,6 +801,23 @@ fn the_command_writes_llama_quantizes_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("importance matrix"), "{err}");
     assert!(!bad.exists());
+    // A tensor-type file that cannot be read (a directory) fails, naming it.
+    let out = std::process::Command::new(command())
+        .arg("--tensor-type-file")
+        .arg(&dir)
+        .arg("-q")
+        .arg(&src)
+        .arg(&bad)
+        .arg("Q4_K_M")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read the tensor types") && err.contains(dir.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(!bad.exists());
     let out = std::process::Command::new(command())
         .args(["--bogus"])
         .output()
@@ -855,6 +876,64 @@ fn split_sources_and_keep_split_as_llama_cpp() {
             );
         }
     }
+    // --keep-split on a single-file source: one shard, DST-00001-of-00001.gguf, as llama.cpp
+    // names and writes it.
+    let single = dir.join("single.gguf");
+    model::write(&single, &THIN);
+    let ask = Ask {
+        keep_split: true,
+        ..Ask::default()
+    };
+    assert!(llama_quantize(
+        &single,
+        &dir.join("theirs-single"),
+        FileType::Q4_K_M,
+        &ask
+    ));
+    // COPY from a source without general.file_type: llama.cpp writes the type its loader
+    // guesses (F16 with the guessed flag, 1025), and so do we.
+    let mut w = model::writer(&Spec {
+        weights: DataType::F16,
+        ..THIN
+    });
+    w.remove_metadata("general.file_type");
+    w.set_sync(false);
+    let bare = dir.join("bare.gguf");
+    w.write_file(&bare).unwrap();
+    let copy = Ask {
+        only_copy: true,
+        ..Ask::default()
+    };
+    let (theirs, ours) = (dir.join("copy-theirs.gguf"), dir.join("copy-ours.gguf"));
+    assert!(llama_quantize(&bare, &theirs, FileType::F16, &copy));
+    requantize_file(
+        &bare,
+        &ours,
+        &options(FileType::F16, &copy),
+        &mut |_: &Progress<'_>| true,
+    )
+    .unwrap();
+    assert_eq!(
+        Model::open(&ours, OpenOptions::default())
+            .unwrap()
+            .first()
+            .get("general.file_type"),
+        Some(gguf::Value::U32(1025))
+    );
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap());
+    let summary = requantize_file(
+        &single,
+        &dir.join("ours-single.gguf"),
+        &options(FileType::Q4_K_M, &ask),
+        &mut |_: &Progress<'_>| true,
+    )
+    .unwrap();
+    let (a, b) = (
+        dir.join("ours-single-00001-of-00001.gguf"),
+        dir.join("theirs-single-00001-of-00001.gguf"),
+    );
+    assert_eq!(summary.files, vec![a.clone()]);
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

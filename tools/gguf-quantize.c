@@ -158,8 +158,14 @@ static int read_words(const char *path, List *l, char **buffer) {
     }
     buf[len++] = (char)c;
   }
+  /* A read error (a directory, an I/O error) is no end of file. */
+  int failed = ferror(fp);
   fclose(fp);
   if (!buf) return 0;
+  if (failed) {
+    free(buf);
+    return 0;
+  }
   buf[len] = '\0';
   *buffer = buf;
   for (char *w = strtok(buf, " \t\r\n"); w; w = strtok(NULL, " \t\r\n")) {

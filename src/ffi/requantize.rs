@@ -38,7 +38,9 @@ pub const GGUF_REQUANTIZE_PURE: u32 = 1;
 pub const GGUF_REQUANTIZE_LEAVE_OUTPUT_TENSOR: u32 = 2;
 /// Tensors already quantized may be quantized again (`--allow-requantize`).
 pub const GGUF_REQUANTIZE_ALLOW_REQUANTIZE: u32 = 4;
-/// One output shard per shard of the source (`--keep-split`).
+/// One output shard per shard of the source (`--keep-split`), named
+/// `DST-NNNNN-of-MMMMM.gguf` (`DST` without `.gguf`), a single-file source's too
+/// (`DST-00001-of-00001.gguf`), as llama.cpp names them.
 pub const GGUF_REQUANTIZE_KEEP_SPLIT: u32 = 8;
 /// Do not flush the output to stable storage before it replaces the destination (faster; the
 /// replace stays atomic).

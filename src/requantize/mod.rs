@@ -320,6 +320,16 @@ pub fn plan(model: &Model<Source>, options: &Options) -> Result<Vec<PlannedTenso
     for (k, (&i, choice)) in order.iter().zip(&choices).enumerate() {
         let t = &shapes[k];
         check_tensor(options, t, choice)?;
+        let row = t.dims.first().copied().unwrap_or(1);
+        let block = choice.data_type.block_elems();
+        if row % block != 0 {
+            return Err(invalid(format!(
+                "tensor {}: its rows of {row} values are not whole blocks of {} ({block} \
+                 values a block); choose a type whose block divides {row}",
+                quote(t.name),
+                choice.data_type.name()
+            )));
+        }
         let size = choice.data_type.tensor_bytes(t.dims).ok_or_else(|| {
             invalid(format!(
                 "tensor {}: its size as {} overflows",
@@ -408,6 +418,17 @@ pub fn output_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
     if count <= 1 {
         return vec![dst.to_path_buf()];
     }
+    shard_paths(dst, count)
+}
+
+/// The file names of `count` shards written for `dst` with `--keep-split`: always
+/// `<dst without .gguf>-NNNNN-of-MMMMM.gguf`, a single file too
+/// (`DST-00001-of-00001.gguf`), as llama.cpp names them.
+pub fn keep_split_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
+    shard_paths(dst, count.max(1))
+}
+
+fn shard_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
     let text = dst.to_string_lossy();
     let prefix = text.strip_suffix(".gguf").unwrap_or(&text);
     (0..count)
@@ -448,7 +469,11 @@ pub fn requantize(
     let planned = plan(model, options)?;
     let n_shards = planned.last().map_or(1, |t| t.shard + 1);
     let writers = output_writers(model, options, &planned, n_shards)?;
-    let paths = output_paths(dst, n_shards);
+    let paths = if options.keep_split {
+        keep_split_paths(dst, n_shards)
+    } else {
+        output_paths(dst, n_shards)
+    };
     let mut streams: Vec<TensorStream> = writers
         .iter()
         .zip(&paths)
@@ -518,11 +543,13 @@ fn output_writers(
         head.remove_metadata(key);
     }
     let file_type = if options.only_copy {
-        first
-            .get("general.file_type")
-            .and_then(|v| v.as_u64())
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(options.file_type.id())
+        match first.get("general.file_type") {
+            Some(v) => v
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(options.file_type.id()),
+            None => guessed_file_type(model),
+        }
     } else {
         options.file_type.id()
     };
@@ -538,10 +565,14 @@ fn output_writers(
     )?;
     let importance = options.importance.as_ref().filter(|m| !m.is_empty());
     if let (Some(m), Some(file)) = (importance, &options.importance_file) {
-        // llama-quantize's strings are cut to 127 bytes.
+        // llama-quantize's strings are cut to 127 bytes; here on a character boundary, so
+        // that the value stays UTF-8 (llama-quantize may cut inside a character).
         let cut = |s: &str| {
-            let b = s.as_bytes();
-            MetadataValue::String(b[..b.len().min(127)].to_vec())
+            let mut end = s.len().min(127);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            MetadataValue::String(s.as_bytes()[..end].to_vec())
         };
         set(&mut head, "quantize.imatrix.file", cut(file))?;
         if let Some(d) = m.datasets.first() {
@@ -594,6 +625,61 @@ fn output_writers(
         writers[t.shard].add_tensor_info(&t.name, &t.dims, t.to)?;
     }
     Ok(writers)
+}
+
+/// llama.cpp's flag on a file type its loader guessed (`LLAMA_FTYPE_GUESSED`).
+const FILE_TYPE_GUESSED: u32 = 1024;
+
+/// The file type llama.cpp's loader guesses for a model without `general.file_type` (what
+/// `COPY` writes then): the type most of its tensors have (the first to reach the largest
+/// count, the tensors taken by name), as the file type that type stands for (F32 for a type
+/// without one), with the guessed flag.
+fn guessed_file_type(model: &Model<Source>) -> u32 {
+    let mut names: Vec<(&[u8], DataType)> = (0..model.tensor_count())
+        .filter_map(|i| model.tensor_at(i).map(|t| (t.info.name, t.info.dtype)))
+        .collect();
+    names.sort_by(|a, b| a.0.cmp(b.0));
+    let mut counts = std::collections::HashMap::new();
+    let (mut max, mut most) = (0u64, DataType::F32);
+    for (_, t) in names {
+        let n = counts.entry(t).or_insert(0u64);
+        *n += 1;
+        if *n > max {
+            max = *n;
+            most = t;
+        }
+    }
+    use DataType as T;
+    let id = match most {
+        T::F16 => 1,
+        T::BF16 => 32,
+        T::Q4_0 => 2,
+        T::Q4_1 => 3,
+        T::Q5_0 => 8,
+        T::Q5_1 => 9,
+        T::Q8_0 => 7,
+        T::Q2_K => 10,
+        T::Q3_K => 12,
+        T::Q4_K => 15,
+        T::Q5_K => 17,
+        T::Q6_K => 18,
+        T::TQ1_0 => 36,
+        T::TQ2_0 => 37,
+        T::IQ2_XXS => 19,
+        T::IQ2_XS => 20,
+        T::IQ2_S => 28,
+        T::IQ3_XXS => 23,
+        T::IQ1_S => 24,
+        T::IQ1_M => 31,
+        T::IQ4_NL => 25,
+        T::IQ4_XS => 30,
+        T::IQ3_S => 26,
+        T::NVFP4 => 39,
+        T::Q1_0 => 40,
+        T::Q2_0 => 41,
+        _ => 0,
+    };
+    id | FILE_TYPE_GUESSED
 }
 
 /// Sets `key` as ggml's `gguf_set_val_*` does: removes it, then appends it.
