@@ -85,7 +85,9 @@
 #define GGUF_REQUANTIZE_ALLOW_REQUANTIZE 4
 
 /**
- * One output shard per shard of the source (`--keep-split`).
+ * One output shard per shard of the source (`--keep-split`), named
+ * `DST-NNNNN-of-MMMMM.gguf` (`DST` without `.gguf`), a single-file source's too
+ * (`DST-00001-of-00001.gguf`), as llama.cpp names them.
  */
 #define GGUF_REQUANTIZE_KEEP_SPLIT 8
 
@@ -1664,7 +1666,8 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
  * Thread-safe; allocates nothing it keeps. Returns the bytes written (the first ones of
  * `dst`: `gguf_quantize_size`), or 0 (`gguf_last_error` says why; `dst` unchanged but for
  * rows already written when a later row fails) when the type cannot be quantized
- * (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
+ * (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids and the ids removed from the format, 4, 5, 31-33
+ * and 36-38, GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
  * 0 or not a whole number of the type's blocks, `dst_size` is too small, the type needs
  * importance weights (`gguf_quantize_requires_importance`) and `importance` is NULL, a row
  * holds values the type cannot represent where ggml has no answer (the message names the row
@@ -1698,7 +1701,9 @@ uint64_t gguf_quantize_parallel(uint32_t dtype,
 
 /**
  * The bytes `n_rows` rows of `n_per_row` values take as `dtype`, or 0 (`gguf_last_error` says
- * why) when the type cannot be quantized or `n_per_row` is 0 or not whole blocks.
+ * why) when the type cannot be quantized (GGUF_ERROR_CODE_UNSUPPORTED), is unknown or was
+ * removed from the format (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `n_per_row` is 0 or not whole
+ * blocks.
  */
 GGUF_API uint64_t gguf_quantize_size(uint32_t dtype, uint64_t n_rows, uint64_t n_per_row);
 
