@@ -1027,6 +1027,9 @@ typedef struct GGUFRequantizeOptions {
   /**
    * `n_tensor_types` strings `PATTERN=TYPE` (`--tensor-type`: a regular expression found
    * anywhere in a tensor's name, lower-cased, and a type name); the first that matches wins.
+   * Patterns mean what `std::regex` (ECMAScript) and `std::regex_search` make of them in
+   * llama-quantize; one it refuses, one too large (a count above 2147483647, more than
+   * 100,000 states) or a search of more than 2,000,000 steps fails the call, with the reason.
    */
   const char *const *tensor_types;
   /**

@@ -68,6 +68,9 @@ pub struct GGUFRequantizeOptions {
     pub token_embedding_type: *const c_char,
     /// `n_tensor_types` strings `PATTERN=TYPE` (`--tensor-type`: a regular expression found
     /// anywhere in a tensor's name, lower-cased, and a type name); the first that matches wins.
+    /// Patterns mean what `std::regex` (ECMAScript) and `std::regex_search` make of them in
+    /// llama-quantize; one it refuses, one too large (a count above 2147483647, more than
+    /// 100,000 states) or a search of more than 2,000,000 steps fails the call, with the reason.
     pub tensor_types: *const *const c_char,
     /// The number of `tensor_types`.
     pub n_tensor_types: usize,

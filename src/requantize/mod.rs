@@ -124,8 +124,10 @@ pub fn parse_tensor_type(arg: &str) -> Result<(String, DataType)> {
             "tensor type '{arg}' has no type after '='"
         )));
     }
-    Pattern::new(&pattern.to_lowercase())?;
-    Ok((pattern.to_lowercase(), data_type_named(ty)?))
+    // llama-quantize lower-cases the pattern with C's `tolower`: ASCII letters only.
+    let pattern = pattern.to_ascii_lowercase();
+    Pattern::new(&pattern)?;
+    Ok((pattern, data_type_named(ty)?))
 }
 
 impl Options {
