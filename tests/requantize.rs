@@ -893,3 +893,52 @@ fn an_explicit_type_whose_blocks_do_not_fit_the_rows() {
     assert!(!dst.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_split_output_leaves_no_shard() {
+    // A split output fails at each shard's commit in turn (its destination made a directory
+    // after the data is written, so the rename fails), or is cancelled inside each shard: no
+    // shard is left, nor any temporary file, whichever one fails.
+    let dir = temp_dir("split-failure");
+    let src = source(&dir, &SMALL);
+    let n_tensors = model::tensors(&SMALL).len();
+    let mut o = Options::new(FileType::Q8_0);
+    o.sync = false;
+    o.split_max_tensors = 20;
+    let dst = dir.join("out.gguf");
+    let n_shards = n_tensors.div_ceil(20);
+    assert!(n_shards >= 4, "{n_shards}");
+    let paths = output_paths(&dst, n_shards);
+    let left = |except: Option<&Path>| -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p != &src && Some(p.as_path()) != except)
+            .map(|p| p.display().to_string())
+            .collect()
+    };
+    for k in 0..n_shards {
+        let blocker = paths[k].clone();
+        let e = requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| {
+            if p.index + 1 == p.count {
+                std::fs::create_dir_all(blocker.join("in-the-way")).unwrap();
+            }
+            true
+        })
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Io, "shard {k}: {e}");
+        assert_eq!(left(Some(&blocker)), Vec::<String>::new(), "shard {k}: {e}");
+        std::fs::remove_dir_all(&blocker).unwrap();
+        // Cancelled while shard k is being written.
+        let stop = k * 20 + 3;
+        let e =
+            requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| p.index < stop).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
+        assert_eq!(left(None), Vec::<String>::new(), "shard {k}");
+    }
+    // And when nothing fails, every shard is there.
+    let summary = requantize_file(&src, &dst, &o, &mut keep_going).unwrap();
+    assert_eq!(summary.files, paths);
+    assert!(paths.iter().all(|p| p.is_file()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

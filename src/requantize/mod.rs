@@ -444,7 +444,8 @@ fn shard_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
 /// llama.cpp's writer does), the split keys of a split output, and with an importance matrix
 /// the `quantize.imatrix.*` keys llama-quantize writes. `progress` is called after each tensor
 /// (on this thread); returning `false` stops the work ([`ErrorCode::Cancelled`]). A failure
-/// leaves no output file.
+/// leaves no output file: a split output's shards are finished together
+/// ([`TensorStream::finish_all`]), so a failure at any shard leaves none.
 pub fn requantize(
     model: &Model<Source>,
     dst: &Path,
@@ -524,9 +525,8 @@ pub fn requantize(
             ));
         }
     }
-    for stream in &mut streams {
-        stream.finish()?;
-    }
+    // The shards appear together or not at all.
+    TensorStream::finish_all(&mut streams)?;
     Ok(summary)
 }
 
