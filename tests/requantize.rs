@@ -917,8 +917,8 @@ fn a_failed_split_output_leaves_no_shard() {
             .map(|p| p.display().to_string())
             .collect()
     };
-    for k in 0..n_shards {
-        let blocker = paths[k].clone();
+    for (k, blocker) in paths.iter().enumerate() {
+        let blocker = blocker.clone();
         let e = requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| {
             if p.index + 1 == p.count {
                 std::fs::create_dir_all(blocker.join("in-the-way")).unwrap();
