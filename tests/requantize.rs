@@ -942,3 +942,44 @@ fn a_failed_split_output_leaves_no_shard() {
     assert!(paths.iter().all(|p| p.is_file()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_row_without_an_answer_is_named_as_one_thread_names_it() {
+    // A NaN at row 200 of a weight quantized to IQ3_S on 4 threads: the error names row 200
+    // (each thread's rows numbered as the tensor numbers them), and no file is left.
+    let dir = temp_dir("nan-row");
+    let spec = Spec {
+        n_layer: 1,
+        rows: Some(256),
+        ..SMALL
+    };
+    let name = "blk.0.attn_q.weight";
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    for (n, dims) in model::tensors(&spec) {
+        let mut x = model::values(&n, &dims);
+        if n == name {
+            x[200 * 256 + 17] = f32::NAN;
+        }
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        w.add_tensor(&n, &dims, T::F32, bytes).unwrap();
+    }
+    w.set_sync(false);
+    let src = dir.join("nan.gguf");
+    w.write_file(&src).unwrap();
+    let dst = dir.join("out.gguf");
+    for threads in [1, 4] {
+        let mut o = Options::new(FileType::Q8_0);
+        o.threads = threads;
+        o.tensor_types = vec![("attn_q".into(), T::IQ3_S)];
+        let e = requantize_file(&src, &dst, &o, &mut keep_going).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(name) && msg.contains("row 200,") && msg.contains("element 17"),
+            "{threads} threads: {msg}"
+        );
+        assert!(!dst.exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

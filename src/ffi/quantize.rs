@@ -142,8 +142,10 @@ pub unsafe extern "C" fn gguf_quantize(
 }
 
 /// `gguf_quantize` with the rows split among up to `n_threads` threads (0: one per core; at
-/// most 1024): the bytes are those one thread writes. Threads are started for the call and
-/// joined before it returns.
+/// most 1024): the bytes are those one thread writes, and a failure is the one one thread
+/// meets (the lowest row without an answer, numbered as this call numbers its rows; the rows
+/// that fail are left unchanged, other rows may be written). Threads are started for the call
+/// and joined before it returns.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn gguf_quantize_parallel(
