@@ -1833,7 +1833,9 @@ bool gguf_read_tensors(GGUFFile file,
  * `dst_path` is untouched. A split output (`GGUF_REQUANTIZE_KEEP_SPLIT`, `split_max_tensors`)
  * is written to `<dst_path without .gguf>-NNNNN-of-MMMMM.gguf`; its shards are all flushed
  * before any is renamed into place, and a failure at any shard leaves none of them (shards
- * already renamed are removed: the old files they replaced do not come back).
+ * already renamed are removed: the old files they replaced do not come back). The source is
+ * read by position, not mapped: a source truncated while it is read fails the call with an
+ * I/O error (never a fault), leaving no output.
  *
  * `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`) is read during the
  * call. `result` (may be NULL) receives what was done. Returns true on success; false with

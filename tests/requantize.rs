@@ -983,3 +983,42 @@ fn a_row_without_an_answer_is_named_as_one_thread_names_it() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_source_cut_short_meanwhile_is_an_io_error() {
+    // The source truncated after the first tensor is written: an error (not a fault), and
+    // nothing left beside the source.
+    let dir = temp_dir("truncated");
+    let src = source(&dir, &SMALL);
+    let dst = dir.join("out.gguf");
+    let full = std::fs::metadata(&src).unwrap().len();
+    for (preset, cut) in [(FileType::Q8_0, full / 2), (FileType::F32, full / 3)] {
+        model::write(&src, &SMALL);
+        let mut o = Options::new(preset);
+        o.sync = false;
+        o.threads = 2;
+        let path = src.clone();
+        let e = requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| {
+            if p.index == 0 {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(cut)
+                    .unwrap();
+            }
+            true
+        })
+        .unwrap_err();
+        assert!(
+            matches!(e.code(), ErrorCode::Io | ErrorCode::Truncated),
+            "{preset:?}: {e}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("source.gguf")], "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

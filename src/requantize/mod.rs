@@ -403,14 +403,21 @@ fn check_tensor(options: &Options, t: &TensorShape<'_>, choice: &Choice) -> Resu
     Ok(())
 }
 
-/// Requantizes the model at `src` into `dst` (see [`requantize`]).
+/// Requantizes the model at `src` into `dst` (see [`requantize`]), reading the source by
+/// position: a source truncated meanwhile fails with an I/O error, and no file is left.
 pub fn requantize_file(
     src: &Path,
     dst: &Path,
     options: &Options,
     progress: &mut dyn FnMut(&Progress<'_>) -> bool,
 ) -> Result<Summary> {
-    let model = Model::open(src, OpenOptions::default())?;
+    // Read by position, not mapped: a source cut short while it is read (truncated by another
+    // process) is an I/O error, where a mapping would fault (SIGBUS).
+    let open = OpenOptions {
+        no_map: true,
+        ..OpenOptions::default()
+    };
+    let model = Model::open(src, open)?;
     requantize(&model, dst, options, progress)
 }
 
