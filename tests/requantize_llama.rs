@@ -1245,6 +1245,11 @@ const FORWARD: Spec = Spec {
 };
 
 fn write_forward_model(path: &Path) {
+    write_forward_model_aligned(path, None);
+}
+
+/// [`write_forward_model`] with `general.alignment` set to `alignment`.
+fn write_forward_model_aligned(path: &Path, alignment: Option<u32>) {
     let vocab = llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
     let v = Model::open(&vocab, OpenOptions::default()).unwrap();
     let mut w = model::writer(&FORWARD);
@@ -1264,8 +1269,66 @@ fn write_forward_model(path: &Path) {
         w.add_metadata(std::str::from_utf8(e.key).unwrap(), value)
             .unwrap();
     }
+    if let Some(a) = alignment {
+        w.set_alignment(a).unwrap();
+    }
     w.set_sync(false);
     w.write_file(path).unwrap();
+}
+
+/// A source with `general.alignment = 64`: our output keeps the key and lays its data out at 64
+/// bytes, and libllama runs it (its logits near the source's); llama.cpp's own output keeps the
+/// key but lays the data out at 32 bytes, and libllama refuses it (the difference
+/// docs/quantize-models.md states).
+#[test]
+fn libllama_runs_our_output_of_a_64_byte_aligned_source() {
+    let dir = temp_dir("aligned");
+    let src = dir.join("src64.gguf");
+    write_forward_model_aligned(&src, Some(64));
+    let prompt = "The quick brown fox";
+    let (source_tokens, source_logits) = forward(&src, prompt).unwrap();
+    let ours = dir.join("ours64.gguf");
+    requantize_file(
+        &src,
+        &ours,
+        &options(FileType::Q8_0, &Ask::default()),
+        &mut |_: &Progress<'_>| true,
+    )
+    .unwrap();
+    let m = Model::open(&ours, OpenOptions::default()).unwrap();
+    assert_eq!(
+        m.first().get("general.alignment"),
+        Some(gguf::Value::U32(64))
+    );
+    for i in 0..m.tensor_count() {
+        let t = m.tensor_at(i).unwrap().info;
+        assert_eq!(t.offset % 64, 0, "{}", String::from_utf8_lossy(t.name));
+    }
+    let (tokens, logits) = forward(&ours, prompt).unwrap();
+    assert_eq!(tokens, source_tokens);
+    let range = source_logits.iter().fold(f32::MIN, |m, x| m.max(*x))
+        - source_logits.iter().fold(f32::MAX, |m, x| m.min(*x));
+    let off = logits
+        .iter()
+        .zip(&source_logits)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        logits.iter().all(|x| x.is_finite()) && off <= 0.03 * range,
+        "{off} of {range}"
+    );
+    let theirs = dir.join("theirs64.gguf");
+    assert!(llama_quantize(
+        &src,
+        &theirs,
+        FileType::Q8_0,
+        &Ask::default()
+    ));
+    assert!(
+        forward(&theirs, prompt).is_err(),
+        "libllama loads llama.cpp's own file now"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// libllama loads each preset's file of ours and of llama.cpp's, decodes the same prompt, and
