@@ -1071,6 +1071,13 @@ typedef struct GGUFRequantizeOptions {
    * Passed to `progress`.
    */
   void *progress_user;
+  /**
+   * NULL, or an `int` (such as a `volatile sig_atomic_t` a signal handler sets) read while
+   * the call works, from any of its threads: once it is not 0 the call stops within about a
+   * second, even inside a tensor, failing with GGUF_ERROR_CODE_CANCELLED and leaving no
+   * output file. It must stay valid during the call.
+   */
+  const int *cancel;
 } GGUFRequantizeOptions;
 
 /**

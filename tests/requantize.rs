@@ -1022,3 +1022,56 @@ fn a_source_cut_short_meanwhile_is_an_io_error() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_request_to_stop_is_heard_inside_a_tensor() {
+    // One tensor that takes seconds to quantize (IQ3_S, 2^20 values, debug or release): asked
+    // to stop a moment after it begins, the work ends within a second, leaving no file.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = temp_dir("cancel");
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    let x: Vec<u8> = model::values("blk.0.attn_q.weight", &[1024, 1024])
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    w.add_tensor("blk.0.attn_q.weight", &[1024, 1024], T::F32, x)
+        .unwrap();
+    w.set_sync(false);
+    let src = dir.join("big.gguf");
+    w.write_file(&src).unwrap();
+    let dst = dir.join("out.gguf");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut o = Options::new(FileType::IQ3_S);
+    o.sync = false;
+    o.threads = 2;
+    let flag = stop.clone();
+    o.cancel = Some(gguf::requantize::Cancel::new(move || {
+        flag.load(Ordering::Relaxed)
+    }));
+    let asked = Arc::new(std::sync::Mutex::new(None));
+    let setter = {
+        let (stop, asked) = (stop.clone(), asked.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            *asked.lock().unwrap() = Some(std::time::Instant::now());
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let t = std::time::Instant::now();
+    let e = requantize_file(&src, &dst, &o, &mut keep_going).unwrap_err();
+    let ended = std::time::Instant::now();
+    setter.join().unwrap();
+    assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
+    let asked = asked.lock().unwrap().expect("asked during the work");
+    assert!(
+        ended.duration_since(asked).as_secs_f64() < 1.0,
+        "stopped {:?} after the request ({:?} in all)",
+        ended.duration_since(asked),
+        t.elapsed()
+    );
+    assert!(!dst.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1411,3 +1411,60 @@ fn libllama_runs_our_files_as_its_own() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The command stops within a second of SIGINT or SIGTERM, inside a tensor that takes far
+/// longer, and leaves no file.
+#[test]
+fn the_command_stops_soon_on_a_signal() {
+    let dir = temp_dir("signal");
+    let mut w = gguf::Writer::new();
+    w.add_metadata("general.architecture", gguf::MetadataValue::string("llama"))
+        .unwrap();
+    let x: Vec<u8> = model::values("blk.0.attn_q.weight", &[1024, 4096])
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    w.add_tensor("blk.0.attn_q.weight", &[1024, 4096], DataType::F32, x)
+        .unwrap();
+    w.set_sync(false);
+    let src = dir.join("big.gguf");
+    w.write_file(&src).unwrap();
+    let dst = dir.join("out.gguf");
+    for signal in ["-INT", "-TERM"] {
+        let mut child = std::process::Command::new(command())
+            .args(["-q", "--no-sync"])
+            .arg(&src)
+            .arg(&dst)
+            .args(["IQ3_S", "1"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "done before the signal"
+        );
+        let sent = std::time::Instant::now();
+        let kill = std::process::Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let out = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        assert!(
+            took.as_secs_f64() < 1.0,
+            "{signal}: stopped {took:?} after it"
+        );
+        assert_eq!(out.status.code(), Some(1), "{signal}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("interrupted"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("big.gguf")], "{signal}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

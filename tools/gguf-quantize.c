@@ -326,6 +326,8 @@ int main(int argc, char **argv) {
   Progress p = {isatty(STDERR_FILENO), quiet, 0, time(NULL)};
   o.progress = progress;
   o.progress_user = &p;
+  /* Ctrl-C or SIGTERM stops the work within about a second, even inside a tensor. */
+  o.cancel = (const int *)&g_interrupted;
   signal(SIGINT, on_signal);
 #ifdef SIGTERM
   signal(SIGTERM, on_signal);

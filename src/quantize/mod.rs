@@ -289,6 +289,20 @@ pub fn quantize_parallel(
     dst: &mut [u8],
     n_threads: u32,
 ) -> Result<usize> {
+    quantize_parallel_at(data_type, src, n_per_row, importance, dst, n_threads, 0)
+}
+
+/// [`quantize_parallel`] of rows that are the caller's rows from `first_row` on (a message
+/// names a row by the caller's count).
+pub(crate) fn quantize_parallel_at(
+    data_type: DataType,
+    src: &[f32],
+    n_per_row: usize,
+    importance: Option<&[f32]>,
+    dst: &mut [u8],
+    n_threads: u32,
+    first_row: usize,
+) -> Result<usize> {
     let p = plan(data_type, src, n_per_row, importance, dst)?;
     let dst = &mut dst[..p.total];
     let threads = parallel::thread_count(n_threads);
@@ -299,7 +313,15 @@ pub fn quantize_parallel(
     parallel::split_mut(dst, p.row_bytes, threads, "quantize", |first, part| {
         let rows = part.len() / p.row_bytes;
         let x = &src[first * n_per_row..(first + rows) * n_per_row];
-        if let Err(e) = run_rows(data_type, &p, x, n_per_row, importance, part, first) {
+        if let Err(e) = run_rows(
+            data_type,
+            &p,
+            x,
+            n_per_row,
+            importance,
+            part,
+            first_row + first,
+        ) {
             let mut f = first_failure
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -33,6 +33,73 @@ use std::path::{Path, PathBuf};
 /// ggml's quantization version (`GGML_QNT_VERSION`), written as `general.quantization_version`.
 pub const QUANTIZATION_VERSION: u32 = 2;
 
+/// A request to stop: polled before each tensor and, while a tensor is quantized, between runs
+/// of its rows (a fraction of a second of work each), so that the work stops within about a
+/// second of it turning true ([`ErrorCode::Cancelled`], no file left).
+#[derive(Clone)]
+pub struct Cancel(std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl Cancel {
+    /// A request that is made when `asked` returns true (it may be called from any thread).
+    pub fn new(asked: impl Fn() -> bool + Send + Sync + 'static) -> Cancel {
+        Cancel(std::sync::Arc::new(asked))
+    }
+
+    /// Whether stopping is asked for.
+    pub fn asked(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cancel")
+    }
+}
+
+/// The runs of rows a tensor is quantized in while [`Options::cancel`] is set: each about a
+/// tenth of a second (timed, where the platform has a clock; else a fixed number of values).
+struct Runs {
+    values: usize,
+    row: usize,
+    #[cfg(not(target_arch = "wasm32"))]
+    started: Option<std::time::Instant>,
+}
+
+impl Runs {
+    fn new(row: usize, threads: usize) -> Runs {
+        Runs {
+            values: (1 << 14) * threads.max(1),
+            row: row.max(1),
+            #[cfg(not(target_arch = "wasm32"))]
+            started: None,
+        }
+    }
+
+    fn rows(&self) -> usize {
+        (self.values / self.row).max(1)
+    }
+
+    fn start(&mut self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.started = Some(std::time::Instant::now());
+        }
+    }
+
+    fn finished(&mut self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(t) = self.started {
+            let ms = t.elapsed().as_millis();
+            if ms < 50 {
+                self.values = self.values.saturating_mul(2).min(1 << 30);
+            } else if ms > 200 {
+                self.values = (self.values / 2).max(1);
+            }
+        }
+    }
+}
+
 /// What to turn a model into: llama-quantize's options.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -69,6 +136,8 @@ pub struct Options {
     pub threads: u32,
     /// Flush the output to stable storage before it replaces the destination (on by default).
     pub sync: bool,
+    /// Stop when asked (a signal in the command); none by default.
+    pub cancel: Option<Cancel>,
 }
 
 impl Options {
@@ -90,6 +159,7 @@ impl Options {
             split_max_tensors: 0,
             threads: 1,
             sync: true,
+            cancel: None,
         }
     }
 }
@@ -503,6 +573,7 @@ pub fn requantize(
         files: paths.clone(),
     };
     for (k, t) in planned.iter().enumerate() {
+        check_cancel(options, &t.name)?;
         let data = tensor_bytes(model, t, options)?;
         streams[t.shard].write_tensor_data(&data)?;
         let info = model.tensor_at(t.index).map(|m| m.info);
@@ -636,6 +707,20 @@ fn output_writers(
     Ok(writers)
 }
 
+/// Fails with [`ErrorCode::Cancelled`] when [`Options::cancel`] asks to stop.
+fn check_cancel(options: &Options, name: &[u8]) -> Result<()> {
+    if options.cancel.as_ref().is_some_and(Cancel::asked) {
+        return Err(Error::msg(
+            ErrorCode::Cancelled,
+            format!(
+                "stopped as asked, at tensor {}; no file was written",
+                quote(name)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// llama.cpp's flag on a file type its loader guessed (`LLAMA_FTYPE_GUESSED`).
 const FILE_TYPE_GUESSED: u32 = 1024;
 
@@ -736,9 +821,36 @@ fn tensor_bytes(model: &Model<Source>, t: &PlannedTensor, options: &Options) -> 
             &w[k * ne0..(k + 1) * ne0]
         });
         let dst = &mut out[written..written + src.len() / ne0.max(1) * row_bytes];
-        written +=
+        let rows_here = src.len() / ne0.max(1);
+        if options.cancel.is_none() {
             crate::quantize::quantize_parallel(t.to, src, ne0, weights, dst, options.threads)
                 .map_err(|e| e.with_context(format!("tensor {}", quote(&t.name))))?;
+        } else {
+            // In runs of rows of about a tenth of a second each, the request to stop polled
+            // between them; rows are named as one call over the matrix names them.
+            let mut run = Runs::new(ne0, crate::parallel::thread_count(options.threads));
+            let mut done = 0;
+            while done < rows_here {
+                check_cancel(options, &t.name)?;
+                let n = run.rows().min(rows_here - done);
+                let x = &src[done * ne0..(done + n) * ne0];
+                let y = &mut dst[done * row_bytes..(done + n) * row_bytes];
+                run.start();
+                crate::quantize::quantize_parallel_at(
+                    t.to,
+                    x,
+                    ne0,
+                    weights,
+                    y,
+                    options.threads,
+                    done,
+                )
+                .map_err(|e| e.with_context(format!("tensor {}", quote(&t.name))))?;
+                run.finished();
+                done += n;
+            }
+        }
+        written += rows_here * row_bytes;
     }
     if let Some(bad) = crate::quant::validate::find_bad_value(t.to, &out, ByteOrder::Little) {
         return Err(Error::msg(
