@@ -1066,8 +1066,15 @@ fn a_request_to_stop_is_heard_inside_a_tensor() {
     setter.join().unwrap();
     assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
     let asked = asked.lock().unwrap().expect("asked during the work");
+    // Within a second natively; emulated targets (tools/cross.sh runs them under qemu, tens of
+    // times slower) get ten.
+    let bound = if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+        1.0
+    } else {
+        10.0
+    };
     assert!(
-        ended.duration_since(asked).as_secs_f64() < 1.0,
+        ended.duration_since(asked).as_secs_f64() < bound,
         "stopped {:?} after the request ({:?} in all)",
         ended.duration_since(asked),
         t.elapsed()

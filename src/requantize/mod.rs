@@ -69,7 +69,8 @@ struct Runs {
 impl Runs {
     fn new(row: usize, threads: usize) -> Runs {
         Runs {
-            values: (1 << 14) * threads.max(1),
+            // Small at first (the slowest types take milliseconds a row), then grown.
+            values: (1 << 12) * threads.max(1),
             row: row.max(1),
             #[cfg(not(target_arch = "wasm32"))]
             started: None,
@@ -91,8 +92,8 @@ impl Runs {
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(t) = self.started {
             let ms = t.elapsed().as_millis();
-            if ms < 50 {
-                self.values = self.values.saturating_mul(2).min(1 << 30);
+            if ms < 25 {
+                self.values = self.values.saturating_mul(4).min(1 << 30);
             } else if ms > 200 {
                 self.values = (self.values / 2).max(1);
             }
