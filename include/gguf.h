@@ -1844,8 +1844,9 @@ bool gguf_read_tensors(GGUFFile file,
  * read by position, not mapped: a source truncated while it is read fails the call with an
  * I/O error (never a fault), leaving no output.
  *
- * `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`) is read during the
- * call. `result` (may be NULL) receives what was done. Returns true on success; false with
+ * `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`, or
+ * `offsetof(GGUFRequantizeOptions, cancel)` from a caller built before that field) is read
+ * during the call. `result` (may be NULL) receives what was done. Returns true on success; false with
  * the reason recorded (an unknown preset or type name, a bad pattern, a type that needs an
  * importance matrix without one, a tensor already quantized without
  * `GGUF_REQUANTIZE_ALLOW_REQUANTIZE`, an I/O error, ...).
