@@ -128,7 +128,8 @@ test: test-prereqs venv ggml llama-src
 # cargo and $(CC) (tests/*.rs but those below), less the tests in them that need valgrind, the
 # reference Python reader or ggml's library. `make test` runs everything.
 TESTS_NEEDING_TOOLS := c_writer chat_transformers conformance dequant_ggml dequant_tables ggml_crosscheck header \
-	inspect install memory_llama python quantize_ggml quantize_iq_ggml readme requantize_llama tokenizer_llama \
+	inspect install memory_llama python quantize_ggml quantize_iq_ggml readme requantize_llama requantize_pattern \
+	tokenizer_llama \
 	tokenizer_memory tokenizer_split tokenizer_vocab url validate_ggml
 QUICK_TESTS := $(filter-out $(TESTS_NEEDING_TOOLS),$(basename $(notdir $(wildcard tests/*.rs))))
 QUICK_SKIPS := valgrind_ shards_written_by_the_reference_open_as_the_whole_model \

@@ -2,7 +2,7 @@
  * test_quantize.c: floats to tensor types. gguf_quantize with known answers (Q8_0 and Q4_0
  * blocks worked out by hand, F16), the same bytes from gguf_quantize_parallel on several
  * threads, gguf_quantize_size and gguf_quantize_requires_importance, and the refusals (a type
- * ggml cannot quantize, an unknown id, rows that are not whole blocks, dst too small, missing
+ * ggml cannot quantize, an unknown id or one removed from the format, rows that are not whole blocks, dst too small, missing
  * importance weights, NULL pointers, dst sharing memory with src).
  *
  * Usage: test_quantize (takes no fixture).
@@ -86,6 +86,18 @@ static void refusals(void) {
     CHECK_ERROR(GGUF_ERROR_CODE_UNSUPPORTED, "I8");
     CHECK(gguf_quantize(9999, src, 1, 256, NULL, dst, sizeof dst) == 0);
     CHECK_ERROR(GGUF_ERROR_CODE_INVALID_ARGUMENT, "9999");
+    /* The ids removed from the format are refused as unknown ids are, the message naming them. */
+    const uint32_t removed[] = {4, 5, 31, 32, 33, 36, 37, 38};
+    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
+        CHECK(gguf_quantize(removed[i], src, 1, 256, NULL, dst, sizeof dst) == 0);
+        CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_INVALID_ARGUMENT);
+        CHECK(gguf_quantize_parallel(removed[i], src, 1, 256, NULL, dst, sizeof dst, 2) == 0);
+        CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_INVALID_ARGUMENT);
+        CHECK(gguf_quantize_size(removed[i], 1, 256) == 0);
+        CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_INVALID_ARGUMENT);
+    }
+    CHECK(gguf_quantize(4, src, 1, 256, NULL, dst, sizeof dst) == 0);
+    CHECK_ERROR(GGUF_ERROR_CODE_INVALID_ARGUMENT, "Q4_2");
     CHECK(gguf_quantize(GGUF_DATA_TYPE_Q4_K, src, 1, 128, NULL, dst, sizeof dst) == 0);
     CHECK_ERROR(GGUF_ERROR_CODE_INVALID_ARGUMENT, "128");
     CHECK(gguf_quantize(GGUF_DATA_TYPE_Q4_K, src, 1, 256, NULL, dst, 143) == 0);

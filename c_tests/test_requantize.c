@@ -21,6 +21,7 @@
 
 #include "gguf.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,21 @@ static void failures(const char *src) {
     o.progress_user = &s;
     FAILS(!gguf_requantize(src, dst, &o, sizeof o, NULL), GGUF_ERROR_CODE_CANCELLED, "stopped");
     CHECK(s.calls == 3);
+    /* A cancel flag already set: stopped before the first tensor, nothing written. */
+    static volatile int stop_now = 1;
+    struct seen none = {0};
+    o.progress_user = &none;
+    o.cancel = (const int *)&stop_now;
+    FAILS(!gguf_requantize(src, dst, &o, sizeof o, NULL), GGUF_ERROR_CODE_CANCELLED, "asked");
+    CHECK(none.calls == 0);
+    /* The struct as a caller built before `cancel` knows it: read without it. */
+    o.cancel = NULL;
+    struct seen older = {0};
+    older.stop_after = 3;
+    o.progress_user = &older;
+    FAILS(!gguf_requantize(src, dst, &o, offsetof(GGUFRequantizeOptions, cancel), NULL),
+          GGUF_ERROR_CODE_CANCELLED, "stopped");
+    CHECK(older.calls == 3);
     size_t len = 0;
     unsigned char *bytes = read_file(dst, &len);
     CHECK(len == 6 && memcmp(bytes, "before", 6) == 0);
@@ -245,7 +261,11 @@ static void failures(const char *src) {
     FAILS(!gguf_requantize(src, dst, &o, sizeof o, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT,
           "tensor_types");
     o = base("Q4_K_M");
-    FAILS(!gguf_requantize(src, dst, &o, sizeof o - 8, NULL), GGUF_ERROR_CODE_INVALID_ARGUMENT,
+    /* A caller built before `cancel` was appended passes the size without it: taken; a size
+     * that cuts a field is refused. */
+    FAILS(!gguf_requantize(src, dst, &o, offsetof(GGUFRequantizeOptions, cancel) - 1, NULL),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "options_size");
+    FAILS(!gguf_requantize(src, dst, &o, sizeof o - 1, NULL), GGUF_ERROR_CODE_INVALID_ARGUMENT,
           "options_size");
     FAILS(!gguf_requantize(src, dst, NULL, sizeof o, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT,
           "options");

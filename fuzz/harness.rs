@@ -913,3 +913,182 @@ pub fn exercise_chat(data: &[u8]) {
         }
     }
 }
+
+/// A small llama-like model for [`exercise_requantize`], written once per process: two layers,
+/// rows of 32 and 256 values, F32 and F16 weights.
+fn requantize_source() -> &'static std::path::Path {
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let path =
+            std::env::temp_dir().join(format!("gguf-fuzz-requantize-{}.gguf", std::process::id()));
+        let mut w = Writer::new();
+        w.set_sync(false);
+        w.add_metadata("general.architecture", MetadataValue::string("llama"))
+            .unwrap();
+        w.add_metadata("llama.block_count", MetadataValue::U32(2))
+            .unwrap();
+        w.add_metadata("llama.attention.head_count", MetadataValue::U32(2))
+            .unwrap();
+        let mut tensors = vec![
+            (
+                "token_embd.weight".to_string(),
+                vec![256u64, 4],
+                DataType::F32,
+            ),
+            ("output.weight".to_string(), vec![256, 4], DataType::F16),
+            ("output_norm.weight".to_string(), vec![256], DataType::F32),
+        ];
+        for l in 0..2 {
+            for (n, row) in [
+                ("attn_q", 256),
+                ("attn_v", 256),
+                ("ffn_down", 32),
+                ("ffn_up", 256),
+            ] {
+                tensors.push((format!("blk.{l}.{n}.weight"), vec![row, 2], DataType::F32));
+            }
+            tensors.push((
+                format!("blk.{l}.attn_norm.weight"),
+                vec![256],
+                DataType::F32,
+            ));
+        }
+        for (i, (name, dims, ty)) in tensors.iter().enumerate() {
+            let n: u64 = dims.iter().product();
+            let v: Vec<f32> = (0..n)
+                .map(|k| ((k * 37 + i as u64 * 11) % 101) as f32 / 50.0 - 1.0)
+                .collect();
+            let bytes = if *ty == DataType::F16 {
+                let mut out = vec![0u8; v.len() * 2];
+                gguf::quantize::quantize(DataType::F16, &v, dims[0] as usize, None, &mut out)
+                    .unwrap();
+                out
+            } else {
+                v.iter().flat_map(|x| x.to_le_bytes()).collect()
+            };
+            w.add_tensor(name, dims, *ty, bytes).unwrap();
+        }
+        w.write_file(&path).unwrap();
+        path
+    })
+}
+
+/// Splits a requantize input: 8 bytes of choices, then lines: `PATTERN=TYPE` arguments up to
+/// an empty line, then tensor names to search.
+pub fn split_requantize_input(data: &[u8]) -> ([u8; 8], Vec<String>, Vec<Vec<u8>>) {
+    let mut choices = [0u8; 8];
+    let n = data.len().min(8);
+    choices[..n].copy_from_slice(&data[..n]);
+    let rest = &data[n..];
+    let mut args = Vec::new();
+    let mut names = Vec::new();
+    let mut in_names = false;
+    for line in rest.split(|&b| b == b'\n').take(16) {
+        if line.is_empty() {
+            in_names = true;
+        } else if in_names {
+            names.push(line.to_vec());
+        } else {
+            args.push(String::from_utf8_lossy(line).into_owned());
+        }
+    }
+    (choices, args, names)
+}
+
+/// Reads `--tensor-type` arguments and the other options from the input, searches the patterns
+/// over fixed and given names, plans a requantization of a small model with them and, one time
+/// in four, writes it (no file may be left after a failure; a pattern's search may fail, never
+/// hang or panic).
+pub fn exercise_requantize(data: &[u8]) {
+    use gguf::requantize::{parse_tensor_type, plan, requantize_file, Options, Pattern};
+    let (c, args, names) = split_requantize_input(data);
+    let fixed: [&[u8]; 6] = [
+        b"blk.0.attn_q.weight",
+        b"blk.1.ffn_down.weight",
+        b"token_embd.weight",
+        b"output.weight",
+        b"",
+        b"blk.10.ffn_up_exps.weight",
+    ];
+    let mut types = Vec::new();
+    for a in &args {
+        let Ok((p, t)) = parse_tensor_type(a) else {
+            continue;
+        };
+        let pattern = Pattern::new(&p).expect("a pattern parse_tensor_type accepted compiles");
+        for n in fixed.iter().copied().chain(names.iter().map(|n| &n[..])) {
+            if let Err(e) = pattern.search(n) {
+                assert!(e.to_string().contains("pattern"), "{e}");
+            }
+        }
+        types.push((p, t));
+    }
+    // Raw patterns too, not lower-cased.
+    for a in &args {
+        if let Ok(p) = Pattern::new(a) {
+            for n in &names {
+                black_box(p.search(n).is_ok());
+            }
+        }
+    }
+    const PRESETS: [&str; 12] = [
+        "Q4_K_M",
+        "Q8_0",
+        "COPY",
+        "F16",
+        "Q2_K",
+        "IQ4_XS",
+        "Q5_K_S",
+        "Q4_0",
+        "BF16",
+        "TQ1_0",
+        "MXFP4_MOE",
+        "Q6_K",
+    ];
+    let mut o = match Options::for_preset(PRESETS[usize::from(c[0]) % PRESETS.len()]) {
+        Ok(o) => o,
+        Err(_) => return,
+    };
+    o.sync = false;
+    o.pure = c[1] & 1 != 0;
+    o.leave_output_tensor = c[1] & 2 != 0;
+    o.allow_requantize = c[1] & 4 != 0;
+    o.keep_split = c[1] & 8 != 0;
+    let pick = |b: u8| DataType::ALL[usize::from(b) % DataType::ALL.len()];
+    if c[2] & 1 != 0 {
+        o.output_tensor_type = Some(pick(c[3]));
+    }
+    if c[2] & 2 != 0 {
+        o.token_embedding_type = Some(pick(c[4]));
+    }
+    o.split_max_tensors = usize::from(c[5] % 8);
+    o.threads = u32::from(c[6] % 3);
+    o.tensor_types = types;
+    let src = requantize_source();
+    let model = gguf::Model::open(src, gguf::OpenOptions::default()).unwrap();
+    let planned = plan(&model, &o);
+    if c[7] % 4 != 0 {
+        black_box(planned.is_ok());
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("gguf-fuzz-requantize-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join("out.gguf");
+    let r = requantize_file(src, &dst, &o, &mut |_| true);
+    let left = std::fs::read_dir(&dir).unwrap().count();
+    match r {
+        Ok(s) => {
+            assert!(planned.is_ok());
+            assert_eq!(left, s.files.len());
+            for f in &s.files {
+                GgufFile::from_bytes(std::fs::read(f).unwrap()).unwrap();
+            }
+        }
+        Err(e) => {
+            assert_eq!(left, 0, "{e}: files left");
+            black_box(e.to_string());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(open roundtrip read http_response tokenize)
+[ ${#targets[@]} -gt 0 ] || targets=(open roundtrip read http_response tokenize requantize)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

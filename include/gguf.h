@@ -146,7 +146,9 @@
 #define GGUF_REQUANTIZE_ALLOW_REQUANTIZE 4
 
 /**
- * One output shard per shard of the source (`--keep-split`).
+ * One output shard per shard of the source (`--keep-split`), named
+ * `DST-NNNNN-of-MMMMM.gguf` (`DST` without `.gguf`), a single-file source's too
+ * (`DST-00001-of-00001.gguf`), as llama.cpp names them.
  */
 #define GGUF_REQUANTIZE_KEEP_SPLIT 8
 
@@ -1238,6 +1240,9 @@ typedef struct GGUFRequantizeOptions {
   /**
    * `n_tensor_types` strings `PATTERN=TYPE` (`--tensor-type`: a regular expression found
    * anywhere in a tensor's name, lower-cased, and a type name); the first that matches wins.
+   * Patterns mean what `std::regex` (ECMAScript) and `std::regex_search` make of them in
+   * llama-quantize; one it refuses, one too large (a count above 2147483647, more than
+   * 100,000 states) or a search of more than 2,000,000 steps fails the call, with the reason.
    */
   const char *const *tensor_types;
   /**
@@ -1279,6 +1284,13 @@ typedef struct GGUFRequantizeOptions {
    * Passed to `progress`.
    */
   void *progress_user;
+  /**
+   * NULL, or an `int` (such as a `volatile sig_atomic_t` a signal handler sets) read while
+   * the call works, from any of its threads: once it is not 0 the call stops within about a
+   * second, even inside a tensor, failing with GGUF_ERROR_CODE_CANCELLED and leaving no
+   * output file. It must stay valid during the call.
+   */
+  const int *cancel;
 } GGUFRequantizeOptions;
 
 /**
@@ -1971,7 +1983,8 @@ const struct GGUFUploadPlan *gguf_plan_upload(GGUFFile file,
  * Thread-safe; allocates nothing it keeps. Returns the bytes written (the first ones of
  * `dst`: `gguf_quantize_size`), or 0 (`gguf_last_error` says why; `dst` unchanged but for
  * rows already written when a later row fails) when the type cannot be quantized
- * (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
+ * (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids and the ids removed from the format, 4, 5, 31-33
+ * and 36-38, GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
  * 0 or not a whole number of the type's blocks, `dst_size` is too small, the type needs
  * importance weights (`gguf_quantize_requires_importance`) and `importance` is NULL, a row
  * holds values the type cannot represent where ggml has no answer (the message names the row
@@ -1990,8 +2003,10 @@ uint64_t gguf_quantize(uint32_t dtype,
 
 /**
  * `gguf_quantize` with the rows split among up to `n_threads` threads (0: one per core; at
- * most 1024): the bytes are those one thread writes. Threads are started for the call and
- * joined before it returns.
+ * most 1024): the bytes are those one thread writes, and a failure is the one one thread
+ * meets (the lowest row without an answer, numbered as this call numbers its rows; the rows
+ * that fail are left unchanged, other rows may be written). Threads are started for the call
+ * and joined before it returns.
  */
 GGUF_API
 uint64_t gguf_quantize_parallel(uint32_t dtype,
@@ -2005,7 +2020,9 @@ uint64_t gguf_quantize_parallel(uint32_t dtype,
 
 /**
  * The bytes `n_rows` rows of `n_per_row` values take as `dtype`, or 0 (`gguf_last_error` says
- * why) when the type cannot be quantized or `n_per_row` is 0 or not whole blocks.
+ * why) when the type cannot be quantized (GGUF_ERROR_CODE_UNSUPPORTED), is unknown or was
+ * removed from the format (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `n_per_row` is 0 or not whole
+ * blocks.
  */
 GGUF_API uint64_t gguf_quantize_size(uint32_t dtype, uint64_t n_rows, uint64_t n_per_row);
 
@@ -2128,10 +2145,15 @@ bool gguf_read_tensors(GGUFFile file,
  * memory holds a few tensors, never the model. The output appears whole or not at all: on any
  * failure, or when `progress` returns false, no output file is left and an existing
  * `dst_path` is untouched. A split output (`GGUF_REQUANTIZE_KEEP_SPLIT`, `split_max_tensors`)
- * is written to `<dst_path without .gguf>-NNNNN-of-MMMMM.gguf`.
+ * is written to `<dst_path without .gguf>-NNNNN-of-MMMMM.gguf`; its shards are all flushed
+ * before any is renamed into place, and a failure at any shard leaves none of them (shards
+ * already renamed are removed: the old files they replaced do not come back). The source is
+ * read by position, not mapped: a source truncated while it is read fails the call with an
+ * I/O error (never a fault), leaving no output.
  *
- * `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`) is read during the
- * call. `result` (may be NULL) receives what was done. Returns true on success; false with
+ * `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`, or
+ * `offsetof(GGUFRequantizeOptions, cancel)` from a caller built before that field) is read
+ * during the call. `result` (may be NULL) receives what was done. Returns true on success; false with
  * the reason recorded (an unknown preset or type name, a bad pattern, a type that needs an
  * importance matrix without one, a tensor already quantized without
  * `GGUF_REQUANTIZE_ALLOW_REQUANTIZE`, an I/O error, ...).

@@ -154,10 +154,30 @@ impl AtomicFile {
     /// Flushes, syncs (unless turned off), renames over the destination and syncs the
     /// directory. On failure the destination is untouched and the temporary file removed.
     pub fn commit(mut self) -> Result<()> {
+        self.prepare()?;
+        let sync = self.sync;
+        let dest = self.publish()?;
+        if sync {
+            // The file is in place; the rename itself is made durable here.
+            sync_dir(&dest)?;
+        }
+        Ok(())
+    }
+
+    /// The first half of [`AtomicFile::commit`]: flushes the file and syncs it (unless turned
+    /// off), so that only the rename is left.
+    pub fn prepare(&mut self) -> Result<()> {
         self.flush_buf()?;
         if self.sync {
             self.file.sync_all().map_err(|e| self.error(e))?;
         }
+        Ok(())
+    }
+
+    /// The second half of [`AtomicFile::commit`] (after [`AtomicFile::prepare`]): renames the
+    /// file over its destination, and returns the destination's path (whose directory the
+    /// caller syncs). On failure the destination is untouched and the temporary file removed.
+    pub fn publish(mut self) -> Result<PathBuf> {
         std::fs::rename(&self.temp, &self.dest).map_err(
             |e| match crate::platform::replace_advice(&e) {
                 Some(why) => Error::new(crate::error::ErrorKind::Io {
@@ -170,12 +190,19 @@ impl AtomicFile {
             },
         )?;
         self.done = true;
-        if self.sync {
-            // The file is in place; the rename itself is made durable here.
-            platform::sync_dir(&self.dest).map_err(|e| self.error(e))?;
-        }
-        Ok(())
+        Ok(self.dest.clone())
     }
+
+    /// Whether the file is flushed to stable storage on commit.
+    pub fn syncs(&self) -> bool {
+        self.sync
+    }
+}
+
+/// Syncs the directory holding `dest` (a rename into it made durable).
+pub(crate) fn sync_dir(dest: &Path) -> Result<()> {
+    platform::sync_dir(dest)
+        .map_err(|e| Error::io("cannot write", e).in_file(crate::text::path_text(dest)))
 }
 
 impl Write for AtomicFile {

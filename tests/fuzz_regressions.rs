@@ -180,3 +180,43 @@ fn chat_regressions_and_seeds() {
         }
     }
 }
+
+#[test]
+fn requantize_regressions_and_seeds() {
+    for (name, bytes) in inputs("requantize") {
+        println!("replaying {name}");
+        harness::exercise_requantize(&bytes);
+    }
+    let seeds = seeds("requantize");
+    assert!(
+        seeds.len() >= 6,
+        "fuzz/seeds/requantize holds {}",
+        seeds.len()
+    );
+    let t = std::time::Instant::now();
+    for (name, seed) in &seeds {
+        let t0 = std::time::Instant::now();
+        harness::exercise_requantize(seed);
+        if name.ends_with("nested-stars") {
+            // Each search of it runs to the step bound: once is enough.
+            continue;
+        }
+        // Each choice byte a few ways (writing the model where the last says so), then the
+        // pattern lines cut at every few bytes.
+        for i in 0..8 {
+            let mut s = seed.clone();
+            for v in [0x00, 0x04, 0x33, 0xff] {
+                s[i] = v;
+                harness::exercise_requantize(&s);
+            }
+        }
+        for cut in (8..seed.len()).step_by(5) {
+            let mut s = seed[..cut].to_vec();
+            s[7] = 1; // plan only
+            harness::exercise_requantize(&s);
+        }
+        println!("replayed {name} in {:?}", t0.elapsed());
+    }
+    // The hostile patterns among the seeds stay fast.
+    assert!(t.elapsed().as_secs() < 30, "{:?}", t.elapsed());
+}

@@ -108,3 +108,44 @@ fn rows_without_an_answer_are_errors_naming_row_and_element() {
         );
     }
 }
+
+#[test]
+fn threads_name_the_row_one_thread_names_and_a_failing_row_is_left_alone() {
+    use gguf::quantize::quantize_parallel;
+    let t = DataType::IQ3_XXS;
+    let row = t.block_bytes() as usize;
+    let rows = 12;
+    let clean: Vec<f32> = (0..rows * 256)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+        .collect();
+    // A NaN at row 7, and at rows 3 and 7: one thread names the first; so does every count
+    // of threads, whichever part fails first in time.
+    for bad in [&[7usize][..], &[3, 7], &[0], &[11], &[2, 5, 8, 11]] {
+        let mut src = clean.clone();
+        for &r in bad {
+            src[r * 256 + 10] = f32::NAN;
+        }
+        let mut out = vec![0xABu8; rows * row];
+        let one = quantize(t, &src, 256, None, &mut out)
+            .unwrap_err()
+            .to_string();
+        let want = format!("row {},", bad[0]);
+        assert!(one.contains(&want), "{one}");
+        // The failing row and those after it are untouched; those before are written.
+        assert!(out[bad[0] * row..].iter().all(|&b| b == 0xAB), "{bad:?}");
+        assert!(bad[0] == 0 || out[..bad[0] * row].iter().any(|&b| b != 0xAB));
+        for threads in [2, 3, 4, 7] {
+            let mut out = vec![0xABu8; rows * row];
+            let many = quantize_parallel(t, &src, 256, None, &mut out, threads)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(many, one, "{threads} threads, NaN at rows {bad:?}");
+            for &r in bad {
+                assert!(
+                    out[r * row..(r + 1) * row].iter().all(|&b| b == 0xAB),
+                    "{threads} threads: row {r} was written"
+                );
+            }
+        }
+    }
+}

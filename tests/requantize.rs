@@ -692,6 +692,33 @@ fn importance_matrix_from_a_file() {
         Some(Value::U32(100))
     );
 
+    // A long name is cut to 127 bytes as llama-quantize cuts it, but on a character
+    // boundary: 126 ASCII bytes then a two-byte character keep the 126.
+    let long = format!("{}é-rest.gguf", "d/".repeat(63));
+    o.importance_file = Some(long.clone());
+    run(&src, &dst, &o);
+    let out = open(&dst);
+    let file = out
+        .first()
+        .get("quantize.imatrix.file")
+        .and_then(|v| v.as_bytes())
+        .unwrap()
+        .to_vec();
+    assert_eq!(file, long.as_bytes()[..126]);
+    let short = "é".repeat(70);
+    o.importance_file = Some(short.clone());
+    run(&src, &dst, &o);
+    let out = open(&dst);
+    let file = out
+        .first()
+        .get("quantize.imatrix.file")
+        .and_then(|v| v.as_bytes())
+        .unwrap()
+        .to_vec();
+    assert_eq!(file, short.as_bytes()[..126]);
+    assert!(std::str::from_utf8(&file).is_ok());
+    o.importance_file = Some("imatrix.gguf".into());
+
     // A matrix whose size does not fit a tensor is refused, naming it.
     let mut wrong = m.clone();
     wrong.insert("blk.4.ffn_up.weight", vec![1.0; 7]);
@@ -748,6 +775,14 @@ fn split_models_in_and_out() {
     }
     assert_eq!(kept.shards()[2].get("split.no"), Some(Value::U16(2)));
     assert_eq!(kept.shards()[1].get("split.count"), Some(Value::U16(3)));
+    // --keep-split on a single-file source: one shard named as llama.cpp names it.
+    let single = dir.join("single.gguf");
+    run(&first, &single, &Options::new(FileType::Q8_0));
+    let summary = run(&single, &dir.join("single-kept.gguf"), &o);
+    let named = dir.join("single-kept-00001-of-00001.gguf");
+    assert_eq!(summary.files, vec![named.clone()]);
+    assert!(named.exists() && !dir.join("single-kept.gguf").exists());
+    assert!(open(&named).first().get("split.count").is_none());
     // Split by tensor count.
     let mut o = Options::new(FileType::Q8_0);
     o.split_max_tensors = 40;
@@ -810,5 +845,240 @@ fn command_line_arguments_and_copy() {
         assert_eq!((t.dtype, t.data), (s.dtype, s.data));
     }
     assert_eq!(b.first().get("general.file_type"), Some(Value::U32(1)));
+    // Without general.file_type, llama.cpp's loader guesses one from the type most tensors
+    // have, with its "guessed" bit (1024): F16 weights give 1025, F32 ones 1024.
+    for (weights, want) in [(T::F16, 1025), (T::F32, 1024)] {
+        let mut w = model::writer(&Spec { weights, ..SMALL });
+        w.remove_metadata("general.file_type");
+        w.set_sync(false);
+        let bare = dir.join("bare.gguf");
+        w.write_file(&bare).unwrap();
+        run(&bare, &dst, &copy);
+        assert_eq!(
+            open(&dst).first().get("general.file_type"),
+            Some(Value::U32(want)),
+            "{weights:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_explicit_type_whose_blocks_do_not_fit_the_rows() {
+    // Rows of 320 values are not whole Q4_K blocks (256 values): llama.cpp aborts where an
+    // option names that type (no fallback there); the refusal names both lengths.
+    let dir = temp_dir("rows");
+    let src = source(
+        &dir,
+        &Spec {
+            n_embd: 320,
+            n_layer: 1,
+            ..SMALL
+        },
+    );
+    let dst = dir.join("out.gguf");
+    let mut o = Options::new(FileType::Q8_0);
+    o.token_embedding_type = Some(T::Q4_K);
+    let e = requantize_file(&src, &dst, &o, &mut keep_going).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("token_embd.weight")
+            && msg.contains("320")
+            && msg.contains("Q4_K")
+            && msg.contains("256")
+            && !msg.contains("overflow"),
+        "{msg}"
+    );
+    assert!(!dst.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_split_output_leaves_no_shard() {
+    // A split output fails at each shard's commit in turn (its destination made a directory
+    // after the data is written, so the rename fails), or is cancelled inside each shard: no
+    // shard is left, nor any temporary file, whichever one fails.
+    let dir = temp_dir("split-failure");
+    let src = source(&dir, &SMALL);
+    let n_tensors = model::tensors(&SMALL).len();
+    let mut o = Options::new(FileType::Q8_0);
+    o.sync = false;
+    o.split_max_tensors = 20;
+    let dst = dir.join("out.gguf");
+    let n_shards = n_tensors.div_ceil(20);
+    assert!(n_shards >= 4, "{n_shards}");
+    let paths = output_paths(&dst, n_shards);
+    let left = |except: Option<&Path>| -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p != &src && Some(p.as_path()) != except)
+            .map(|p| p.display().to_string())
+            .collect()
+    };
+    for (k, blocker) in paths.iter().enumerate() {
+        let blocker = blocker.clone();
+        let e = requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| {
+            if p.index + 1 == p.count {
+                std::fs::create_dir_all(blocker.join("in-the-way")).unwrap();
+            }
+            true
+        })
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Io, "shard {k}: {e}");
+        assert_eq!(left(Some(&blocker)), Vec::<String>::new(), "shard {k}: {e}");
+        std::fs::remove_dir_all(&blocker).unwrap();
+        // Cancelled while shard k is being written.
+        let stop = k * 20 + 3;
+        let e =
+            requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| p.index < stop).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
+        assert_eq!(left(None), Vec::<String>::new(), "shard {k}");
+    }
+    // And when nothing fails, every shard is there.
+    let summary = requantize_file(&src, &dst, &o, &mut keep_going).unwrap();
+    assert_eq!(summary.files, paths);
+    assert!(paths.iter().all(|p| p.is_file()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_row_without_an_answer_is_named_as_one_thread_names_it() {
+    // A NaN at row 200 of a weight quantized to IQ3_S on 4 threads: the error names row 200
+    // (each thread's rows numbered as the tensor numbers them), and no file is left.
+    let dir = temp_dir("nan-row");
+    let spec = Spec {
+        n_layer: 1,
+        rows: Some(256),
+        ..SMALL
+    };
+    let name = "blk.0.attn_q.weight";
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    for (n, dims) in model::tensors(&spec) {
+        let mut x = model::values(&n, &dims);
+        if n == name {
+            x[200 * 256 + 17] = f32::NAN;
+        }
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        w.add_tensor(&n, &dims, T::F32, bytes).unwrap();
+    }
+    w.set_sync(false);
+    let src = dir.join("nan.gguf");
+    w.write_file(&src).unwrap();
+    let dst = dir.join("out.gguf");
+    for threads in [1, 4] {
+        let mut o = Options::new(FileType::Q8_0);
+        o.threads = threads;
+        o.tensor_types = vec![("attn_q".into(), T::IQ3_S)];
+        let e = requantize_file(&src, &dst, &o, &mut keep_going).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(name) && msg.contains("row 200,") && msg.contains("element 17"),
+            "{threads} threads: {msg}"
+        );
+        assert!(!dst.exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_source_cut_short_meanwhile_is_an_io_error() {
+    // The source truncated after the first tensor is written: an error (not a fault), and
+    // nothing left beside the source.
+    let dir = temp_dir("truncated");
+    let src = source(&dir, &SMALL);
+    let dst = dir.join("out.gguf");
+    let full = std::fs::metadata(&src).unwrap().len();
+    for (preset, cut) in [(FileType::Q8_0, full / 2), (FileType::F32, full / 3)] {
+        model::write(&src, &SMALL);
+        let mut o = Options::new(preset);
+        o.sync = false;
+        o.threads = 2;
+        let path = src.clone();
+        let e = requantize_file(&src, &dst, &o, &mut |p: &Progress<'_>| {
+            if p.index == 0 {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_len(cut)
+                    .unwrap();
+            }
+            true
+        })
+        .unwrap_err();
+        assert!(
+            matches!(e.code(), ErrorCode::Io | ErrorCode::Truncated),
+            "{preset:?}: {e}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("source.gguf")], "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_request_to_stop_is_heard_inside_a_tensor() {
+    // One tensor that takes seconds to quantize (IQ3_S, 2^20 values, debug or release): asked
+    // to stop a moment after it begins, the work ends within a second, leaving no file.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = temp_dir("cancel");
+    let mut w = Writer::new();
+    w.add_metadata("general.architecture", MetadataValue::string("llama"))
+        .unwrap();
+    let x: Vec<u8> = model::values("blk.0.attn_q.weight", &[1024, 1024])
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    w.add_tensor("blk.0.attn_q.weight", &[1024, 1024], T::F32, x)
+        .unwrap();
+    w.set_sync(false);
+    let src = dir.join("big.gguf");
+    w.write_file(&src).unwrap();
+    let dst = dir.join("out.gguf");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut o = Options::new(FileType::IQ3_S);
+    o.sync = false;
+    o.threads = 2;
+    let flag = stop.clone();
+    o.cancel = Some(gguf::requantize::Cancel::new(move || {
+        flag.load(Ordering::Relaxed)
+    }));
+    let asked = Arc::new(std::sync::Mutex::new(None));
+    let setter = {
+        let (stop, asked) = (stop.clone(), asked.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            *asked.lock().unwrap() = Some(std::time::Instant::now());
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let t = std::time::Instant::now();
+    let e = requantize_file(&src, &dst, &o, &mut keep_going).unwrap_err();
+    let ended = std::time::Instant::now();
+    setter.join().unwrap();
+    assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
+    let asked = asked.lock().unwrap().expect("asked during the work");
+    // Within a second natively; emulated targets (tools/cross.sh runs them under qemu, tens of
+    // times slower) get ten.
+    let bound = if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+        1.0
+    } else {
+        10.0
+    };
+    assert!(
+        ended.duration_since(asked).as_secs_f64() < bound,
+        "stopped {:?} after the request ({:?} in all)",
+        ended.duration_since(asked),
+        t.elapsed()
+    );
+    assert!(!dst.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -199,6 +199,8 @@ struct Ask {
     leave_output_tensor: bool,
     /// One output shard per source shard (`--keep-split`).
     keep_split: bool,
+    /// Every tensor copied as it is (the `COPY` preset).
+    only_copy: bool,
     /// Only compute the types (`--dry-run`): llama.cpp logs each tensor's type, quantizes
     /// nothing (so never builds the IQ types' grids, which takes it seconds).
     dry_run: bool,
@@ -223,6 +225,7 @@ fn llama_quantize_logged(src: &Path, dst: &Path, ft: FileType, ask: &Ask) -> (bo
     p.ftype = ft.id();
     p.pure = ask.pure;
     p.keep_split = ask.keep_split;
+    p.only_copy = ask.only_copy;
     p.quantize_output_tensor = !ask.leave_output_tensor;
     if let Some(t) = ask.output_tensor_type {
         p.output_tensor_type = t.id();
@@ -299,6 +302,7 @@ fn options(ft: FileType, ask: &Ask) -> Options {
     o.sync = false;
     o.pure = ask.pure;
     o.keep_split = ask.keep_split;
+    o.only_copy = ask.only_copy;
     o.leave_output_tensor = ask.leave_output_tensor;
     o.output_tensor_type = ask.output_tensor_type;
     o.token_embedding_type = ask.token_embedding_type;
@@ -797,6 +801,23 @@ fn the_command_writes_llama_quantizes_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("importance matrix"), "{err}");
     assert!(!bad.exists());
+    // A tensor-type file that cannot be read (a directory) fails, naming it.
+    let out = std::process::Command::new(command())
+        .arg("--tensor-type-file")
+        .arg(&dir)
+        .arg("-q")
+        .arg(&src)
+        .arg(&bad)
+        .arg("Q4_K_M")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read the tensor types") && err.contains(dir.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(!bad.exists());
     let out = std::process::Command::new(command())
         .args(["--bogus"])
         .output()
@@ -855,6 +876,64 @@ fn split_sources_and_keep_split_as_llama_cpp() {
             );
         }
     }
+    // --keep-split on a single-file source: one shard, DST-00001-of-00001.gguf, as llama.cpp
+    // names and writes it.
+    let single = dir.join("single.gguf");
+    model::write(&single, &THIN);
+    let ask = Ask {
+        keep_split: true,
+        ..Ask::default()
+    };
+    assert!(llama_quantize(
+        &single,
+        &dir.join("theirs-single"),
+        FileType::Q4_K_M,
+        &ask
+    ));
+    // COPY from a source without general.file_type: llama.cpp writes the type its loader
+    // guesses (F16 with the guessed flag, 1025), and so do we.
+    let mut w = model::writer(&Spec {
+        weights: DataType::F16,
+        ..THIN
+    });
+    w.remove_metadata("general.file_type");
+    w.set_sync(false);
+    let bare = dir.join("bare.gguf");
+    w.write_file(&bare).unwrap();
+    let copy = Ask {
+        only_copy: true,
+        ..Ask::default()
+    };
+    let (theirs, ours) = (dir.join("copy-theirs.gguf"), dir.join("copy-ours.gguf"));
+    assert!(llama_quantize(&bare, &theirs, FileType::F16, &copy));
+    requantize_file(
+        &bare,
+        &ours,
+        &options(FileType::F16, &copy),
+        &mut |_: &Progress<'_>| true,
+    )
+    .unwrap();
+    assert_eq!(
+        Model::open(&ours, OpenOptions::default())
+            .unwrap()
+            .first()
+            .get("general.file_type"),
+        Some(gguf::Value::U32(1025))
+    );
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap());
+    let summary = requantize_file(
+        &single,
+        &dir.join("ours-single.gguf"),
+        &options(FileType::Q4_K_M, &ask),
+        &mut |_: &Progress<'_>| true,
+    )
+    .unwrap();
+    let (a, b) = (
+        dir.join("ours-single-00001-of-00001.gguf"),
+        dir.join("theirs-single-00001-of-00001.gguf"),
+    );
+    assert_eq!(summary.files, vec![a.clone()]);
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1166,6 +1245,11 @@ const FORWARD: Spec = Spec {
 };
 
 fn write_forward_model(path: &Path) {
+    write_forward_model_aligned(path, None);
+}
+
+/// [`write_forward_model`] with `general.alignment` set to `alignment`.
+fn write_forward_model_aligned(path: &Path, alignment: Option<u32>) {
     let vocab = llama_src_dir().join("models/ggml-vocab-llama-spm.gguf");
     let v = Model::open(&vocab, OpenOptions::default()).unwrap();
     let mut w = model::writer(&FORWARD);
@@ -1185,8 +1269,66 @@ fn write_forward_model(path: &Path) {
         w.add_metadata(std::str::from_utf8(e.key).unwrap(), value)
             .unwrap();
     }
+    if let Some(a) = alignment {
+        w.set_alignment(a).unwrap();
+    }
     w.set_sync(false);
     w.write_file(path).unwrap();
+}
+
+/// A source with `general.alignment = 64`: our output keeps the key and lays its data out at 64
+/// bytes, and libllama runs it (its logits near the source's); llama.cpp's own output keeps the
+/// key but lays the data out at 32 bytes, and libllama refuses it (the difference
+/// docs/quantize-models.md states).
+#[test]
+fn libllama_runs_our_output_of_a_64_byte_aligned_source() {
+    let dir = temp_dir("aligned");
+    let src = dir.join("src64.gguf");
+    write_forward_model_aligned(&src, Some(64));
+    let prompt = "The quick brown fox";
+    let (source_tokens, source_logits) = forward(&src, prompt).unwrap();
+    let ours = dir.join("ours64.gguf");
+    requantize_file(
+        &src,
+        &ours,
+        &options(FileType::Q8_0, &Ask::default()),
+        &mut |_: &Progress<'_>| true,
+    )
+    .unwrap();
+    let m = Model::open(&ours, OpenOptions::default()).unwrap();
+    assert_eq!(
+        m.first().get("general.alignment"),
+        Some(gguf::Value::U32(64))
+    );
+    for i in 0..m.tensor_count() {
+        let t = m.tensor_at(i).unwrap().info;
+        assert_eq!(t.offset % 64, 0, "{}", String::from_utf8_lossy(t.name));
+    }
+    let (tokens, logits) = forward(&ours, prompt).unwrap();
+    assert_eq!(tokens, source_tokens);
+    let range = source_logits.iter().fold(f32::MIN, |m, x| m.max(*x))
+        - source_logits.iter().fold(f32::MAX, |m, x| m.min(*x));
+    let off = logits
+        .iter()
+        .zip(&source_logits)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        logits.iter().all(|x| x.is_finite()) && off <= 0.03 * range,
+        "{off} of {range}"
+    );
+    let theirs = dir.join("theirs64.gguf");
+    assert!(llama_quantize(
+        &src,
+        &theirs,
+        FileType::Q8_0,
+        &Ask::default()
+    ));
+    assert!(
+        forward(&theirs, prompt).is_err(),
+        "libllama loads llama.cpp's own file now"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// libllama loads each preset's file of ours and of llama.cpp's, decodes the same prompt, and
@@ -1268,4 +1410,61 @@ fn libllama_runs_our_files_as_its_own() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The command stops within a second of SIGINT or SIGTERM, inside a tensor that takes far
+/// longer, and leaves no file.
+#[test]
+fn the_command_stops_soon_on_a_signal() {
+    let dir = temp_dir("signal");
+    let mut w = gguf::Writer::new();
+    w.add_metadata("general.architecture", gguf::MetadataValue::string("llama"))
+        .unwrap();
+    let x: Vec<u8> = model::values("blk.0.attn_q.weight", &[1024, 4096])
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    w.add_tensor("blk.0.attn_q.weight", &[1024, 4096], DataType::F32, x)
+        .unwrap();
+    w.set_sync(false);
+    let src = dir.join("big.gguf");
+    w.write_file(&src).unwrap();
+    let dst = dir.join("out.gguf");
+    for signal in ["-INT", "-TERM"] {
+        let mut child = std::process::Command::new(command())
+            .args(["-q", "--no-sync"])
+            .arg(&src)
+            .arg(&dst)
+            .args(["IQ3_S", "1"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "done before the signal"
+        );
+        let sent = std::time::Instant::now();
+        let kill = std::process::Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let out = child.wait_with_output().unwrap();
+        let took = sent.elapsed();
+        assert!(
+            took.as_secs_f64() < 1.0,
+            "{signal}: stopped {took:?} after it"
+        );
+        assert_eq!(out.status.code(), Some(1), "{signal}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("interrupted"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("big.gguf")], "{signal}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

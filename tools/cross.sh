@@ -71,9 +71,13 @@ export CARGO_INCREMENTAL=0
 #   tokenizer_split          llama.cpp's x86-64 libllama (its Unicode functions, through a C++ shim)
 #   memory_llama             llama.cpp's x86-64 libllama and its headers, through a C++ shim (the
 #                            memory rules' unit tests and c_api's test_memory run everywhere)
+#   chat_transformers        transformers and jinja2 in the host's Python venv
+#   chat_safety              the runaway templates take seconds each under emulation; the same
+#                            bounds, sandbox and errors run everywhere in c_api's test_chat and
+#                            fuzz_regressions' chat seeds
 HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
   validate_ggml dequant_tables url architecture quantize_ggml quantize_iq_ggml tokenizer_llama
-  tokenizer_split requantize_llama memory_llama"
+  tokenizer_split requantize_llama memory_llama requantize_pattern chat_transformers chat_safety"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)

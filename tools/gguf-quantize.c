@@ -158,8 +158,14 @@ static int read_words(const char *path, List *l, char **buffer) {
     }
     buf[len++] = (char)c;
   }
+  /* A read error (a directory, an I/O error) is no end of file. */
+  int failed = ferror(fp);
   fclose(fp);
   if (!buf) return 0;
+  if (failed) {
+    free(buf);
+    return 0;
+  }
   buf[len] = '\0';
   *buffer = buf;
   for (char *w = strtok(buf, " \t\r\n"); w; w = strtok(NULL, " \t\r\n")) {
@@ -320,6 +326,8 @@ int main(int argc, char **argv) {
   Progress p = {isatty(STDERR_FILENO), quiet, 0, time(NULL)};
   o.progress = progress;
   o.progress_user = &p;
+  /* Ctrl-C or SIGTERM stops the work within about a second, even inside a tensor. */
+  o.cancel = (const int *)&g_interrupted;
   signal(SIGINT, on_signal);
 #ifdef SIGTERM
   signal(SIGTERM, on_signal);

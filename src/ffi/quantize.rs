@@ -26,6 +26,12 @@ fn too_big(what: &str) -> Error {
     )
 }
 
+/// The data type with id `id` for a quantization: an id that is no type, unknown or removed from
+/// the format (4, 5, 31-33, 36-38: the message names it), is an invalid argument.
+fn quantizable_type(id: u32) -> Result<DataType> {
+    quant::data_type(id).map_err(|e| Error::msg(ErrorCode::InvalidArgument, e.message()))
+}
+
 /// Checks every argument before any memory is read.
 ///
 /// # Safety
@@ -39,7 +45,7 @@ unsafe fn buffers<'a>(
     dst: *mut c_void,
     dst_size: u64,
 ) -> Result<Buffers<'a>> {
-    let dtype = quant::data_type(dtype)?;
+    let dtype = quantizable_type(dtype)?;
     let needed = quantize::output_bytes(dtype, n_rows, n_per_row)?;
     let n = n_rows
         .checked_mul(n_per_row)
@@ -110,7 +116,8 @@ unsafe fn buffers<'a>(
 /// Thread-safe; allocates nothing it keeps. Returns the bytes written (the first ones of
 /// `dst`: `gguf_quantize_size`), or 0 (`gguf_last_error` says why; `dst` unchanged but for
 /// rows already written when a later row fails) when the type cannot be quantized
-/// (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
+/// (GGUF_ERROR_CODE_UNSUPPORTED; unknown ids and the ids removed from the format, 4, 5, 31-33
+/// and 36-38, GGUF_ERROR_CODE_INVALID_ARGUMENT), `n_per_row` is
 /// 0 or not a whole number of the type's blocks, `dst_size` is too small, the type needs
 /// importance weights (`gguf_quantize_requires_importance`) and `importance` is NULL, a row
 /// holds values the type cannot represent where ggml has no answer (the message names the row
@@ -135,8 +142,10 @@ pub unsafe extern "C" fn gguf_quantize(
 }
 
 /// `gguf_quantize` with the rows split among up to `n_threads` threads (0: one per core; at
-/// most 1024): the bytes are those one thread writes. Threads are started for the call and
-/// joined before it returns.
+/// most 1024): the bytes are those one thread writes, and a failure is the one one thread
+/// meets (the lowest row without an answer, numbered as this call numbers its rows; the rows
+/// that fail are left unchanged, other rows may be written). Threads are started for the call
+/// and joined before it returns.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn gguf_quantize_parallel(
@@ -172,11 +181,13 @@ fn quantize_rows(b: Buffers<'_>, threads: Option<u32>) -> Result<u64> {
 }
 
 /// The bytes `n_rows` rows of `n_per_row` values take as `dtype`, or 0 (`gguf_last_error` says
-/// why) when the type cannot be quantized or `n_per_row` is 0 or not whole blocks.
+/// why) when the type cannot be quantized (GGUF_ERROR_CODE_UNSUPPORTED), is unknown or was
+/// removed from the format (GGUF_ERROR_CODE_INVALID_ARGUMENT), or `n_per_row` is 0 or not whole
+/// blocks.
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_quantize_size(dtype: u32, n_rows: u64, n_per_row: u64) -> u64 {
     guard(0, || {
-        quantize::output_bytes(quant::data_type(dtype)?, n_rows, n_per_row)
+        quantize::output_bytes(quantizable_type(dtype)?, n_rows, n_per_row)
     })
 }
 

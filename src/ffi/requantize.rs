@@ -3,7 +3,7 @@
 use super::boundary::{c_path, c_str, guard, null, write_out};
 use crate::error::{Error, ErrorCode, Result};
 use crate::requantize::{self, Options, Progress};
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CString};
 
 /// One tensor written, as `gguf_requantize` tells its progress callback.
 #[repr(C)]
@@ -38,7 +38,9 @@ pub const GGUF_REQUANTIZE_PURE: u32 = 1;
 pub const GGUF_REQUANTIZE_LEAVE_OUTPUT_TENSOR: u32 = 2;
 /// Tensors already quantized may be quantized again (`--allow-requantize`).
 pub const GGUF_REQUANTIZE_ALLOW_REQUANTIZE: u32 = 4;
-/// One output shard per shard of the source (`--keep-split`).
+/// One output shard per shard of the source (`--keep-split`), named
+/// `DST-NNNNN-of-MMMMM.gguf` (`DST` without `.gguf`), a single-file source's too
+/// (`DST-00001-of-00001.gguf`), as llama.cpp names them.
 pub const GGUF_REQUANTIZE_KEEP_SPLIT: u32 = 8;
 /// Do not flush the output to stable storage before it replaces the destination (faster; the
 /// replace stays atomic).
@@ -66,6 +68,9 @@ pub struct GGUFRequantizeOptions {
     pub token_embedding_type: *const c_char,
     /// `n_tensor_types` strings `PATTERN=TYPE` (`--tensor-type`: a regular expression found
     /// anywhere in a tensor's name, lower-cased, and a type name); the first that matches wins.
+    /// Patterns mean what `std::regex` (ECMAScript) and `std::regex_search` make of them in
+    /// llama-quantize; one it refuses, one too large (a count above 2147483647, more than
+    /// 100,000 states) or a search of more than 2,000,000 steps fails the call, with the reason.
     pub tensor_types: *const *const c_char,
     /// The number of `tensor_types`.
     pub n_tensor_types: usize,
@@ -88,6 +93,29 @@ pub struct GGUFRequantizeOptions {
     pub progress: GGUFRequantizeProgressFn,
     /// Passed to `progress`.
     pub progress_user: *mut c_void,
+    /// NULL, or an `int` (such as a `volatile sig_atomic_t` a signal handler sets) read while
+    /// the call works, from any of its threads: once it is not 0 the call stops within about a
+    /// second, even inside a tensor, failing with GGUF_ERROR_CODE_CANCELLED and leaving no
+    /// output file. It must stay valid during the call.
+    pub cancel: *const c_int,
+}
+
+/// The caller's `cancel` int, read from the call's threads.
+#[derive(Clone, Copy)]
+struct CancelFlag(*const c_int);
+
+// SAFETY: the header's contract: the int stays valid during the call (the only time the flag
+// is used: `Options` do not outlive `gguf_requantize`), and it is only ever read, with volatile
+// reads of a whole aligned int (what a signal handler's `sig_atomic_t` store gives).
+unsafe impl Send for CancelFlag {}
+// SAFETY: as for `Send`: shared reads only.
+unsafe impl Sync for CancelFlag {}
+
+impl CancelFlag {
+    fn is_set(&self) -> bool {
+        // SAFETY: valid during the call (the contract), and read as a whole int.
+        unsafe { std::ptr::read_volatile(self.0) != 0 }
+    }
 }
 
 /// What `gguf_requantize` did.
@@ -128,6 +156,7 @@ impl Default for GGUFRequantizeOptions {
             split_max_tensors: 0,
             progress: None,
             progress_user: std::ptr::null_mut(),
+            cancel: std::ptr::null(),
         }
     }
 }
@@ -154,21 +183,39 @@ unsafe fn read_options(
             "options_size {size} is larger than any object"
         )));
     }
-    if size < ours {
+    // The fields a caller built before `cancel` was appended know this much of the struct.
+    let first = std::mem::offset_of!(GGUFRequantizeOptions, cancel);
+    if size < ours && size != first {
         return Err(invalid(format!(
-            "options_size {size} is smaller than GGUFRequantizeOptions ({ours} bytes)"
+            "options_size {size} is smaller than GGUFRequantizeOptions ({ours} bytes; {first} \
+             without its last field, cancel)"
         )));
     }
     // SAFETY: `options` points to `size` readable bytes (the contract).
     let bytes = unsafe { super::boundary::slice(options.cast::<u8>(), size, "options")? };
-    if bytes[ours..].iter().any(|&b| b != 0) {
+    if size > ours && bytes[ours..].iter().any(|&b| b != 0) {
         return Err(invalid(format!(
             "options_size {size} with fields set past the {ours} bytes of \
              GGUFRequantizeOptions this library knows (built for a newer header)"
         )));
     }
-    // SAFETY: at least `ours` readable bytes; read unaligned as a copy.
-    Ok(unsafe { options.read_unaligned() })
+    if size >= ours {
+        // SAFETY: at least `ours` readable bytes; read unaligned as a copy.
+        return Ok(unsafe { options.read_unaligned() });
+    }
+    // An older caller's struct: its fields, the later ones zero (their defaults).
+    let mut out = GGUFRequantizeOptions::default();
+    // SAFETY: `size` bytes are readable at `options` (checked above) and `out` holds more; every
+    // field's bytes come whole from the caller's struct of the same layout, the rest stay
+    // those of the default (NULL `cancel`).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            (&mut out as *mut GGUFRequantizeOptions).cast::<u8>(),
+            size,
+        );
+    }
+    Ok(out)
 }
 
 /// `n` NUL-terminated strings at `list`, as UTF-8.
@@ -215,10 +262,15 @@ unsafe fn optional(p: *const c_char, what: &str) -> Result<Option<String>> {
 /// memory holds a few tensors, never the model. The output appears whole or not at all: on any
 /// failure, or when `progress` returns false, no output file is left and an existing
 /// `dst_path` is untouched. A split output (`GGUF_REQUANTIZE_KEEP_SPLIT`, `split_max_tensors`)
-/// is written to `<dst_path without .gguf>-NNNNN-of-MMMMM.gguf`.
+/// is written to `<dst_path without .gguf>-NNNNN-of-MMMMM.gguf`; its shards are all flushed
+/// before any is renamed into place, and a failure at any shard leaves none of them (shards
+/// already renamed are removed: the old files they replaced do not come back). The source is
+/// read by position, not mapped: a source truncated while it is read fails the call with an
+/// I/O error (never a fault), leaving no output.
 ///
-/// `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`) is read during the
-/// call. `result` (may be NULL) receives what was done. Returns true on success; false with
+/// `options` (not NULL, `options_size` = `sizeof(GGUFRequantizeOptions)`, or
+/// `offsetof(GGUFRequantizeOptions, cancel)` from a caller built before that field) is read
+/// during the call. `result` (may be NULL) receives what was done. Returns true on success; false with
 /// the reason recorded (an unknown preset or type name, a bad pattern, a type that needs an
 /// importance matrix without one, a tensor already quantized without
 /// `GGUF_REQUANTIZE_ALLOW_REQUANTIZE`, an I/O error, ...).
@@ -261,6 +313,11 @@ pub unsafe extern "C" fn gguf_requantize(
         o.sync = c.flags & GGUF_REQUANTIZE_NO_SYNC == 0;
         o.threads = c.threads.max(1);
         o.split_max_tensors = usize::try_from(c.split_max_tensors).unwrap_or(usize::MAX);
+        if !c.cancel.is_null() {
+            super::boundary::aligned(c.cancel, "cancel")?;
+            let flag = CancelFlag(c.cancel);
+            o.cancel = Some(requantize::Cancel::new(move || flag.is_set()));
+        }
         o.output_tensor_type = output
             .as_deref()
             .map(requantize::data_type_named)

@@ -30,13 +30,16 @@ use crate::types::DataType;
 use grids::{Grid, Neighbours, LANES};
 
 /// Quantizes `src` (whole rows of `n_per_row` floats; `dst` holds exactly their blocks) into the
-/// IQ type `data_type`; returns the bytes written.
+/// IQ type `data_type`; returns the bytes written. `first_row` is the index of `src`'s first row
+/// in the caller's rows (for a message). A row ggml has no answer for fails the call with `dst`
+/// unchanged from that row on (each row is quantized aside, then copied).
 pub(crate) fn quantize_rows(
     data_type: DataType,
     src: &[f32],
     n_per_row: usize,
     importance: Option<&[f32]>,
     dst: &mut [u8],
+    first_row: usize,
 ) -> Result<usize> {
     let name = data_type.name();
     let invalid = |m: String| Err(Error::msg(ErrorCode::InvalidArgument, m));
@@ -97,6 +100,7 @@ pub(crate) fn quantize_rows(
         n_per_row,
         importance,
         row_bytes,
+        first_row,
     };
     quantize_all(job, dst)?;
     Ok(dst.len())
@@ -111,6 +115,7 @@ struct Job<'a> {
     n_per_row: usize,
     importance: Option<&'a [f32]>,
     row_bytes: usize,
+    first_row: usize,
 }
 
 /// The row loop, compiled three times: for AVX-512, for AVX2 (the searches' lanes widen) and
@@ -160,13 +165,23 @@ fn rows_body(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
         n_per_row,
         importance,
         row_bytes,
+        first_row,
     } = job;
     let name = data_type.name();
-    for (r, (x, y)) in src
+    // The types whose search can fail write a row aside first, so that a failing row leaves
+    // the caller's bytes as they were.
+    let fallible = !matches!(data_type, DataType::IQ4_NL | DataType::IQ4_XS);
+    let mut aside = if fallible {
+        vec![0u8; row_bytes]
+    } else {
+        Vec::new()
+    };
+    for (r, (x, out)) in src
         .chunks_exact(n_per_row)
         .zip(dst.chunks_exact_mut(row_bytes))
         .enumerate()
     {
+        let y: &mut [u8] = if fallible { &mut aside } else { out };
         let res = match data_type {
             DataType::IQ4_NL => {
                 for (b, (xb, yb)) in x.chunks_exact(32).zip(y.chunks_exact_mut(18)).enumerate() {
@@ -189,7 +204,10 @@ fn rows_body(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
             _ => iq1_m_row(src, r * n_per_row, n_per_row, importance, y),
         };
         if let Err(at) = res {
-            return Err(no_answer(name, r, at, x));
+            return Err(no_answer(name, first_row + r, at, x));
+        }
+        if fallible {
+            out.copy_from_slice(&aside);
         }
     }
     Ok(())

@@ -245,6 +245,7 @@ fn run_rows(
     n_per_row: usize,
     importance: Option<&[f32]>,
     dst: &mut [u8],
+    first_row: usize,
 ) -> Result<()> {
     match p.path {
         Path::Rows(kernel) => {
@@ -256,7 +257,9 @@ fn run_rows(
             }
             Ok(())
         }
-        Path::Iq => iquant::quantize_rows(data_type, src, n_per_row, importance, dst).map(|_| ()),
+        Path::Iq => {
+            iquant::quantize_rows(data_type, src, n_per_row, importance, dst, first_row).map(|_| ())
+        }
     }
 }
 
@@ -272,7 +275,7 @@ pub fn quantize(
 ) -> Result<usize> {
     let p = plan(data_type, src, n_per_row, importance, dst)?;
     let dst = &mut dst[..p.total];
-    run_rows(data_type, &p, src, n_per_row, importance, dst)?;
+    run_rows(data_type, &p, src, n_per_row, importance, dst, 0)?;
     Ok(p.total)
 }
 
@@ -286,13 +289,53 @@ pub fn quantize_parallel(
     dst: &mut [u8],
     n_threads: u32,
 ) -> Result<usize> {
+    quantize_parallel_at(data_type, src, n_per_row, importance, dst, n_threads, 0)
+}
+
+/// [`quantize_parallel`] of rows that are the caller's rows from `first_row` on (a message
+/// names a row by the caller's count).
+pub(crate) fn quantize_parallel_at(
+    data_type: DataType,
+    src: &[f32],
+    n_per_row: usize,
+    importance: Option<&[f32]>,
+    dst: &mut [u8],
+    n_threads: u32,
+    first_row: usize,
+) -> Result<usize> {
     let p = plan(data_type, src, n_per_row, importance, dst)?;
     let dst = &mut dst[..p.total];
     let threads = parallel::thread_count(n_threads);
+    // The failure one thread meets: the one at the lowest row (each part names its rows as
+    // the whole call numbers them, and every part runs).
+    let first_failure: std::sync::Mutex<Option<(usize, crate::error::Error)>> =
+        std::sync::Mutex::new(None);
     parallel::split_mut(dst, p.row_bytes, threads, "quantize", |first, part| {
         let rows = part.len() / p.row_bytes;
         let x = &src[first * n_per_row..(first + rows) * n_per_row];
-        run_rows(data_type, &p, x, n_per_row, importance, part)
+        if let Err(e) = run_rows(
+            data_type,
+            &p,
+            x,
+            n_per_row,
+            importance,
+            part,
+            first_row + first,
+        ) {
+            let mut f = first_failure
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if f.as_ref().is_none_or(|(at, _)| first < *at) {
+                *f = Some((first, e));
+            }
+        }
+        Ok(())
     })?;
+    if let Some((_, e)) = first_failure
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        return Err(e);
+    }
     Ok(p.total)
 }

@@ -33,6 +33,74 @@ use std::path::{Path, PathBuf};
 /// ggml's quantization version (`GGML_QNT_VERSION`), written as `general.quantization_version`.
 pub const QUANTIZATION_VERSION: u32 = 2;
 
+/// A request to stop: polled before each tensor and, while a tensor is quantized, between runs
+/// of its rows (a fraction of a second of work each), so that the work stops within about a
+/// second of it turning true ([`ErrorCode::Cancelled`], no file left).
+#[derive(Clone)]
+pub struct Cancel(std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl Cancel {
+    /// A request that is made when `asked` returns true (it may be called from any thread).
+    pub fn new(asked: impl Fn() -> bool + Send + Sync + 'static) -> Cancel {
+        Cancel(std::sync::Arc::new(asked))
+    }
+
+    /// Whether stopping is asked for.
+    pub fn asked(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cancel")
+    }
+}
+
+/// The runs of rows a tensor is quantized in while [`Options::cancel`] is set: each about a
+/// tenth of a second (timed, where the platform has a clock; else a fixed number of values).
+struct Runs {
+    values: usize,
+    row: usize,
+    #[cfg(not(target_arch = "wasm32"))]
+    started: Option<std::time::Instant>,
+}
+
+impl Runs {
+    fn new(row: usize, threads: usize) -> Runs {
+        Runs {
+            // Small at first (the slowest types take milliseconds a row), then grown.
+            values: (1 << 12) * threads.max(1),
+            row: row.max(1),
+            #[cfg(not(target_arch = "wasm32"))]
+            started: None,
+        }
+    }
+
+    fn rows(&self) -> usize {
+        (self.values / self.row).max(1)
+    }
+
+    fn start(&mut self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.started = Some(std::time::Instant::now());
+        }
+    }
+
+    fn finished(&mut self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(t) = self.started {
+            let ms = t.elapsed().as_millis();
+            if ms < 25 {
+                self.values = self.values.saturating_mul(4).min(1 << 30);
+            } else if ms > 200 {
+                self.values = (self.values / 2).max(1);
+            }
+        }
+    }
+}
+
 /// What to turn a model into: llama-quantize's options.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -69,6 +137,8 @@ pub struct Options {
     pub threads: u32,
     /// Flush the output to stable storage before it replaces the destination (on by default).
     pub sync: bool,
+    /// Stop when asked (a signal in the command); none by default.
+    pub cancel: Option<Cancel>,
 }
 
 impl Options {
@@ -90,6 +160,7 @@ impl Options {
             split_max_tensors: 0,
             threads: 1,
             sync: true,
+            cancel: None,
         }
     }
 }
@@ -124,8 +195,10 @@ pub fn parse_tensor_type(arg: &str) -> Result<(String, DataType)> {
             "tensor type '{arg}' has no type after '='"
         )));
     }
-    Pattern::new(&pattern.to_lowercase())?;
-    Ok((pattern.to_lowercase(), data_type_named(ty)?))
+    // llama-quantize lower-cases the pattern with C's `tolower`: ASCII letters only.
+    let pattern = pattern.to_ascii_lowercase();
+    Pattern::new(&pattern)?;
+    Ok((pattern, data_type_named(ty)?))
 }
 
 impl Options {
@@ -320,6 +393,16 @@ pub fn plan(model: &Model<Source>, options: &Options) -> Result<Vec<PlannedTenso
     for (k, (&i, choice)) in order.iter().zip(&choices).enumerate() {
         let t = &shapes[k];
         check_tensor(options, t, choice)?;
+        let row = t.dims.first().copied().unwrap_or(1);
+        let block = choice.data_type.block_elems();
+        if row % block != 0 {
+            return Err(invalid(format!(
+                "tensor {}: its rows of {row} values are not whole blocks of {} ({block} \
+                 values a block); choose a type whose block divides {row}",
+                quote(t.name),
+                choice.data_type.name()
+            )));
+        }
         let size = choice.data_type.tensor_bytes(t.dims).ok_or_else(|| {
             invalid(format!(
                 "tensor {}: its size as {} overflows",
@@ -391,14 +474,21 @@ fn check_tensor(options: &Options, t: &TensorShape<'_>, choice: &Choice) -> Resu
     Ok(())
 }
 
-/// Requantizes the model at `src` into `dst` (see [`requantize`]).
+/// Requantizes the model at `src` into `dst` (see [`requantize`]), reading the source by
+/// position: a source truncated meanwhile fails with an I/O error, and no file is left.
 pub fn requantize_file(
     src: &Path,
     dst: &Path,
     options: &Options,
     progress: &mut dyn FnMut(&Progress<'_>) -> bool,
 ) -> Result<Summary> {
-    let model = Model::open(src, OpenOptions::default())?;
+    // Read by position, not mapped: a source cut short while it is read (truncated by another
+    // process) is an I/O error, where a mapping would fault (SIGBUS).
+    let open = OpenOptions {
+        no_map: true,
+        ..OpenOptions::default()
+    };
+    let model = Model::open(src, open)?;
     requantize(&model, dst, options, progress)
 }
 
@@ -408,6 +498,17 @@ pub fn output_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
     if count <= 1 {
         return vec![dst.to_path_buf()];
     }
+    shard_paths(dst, count)
+}
+
+/// The file names of `count` shards written for `dst` with `--keep-split`: always
+/// `<dst without .gguf>-NNNNN-of-MMMMM.gguf`, a single file too
+/// (`DST-00001-of-00001.gguf`), as llama.cpp names them.
+pub fn keep_split_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
+    shard_paths(dst, count.max(1))
+}
+
+fn shard_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
     let text = dst.to_string_lossy();
     let prefix = text.strip_suffix(".gguf").unwrap_or(&text);
     (0..count)
@@ -421,7 +522,8 @@ pub fn output_paths(dst: &Path, count: usize) -> Vec<PathBuf> {
 /// llama.cpp's writer does), the split keys of a split output, and with an importance matrix
 /// the `quantize.imatrix.*` keys llama-quantize writes. `progress` is called after each tensor
 /// (on this thread); returning `false` stops the work ([`ErrorCode::Cancelled`]). A failure
-/// leaves no output file.
+/// leaves no output file: a split output's shards are finished together
+/// ([`TensorStream::finish_all`]), so a failure at any shard leaves none.
 pub fn requantize(
     model: &Model<Source>,
     dst: &Path,
@@ -448,7 +550,11 @@ pub fn requantize(
     let planned = plan(model, options)?;
     let n_shards = planned.last().map_or(1, |t| t.shard + 1);
     let writers = output_writers(model, options, &planned, n_shards)?;
-    let paths = output_paths(dst, n_shards);
+    let paths = if options.keep_split {
+        keep_split_paths(dst, n_shards)
+    } else {
+        output_paths(dst, n_shards)
+    };
     let mut streams: Vec<TensorStream> = writers
         .iter()
         .zip(&paths)
@@ -468,6 +574,7 @@ pub fn requantize(
         files: paths.clone(),
     };
     for (k, t) in planned.iter().enumerate() {
+        check_cancel(options, &t.name)?;
         let data = tensor_bytes(model, t, options)?;
         streams[t.shard].write_tensor_data(&data)?;
         let info = model.tensor_at(t.index).map(|m| m.info);
@@ -497,9 +604,8 @@ pub fn requantize(
             ));
         }
     }
-    for stream in &mut streams {
-        stream.finish()?;
-    }
+    // The shards appear together or not at all.
+    TensorStream::finish_all(&mut streams)?;
     Ok(summary)
 }
 
@@ -518,11 +624,13 @@ fn output_writers(
         head.remove_metadata(key);
     }
     let file_type = if options.only_copy {
-        first
-            .get("general.file_type")
-            .and_then(|v| v.as_u64())
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(options.file_type.id())
+        match first.get("general.file_type") {
+            Some(v) => v
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(options.file_type.id()),
+            None => guessed_file_type(model),
+        }
     } else {
         options.file_type.id()
     };
@@ -538,10 +646,14 @@ fn output_writers(
     )?;
     let importance = options.importance.as_ref().filter(|m| !m.is_empty());
     if let (Some(m), Some(file)) = (importance, &options.importance_file) {
-        // llama-quantize's strings are cut to 127 bytes.
+        // llama-quantize's strings are cut to 127 bytes; here on a character boundary, so
+        // that the value stays UTF-8 (llama-quantize may cut inside a character).
         let cut = |s: &str| {
-            let b = s.as_bytes();
-            MetadataValue::String(b[..b.len().min(127)].to_vec())
+            let mut end = s.len().min(127);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            MetadataValue::String(s.as_bytes()[..end].to_vec())
         };
         set(&mut head, "quantize.imatrix.file", cut(file))?;
         if let Some(d) = m.datasets.first() {
@@ -596,6 +708,75 @@ fn output_writers(
     Ok(writers)
 }
 
+/// Fails with [`ErrorCode::Cancelled`] when [`Options::cancel`] asks to stop.
+fn check_cancel(options: &Options, name: &[u8]) -> Result<()> {
+    if options.cancel.as_ref().is_some_and(Cancel::asked) {
+        return Err(Error::msg(
+            ErrorCode::Cancelled,
+            format!(
+                "stopped as asked, at tensor {}; no file was written",
+                quote(name)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// llama.cpp's flag on a file type its loader guessed (`LLAMA_FTYPE_GUESSED`).
+const FILE_TYPE_GUESSED: u32 = 1024;
+
+/// The file type llama.cpp's loader guesses for a model without `general.file_type` (what
+/// `COPY` writes then): the type most of its tensors have (the first to reach the largest
+/// count, the tensors taken by name), as the file type that type stands for (F32 for a type
+/// without one), with the guessed flag.
+fn guessed_file_type(model: &Model<Source>) -> u32 {
+    let mut names: Vec<(&[u8], DataType)> = (0..model.tensor_count())
+        .filter_map(|i| model.tensor_at(i).map(|t| (t.info.name, t.info.dtype)))
+        .collect();
+    names.sort_by(|a, b| a.0.cmp(b.0));
+    let mut counts = std::collections::HashMap::new();
+    let (mut max, mut most) = (0u64, DataType::F32);
+    for (_, t) in names {
+        let n = counts.entry(t).or_insert(0u64);
+        *n += 1;
+        if *n > max {
+            max = *n;
+            most = t;
+        }
+    }
+    use DataType as T;
+    let id = match most {
+        T::F16 => 1,
+        T::BF16 => 32,
+        T::Q4_0 => 2,
+        T::Q4_1 => 3,
+        T::Q5_0 => 8,
+        T::Q5_1 => 9,
+        T::Q8_0 => 7,
+        T::Q2_K => 10,
+        T::Q3_K => 12,
+        T::Q4_K => 15,
+        T::Q5_K => 17,
+        T::Q6_K => 18,
+        T::TQ1_0 => 36,
+        T::TQ2_0 => 37,
+        T::IQ2_XXS => 19,
+        T::IQ2_XS => 20,
+        T::IQ2_S => 28,
+        T::IQ3_XXS => 23,
+        T::IQ1_S => 24,
+        T::IQ1_M => 31,
+        T::IQ4_NL => 25,
+        T::IQ4_XS => 30,
+        T::IQ3_S => 26,
+        T::NVFP4 => 39,
+        T::Q1_0 => 40,
+        T::Q2_0 => 41,
+        _ => 0,
+    };
+    id | FILE_TYPE_GUESSED
+}
+
 /// Sets `key` as ggml's `gguf_set_val_*` does: removes it, then appends it.
 fn set(w: &mut Writer, key: &str, value: MetadataValue) -> Result<()> {
     w.remove_metadata(key);
@@ -641,9 +822,36 @@ fn tensor_bytes(model: &Model<Source>, t: &PlannedTensor, options: &Options) -> 
             &w[k * ne0..(k + 1) * ne0]
         });
         let dst = &mut out[written..written + src.len() / ne0.max(1) * row_bytes];
-        written +=
+        let rows_here = src.len() / ne0.max(1);
+        if options.cancel.is_none() {
             crate::quantize::quantize_parallel(t.to, src, ne0, weights, dst, options.threads)
                 .map_err(|e| e.with_context(format!("tensor {}", quote(&t.name))))?;
+        } else {
+            // In runs of rows of about a tenth of a second each, the request to stop polled
+            // between them; rows are named as one call over the matrix names them.
+            let mut run = Runs::new(ne0, crate::parallel::thread_count(options.threads));
+            let mut done = 0;
+            while done < rows_here {
+                check_cancel(options, &t.name)?;
+                let n = run.rows().min(rows_here - done);
+                let x = &src[done * ne0..(done + n) * ne0];
+                let y = &mut dst[done * row_bytes..(done + n) * row_bytes];
+                run.start();
+                crate::quantize::quantize_parallel_at(
+                    t.to,
+                    x,
+                    ne0,
+                    weights,
+                    y,
+                    options.threads,
+                    done,
+                )
+                .map_err(|e| e.with_context(format!("tensor {}", quote(&t.name))))?;
+                run.finished();
+                done += n;
+            }
+        }
+        written += rows_here * row_bytes;
     }
     if let Some(bad) = crate::quant::validate::find_bad_value(t.to, &out, ByteOrder::Little) {
         return Err(Error::msg(

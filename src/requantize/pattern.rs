@@ -1,24 +1,45 @@
 //! Tensor-name patterns: the regular expressions llama-quantize's `--tensor-type PATTERN=TYPE`
-//! takes (ECMAScript syntax, found anywhere in the name, as `std::regex_search` finds them), for
-//! the part of the syntax names need: literals, `.`, classes (`[a-z]`, `[^0-9]`, `\d`, `\w`,
-//! `\s` and their negations), groups (`(...)`, `(?:...)`) with alternation, the quantifiers `*`,
-//! `+`, `?`, `{n}`, `{n,}`, `{n,m}` (lazy or not: a search only asks whether there is a match),
-//! and the anchors `^` and `$`. Matched by simulating all paths of the automaton at once, so a
-//! search takes time linear in the name for a given pattern, whatever the pattern.
+//! takes, with exactly the meaning libstdc++'s `std::regex` (ECMAScript grammar, the "C"
+//! locale, `char` signed as on x86-64) gives them under `std::regex_search`, the call
+//! llama.cpp makes: the whole syntax (literals, `.`, bracket expressions with ranges, POSIX
+//! classes `[[:digit:]]` and escapes, `\d` `\w` `\s` and their negations, `\xHH`, `\uHHHH`
+//! (cut to its low byte, as libstdc++ stores it in a `char`), `\cX`, `\0`, groups, `(?:...)`,
+//! collating elements and equivalence classes by libstdc++'s names (`[[.hyphen.]]`, `[[=a=]]`),
+//! lookaheads `(?=...)` `(?!...)`, back-references `\N`, `^` `$` `\b` `\B`, the greedy and lazy
+//! quantifiers `*` `+` `?` `{n}` `{n,}` `{n,m}`), compiled to the automaton libstdc++ builds
+//! (states, clones of repeated expressions, its limit of 100,000 states) and run by its
+//! depth-first search, step for step: the same quirks too (an empty repetition may run twice
+//! at one position; captures set in a lookahead stay; an unset group's back-reference fails;
+//! `^` at a lookahead's start when the search began at 0).
+//!
+//! Refused with a message naming the pattern and where: what `std::regex` refuses (its
+//! `regex_error`s), and what it cannot be matched exactly here: counts above 2^31 - 1 (which
+//! libstdc++ wraps), groups nested more than 256 deep. Matching is bounded: a search that takes more than
+//! `MAX_STEPS` (2,000,000) steps, or holds more than `MAX_FRAMES` (200,000) frames on its stack, fails with an error naming
+//! the pattern and the name (libstdc++ would run on, or overflow its stack).
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::text::quote;
+use std::collections::HashMap;
 
-/// Most automaton steps a pattern may compile to (bounded repetitions are expanded).
-const MAX_PROGRAM: usize = 10_000;
+/// libstdc++'s `_GLIBCXX_REGEX_STATE_LIMIT`: most states an automaton may have.
+const MAX_STATES: usize = 100_000;
+/// Most steps one search (one pattern, one name) may take.
+const MAX_STEPS: u64 = 2_000_000;
+/// Most frames the search's stack may hold (libstdc++ recurses: its depth).
+const MAX_FRAMES: usize = 200_000;
+/// Most groups nested in one another.
+const MAX_NESTING: u32 = 256;
 
 /// A compiled pattern.
 #[derive(Clone, Debug)]
 pub struct Pattern {
     source: String,
-    program: Vec<Inst>,
+    nfa: Vec<State>,
+    groups: usize,
 }
 
-/// A set of bytes.
+/// A set of bytes (a matcher's cache: whether it matches each byte).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct ByteSet([u64; 4]);
 
@@ -29,65 +50,281 @@ impl ByteSet {
         self.0[usize::from(b >> 6)] |= 1 << (b & 63);
     }
 
-    fn add_range(&mut self, lo: u8, hi: u8) {
-        for b in lo..=hi {
-            self.add(b);
-        }
-    }
-
     fn has(&self, b: u8) -> bool {
         self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0
     }
 
-    fn negated(self) -> ByteSet {
-        ByteSet(self.0.map(|w| !w))
-    }
-
-    fn union(&mut self, other: ByteSet) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a |= b;
+    fn from_fn(f: impl Fn(u8) -> bool) -> ByteSet {
+        let mut s = ByteSet::EMPTY;
+        for b in 0..=255u8 {
+            if f(b) {
+                s.add(b);
+            }
         }
+        s
     }
 }
 
-#[derive(Clone, Debug)]
-enum Node {
-    Set(ByteSet),
-    Start,
-    End,
-    Concat(Vec<Node>),
-    Alt(Vec<Node>),
-    Repeat {
-        node: Box<Node>,
-        min: u32,
-        max: Option<u32>,
-    },
+const NONE: usize = usize::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    Alternative,
+    Repeat { lazy: bool },
+    SubBegin(usize),
+    SubEnd(usize),
+    LineBegin,
+    LineEnd,
+    WordBound { neg: bool },
+    Lookahead { neg: bool },
+    Match(ByteSet),
+    Backref(usize),
+    Accept,
+    Dummy,
+}
+
+impl Op {
+    fn has_alt(self) -> bool {
+        matches!(
+            self,
+            Op::Alternative | Op::Repeat { .. } | Op::Lookahead { .. }
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Inst {
-    Byte(ByteSet),
-    Split(usize, usize),
-    Jump(usize),
-    Start,
-    End,
-    Match,
+struct State {
+    op: Op,
+    next: usize,
+    alt: usize,
 }
 
-struct Parser<'a> {
+/// The classes of the "C" locale (glibc's table), by name as `regex_traits::lookup_classname`
+/// knows them (lower-cased first).
+fn class_named(name: &[u8]) -> Option<fn(u8) -> bool> {
+    let name = name.to_ascii_lowercase();
+    Some(match &name[..] {
+        b"d" | b"digit" => |c: u8| c.is_ascii_digit(),
+        b"w" => |c: u8| c.is_ascii_alphanumeric() || c == b'_',
+        b"s" | b"space" => |c: u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'),
+        b"alnum" => |c: u8| c.is_ascii_alphanumeric(),
+        b"alpha" => |c: u8| c.is_ascii_alphabetic(),
+        b"blank" => |c: u8| c == b' ' || c == b'\t',
+        b"cntrl" => |c: u8| c < 0x20 || c == 0x7f,
+        b"graph" => |c: u8| (0x21..=0x7e).contains(&c),
+        b"lower" => |c: u8| c.is_ascii_lowercase(),
+        b"print" => |c: u8| (0x20..=0x7e).contains(&c),
+        b"punct" => |c: u8| c.is_ascii_punctuation(),
+        b"upper" => |c: u8| c.is_ascii_uppercase(),
+        b"xdigit" => |c: u8| c.is_ascii_hexdigit(),
+        _ => return None,
+    })
+}
+
+/// `regex_traits::lookup_collatename`'s names, by the character each stands for.
+const COLLATING_NAMES: [&str; 128] = [
+    "NUL",
+    "SOH",
+    "STX",
+    "ETX",
+    "EOT",
+    "ENQ",
+    "ACK",
+    "alert",
+    "backspace",
+    "tab",
+    "newline",
+    "vertical-tab",
+    "form-feed",
+    "carriage-return",
+    "SO",
+    "SI",
+    "DLE",
+    "DC1",
+    "DC2",
+    "DC3",
+    "DC4",
+    "NAK",
+    "SYN",
+    "ETB",
+    "CAN",
+    "EM",
+    "SUB",
+    "ESC",
+    "IS4",
+    "IS3",
+    "IS2",
+    "IS1",
+    "space",
+    "exclamation-mark",
+    "quotation-mark",
+    "number-sign",
+    "dollar-sign",
+    "percent-sign",
+    "ampersand",
+    "apostrophe",
+    "left-parenthesis",
+    "right-parenthesis",
+    "asterisk",
+    "plus-sign",
+    "comma",
+    "hyphen",
+    "period",
+    "slash",
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "colon",
+    "semicolon",
+    "less-than-sign",
+    "equals-sign",
+    "greater-than-sign",
+    "question-mark",
+    "commercial-at",
+    "A",
+    "B",
+    "C",
+    "D",
+    "E",
+    "F",
+    "G",
+    "H",
+    "I",
+    "J",
+    "K",
+    "L",
+    "M",
+    "N",
+    "O",
+    "P",
+    "Q",
+    "R",
+    "S",
+    "T",
+    "U",
+    "V",
+    "W",
+    "X",
+    "Y",
+    "Z",
+    "left-square-bracket",
+    "backslash",
+    "right-square-bracket",
+    "circumflex",
+    "underscore",
+    "grave-accent",
+    "a",
+    "b",
+    "c",
+    "d",
+    "e",
+    "f",
+    "g",
+    "h",
+    "i",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "o",
+    "p",
+    "q",
+    "r",
+    "s",
+    "t",
+    "u",
+    "v",
+    "w",
+    "x",
+    "y",
+    "z",
+    "left-curly-bracket",
+    "vertical-line",
+    "right-curly-bracket",
+    "tilde",
+    "DEL",
+];
+
+/// The character a collating name stands for (`[[.name.]]`).
+fn collating(name: &[u8]) -> Option<u8> {
+    COLLATING_NAMES
+        .iter()
+        .position(|n| n.as_bytes() == name)
+        .and_then(|i| u8::try_from(i).ok())
+}
+
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Eof,
+    Ord(u8),
+    Hex(u8),
+    Backref(u64),
+    QuotedClass(u8),
+    WordBound { neg: bool },
+    LineBegin,
+    LineEnd,
+    AnyChar,
+    Closure0,
+    Closure1,
+    Opt,
+    Or,
+    GroupBegin,
+    NoGroupBegin,
+    LookaheadBegin { neg: bool },
+    GroupEnd,
+    BracketBegin { neg: bool },
+    BracketEnd,
+    BracketDash,
+    ClassName(Vec<u8>),
+    Collating { equiv: bool, name: Vec<u8> },
+    IntervalBegin,
+    IntervalEnd,
+    Comma,
+    Count(u64),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Normal,
+    Bracket,
+    Brace,
+}
+
+/// libstdc++'s `_Scanner` for ECMAScript.
+struct Scanner<'a> {
     s: &'a [u8],
     at: usize,
+    mode: Mode,
     source: &'a str,
 }
 
-impl Parser<'_> {
+fn too_big(source: &str, what: &str) -> Error {
+    Error::msg(
+        ErrorCode::InvalidArgument,
+        format!("tensor-name pattern '{source}': {what}"),
+    )
+}
+
+impl Scanner<'_> {
     fn error(&self, what: &str) -> Error {
         Error::msg(
             ErrorCode::InvalidArgument,
             format!(
                 "tensor-name pattern '{}': {what} at character {}",
                 self.source,
-                self.at + 1
+                self.at.min(self.s.len()) + 1
             ),
         )
     }
@@ -96,330 +333,933 @@ impl Parser<'_> {
         self.s.get(self.at).copied()
     }
 
-    fn alternation(&mut self, depth: usize) -> Result<Node> {
-        if depth > 64 {
-            return Err(self.error("groups nest too deep"));
-        }
-        let mut branches = vec![self.concat(depth)?];
-        while self.peek() == Some(b'|') {
+    fn digits(&mut self, first: u8) -> Result<u64> {
+        let mut v = u64::from(first - b'0');
+        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
             self.at += 1;
-            branches.push(self.concat(depth)?);
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(c - b'0')))
+                .filter(|&v| v <= i32::MAX as u64)
+                .ok_or_else(|| {
+                    self.error("a number above 2147483647 (std::regex would wrap it)")
+                })?;
         }
-        Ok(if branches.len() == 1 {
-            branches.pop().unwrap_or(Node::Concat(Vec::new()))
-        } else {
-            Node::Alt(branches)
-        })
+        Ok(v)
     }
 
-    fn concat(&mut self, depth: usize) -> Result<Node> {
-        let mut items = Vec::new();
-        while let Some(c) = self.peek() {
-            if c == b'|' || c == b')' {
-                break;
-            }
-            let atom = self.atom(depth)?;
-            items.push(self.quantified(atom)?);
-        }
-        Ok(Node::Concat(items))
-    }
-
-    fn number(&mut self) -> Option<u32> {
-        let start = self.at;
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.at += 1;
-        }
-        std::str::from_utf8(&self.s[start..self.at])
-            .ok()?
-            .parse()
-            .ok()
-    }
-
-    fn quantified(&mut self, atom: Node) -> Result<Node> {
-        let (min, max) = match self.peek() {
-            Some(b'*') => (0, None),
-            Some(b'+') => (1, None),
-            Some(b'?') => (0, Some(1)),
-            Some(b'{') => {
-                self.at += 1;
-                let min = self
-                    .number()
-                    .ok_or_else(|| self.error("a count expected"))?;
-                let max = if self.peek() == Some(b',') {
-                    self.at += 1;
-                    if self.peek() == Some(b'}') {
-                        None
-                    } else {
-                        Some(
-                            self.number()
-                                .ok_or_else(|| self.error("a count expected"))?,
-                        )
-                    }
-                } else {
-                    Some(min)
-                };
-                if self.peek() != Some(b'}') {
-                    return Err(self.error("'}' expected"));
-                }
-                if max.is_some_and(|m| m < min) {
-                    return Err(self.error("a repetition's maximum is below its minimum"));
-                }
-                (min, max)
-            }
-            _ => return Ok(atom),
+    fn next(&mut self) -> Result<Token> {
+        let Some(c) = self.peek() else {
+            return Ok(Token::Eof);
         };
-        if matches!(atom, Node::Start | Node::End) {
-            return Err(self.error("an anchor cannot be repeated"));
-        }
         self.at += 1;
-        if self.peek() == Some(b'?') {
-            self.at += 1; // lazy: the same for a search
+        match self.mode {
+            Mode::Normal => self.normal(c),
+            Mode::Bracket => self.bracket(c),
+            Mode::Brace => self.brace(c),
         }
-        if matches!(self.peek(), Some(b'*' | b'+' | b'?' | b'{')) {
-            return Err(self.error("nothing to repeat"));
-        }
-        Ok(Node::Repeat {
-            node: Box::new(atom),
-            min,
-            max,
-        })
     }
 
-    fn atom(&mut self, depth: usize) -> Result<Node> {
-        let c = self
-            .peek()
-            .ok_or_else(|| self.error("a pattern expected"))?;
-        self.at += 1;
+    fn normal(&mut self, c: u8) -> Result<Token> {
         Ok(match c {
+            b'\\' => {
+                if self.peek().is_none() {
+                    return Err(self.error("a pattern ends in a backslash"));
+                }
+                self.escape()?
+            }
             b'(' => {
-                if self.s[self.at..].starts_with(b"?:") {
-                    self.at += 2;
-                } else if self.peek() == Some(b'?') {
-                    return Err(self.error("lookarounds are not supported"));
+                if self.peek() == Some(b'?') {
+                    self.at += 1;
+                    let t = match self.peek() {
+                        Some(b':') => Token::NoGroupBegin,
+                        Some(b'=') => Token::LookaheadBegin { neg: false },
+                        Some(b'!') => Token::LookaheadBegin { neg: true },
+                        _ => return Err(self.error("'(?' is not followed by ':', '=' or '!'")),
+                    };
+                    self.at += 1;
+                    t
+                } else {
+                    Token::GroupBegin
                 }
-                let inner = self.alternation(depth + 1)?;
-                if self.peek() != Some(b')') {
-                    return Err(self.error("')' expected"));
+            }
+            b')' => Token::GroupEnd,
+            b'[' => {
+                self.mode = Mode::Bracket;
+                if self.peek() == Some(b'^') {
+                    self.at += 1;
+                    Token::BracketBegin { neg: true }
+                } else {
+                    Token::BracketBegin { neg: false }
                 }
-                self.at += 1;
-                inner
-            }
-            b'[' => Node::Set(self.class()?),
-            b'.' => {
-                let mut set = ByteSet::EMPTY;
-                set.add(b'\n');
-                set.add(b'\r');
-                Node::Set(set.negated())
-            }
-            b'^' => Node::Start,
-            b'$' => Node::End,
-            b'\\' => Node::Set(self.escape()?),
-            b'*' | b'+' | b'?' => {
-                self.at -= 1;
-                return Err(self.error("nothing to repeat"));
             }
             b'{' => {
-                self.at -= 1;
-                return Err(self.error("nothing to repeat"));
+                self.mode = Mode::Brace;
+                Token::IntervalBegin
+            }
+            b'^' => Token::LineBegin,
+            b'$' => Token::LineEnd,
+            b'.' => Token::AnyChar,
+            b'*' => Token::Closure0,
+            b'+' => Token::Closure1,
+            b'?' => Token::Opt,
+            b'|' => Token::Or,
+            c => Token::Ord(c),
+        })
+    }
+
+    fn bracket(&mut self, c: u8) -> Result<Token> {
+        Ok(match c {
+            b'-' => Token::BracketDash,
+            b'[' => match self.peek() {
+                None => return Err(self.error("an incomplete '[[' in a bracket expression")),
+                Some(d @ (b'.' | b':' | b'=')) => {
+                    self.at += 1;
+                    let start = self.at;
+                    while self.peek().is_some_and(|c| c != d) {
+                        self.at += 1;
+                    }
+                    let name = self.s[start..self.at].to_vec();
+                    if self.peek() != Some(d) || self.s.get(self.at + 1) != Some(&b']') {
+                        return Err(self.error("a class name in brackets is not closed"));
+                    }
+                    self.at += 2;
+                    if d == b':' {
+                        Token::ClassName(name)
+                    } else {
+                        Token::Collating {
+                            equiv: d == b'=',
+                            name,
+                        }
+                    }
+                }
+                Some(_) => Token::Ord(b'['),
+            },
+            b']' => {
+                self.mode = Mode::Normal;
+                Token::BracketEnd
+            }
+            b'\\' => {
+                if self.peek().is_none() {
+                    return Err(self.error("a pattern ends in a backslash"));
+                }
+                self.escape()?
+            }
+            c => Token::Ord(c),
+        })
+    }
+
+    fn brace(&mut self, c: u8) -> Result<Token> {
+        Ok(match c {
+            b'0'..=b'9' => Token::Count(self.digits(c)?),
+            b',' => Token::Comma,
+            b'}' => {
+                self.mode = Mode::Normal;
+                Token::IntervalEnd
             }
             _ => {
-                let mut set = ByteSet::EMPTY;
-                set.add(c);
-                Node::Set(set)
+                self.at -= 1;
+                return Err(self.error("a repetition count is not '{n}', '{n,}' or '{n,m}'"));
             }
         })
     }
 
-    /// The set an escape (after its backslash) stands for.
-    fn escape(&mut self) -> Result<ByteSet> {
-        let c = self
-            .peek()
-            .ok_or_else(|| self.error("a pattern ends in a backslash"))?;
+    /// `_M_eat_escape_ecma`, after the backslash (a character follows).
+    fn escape(&mut self) -> Result<Token> {
+        let c = self.peek().unwrap_or(0);
         self.at += 1;
-        let mut set = ByteSet::EMPTY;
-        let class = |c: u8| {
-            let mut set = ByteSet::EMPTY;
-            match c.to_ascii_lowercase() {
-                b'd' => set.add_range(b'0', b'9'),
-                b'w' => {
-                    set.add_range(b'0', b'9');
-                    set.add_range(b'a', b'z');
-                    set.add_range(b'A', b'Z');
-                    set.add(b'_');
-                }
-                _ => {
-                    for b in [b' ', b'\t', b'\n', b'\r', 0x0b, 0x0c] {
-                        set.add(b);
-                    }
-                }
-            }
-            if c.is_ascii_uppercase() {
-                set.negated()
-            } else {
-                set
-            }
+        let table = |c: u8| match c {
+            b'0' => Some(0),
+            b'b' => Some(8),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'v' => Some(0x0b),
+            _ => None,
         };
-        match c {
-            b'd' | b'D' | b'w' | b'W' | b's' | b'S' => return Ok(class(c)),
-            b'n' => set.add(b'\n'),
-            b't' => set.add(b'\t'),
-            b'r' => set.add(b'\r'),
-            c if c.is_ascii_alphanumeric() => {
-                self.at -= 1;
-                return Err(self.error("this escape is not supported"));
-            }
-            c => set.add(c),
-        }
-        Ok(set)
-    }
-
-    /// A bracketed class, after its `[`.
-    fn class(&mut self) -> Result<ByteSet> {
-        let negate = self.peek() == Some(b'^');
-        if negate {
-            self.at += 1;
-        }
-        let mut set = ByteSet::EMPTY;
-        let mut first = true;
-        loop {
-            let c = self.peek().ok_or_else(|| self.error("']' expected"))?;
-            if c == b']' && !first {
+        Ok(match c {
+            b'b' if self.mode == Mode::Bracket => Token::Ord(8),
+            b'b' => Token::WordBound { neg: false },
+            b'B' => Token::WordBound { neg: true },
+            c if table(c).is_some() => Token::Ord(table(c).unwrap_or(0)),
+            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Token::QuotedClass(c),
+            b'c' => {
+                let Some(n) = self.peek() else {
+                    return Err(self.error("'\\c' ends the pattern"));
+                };
                 self.at += 1;
-                break;
+                Token::Ord(n)
             }
-            first = false;
-            self.at += 1;
-            let lo = if c == b'\\' {
-                let escaped = self.escape()?;
-                let single = (0..=255u8).filter(|&b| escaped.has(b)).count() == 1;
-                if !single {
-                    set.union(escaped);
-                    continue;
+            b'x' | b'u' => {
+                let n = if c == b'x' { 2 } else { 4 };
+                let mut v = 0u32;
+                for _ in 0..n {
+                    let d = self
+                        .peek()
+                        .and_then(|d| char::from(d).to_digit(16))
+                        .ok_or_else(|| {
+                            self.error(if n == 2 {
+                                "'\\x' needs two hexadecimal digits"
+                            } else {
+                                "'\\u' needs four hexadecimal digits"
+                            })
+                        })?;
+                    self.at += 1;
+                    v = v * 16 + d;
                 }
-                (0..=255u8).find(|&b| escaped.has(b)).unwrap_or(0)
-            } else {
-                c
-            };
-            if self.peek() == Some(b'-') && self.s.get(self.at + 1).is_some_and(|&n| n != b']') {
-                self.at += 1;
-                let mut hi = self.peek().unwrap_or(0);
-                self.at += 1;
-                if hi == b'\\' {
-                    let escaped = self.escape()?;
-                    hi = (0..=255u8).find(|&b| escaped.has(b)).unwrap_or(0);
-                }
-                if hi < lo {
-                    return Err(self.error("a range's end is below its start"));
-                }
-                set.add_range(lo, hi);
-            } else {
-                set.add(lo);
+                // Stored in a `char`: its low byte.
+                Token::Hex((v & 0xff) as u8)
             }
-        }
-        Ok(if negate { set.negated() } else { set })
+            b'1'..=b'9' => Token::Backref(self.digits(c)?),
+            c => Token::Ord(c),
+        })
     }
 }
 
-struct Compiler {
-    program: Vec<Inst>,
+/// A run of states: where it starts and its last state (whose `next` is open).
+#[derive(Clone, Copy)]
+struct Seq {
+    start: usize,
+    end: usize,
 }
 
-impl Compiler {
-    fn push(&mut self, inst: Inst) -> Result<usize> {
-        if self.program.len() >= MAX_PROGRAM {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                "a tensor-name pattern is too large (its repetitions expand to too many steps)",
+/// libstdc++'s `_Compiler`: the same states, in the same way.
+struct Compiler<'a> {
+    scanner: Scanner<'a>,
+    token: Token,
+    nfa: Vec<State>,
+    groups: usize,
+    open: Vec<usize>,
+    nesting: u32,
+}
+
+enum Last {
+    None,
+    Char(u8),
+    Class,
+}
+
+impl Compiler<'_> {
+    fn advance(&mut self) -> Result<()> {
+        self.token = self.scanner.next()?;
+        Ok(())
+    }
+
+    /// Takes the current token if it is `t`.
+    fn take(&mut self, t: &Token) -> Result<bool> {
+        if &self.token == t {
+            self.advance()?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn insert(&mut self, op: Op, next: usize, alt: usize) -> Result<usize> {
+        if self.nfa.len() >= MAX_STATES {
+            return Err(too_big(
+                self.scanner.source,
+                "it compiles to more than 100000 states (std::regex's limit: \
+                 a repetition count too large, or too long a pattern)",
             ));
         }
-        self.program.push(inst);
-        Ok(self.program.len() - 1)
+        self.nfa.push(State { op, next, alt });
+        Ok(self.nfa.len() - 1)
     }
 
-    fn node(&mut self, node: &Node) -> Result<()> {
-        match node {
-            Node::Set(set) => {
-                self.push(Inst::Byte(*set))?;
+    fn single(&mut self, op: Op) -> Result<Seq> {
+        let id = self.insert(op, NONE, NONE)?;
+        Ok(Seq { start: id, end: id })
+    }
+
+    fn append(&mut self, seq: &mut Seq, id: usize) {
+        self.nfa[seq.end].next = id;
+        seq.end = id;
+    }
+
+    fn append_seq(&mut self, seq: &mut Seq, other: Seq) {
+        self.nfa[seq.end].next = other.start;
+        seq.end = other.end;
+    }
+
+    fn disjunction(&mut self) -> Result<Seq> {
+        let mut alt1 = self.alternative()?;
+        while self.take(&Token::Or)? {
+            let mut alt2 = self.alternative()?;
+            let end = self.insert(Op::Dummy, NONE, NONE)?;
+            self.append(&mut alt1, end);
+            self.append(&mut alt2, end);
+            let alt = self.insert(Op::Alternative, alt2.start, alt1.start)?;
+            alt1 = Seq { start: alt, end };
+        }
+        Ok(alt1)
+    }
+
+    /// `_M_alternative`: its terms, then a dummy state (iteratively: libstdc++ recurses, the
+    /// states come out the same).
+    fn alternative(&mut self) -> Result<Seq> {
+        let mut terms = Vec::new();
+        while let Some(t) = self.term()? {
+            terms.push(t);
+        }
+        let dummy = self.single(Op::Dummy)?;
+        let mut iter = terms.into_iter();
+        let Some(mut seq) = iter.next() else {
+            return Ok(dummy);
+        };
+        for t in iter {
+            self.append_seq(&mut seq, t);
+        }
+        self.append_seq(&mut seq, dummy);
+        Ok(seq)
+    }
+
+    fn term(&mut self) -> Result<Option<Seq>> {
+        if let Some(a) = self.assertion()? {
+            return Ok(Some(a));
+        }
+        let Some(mut atom) = self.atom()? else {
+            return Ok(None);
+        };
+        while self.quantifier(&mut atom)? {}
+        Ok(Some(atom))
+    }
+
+    fn nested(&mut self) -> Result<Seq> {
+        self.nesting += 1;
+        if self.nesting > MAX_NESTING {
+            return Err(self.scanner.error("groups nest more than 256 deep"));
+        }
+        let inner = self.disjunction()?;
+        self.nesting -= 1;
+        if !self.take(&Token::GroupEnd)? {
+            return Err(self.scanner.error("')' expected"));
+        }
+        Ok(inner)
+    }
+
+    fn assertion(&mut self) -> Result<Option<Seq>> {
+        let op = match self.token {
+            Token::LineBegin => Op::LineBegin,
+            Token::LineEnd => Op::LineEnd,
+            Token::WordBound { neg } => Op::WordBound { neg },
+            Token::LookaheadBegin { neg } => {
+                self.advance()?;
+                let mut inner = self.nested()?;
+                let accept = self.insert(Op::Accept, NONE, NONE)?;
+                self.append(&mut inner, accept);
+                return Ok(Some(self.single_alt(Op::Lookahead { neg }, inner.start)?));
             }
-            Node::Start => {
-                self.push(Inst::Start)?;
+            _ => return Ok(None),
+        };
+        self.advance()?;
+        Ok(Some(self.single(op)?))
+    }
+
+    fn single_alt(&mut self, op: Op, alt: usize) -> Result<Seq> {
+        let id = self.insert(op, NONE, alt)?;
+        Ok(Seq { start: id, end: id })
+    }
+
+    fn quantifier(&mut self, e: &mut Seq) -> Result<bool> {
+        let lazy_after = |c: &mut Self| c.take(&Token::Opt);
+        match self.token {
+            Token::Closure0 => {
+                self.advance()?;
+                let lazy = lazy_after(self)?;
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(e, r);
+                *e = Seq { start: r, end: r };
             }
-            Node::End => {
-                self.push(Inst::End)?;
+            Token::Closure1 => {
+                self.advance()?;
+                let lazy = lazy_after(self)?;
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(e, r);
             }
-            Node::Concat(items) => {
-                for item in items {
-                    self.node(item)?;
-                }
+            Token::Opt => {
+                self.advance()?;
+                let lazy = lazy_after(self)?;
+                let end = self.insert(Op::Dummy, NONE, NONE)?;
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(e, end);
+                let mut rs = Seq { start: r, end: r };
+                self.append(&mut rs, end);
+                *e = rs;
             }
-            Node::Alt(branches) => {
-                let mut jumps = Vec::new();
-                for (i, branch) in branches.iter().enumerate() {
-                    if i + 1 < branches.len() {
-                        let split = self.push(Inst::Split(0, 0))?;
-                        self.node(branch)?;
-                        jumps.push(self.push(Inst::Jump(0))?);
-                        let next = self.program.len();
-                        self.program[split] = Inst::Split(split + 1, next);
+            Token::IntervalBegin => {
+                self.advance()?;
+                let Token::Count(min) = self.token else {
+                    return Err(self.scanner.error("a repetition count expected"));
+                };
+                self.advance()?;
+                let r = *e;
+                let mut out = self.single(Op::Dummy)?;
+                let mut infinite = false;
+                let mut extra = 0u64;
+                if self.take(&Token::Comma)? {
+                    if let Token::Count(max) = self.token {
+                        self.advance()?;
+                        if max < min {
+                            return Err(self
+                                .scanner
+                                .error("a repetition's maximum is below its minimum"));
+                        }
+                        extra = max - min;
                     } else {
-                        self.node(branch)?;
+                        infinite = true;
                     }
                 }
-                let end = self.program.len();
-                for j in jumps {
-                    self.program[j] = Inst::Jump(end);
+                if !self.take(&Token::IntervalEnd)? {
+                    return Err(self.scanner.error("'}' expected"));
                 }
+                let lazy = lazy_after(self)?;
+                for _ in 0..min {
+                    let c = self.clone_seq(r)?;
+                    self.append_seq(&mut out, c);
+                }
+                if infinite {
+                    let mut tmp = self.clone_seq(r)?;
+                    let s = self.insert(Op::Repeat { lazy }, NONE, tmp.start)?;
+                    self.append(&mut tmp, s);
+                    self.append(&mut out, s);
+                } else {
+                    let end = self.insert(Op::Dummy, NONE, NONE)?;
+                    let mut repeats = Vec::new();
+                    for _ in 0..extra {
+                        let tmp = self.clone_seq(r)?;
+                        let alt = self.insert(Op::Repeat { lazy }, tmp.start, end)?;
+                        repeats.push(alt);
+                        self.append_seq(
+                            &mut out,
+                            Seq {
+                                start: alt,
+                                end: tmp.end,
+                            },
+                        );
+                    }
+                    self.append(&mut out, end);
+                    for id in repeats {
+                        let s = &mut self.nfa[id];
+                        std::mem::swap(&mut s.next, &mut s.alt);
+                    }
+                }
+                *e = out;
             }
-            Node::Repeat { node, min, max } => {
-                for _ in 0..*min {
-                    self.node(node)?;
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `_StateSeq::_M_clone`: a copy of the states reachable from `seq`'s start (not past its
+    /// end), with libstdc++'s order (and its copies of a state pushed twice).
+    fn clone_seq(&mut self, seq: Seq) -> Result<Seq> {
+        let mut map: HashMap<usize, usize> = HashMap::new();
+        let mut stack = vec![seq.start];
+        while let Some(u) = stack.pop() {
+            let dup = self.nfa[u];
+            let id = self.insert(dup.op, dup.next, dup.alt)?;
+            map.insert(u, id);
+            if dup.op.has_alt() && dup.alt != NONE && !map.contains_key(&dup.alt) {
+                stack.push(dup.alt);
+            }
+            if u == seq.end {
+                continue;
+            }
+            if dup.next != NONE && !map.contains_key(&dup.next) {
+                stack.push(dup.next);
+            }
+        }
+        for &v in map.values() {
+            let s = self.nfa[v];
+            let next = if s.next == NONE {
+                NONE
+            } else {
+                map.get(&s.next).copied().unwrap_or(s.next)
+            };
+            let alt = if s.op.has_alt() && s.alt != NONE {
+                map.get(&s.alt).copied().unwrap_or(s.alt)
+            } else {
+                s.alt
+            };
+            self.nfa[v].next = next;
+            self.nfa[v].alt = alt;
+        }
+        Ok(Seq {
+            start: map[&seq.start],
+            end: map[&seq.end],
+        })
+    }
+
+    fn atom(&mut self) -> Result<Option<Seq>> {
+        let seq = match self.token.clone() {
+            Token::AnyChar => {
+                self.advance()?;
+                self.single(Op::Match(ByteSet::from_fn(|c| c != b'\n' && c != b'\r')))?
+            }
+            Token::Ord(c) | Token::Hex(c) => {
+                self.advance()?;
+                self.single(Op::Match(ByteSet::from_fn(|b| b == c)))?
+            }
+            Token::Backref(n) => {
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                if n >= self.groups {
+                    return Err(self.scanner.error(&format!(
+                        "a back-reference \\{n} to a group not opened before it"
+                    )));
                 }
-                match max {
-                    None => {
-                        let split = self.push(Inst::Split(0, 0))?;
-                        self.node(node)?;
-                        self.push(Inst::Jump(split))?;
-                        let end = self.program.len();
-                        self.program[split] = Inst::Split(split + 1, end);
+                if self.open.contains(&n) {
+                    return Err(self.scanner.error("a back-reference to a group still open"));
+                }
+                self.advance()?;
+                self.single(Op::Backref(n))?
+            }
+            Token::QuotedClass(c) => {
+                self.advance()?;
+                let f = class_named(&[c]).unwrap_or(|_| false);
+                let neg = c.is_ascii_uppercase();
+                self.single(Op::Match(ByteSet::from_fn(|b| f(b) != neg)))?
+            }
+            Token::NoGroupBegin => {
+                self.advance()?;
+                let mut r = self.single(Op::Dummy)?;
+                let inner = self.nested()?;
+                self.append_seq(&mut r, inner);
+                r
+            }
+            Token::GroupBegin => {
+                self.advance()?;
+                let id = self.groups;
+                self.groups += 1;
+                self.open.push(id);
+                let mut r = self.single(Op::SubBegin(id))?;
+                let inner = self.nested()?;
+                self.append_seq(&mut r, inner);
+                let close = self.open.pop().unwrap_or(id);
+                let end = self.insert(Op::SubEnd(close), NONE, NONE)?;
+                self.append(&mut r, end);
+                r
+            }
+            Token::BracketBegin { neg } => {
+                self.advance()?;
+                let set = self.bracket(neg)?;
+                self.single(Op::Match(set))?
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(seq))
+    }
+
+    /// `_M_insert_bracket_matcher`, after the `[` or `[^`.
+    fn bracket(&mut self, neg: bool) -> Result<ByteSet> {
+        let mut chars = ByteSet::EMPTY;
+        let mut ranges: Vec<(i8, i8)> = Vec::new();
+        let mut classes: Vec<fn(u8) -> bool> = Vec::new();
+        let mut neg_classes: Vec<fn(u8) -> bool> = Vec::new();
+        let mut equivs: Vec<u8> = Vec::new();
+        let mut last = Last::None;
+        if let Some(c) = self.try_char()? {
+            last = Last::Char(c);
+        } else if self.take(&Token::BracketDash)? {
+            last = Last::Char(b'-');
+        }
+        let push_char = |last: &mut Last, chars: &mut ByteSet, c: Option<u8>| {
+            if let Last::Char(l) = *last {
+                chars.add(l);
+            }
+            *last = match c {
+                Some(c) => Last::Char(c),
+                None => Last::Class,
+            };
+        };
+        loop {
+            if self.take(&Token::BracketEnd)? {
+                break;
+            }
+            match self.token.clone() {
+                Token::Collating { equiv, name } => {
+                    let c = collating(&name).ok_or_else(|| {
+                        self.scanner.error(&format!(
+                            "'{}' is not a collating element's name",
+                            String::from_utf8_lossy(&name)
+                        ))
+                    })?;
+                    self.advance()?;
+                    if equiv {
+                        // `transform_primary` in the "C" locale: the character lower-cased.
+                        push_char(&mut last, &mut chars, None);
+                        equivs.push(c.to_ascii_lowercase());
+                    } else {
+                        chars.add(c);
+                        push_char(&mut last, &mut chars, Some(c));
                     }
-                    Some(max) => {
-                        let mut splits = Vec::new();
-                        for _ in *min..*max {
-                            splits.push(self.push(Inst::Split(0, 0))?);
-                            self.node(node)?;
+                }
+                Token::ClassName(name) => {
+                    let f = class_named(&name).ok_or_else(|| {
+                        self.scanner.error(&format!(
+                            "'{}' is not a character class",
+                            String::from_utf8_lossy(&name)
+                        ))
+                    })?;
+                    self.advance()?;
+                    push_char(&mut last, &mut chars, None);
+                    classes.push(f);
+                }
+                Token::QuotedClass(c) => {
+                    self.advance()?;
+                    push_char(&mut last, &mut chars, None);
+                    let f = class_named(&[c]).unwrap_or(|_| false);
+                    if c.is_ascii_uppercase() {
+                        neg_classes.push(f);
+                    } else {
+                        classes.push(f);
+                    }
+                }
+                Token::BracketDash => {
+                    self.advance()?;
+                    if self.take(&Token::BracketEnd)? {
+                        push_char(&mut last, &mut chars, Some(b'-'));
+                        break;
+                    }
+                    match last {
+                        Last::Class => {
+                            return Err(self.scanner.error("a range starts with a class"))
                         }
-                        let end = self.program.len();
-                        for s in splits {
-                            self.program[s] = Inst::Split(s + 1, end);
+                        Last::Char(l) => {
+                            let hi = if let Some(h) = self.try_char()? {
+                                h
+                            } else if self.take(&Token::BracketDash)? {
+                                b'-'
+                            } else {
+                                return Err(self.scanner.error("a range has no end"));
+                            };
+                            // `char` is signed: ranges compare as signed bytes.
+                            let (lo, hi) = (l as i8, hi as i8);
+                            if lo > hi {
+                                return Err(self.scanner.error("a range's end is below its start"));
+                            }
+                            ranges.push((lo, hi));
+                            last = Last::None;
                         }
+                        Last::None => push_char(&mut last, &mut chars, Some(b'-')),
+                    }
+                }
+                _ => match self.try_char()? {
+                    Some(c) => push_char(&mut last, &mut chars, Some(c)),
+                    None => {
+                        return Err(self
+                            .scanner
+                            .error("an unexpected character or the end in a bracket expression"))
+                    }
+                },
+            }
+        }
+        if let Last::Char(l) = last {
+            chars.add(l);
+        }
+        Ok(ByteSet::from_fn(|b| {
+            let s = b as i8;
+            let hit = chars.has(b)
+                || ranges.iter().any(|&(lo, hi)| lo <= s && s <= hi)
+                || classes.iter().any(|f| f(b))
+                || equivs.contains(&b.to_ascii_lowercase())
+                || neg_classes.iter().any(|f| !f(b));
+            hit != neg
+        }))
+    }
+
+    fn try_char(&mut self) -> Result<Option<u8>> {
+        match self.token {
+            Token::Ord(c) | Token::Hex(c) => {
+                self.advance()?;
+                Ok(Some(c))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A capture: libstdc++'s `sub_match` (`first` set where the group opens, `second` and
+/// `matched` where it closes).
+#[derive(Clone, Copy, Debug, Default)]
+struct Cap {
+    first: usize,
+    second: usize,
+    matched: bool,
+}
+
+/// What the executor's stack holds: the work still to do on this path (`Try`), the other
+/// paths to take if it fails (`Alt`, `OnceMore`), what to undo when it does, and where a
+/// lookahead's own search began (its executor's state, to go back to).
+enum Frame {
+    /// Run state `.0` here.
+    Try(usize),
+    /// When what is above fails: run state `.0` (an alternative's second branch, a greedy
+    /// repetition's way out).
+    Alt(usize),
+    /// When what is above fails: the lazy repetition `.0` once more.
+    OnceMore(usize),
+    RestoreFirst(usize, usize),
+    RestoreCap(usize, Cap),
+    RestoreCur(usize),
+    RestoreRep(usize, (usize, u32)),
+    Look(Box<Look>),
+}
+
+/// A lookahead in progress: what its search started from.
+struct Look {
+    neg: bool,
+    next: usize,
+    begin: usize,
+    cur: usize,
+    caps: Vec<Cap>,
+    reps: HashMap<usize, (usize, u32)>,
+}
+
+/// Why a search stopped.
+enum Stop {
+    Steps,
+    Depth,
+}
+
+/// libstdc++'s depth-first executor (`_Executor<..., true>`) from `begin`, in prefix mode,
+/// with its recursion kept on a stack of [`Frame`]s: whether it finds a match.
+struct Exec<'a> {
+    nfa: &'a [State],
+    text: &'a [u8],
+    begin: usize,
+    prev_avail: bool,
+    cur: usize,
+    caps: Vec<Cap>,
+    reps: HashMap<usize, (usize, u32)>,
+    stack: Vec<Frame>,
+    looks: usize,
+    steps: &'a mut u64,
+}
+
+impl Exec<'_> {
+    fn run(&mut self) -> std::result::Result<bool, Stop> {
+        self.stack.push(Frame::Try(0));
+        while let Some(frame) = self.stack.pop() {
+            *self.steps += 1;
+            if *self.steps > MAX_STEPS {
+                return Err(Stop::Steps);
+            }
+            if self.stack.len() > MAX_FRAMES {
+                return Err(Stop::Depth);
+            }
+            match frame {
+                Frame::Try(i) | Frame::Alt(i) => {
+                    if self.state(i) && self.accept() {
+                        return Ok(true);
+                    }
+                }
+                Frame::OnceMore(i) => self.once_more(i),
+                Frame::RestoreFirst(k, first) => self.caps[k].first = first,
+                Frame::RestoreCap(k, cap) => self.caps[k] = cap,
+                Frame::RestoreCur(cur) => self.cur = cur,
+                Frame::RestoreRep(i, rc) => {
+                    self.reps.insert(i, rc);
+                }
+                Frame::Look(look) => {
+                    // The lookahead's search failed.
+                    let look = self.leave(look);
+                    if look.neg {
+                        self.stack.push(Frame::Try(look.next));
                     }
                 }
             }
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// Back to the executor a lookahead started from.
+    fn leave(&mut self, mut look: Box<Look>) -> Box<Look> {
+        self.looks -= 1;
+        self.begin = look.begin;
+        self.cur = look.cur;
+        std::mem::swap(&mut self.caps, &mut look.caps);
+        std::mem::swap(&mut self.reps, &mut look.reps);
+        look
+    }
+
+    /// The accept state was reached: the whole search's match (true), or a lookahead's, whose
+    /// captures are kept (`_M_lookahead`) before the path goes on (false).
+    fn accept(&mut self) -> bool {
+        if self.looks == 0 {
+            return true;
+        }
+        let found = self.caps.clone();
+        while let Some(frame) = self.stack.pop() {
+            if let Frame::Look(look) = frame {
+                let look = self.leave(look);
+                for (c, w) in self.caps.iter_mut().zip(found) {
+                    if w.matched {
+                        *c = w;
+                    }
+                }
+                if !look.neg {
+                    self.stack.push(Frame::Try(look.next));
+                }
+                break;
+            }
+        }
+        false
+    }
+
+    /// Runs state `i`: pushes what follows it on this path and the other paths; true for the
+    /// accept state.
+    fn state(&mut self, i: usize) -> bool {
+        let Some(&s) = self.nfa.get(i) else {
+            return false;
+        };
+        match s.op {
+            Op::Repeat { lazy: false } => {
+                self.stack.push(Frame::Alt(s.next));
+                self.once_more(i);
+            }
+            Op::Repeat { lazy: true } => {
+                self.stack.push(Frame::OnceMore(i));
+                self.stack.push(Frame::Try(s.next));
+            }
+            Op::SubBegin(k) => {
+                self.stack.push(Frame::RestoreFirst(k, self.caps[k].first));
+                self.caps[k].first = self.cur;
+                self.stack.push(Frame::Try(s.next));
+            }
+            Op::SubEnd(k) => {
+                self.stack.push(Frame::RestoreCap(k, self.caps[k]));
+                self.caps[k].second = self.cur;
+                self.caps[k].matched = true;
+                self.stack.push(Frame::Try(s.next));
+            }
+            Op::LineBegin => {
+                if self.cur == self.begin && !self.prev_avail {
+                    self.stack.push(Frame::Try(s.next));
+                }
+            }
+            Op::LineEnd => {
+                if self.cur == self.text.len() {
+                    self.stack.push(Frame::Try(s.next));
+                }
+            }
+            Op::WordBound { neg } => {
+                let left = (self.cur != self.begin || self.prev_avail)
+                    && self.cur > 0
+                    && is_word(self.text[self.cur - 1]);
+                let right = self.text.get(self.cur).is_some_and(|&c| is_word(c));
+                if (left != right) != neg {
+                    self.stack.push(Frame::Try(s.next));
+                }
+            }
+            Op::Lookahead { neg } => {
+                // A new executor starting here: its own start, captures copied, no repeats.
+                self.looks += 1;
+                let look = Look {
+                    neg,
+                    next: s.next,
+                    begin: self.begin,
+                    cur: self.cur,
+                    caps: self.caps.clone(),
+                    reps: std::mem::take(&mut self.reps),
+                };
+                self.begin = self.cur;
+                self.stack.push(Frame::Look(Box::new(look)));
+                self.stack.push(Frame::Try(s.alt));
+            }
+            Op::Match(set) => {
+                if self.text.get(self.cur).is_some_and(|&c| set.has(c)) {
+                    self.stack.push(Frame::RestoreCur(self.cur));
+                    self.cur += 1;
+                    self.stack.push(Frame::Try(s.next));
+                }
+            }
+            Op::Backref(k) => {
+                let c = self.caps[k];
+                if !c.matched || c.first > c.second {
+                    return false;
+                }
+                let len = c.second - c.first;
+                let last = (self.cur + len).min(self.text.len());
+                if last - self.cur == len
+                    && self.text[c.first..c.second] == self.text[self.cur..last]
+                {
+                    self.stack.push(Frame::RestoreCur(self.cur));
+                    self.cur = last;
+                    self.stack.push(Frame::Try(s.next));
+                }
+            }
+            Op::Accept => return true,
+            Op::Alternative => {
+                self.stack.push(Frame::Alt(s.next));
+                self.stack.push(Frame::Try(s.alt));
+            }
+            Op::Dummy => self.stack.push(Frame::Try(s.next)),
+        }
+        false
+    }
+
+    /// `_M_rep_once_more`: into repetition `i`'s expression again, at most twice in a row at
+    /// the same position.
+    fn once_more(&mut self, i: usize) {
+        let Some(&s) = self.nfa.get(i) else { return };
+        let rc = self.reps.get(&i).copied().unwrap_or((0, 0));
+        let again = if rc.1 == 0 || rc.0 != self.cur {
+            (self.cur, 1)
+        } else if rc.1 < 2 {
+            (rc.0, rc.1 + 1)
+        } else {
+            return;
+        };
+        self.stack.push(Frame::RestoreRep(i, rc));
+        self.reps.insert(i, again);
+        self.stack.push(Frame::Try(s.alt));
     }
 }
 
 impl Pattern {
-    /// Compiles `source`; a clear error names what is wrong and where.
+    /// Compiles `source` as `std::regex(source)` does; a clear error names what is wrong and
+    /// where, or what is not supported.
     pub fn new(source: &str) -> Result<Pattern> {
-        let mut parser = Parser {
-            s: source.as_bytes(),
-            at: 0,
-            source,
+        let mut c = Compiler {
+            scanner: Scanner {
+                s: source.as_bytes(),
+                at: 0,
+                mode: Mode::Normal,
+                source,
+            },
+            token: Token::Eof,
+            nfa: Vec::new(),
+            groups: 0,
+            open: Vec::new(),
+            nesting: 0,
         };
-        let node = parser.alternation(0)?;
-        if parser.at != parser.s.len() {
-            return Err(parser.error("unmatched ')'"));
+        c.advance()?;
+        // The whole pattern is group 0: begin, the disjunction, end, accept.
+        c.groups = 1;
+        c.open.push(0);
+        let mut r = c.single(Op::SubBegin(0))?;
+        let inner = c.disjunction()?;
+        if c.token != Token::Eof {
+            return Err(c.scanner.error(match c.token {
+                Token::GroupEnd => "unmatched ')'",
+                Token::Closure0 | Token::Closure1 | Token::Opt | Token::IntervalBegin => {
+                    "nothing to repeat"
+                }
+                _ => "unexpected character",
+            }));
         }
-        let mut compiler = Compiler {
-            program: Vec::new(),
-        };
-        compiler.node(&node)?;
-        compiler.push(Inst::Match)?;
+        c.append_seq(&mut r, inner);
+        c.open.pop();
+        let end = c.insert(Op::SubEnd(0), NONE, NONE)?;
+        c.append(&mut r, end);
+        let accept = c.insert(Op::Accept, NONE, NONE)?;
+        c.append(&mut r, accept);
         Ok(Pattern {
             source: source.to_string(),
-            program: compiler.program,
+            nfa: c.nfa,
+            groups: c.groups,
         })
     }
 
@@ -428,75 +1268,53 @@ impl Pattern {
         &self.source
     }
 
-    /// Whether the pattern matches somewhere in `text`.
-    pub fn is_match(&self, text: &[u8]) -> bool {
-        let n = self.program.len();
-        let mut current: Vec<usize> = Vec::with_capacity(n);
-        let mut next: Vec<usize> = Vec::with_capacity(n);
-        let mut seen = vec![usize::MAX; n];
+    /// Whether `std::regex_search(text, pattern)` is true: the pattern matches somewhere in
+    /// `text`. Fails (naming the pattern and `text`) where the search would take more than
+    /// `MAX_STEPS` (2,000,000) steps or hold more than `MAX_FRAMES` (200,000) frames (its memory is bounded, it
+    /// runs on the heap: any thread's stack will do).
+    pub fn search(&self, text: &[u8]) -> Result<bool> {
+        let mut steps = 0u64;
         let mut stack = Vec::new();
-        for at in 0..=text.len() {
-            // A match may start at every position.
-            if self.add(0, at, text, &mut current, &mut seen, &mut stack) {
-                return true;
-            }
-            let Some(&b) = text.get(at) else { break };
-            next.clear();
-            for &pc in &current {
-                if let Inst::Byte(set) = self.program[pc] {
-                    if set.has(b)
-                        && self.add(pc + 1, at + 1, text, &mut next, &mut seen, &mut stack)
-                    {
-                        return true;
-                    }
-                }
-            }
-            std::mem::swap(&mut current, &mut next);
-        }
-        false
-    }
-
-    /// Adds the thread at `pc` (and every thread it reaches without reading a byte) at position
-    /// `at` to `list`; returns whether one of them matches.
-    fn add(
-        &self,
-        pc: usize,
-        at: usize,
-        text: &[u8],
-        list: &mut Vec<usize>,
-        seen: &mut [usize],
-        stack: &mut Vec<usize>,
-    ) -> bool {
-        stack.push(pc);
-        while let Some(pc) = stack.pop() {
-            if seen[pc] == at {
-                continue;
-            }
-            seen[pc] = at;
-            match self.program[pc] {
-                Inst::Byte(_) => list.push(pc),
-                Inst::Split(a, b) => {
-                    stack.push(b);
-                    stack.push(a);
-                }
-                Inst::Jump(a) => stack.push(a),
-                Inst::Start => {
-                    if at == 0 {
-                        stack.push(pc + 1);
-                    }
-                }
-                Inst::End => {
-                    if at == text.len() {
-                        stack.push(pc + 1);
-                    }
-                }
-                Inst::Match => {
-                    stack.clear();
-                    return true;
+        for begin in 0..=text.len() {
+            stack.clear();
+            let mut e = Exec {
+                nfa: &self.nfa,
+                text,
+                begin,
+                prev_avail: begin > 0,
+                cur: begin,
+                caps: vec![Cap::default(); self.groups],
+                reps: HashMap::new(),
+                stack: std::mem::take(&mut stack),
+                looks: 0,
+                steps: &mut steps,
+            };
+            let r = e.run();
+            stack = std::mem::take(&mut e.stack);
+            match r {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(stop) => {
+                    return Err(Error::msg(
+                        ErrorCode::InvalidArgument,
+                        format!(
+                            "tensor-name pattern '{}' on {}: {}; simplify the pattern",
+                            self.source,
+                            quote(text),
+                            match stop {
+                                Stop::Steps => format!(
+                                    "the search takes more than {MAX_STEPS} steps \
+                                     (nested or empty repetitions)"
+                                ),
+                                Stop::Depth =>
+                                    format!("the search holds more than {MAX_FRAMES} open paths"),
+                            }
+                        ),
+                    ))
                 }
             }
         }
-        false
+        Ok(false)
     }
 }
 
@@ -505,7 +1323,7 @@ mod tests {
     use super::Pattern;
 
     fn m(p: &str, t: &str) -> bool {
-        Pattern::new(p).unwrap().is_match(t.as_bytes())
+        Pattern::new(p).unwrap().search(t.as_bytes()).unwrap()
     }
 
     #[test]
@@ -527,14 +1345,72 @@ mod tests {
         assert!(m("", "anything"));
         assert!(m(r"(?:q|k)_norm", "blk.0.attn_k_norm.weight"));
         assert!(m(r"x*?y", "y"));
+        // What the simpler engine before refused or read otherwise.
+        assert!(m(r"blk\.[[:digit:]]\.attn_q", "blk.3.attn_q.weight"));
+        assert!(m(r"blk\.(?!0\.)\d+\.ffn_down", "blk.1.ffn_down.weight"));
+        assert!(!m(r"blk\.(?!0\.)\d+\.ffn_down", "blk.0.ffn_down.weight"));
+        assert!(m(r"\battn\b", "blk.0.attn.weight"));
+        assert!(!m(r"\battn\b", "blk.0.attn_q.weight"));
+        assert!(m(r"\Bttn", "blk.0.attn_q.weight"));
+        assert!(m(r"\x61ttn", "attn"));
+        assert!(m(r"\u0061ttn", "attn"));
+        assert!(m(r"blk\.(\d)\.\1", "blk.3.3"));
+        assert!(!m(r"blk\.(\d)\.\1", "blk.3.4"));
     }
 
     #[test]
     fn refuses_what_it_cannot_read() {
-        for bad in ["(", "a)", "[a", "*a", "a{2,1}", r"\b", "(?=a)", "a**", "\\"] {
+        for bad in [
+            "(",
+            "a)",
+            "[a",
+            "*a",
+            "a{2,1}",
+            "(?<=a)",
+            "\\",
+            r"\1",
+            "(a\\1)",
+            "[[.ab.]]",
+            "[[:foo:]]",
+            "a{",
+            "a{x}",
+            "[b-a]",
+            "^*",
+            r"[\d-z]",
+        ] {
             let e = Pattern::new(bad).unwrap_err();
             assert!(e.to_string().contains("pattern"), "{bad}: {e}");
         }
         assert!(Pattern::new("a{1000}{1000}").is_err());
+        let e = Pattern::new("(?:(?:){4000000000}){4000000000}").unwrap_err();
+        assert!(e.to_string().contains("2147483647"), "{e}");
+        let e = Pattern::new("(?:(?:){40000}){40000}").unwrap_err();
+        assert!(e.to_string().contains("100000 states"), "{e}");
+    }
+
+    #[test]
+    fn a_search_that_runs_long_fails() {
+        let p = Pattern::new("(?:(?:(?:a*)*)*)*b").unwrap();
+        let e = p.search(&[b'a'; 64]).unwrap_err();
+        assert!(e.to_string().contains("steps"), "{e}");
+    }
+
+    #[test]
+    fn the_deepest_search_fits_a_small_stack() {
+        // The search keeps its paths on the heap: long ones on a thread of 64 KiB of stack.
+        let t = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(|| {
+                let p = Pattern::new("(?:a|b)*c").unwrap();
+                let deep = p.search(&vec![b'a'; 100_000]).unwrap_err();
+                assert!(deep.to_string().contains("open paths"), "{deep}");
+                let mut text = vec![b'a'; super::MAX_FRAMES / 10];
+                text.push(b'c');
+                assert!(p.search(&text).unwrap());
+                let q = Pattern::new("(?=(?=(?=a*)))a*?(?!x)c").unwrap();
+                assert!(q.search(&text[text.len() - 300..]).unwrap());
+            })
+            .unwrap();
+        t.join().unwrap();
     }
 }

@@ -964,12 +964,15 @@ impl State<'_> {
         let cat = category(t.name);
         if let (Some(ty), Category::TokenEmbd) = (self.rules.token_embedding_type, cat) {
             // per_layer_token_embd follows the token-embedding type unless a pattern names it.
-            let named = t.name == b"per_layer_token_embd.weight"
-                && self
-                    .rules
-                    .tensor_types
-                    .iter()
-                    .any(|(p, _)| p.is_match(t.name));
+            let mut named = false;
+            if t.name == b"per_layer_token_embd.weight" {
+                for (p, _) in &self.rules.tensor_types {
+                    if p.search(t.name)? {
+                        named = true;
+                        break;
+                    }
+                }
+            }
             if !named {
                 return Ok(ty);
             }
@@ -979,12 +982,13 @@ impl State<'_> {
         }
         let mut new_type = default_type;
         if is_quantized(default_type) {
-            let manual = self
-                .rules
-                .tensor_types
-                .iter()
-                .find(|(p, _)| p.is_match(t.name))
-                .map(|(_, ty)| *ty);
+            let mut manual = None;
+            for (p, ty) in &self.rules.tensor_types {
+                if p.search(t.name)? {
+                    manual = Some(*ty);
+                    break;
+                }
+            }
             match manual {
                 Some(ty) => new_type = ty,
                 None if !self.rules.pure => new_type = self.mixture(new_type, t, cat)?,

@@ -144,4 +144,74 @@ impl TensorStream {
             }),
         }
     }
+
+    /// Finishes `streams` together, as one output (a split model's shards): each must have
+    /// every tensor's data written (else nothing is finished and the streams stay open). Each
+    /// file is flushed and synced (unless turned off) before any is renamed; then each is
+    /// renamed over its destination and the directories are synced. If any step fails, no
+    /// output file is left: the temporary files are removed, and the shards already renamed
+    /// are removed too (their destinations do not come back), and every stream is failed.
+    pub fn finish_all(streams: &mut [TensorStream]) -> Result<()> {
+        for s in streams.iter() {
+            match &s.state {
+                State::Failed(e) => return Err(e.clone()),
+                State::Finished => return Err(s.refusal("the file is already finished".into())),
+                State::Open { next, .. } if *next != s.sizes.len() => {
+                    return Err(s.refusal(format!(
+                        "only {next} of the {} tensors' data were written",
+                        s.sizes.len()
+                    )))
+                }
+                State::Open { .. } => {}
+            }
+        }
+        let fail_all = |streams: &mut [TensorStream], e: &Error| {
+            for s in streams.iter_mut() {
+                // Dropping an open file removes its temporary file.
+                s.state = State::Failed(e.clone());
+            }
+        };
+        for k in 0..streams.len() {
+            if let State::Open { out, .. } = &mut streams[k].state {
+                if let Err(e) = out.prepare() {
+                    fail_all(streams, &e);
+                    return Err(e);
+                }
+            }
+        }
+        let mut published: Vec<std::path::PathBuf> = Vec::with_capacity(streams.len());
+        let mut sync = false;
+        for k in 0..streams.len() {
+            let State::Open { out, .. } = std::mem::replace(&mut streams[k].state, State::Finished)
+            else {
+                continue;
+            };
+            sync |= out.syncs();
+            match out.publish() {
+                Ok(dest) => published.push(dest),
+                Err(e) => {
+                    for p in &published {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    fail_all(streams, &e);
+                    return Err(e);
+                }
+            }
+        }
+        if sync {
+            let mut synced: Vec<Option<&Path>> = Vec::new();
+            for p in &published {
+                if !synced.contains(&p.parent()) {
+                    synced.push(p.parent());
+                    if let Err(e) = crate::atomic_file::sync_dir(p) {
+                        for p in &published {
+                            let _ = std::fs::remove_file(p);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
