@@ -2894,3 +2894,76 @@ fn memory_prints_the_estimate_as_a_table_and_as_json() {
         expect(args, 2);
     }
 }
+
+/// Runs the inspector with `stdin` as its standard input.
+fn inspect_with_input(args: &[&OsStr], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let exe = inspector();
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn chat_prints_the_prompt_and_its_tokens() {
+    let path = common::llama_src_dir().join("models/ggml-vocab-command-r.gguf");
+    let file = gguf::GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
+    let request = br#"{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|END_OF_TURN_TOKEN|>"}], "add_generation_prompt": true}"#;
+    let want = gguf::chat::render_file(&file, None, request).unwrap();
+    let out = inspect_with_input(&[OsStr::new("--chat"), path.as_os_str()], request);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+
+    // The tokens: special-token text read as those tokens, nothing added.
+    let tok = gguf::tokenizer::Tokenizer::from_file(&file).unwrap();
+    let ids = tok.tokenize(want.as_bytes(), false, true);
+    let out = inspect_with_input(&[OsStr::new("--chat-tokens"), path.as_os_str()], request);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let printed: Vec<i32> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(printed, ids);
+
+    // A named template, and one the file does not have.
+    let named = gguf::chat::render_file(&file, Some("rag"), br#"{"messages": [{"role": "user", "content": "q"}], "documents": [{"title": "t", "text": "x"}]}"#).unwrap();
+    let out = inspect_with_input(
+        &[OsStr::new("--chat"), OsStr::new("--template"), OsStr::new("rag"), path.as_os_str()],
+        br#"{"messages": [{"role": "user", "content": "q"}], "documents": [{"title": "t", "text": "x"}]}"#,
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), named);
+    let out = inspect_with_input(
+        &[
+            OsStr::new("--chat"),
+            OsStr::new("--template=nope"),
+            path.as_os_str(),
+        ],
+        request,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokenizer.chat_template.nope"));
+    // A malformed request: the offset in the message, exit status 1.
+    let out = inspect_with_input(
+        &[OsStr::new("--chat"), path.as_os_str()],
+        b"{\"messages\": [}",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the request, byte 14"),
+        "{}",
+        show(&out)
+    );
+    // --template without --chat is bad usage.
+    let out = inspect_with_input(
+        &[OsStr::new("--template"), OsStr::new("x"), path.as_os_str()],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+}

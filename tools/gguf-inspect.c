@@ -1771,6 +1771,7 @@ static void usage(FILE *out, const char *argv0) {
           "       %s --tokenize TEXT FILE.gguf\n"
           "       %s --detokenize IDS FILE.gguf\n"
           "       %s [--json] --memory [--ctx N] FILE.gguf\n"
+          "       %s --chat | --chat-tokens [--template NAME] FILE.gguf < REQUEST.json\n"
           "       %s --version | --help\n"
           "Prints a GGUF file's header, size (parameters, bytes of tensor data; KiB, MiB, GiB\n"
           "  beside byte counts), metadata (long arrays summarized; general.file_type with its\n"
@@ -1793,6 +1794,12 @@ static void usage(FILE *out, const char *argv0) {
           "                  recurrent state, output, compute: not estimated yet, total), from\n"
           "                  the header\n"
           "  --ctx N         the context for --memory (default 0: the training context)\n"
+          "  --chat          the prompt the file's chat template makes of the request read\n"
+          "                  from stdin ({\"messages\": [...], \"add_generation_prompt\": true,\n"
+          "                  ...}), exactly as transformers renders it, printed as it is\n"
+          "  --chat-tokens   the prompt's tokens, one line each as --tokenize prints them\n"
+          "                  (special-token text read as those tokens, nothing added)\n"
+          "  --template NAME with --chat: tokenizer.chat_template.NAME\n"
           "  --metadata KEY  only the value of KEY, arrays in full (exit status 1 if missing)\n"
           "  --verify        checks the format: every rule on opening (every shard), every\n"
           "                  metadata entry and tensor record the library hands out (lookups,\n"
@@ -1842,7 +1849,7 @@ static void usage(FILE *out, const char *argv0) {
           "  general.file_type's value (null if none).\n"
           "exit status: 0 OK, 1 cannot open, key missing, verification or check failed,\n"
           "  2 bad usage or a malformed manifest\n",
-          argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0,
+          argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0, argv0,
           GGUF_INSPECT_DEFAULT_SAMPLE);
 }
 
@@ -1887,8 +1894,10 @@ static int print_memory(GGUFFile f, const char *path, uint32_t n_ctx, int json, 
   return 0;
 }
 
-/* --tokenize: each token of TEXT, "ID\tPIECE" (the piece quoted and escaped). */
-static int print_tokens(GGUFFile f, const char *path, const char *text, const char *argv0) {
+/* --tokenize: each token of TEXT (LEN bytes, tokenized with FLAGS), "ID\tPIECE" (the piece
+ * quoted and escaped). */
+static int print_tokens(GGUFFile f, const char *path, const char *text, size_t len, uint32_t flags,
+                        const char *argv0) {
   GGUFTokenizer tok = gguf_tokenizer_open(f);
   if (!tok) {
     fprintf(stderr, "%s: ", argv0);
@@ -1896,8 +1905,6 @@ static int print_tokens(GGUFFile f, const char *path, const char *text, const ch
     fprintf(stderr, ": %s\n", gguf_last_error());
     return 1;
   }
-  const uint32_t flags = GGUF_TOKENIZE_ADD_SPECIAL | GGUF_TOKENIZE_PARSE_SPECIAL;
-  size_t len = strlen(text);
   int64_t n = gguf_tokenize(tok, text, len, NULL, 0, flags);
   int32_t *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
   int status = 0;
@@ -1979,6 +1986,48 @@ static int print_text(GGUFFile f, const char *path, const char *list, const char
   return status;
 }
 
+/* --chat / --chat-tokens: the request (JSON) read from stdin rendered by the file's chat
+ * template (NAME, or tokenizer.chat_template), printed as it is; or its tokens, special-token
+ * text read as those tokens and nothing added (the template writes BOS itself). */
+static int print_chat(GGUFFile f, const char *path, const char *name, int as_tokens,
+                      const char *argv0) {
+  size_t cap = 4096, len = 0;
+  char *request = malloc(cap);
+  for (;;) {
+    if (!request) {
+      fprintf(stderr, "%s: out of memory reading the request\n", argv0);
+      return 1;
+    }
+    len += fread(request + len, 1, cap - len, stdin);
+    if (len < cap) break;
+    char *grown = cap > SIZE_MAX / 2 ? NULL : realloc(request, cap * 2);
+    if (!grown) free(request);
+    request = grown;
+    cap *= 2;
+  }
+  if (ferror(stdin)) {
+    fprintf(stderr, "%s: cannot read the request from stdin\n", argv0);
+    free(request);
+    return 1;
+  }
+  int64_t n = gguf_chat_render(f, name, request, len, NULL, 0, 0);
+  char *prompt = n > 0 ? malloc((size_t)n) : NULL;
+  int status = 0;
+  if (n < 0 || (n > 0 && (!prompt || gguf_chat_render(f, name, request, len, prompt, (uint64_t)n, 0) != n))) {
+    /* The library's message names the file. */
+    (void)path;
+    fprintf(stderr, "%s: %s\n", argv0, n < 0 ? gguf_last_error() : "out of memory");
+    status = 1;
+  } else if (as_tokens) {
+    status = print_tokens(f, path, prompt ? prompt : "", (size_t)n, GGUF_TOKENIZE_PARSE_SPECIAL, argv0);
+  } else if (n > 0) {
+    fwrite(prompt, 1, (size_t)n, stdout);
+  }
+  free(prompt);
+  free(request);
+  return status;
+}
+
 /* Bad usage: one line on stderr, "PROGRAM: BEFORE'ARG'AFTER (see PROGRAM --help)" (ARG, if
  * any, quoted and escaped), and exit status 2. */
 static int bad_usage(const char *argv0, const char *before, const char *arg, const char *after) {
@@ -1998,8 +2047,8 @@ int main(int argc, char **argv) {
   const char *key = NULL, *path = NULL, *manifest = NULL, *tensor = NULL;
   const char *tokenize_text = NULL, *detokenize_ids = NULL;
   uint64_t n_values = 16;
-  int memory = 0;
-  const char *ctx = NULL;
+  int memory = 0, chat = 0;
+  const char *ctx = NULL, *chat_template = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!options_done && a[0] == '-' && a[1]) {
@@ -2015,6 +2064,12 @@ int main(int argc, char **argv) {
       else if (!strcmp(a, "--verify")) verify_mode = 1;
       else if (!strcmp(a, "--hash")) hash = 1;
       else if (!strcmp(a, "--memory")) memory = 1;
+      else if (!strcmp(a, "--chat")) chat = 1;
+      else if (!strcmp(a, "--chat-tokens")) chat = 2;
+      else if (!strcmp(a, "--template")) {
+        if (++i == argc) return bad_usage(argv[0], "--template needs a NAME", NULL, "");
+        chat_template = argv[i];
+      } else if (!strncmp(a, "--template=", 11)) chat_template = a + 11;
       else if (!strcmp(a, "--ctx")) {
         if (++i == argc) return bad_usage(argv[0], "--ctx needs a count of tokens", NULL, "");
         ctx = argv[i];
@@ -2062,7 +2117,9 @@ int main(int argc, char **argv) {
       path = a;
     }
   }
-  int tokenizing = (tokenize_text != NULL) + (detokenize_ids != NULL);
+  int tokenizing = (tokenize_text != NULL) + (detokenize_ids != NULL) + (chat != 0);
+  if (chat_template && !chat) return bad_usage(argv[0], "--template goes with --chat", NULL, "");
+  if (chat && !path) return bad_usage(argv[0], "--chat and --chat-tokens need a FILE", NULL, "");
   uint32_t n_ctx = 0;
   if (ctx) {
     char *end;
@@ -2078,8 +2135,9 @@ int main(int argc, char **argv) {
   if (tensors + (key != NULL) + verify_mode + hash + (manifest != NULL) + values + tokenizing > 1 ||
       (json && (verify_mode || hash || manifest || values || tokenizing)))
     return bad_usage(argv[0],
-                     "--tensors, --metadata, --verify, --hash, --check, --values, --tokenize and "
-                     "--detokenize exclude each other; --json goes with none of the last six",
+                     "--tensors, --metadata, --verify, --hash, --check, --values, --tokenize, "
+                     "--detokenize and --chat exclude each other; --json goes with none of the "
+                     "last seven",
                      NULL, "");
   if (tokenizing && !path)
     return bad_usage(argv[0], tokenize_text ? "--tokenize TEXT needs a FILE" : "--detokenize IDS needs a FILE",
@@ -2113,7 +2171,10 @@ int main(int argc, char **argv) {
   } else if (values) {
     status = print_values(f, path, tensor, n_values, argv[0]);
   } else if (tokenize_text) {
-    status = print_tokens(f, path, tokenize_text, argv[0]);
+    status = print_tokens(f, path, tokenize_text, strlen(tokenize_text),
+                          GGUF_TOKENIZE_ADD_SPECIAL | GGUF_TOKENIZE_PARSE_SPECIAL, argv[0]);
+  } else if (chat) {
+    status = print_chat(f, path, chat_template, chat == 2, argv[0]);
   } else if (detokenize_ids) {
     status = print_text(f, path, detokenize_ids, argv[0]);
   } else if (key) {

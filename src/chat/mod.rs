@@ -108,6 +108,10 @@ impl From<ChatError> for Error {
             }),
             ChatError::Limit { message } => Error::new(ErrorKind::TemplateLimit { message }),
             ChatError::Request { offset, message } => {
+                let message = match offset {
+                    Some(at) => format!("the request, byte {at}: {message}"),
+                    None => format!("the request: {message}"),
+                };
                 Error::new(ErrorKind::BadRequest { message }).with_offset(offset)
             }
         }
