@@ -60,17 +60,6 @@ impl Sink for AtomicFile {
         AtomicFile::copy_range(self, file, offset, len)
     }
 
-    /// A large range of a file source is copied inside the kernel, as a file's range is.
-    fn copy_read_at(&mut self, source: &dyn ReadAt, offset: u64, len: u64) -> Result<()> {
-        if let Some(f) = source.file() {
-            let inside = offset.checked_add(len).is_some_and(|end| end <= f.len());
-            if inside && self.prefers_copy(len) {
-                return AtomicFile::copy_range(self, f.file(), f.offset() + offset, len);
-            }
-        }
-        copy_pieces(self, source, offset, len)
-    }
-
     fn prefers_copy(&self, len: u64) -> bool {
         len >= KERNEL_COPY_MIN
     }

@@ -143,7 +143,17 @@ impl TensorStream {
         let State::Open { out, next } = &mut self.state else {
             return Err(self.refusal("the file is not open".into()));
         };
-        match put_tensor(out, Chunk::Positioned(source, offset), size, self.alignment) {
+        // A file source's range is copied as a file's (inside the kernel where it is large).
+        let file = source.file().filter(|f| {
+            offset
+                .checked_add(size)
+                .is_some_and(|end| end <= crate::read_at::ReadAt::len(*f))
+        });
+        let chunk = match file {
+            Some(f) => Chunk::File(f.file(), f.offset() + offset, None),
+            None => Chunk::Positioned(source, offset),
+        };
+        match put_tensor(out, chunk, size, self.alignment) {
             Ok(()) => {
                 *next += 1;
                 Ok(())
