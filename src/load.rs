@@ -74,6 +74,19 @@ pub fn read_tensor(model: &Model<Source>, index: usize, offset: u64, dst: &mut [
     }
 }
 
+/// Where tensor `index`'s bytes are when its file is read by position (not in memory): the
+/// source and the data's offset in it. `None` for a tensor in memory (mapped or read whole).
+pub fn positioned_tensor(
+    model: &Model<Source>,
+    index: usize,
+) -> Option<(std::sync::Arc<dyn crate::read_at::ReadAt>, u64)> {
+    let t = locate(model, index).ok()?;
+    match t.file.source().positioned() {
+        Some(source) if !t.file.source().in_memory() => Some((source.clone(), t.at)),
+        _ => None,
+    }
+}
+
 /// How [`read_tensors`] reads.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LoadOptions {

@@ -575,8 +575,15 @@ pub fn requantize(
     };
     for (k, t) in planned.iter().enumerate() {
         check_cancel(options, &t.name)?;
-        let data = tensor_bytes(model, t, options)?;
-        streams[t.shard].write_tensor_data(&data)?;
+        match crate::load::positioned_tensor(model, t.index).filter(|_| t.from == t.to) {
+            // A tensor that keeps its type goes from the source file to the output without a
+            // copy in memory (inside the kernel where it can).
+            Some((source, at)) => streams[t.shard].write_tensor_from(&*source, at)?,
+            None => {
+                let data = tensor_bytes(model, t, options)?;
+                streams[t.shard].write_tensor_data(&data)?;
+            }
+        }
         let info = model.tensor_at(t.index).map(|m| m.info);
         summary.bytes_in += info.map_or(0, |i| i.size);
         summary.bytes_out += t.size;

@@ -35,16 +35,11 @@ pub(super) trait Sink {
     /// Copies `len` bytes of `file` from `offset` on.
     fn copy_range(&mut self, file: &File, offset: u64, len: u64) -> Result<()>;
     /// Copies `len` bytes of `source` from `offset` on, a piece at a time.
-    fn copy_read_at(&mut self, source: &dyn ReadAt, offset: u64, len: u64) -> Result<()> {
-        let mut buf = vec![0u8; crate::size::in_memory(len.min(READ_PIECE))];
-        let mut done = 0u64;
-        while done < len {
-            let piece = &mut buf[..crate::size::in_memory((len - done).min(READ_PIECE))];
-            read_exact_at(source, offset + done, piece)?;
-            self.put(piece)?;
-            done += piece.len() as u64;
-        }
-        Ok(())
+    fn copy_read_at(&mut self, source: &dyn ReadAt, offset: u64, len: u64) -> Result<()>
+    where
+        Self: Sized,
+    {
+        copy_pieces(self, source, offset, len)
     }
     /// Whether `len` bytes of a file are better copied from the file than from memory.
     fn prefers_copy(&self, _len: u64) -> bool {
@@ -68,6 +63,19 @@ impl Sink for AtomicFile {
     fn prefers_copy(&self, len: u64) -> bool {
         len >= KERNEL_COPY_MIN
     }
+}
+
+/// `len` bytes of `source` from `offset` on, read a piece at a time and put into `sink`.
+fn copy_pieces(sink: &mut impl Sink, source: &dyn ReadAt, offset: u64, len: u64) -> Result<()> {
+    let mut buf = vec![0u8; crate::size::in_memory(len.min(READ_PIECE))];
+    let mut done = 0u64;
+    while done < len {
+        let piece = &mut buf[..crate::size::in_memory((len - done).min(READ_PIECE))];
+        read_exact_at(source, offset + done, piece)?;
+        sink.put(piece)?;
+        done += piece.len() as u64;
+    }
+    Ok(())
 }
 
 /// Any `Write`; `context` says what failed in its messages.

@@ -121,6 +121,50 @@ impl TensorStream {
         }
     }
 
+    /// [`TensorStream::write_tensor_data`] with the next tensor's bytes taken from `source`,
+    /// from `offset` on (its size in bytes; inside the kernel where the source is a file and the
+    /// platform can): no copy of the tensor in memory. A source that ends early fails the
+    /// stream as a failed write does.
+    pub fn write_tensor_from(
+        &mut self,
+        source: &dyn crate::read_at::ReadAt,
+        offset: u64,
+    ) -> Result<()> {
+        let next = match &self.state {
+            State::Failed(e) => return Err(e.clone()),
+            State::Finished => return Err(self.refusal("the file is already finished".into())),
+            State::Open { next, .. } => *next,
+        };
+        let size = self
+            .sizes
+            .get(next)
+            .copied()
+            .ok_or_else(|| self.refusal("every tensor's data is already written".into()))?;
+        let State::Open { out, next } = &mut self.state else {
+            return Err(self.refusal("the file is not open".into()));
+        };
+        // A file source's range is copied as a file's (inside the kernel where it is large).
+        let file = source.file().filter(|f| {
+            offset
+                .checked_add(size)
+                .is_some_and(|end| end <= crate::read_at::ReadAt::len(*f))
+        });
+        let chunk = match file {
+            Some(f) => Chunk::File(f.file(), f.offset() + offset, None),
+            None => Chunk::Positioned(source, offset),
+        };
+        match put_tensor(out, chunk, size, self.alignment) {
+            Ok(()) => {
+                *next += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.state = State::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+
     /// Finishes the file: checks every tensor's data was written (if not, refuses and the file
     /// stays open), flushes it, syncs it to stable storage (unless turned off), renames it over
     /// the destination and syncs the directory. A failure to write sticks (see
