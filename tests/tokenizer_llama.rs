@@ -863,3 +863,58 @@ fn hybriddna_generated() {
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 }
+
+/// The prompts chat templates make, tokenized with special-token text parsed and nothing added
+/// (as an engine feeds a rendered prompt): llama.cpp's ids, on every vocabulary file that
+/// carries templates (each of its templates) and on Gemma 4's vocabulary with the Gemma
+/// templates of llama.cpp's `models/templates/`, over the conversations of
+/// `tests/chat/conversations.jsonl`.
+#[test]
+fn rendered_chat_prompts_tokenize_as_llama_cpp_tokenizes_them() {
+    let models = common::llama_src_dir().join("models");
+    let conversations: Vec<String> =
+        std::fs::read_to_string(common::manifest_dir().join("tests/chat/conversations.jsonl"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once('\t').map(|(_, j)| j.to_string()))
+            .collect();
+    let mut prompts = 0;
+    let mut check =
+        |label: &str, file: &GgufFile<Vec<u8>>, path: &std::path::Path, source: &str| {
+            let ours = Tokenizer::from_file(file).unwrap();
+            let theirs = LlamaVocab::load(path);
+            let template = gguf::chat::ChatTemplate::new(source).unwrap();
+            let specials = gguf::chat::special_token_variables(file);
+            for request in &conversations {
+                // Templates that refuse a conversation (roles, tools) have no prompt to compare.
+                let Ok(prompt) = template.render_with(request.as_bytes(), &specials) else {
+                    continue;
+                };
+                let want = theirs.tokenize(prompt.as_bytes(), false, true);
+                let got = ours.tokenize(prompt.as_bytes(), false, true);
+                assert_eq!(got, want, "{label}: the prompt {prompt:?}");
+                prompts += 1;
+            }
+        };
+    for name in ["command-r", "gemma-4", "phi-3", "qwen2", "qwen35"] {
+        let path = models.join(format!("ggml-vocab-{name}.gguf"));
+        let file = GgufFile::from_bytes(std::fs::read(&path).unwrap()).unwrap();
+        let names = gguf::chat::template_names(&file);
+        assert!(!names.is_empty(), "{name} carries no template");
+        for t in names {
+            let source = gguf::chat::file_template(&file, t.as_deref()).unwrap();
+            check(&format!("{name}:{t:?}"), &file, &path, &source);
+        }
+    }
+    let gemma = models.join("ggml-vocab-gemma-4.gguf");
+    let file = GgufFile::from_bytes(std::fs::read(&gemma).unwrap()).unwrap();
+    for t in [
+        "google-gemma-2-2b-it.jinja",
+        "google-gemma-4-31B-it.jinja",
+        "google-gemma-4-31B-it-interleaved.jinja",
+    ] {
+        let source = std::fs::read_to_string(models.join("templates").join(t)).unwrap();
+        check(&format!("gemma-4 vocabulary, {t}"), &file, &gemma, &source);
+    }
+    assert!(prompts >= 50, "only {prompts} prompts compared");
+}
