@@ -9,6 +9,7 @@
 
 mod environment;
 mod json;
+mod llama_cpp;
 mod methods;
 mod objects;
 mod python;
@@ -21,6 +22,7 @@ use crate::value::Value as MetaValue;
 
 pub use environment::{FUEL, MAX_RECURSION};
 pub use json::MAX_DEPTH as MAX_REQUEST_DEPTH;
+pub use llama_cpp::Caps as LlamaCppCaps;
 
 /// The key of a file's default chat template.
 pub const TEMPLATE_KEY: &str = "tokenizer.chat_template";
@@ -278,6 +280,56 @@ impl ChatTemplate {
     }
 }
 
+impl ChatTemplate {
+    /// Renders a request as llama-server (llama.cpp v0.5.0's `common_chat_templates_apply`)
+    /// prepares it: its fixes to the messages and its variables (see `llama_cpp.rs`), rendered
+    /// by this engine. `bos_token`/`eos_token` are the vocabulary's (empty when the template
+    /// was given without a file); the request's own keys replace them, as llama-server's
+    /// `chat_template_kwargs` do. `strip_bos`/`strip_eos` drop the token's text from the start
+    /// and end of the prompt, as llama.cpp does when the vocabulary adds the token itself.
+    pub fn render_llama_cpp(
+        &self,
+        request: &[u8],
+        bos_token: &str,
+        eos_token: &str,
+        strip_bos: bool,
+        strip_eos: bool,
+    ) -> Result<String, Error> {
+        if request.len() > MAX_REQUEST_BYTES {
+            return Err(ChatError::Limit {
+                message: format!(
+                    "the request is {} bytes, more than the {MAX_REQUEST_BYTES} a request may have",
+                    request.len()
+                ),
+            }
+            .into());
+        }
+        let patched = match llama_cpp::patched_source(&self.source) {
+            Some(src) => Some(ChatTemplate::new(&src)?),
+            None => None,
+        };
+        let t = patched.as_ref().unwrap_or(self);
+        let caps = llama_cpp::caps(t);
+        let prepared = llama_cpp::prepare_request(request, &t.source, &caps, bos_token, eos_token)?;
+        let mut out = t.render_with(&prepared, &[])?;
+        if strip_bos && !bos_token.is_empty() && out.starts_with(bos_token) {
+            out.drain(..bos_token.len());
+        }
+        if strip_eos && !eos_token.is_empty() && out.ends_with(eos_token) {
+            out.truncate(out.len() - eos_token.len());
+        }
+        Ok(out)
+    }
+
+    /// What llama.cpp's probes would find the template reads, as this module measures it.
+    pub fn llama_cpp_caps(&self) -> LlamaCppCaps {
+        match llama_cpp::patched_source(&self.source).map(|s| ChatTemplate::new(&s)) {
+            Some(Ok(t)) => llama_cpp::caps(&t),
+            _ => llama_cpp::caps(self),
+        }
+    }
+}
+
 /// A minijinja error as the library's: the template's own message for `raise_exception`, the
 /// limit reached, or what failed, with its line and column.
 fn from_minijinja(e: &minijinja::Error, source: &str) -> ChatError {
@@ -438,6 +490,33 @@ pub fn render_file<S: AsRef<[u8]>>(
 ) -> Result<String, Error> {
     let template = ChatTemplate::new(&file_template(file, name)?)?;
     template.render_with(request, &special_token_variables(file))
+}
+
+/// Renders a file's template as llama-server does ([`ChatTemplate::render_llama_cpp`]):
+/// `bos_token`/`eos_token` from the vocabulary, and their text dropped from the prompt's ends
+/// where the file sets `tokenizer.ggml.add_bos_token`/`add_eos_token` (the tokenizer adds them).
+pub fn render_file_llama_cpp<S: AsRef<[u8]>>(
+    file: &GgufFile<S>,
+    name: Option<&str>,
+    request: &[u8],
+) -> Result<String, Error> {
+    let template = ChatTemplate::new(&file_template(file, name)?)?;
+    let special = special_token_variables(file);
+    let token = |var: &str| {
+        special
+            .iter()
+            .find(|(k, _)| k == var)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    let flag = |key: &str| matches!(file.get(key), Some(MetaValue::Bool(true)));
+    template.render_llama_cpp(
+        request,
+        token("bos_token"),
+        token("eos_token"),
+        flag("tokenizer.ggml.add_bos_token"),
+        flag("tokenizer.ggml.add_eos_token"),
+    )
 }
 
 #[cfg(test)]
