@@ -28,9 +28,11 @@
 //! What the template reads (system role, content as string or parts, tool-call arguments as an
 //! object) llama.cpp learns by running the template over probe conversations and watching which
 //! values its engine touches; this module runs the same probes and watches the output instead
-//! (a value the template reads but never writes counts as unread). `continue_final_message`
-//! is refused: llama.cpp rebuilds the continued message from its analysis of the template's
-//! reasoning markers, which this module does not repeat.
+//! (a value the template reads but never writes counts as unread). `continue_final_message`:
+//! llama.cpp renders the conversation without the last message, then appends what
+//! `add_generation_prompt` adds and the last message's content; where its parser analysis
+//! finds reasoning markers in the template it also writes those markers around the continued
+//! reasoning, which this module does not repeat.
 
 use minijinja::value::{Value, ValueKind};
 
@@ -347,6 +349,16 @@ fn with(m: &Value, key: &str, value: Value) -> Result<Value, Error> {
     Ok(Value::from_pairs(pairs))
 }
 
+/// A request ready for the library's rendering.
+pub struct Prepared {
+    /// The request (messages fixed, llama.cpp's variables).
+    pub request: Vec<u8>,
+    /// For `continue_final_message`: the same request with `add_generation_prompt`, and the
+    /// text to append after the generation prompt (the prompt is the request's rendering, then
+    /// what the generation prompt adds to it, then this text).
+    pub continued: Option<(Vec<u8>, String)>,
+}
+
 /// The request as llama-server would render it: the fixed messages and llama.cpp's variables,
 /// as a request for the library's own rendering.
 pub fn prepare_request(
@@ -355,7 +367,7 @@ pub fn prepare_request(
     caps: &Caps,
     bos: &str,
     eos: &str,
-) -> Result<Vec<u8>, Error> {
+) -> Result<Prepared, Error> {
     let req = json::parse(request).map_err(|e| ChatError::Request {
         offset: Some(e.offset),
         message: e.message,
@@ -374,14 +386,45 @@ pub fn prepare_request(
             messages.kind()
         )));
     }
-    if get(&req, "continue_final_message").is_some_and(|v| v.is_true()) {
-        return Err(refuse(
-            "continue_final_message is not available with GGUF_CHAT_LLAMA_CPP (llama.cpp rebuilds the continued message from its analysis of the template's reasoning markers)",
-        ));
-    }
+    // common_chat_continuation_parse: true, "content" or "reasoning_content".
+    let continuation = get(&req, "continue_final_message").and_then(|v| match v.kind() {
+        ValueKind::Bool if v.is_true() => Some(None),
+        ValueKind::String => match v.as_str() {
+            Some("content") => Some(Some(true)),
+            Some("reasoning_content") => Some(Some(false)),
+            _ => None,
+        },
+        _ => None,
+    });
     let mut msgs = Vec::new();
     for m in items(&messages)? {
         msgs.push(message(&m)?);
+    }
+    // The continued message is rendered after the generation prompt: its content (text parts
+    // joined by a blank line, as `render_content` joins them) when the content is continued.
+    let mut continued = None;
+    if let Some(mode) = continuation {
+        if let Some(last) = msgs.pop() {
+            let content = get(&last, "content").unwrap_or_default();
+            let text = if content.kind() == ValueKind::Seq {
+                let mut texts = Vec::new();
+                for p in items(&content)? {
+                    if string_field(&p, "type", "a content part's")?.as_deref() == Some("text") {
+                        texts.push(
+                            string_field(&p, "text", "a content part's")?.unwrap_or_default(),
+                        );
+                    }
+                }
+                texts.join("\n\n")
+            } else {
+                content.as_str().unwrap_or_default().to_string()
+            };
+            let reasoning_only = get(&last, "reasoning_content").is_some() && text.is_empty();
+            let content_mode = mode.unwrap_or(!reasoning_only);
+            continued = Some(if content_mode { text } else { String::new() });
+        } else {
+            continued = Some(String::new());
+        }
     }
     let only_string = caps.supports_string_content && !caps.supports_typed_content;
     let only_typed = !caps.supports_string_content && caps.supports_typed_content;
@@ -492,7 +535,7 @@ pub fn prepare_request(
         let v = req.get_item(&k).map_err(|e| refuse(e.to_string()))?;
         match name.as_str() {
             "messages" | "tools" | "continue_final_message" => {}
-            "add_generation_prompt" => add_generation_prompt = v.is_true(),
+            "add_generation_prompt" => add_generation_prompt = v.is_true() && continued.is_none(),
             _ => kwargs.push((name, v)),
         }
     }
@@ -503,10 +546,22 @@ pub fn prepare_request(
         }
     }
     pairs.extend(kwargs);
-    pairs.push((
-        "add_generation_prompt".to_string(),
-        Value::from(add_generation_prompt),
-    ));
-    let request = Value::from_pairs(pairs.into_iter().map(|(k, v)| (Value::from(k), v)));
-    Ok(compact(&request)?.into_bytes())
+    if continued.is_some() {
+        add_generation_prompt = false;
+    }
+    let build = |agp: bool| {
+        let mut all = pairs.clone();
+        all.push(("add_generation_prompt".to_string(), Value::from(agp)));
+        compact(&Value::from_pairs(
+            all.into_iter().map(|(k, v)| (Value::from(k), v)),
+        ))
+        .map(String::into_bytes)
+    };
+    Ok(Prepared {
+        request: build(add_generation_prompt)?,
+        continued: match continued {
+            Some(text) => Some((build(true)?, text)),
+            None => None,
+        },
+    })
 }

@@ -311,7 +311,17 @@ impl ChatTemplate {
         let t = patched.as_ref().unwrap_or(self);
         let caps = llama_cpp::caps(t);
         let prepared = llama_cpp::prepare_request(request, &t.source, &caps, bos_token, eos_token)?;
-        let mut out = t.render_with(&prepared, &[])?;
+        let mut out = t.render_with(&prepared.request, &[])?;
+        if let Some((with_prompt, text)) = &prepared.continued {
+            let full = t.render_with(with_prompt, &[])?;
+            let common = out
+                .char_indices()
+                .zip(full.chars())
+                .find(|((_, a), b)| a != b)
+                .map_or(out.len().min(full.len()), |((i, _), _)| i);
+            out.push_str(&full[common..]);
+            out.push_str(text);
+        }
         if strip_bos && !bos_token.is_empty() && out.starts_with(bos_token) {
             out.drain(..bos_token.len());
         }
