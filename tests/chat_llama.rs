@@ -123,12 +123,8 @@ fn llama_cpp_flag_matches_common_chat_templates_apply() {
                 ("OK", Ok(m)) if m.as_bytes() == body => same += 1,
                 ("ERR", Err(_)) => both_refuse += 1,
                 (tag, m) => differ.push(format!(
-                    "{name} / {cname}: llama.cpp {tag} {:?}\n  ours {:?}",
-                    String::from_utf8_lossy(body)
-                        .chars()
-                        .take(300)
-                        .collect::<String>(),
-                    m.map(|s| s.chars().take(300).collect::<String>())
+                    "{name} / {cname}: {}",
+                    show_difference(tag, body, &m)
                 )),
             }
         }
@@ -143,5 +139,38 @@ fn llama_cpp_flag_matches_common_chat_templates_apply() {
     }
     for d in &differ {
         eprintln!("{d}");
+    }
+}
+
+/// Where llama.cpp's text and ours part, with some context.
+fn show_difference(tag: &str, theirs: &[u8], ours: &Result<String, String>) -> String {
+    let theirs = String::from_utf8_lossy(theirs);
+    match ours {
+        Ok(m) if tag == "OK" => {
+            let at = theirs
+                .char_indices()
+                .zip(m.chars())
+                .find(|((_, a), b)| a != b)
+                .map_or(theirs.len().min(m.len()), |((i, _), _)| i);
+            let from = theirs[..at]
+                .char_indices()
+                .rev()
+                .nth(60)
+                .map_or(0, |(i, _)| i);
+            let cut = |s: &str| s[from..].chars().take(160).collect::<String>();
+            format!(
+                "at byte {at}\n  llama.cpp {:?}\n  ours      {:?}",
+                cut(&theirs),
+                cut(m)
+            )
+        }
+        Ok(m) => format!(
+            "llama.cpp refuses ({theirs}), ours {:?}",
+            m.chars().take(100).collect::<String>()
+        ),
+        Err(e) => format!(
+            "ours refuses ({e}), llama.cpp {tag} {:?}",
+            theirs.chars().take(100).collect::<String>()
+        ),
     }
 }

@@ -18,6 +18,8 @@
 //!   has no system role, or dropped when it is alone;
 //! - tool-call arguments parsed back from their JSON string when the template reads them as an
 //!   object;
+//! - for StepFun's template (the one that says "You have access to the following functions in
+//!   JSONSchema format"), contents, reasoning and text parts trimmed of whitespace;
 //! - the tools rebuilt as `{"type": "function", "function": {name, description, parameters}}`;
 //! - the variables: `bos_token`, `eos_token` (the request's, else empty), `enable_thinking`
 //!   (true), `tools` (when there are any), `datetime` (`%b %d %Y`) and `date_string`
@@ -37,6 +39,7 @@
 use minijinja::value::{Value, ValueKind};
 
 use super::json;
+use super::objects;
 use super::python::{json_dumps, JsonStyle};
 use super::time;
 use super::{ChatError, ChatTemplate, Error};
@@ -62,7 +65,7 @@ const SYSTEM_MARKER: &str = "SYSTEM_MARKER_8d1f";
 const ARG_MARKER: &str = "ARG_MARKER_5c2e";
 
 fn probe(t: &ChatTemplate, request: &str) -> Option<String> {
-    t.render(request.as_bytes()).ok()
+    t.render_inner(request.as_bytes(), &[], true).ok()
 }
 
 /// Probes the template as llama.cpp's `caps_get` does.
@@ -202,7 +205,8 @@ fn items(v: &Value) -> Result<Vec<Value>, Error> {
 
 /// One message as `common_chat_msgs_parse_oaicompat` reads it and `to_json_oaicompat` writes
 /// it; content parts stay parts.
-fn message(m: &Value) -> Result<Value, Error> {
+fn message(m: &Value, trim: bool) -> Result<Value, Error> {
+    let fix = |s: String| if trim { c_trim(&s).to_string() } else { s };
     if m.kind() != ValueKind::Map {
         return Err(refuse(format!(
             "Failed to parse messages: Expected 'message' to be an object, found {}",
@@ -220,7 +224,9 @@ fn message(m: &Value) -> Result<Value, Error> {
         ));
     }
     let content = match content {
-        Some(c) if c.kind() == ValueKind::String => c,
+        Some(c) if c.kind() == ValueKind::String => {
+            Value::from(fix(c.as_str().unwrap_or("").into()))
+        }
         Some(c) if c.kind() == ValueKind::Seq => {
             let mut parts = Vec::new();
             for p in items(&c)? {
@@ -245,7 +251,7 @@ fn message(m: &Value) -> Result<Value, Error> {
                 Value::from(parts)
             }
         }
-        Some(c) if c.is_none() => Value::from(""),
+        Some(c) if objects::is_none(&c) => Value::from(""),
         None => Value::from(""),
         Some(c) => {
             return Err(refuse(format!(
@@ -266,7 +272,7 @@ fn message(m: &Value) -> Result<Value, Error> {
         out.push(("tool_call_id", Value::from(i)));
     }
     let mut tool_calls = Vec::new();
-    if let Some(calls) = calls.filter(|c| !c.is_none()) {
+    if let Some(calls) = calls.filter(|c| !objects::is_none(c)) {
         for tc in items(&calls)? {
             if string_field(&tc, "type", "a tool call's")?.as_deref() != Some("function") {
                 return Err(refuse(
@@ -301,6 +307,11 @@ fn message(m: &Value) -> Result<Value, Error> {
         out.push(("tool_calls", Value::from(tool_calls)));
     }
     Ok(map(out))
+}
+
+/// C's `isspace` trim, as llama.cpp's `trim_whitespace`.
+fn c_trim(s: &str) -> &str {
+    s.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'))
 }
 
 /// Content parts joined as `messages_inp_normalizer::concat_content_parts` joins them.
@@ -398,8 +409,19 @@ pub fn prepare_request(
     });
     let mut msgs = Vec::new();
     for m in items(&messages)? {
-        msgs.push(message(&m)?);
+        msgs.push(message(&m, false)?);
     }
+    // StepFun's template: contents trimmed (the continued message keeps its own).
+    let trimmed =
+        if source.contains("You have access to the following functions in JSONSchema format") {
+            let mut t = Vec::new();
+            for m in items(&messages)? {
+                t.push(message(&m, true)?);
+            }
+            Some(t)
+        } else {
+            None
+        };
     // The continued message is rendered after the generation prompt: its content (text parts
     // joined by a blank line, as `render_content` joins them) when the content is continued.
     let mut continued = None;
@@ -425,6 +447,10 @@ pub fn prepare_request(
         } else {
             continued = Some(String::new());
         }
+    }
+    if let Some(mut t) = trimmed {
+        t.truncate(msgs.len());
+        msgs = t;
     }
     let only_string = caps.supports_string_content && !caps.supports_typed_content;
     let only_typed = !caps.supports_string_content && caps.supports_typed_content;
@@ -493,7 +519,7 @@ pub fn prepare_request(
     out.push(("bos_token", Value::from(bos)));
     out.push(("eos_token", Value::from(eos)));
     out.push(("enable_thinking", Value::from(true)));
-    if let Some(tools) = get(&req, "tools").filter(|t| !t.is_none()) {
+    if let Some(tools) = get(&req, "tools").filter(|t| !objects::is_none(t)) {
         let mut rebuilt = Vec::new();
         for t in items(&tools)? {
             if string_field(&t, "type", "a tool's")?.as_deref() != Some("function") {
@@ -507,7 +533,7 @@ pub fn prepare_request(
                 .ok_or_else(|| refuse("Failed to parse tools: a tool function has no name"))?;
             let description = string_field(&f, "description", "a tool's")?.unwrap_or_default();
             let parameters = get(&f, "parameters")
-                .filter(|p| !p.is_none())
+                .filter(|p| !objects::is_none(p))
                 .unwrap_or_else(|| map(vec![]));
             rebuilt.push(map(vec![
                 ("type", Value::from("function")),

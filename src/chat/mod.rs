@@ -238,6 +238,17 @@ impl ChatTemplate {
         request: &[u8],
         defaults: &[(String, String)],
     ) -> Result<String, Error> {
+        self.render_inner(request, defaults, false)
+    }
+
+    /// `render_with`; `llama` leaves `tools` and `documents` undefined where they are none,
+    /// and `add_generation_prompt` where it is false, as llama.cpp passes them.
+    fn render_inner(
+        &self,
+        request: &[u8],
+        defaults: &[(String, String)],
+        llama: bool,
+    ) -> Result<String, Error> {
         if request.len() > MAX_REQUEST_BYTES {
             return Err(ChatError::Limit {
                 message: format!(
@@ -251,7 +262,29 @@ impl ChatTemplate {
             offset: Some(e.offset),
             message: e.message,
         })?;
-        let prepared = request::prepare(&value, &self.source, defaults)?;
+        let mut prepared = request::prepare(&value, &self.source, defaults)?;
+        if llama {
+            let mut vars = Vec::new();
+            for k in prepared
+                .context
+                .try_iter()
+                .map_err(|e| from_minijinja(&e, &self.source))?
+            {
+                let v = prepared
+                    .context
+                    .get_item(&k)
+                    .map_err(|e| from_minijinja(&e, &self.source))?;
+                let unset = match k.as_str() {
+                    Some("tools" | "documents") => objects::is_none(&v),
+                    Some("add_generation_prompt") => !v.is_true(),
+                    _ => false,
+                };
+                if !unset {
+                    vars.push((k, v));
+                }
+            }
+            prepared.context = minijinja::Value::from_pairs(vars);
+        }
         let template = self
             .env
             .get_template(NAME)
@@ -311,9 +344,9 @@ impl ChatTemplate {
         let t = patched.as_ref().unwrap_or(self);
         let caps = llama_cpp::caps(t);
         let prepared = llama_cpp::prepare_request(request, &t.source, &caps, bos_token, eos_token)?;
-        let mut out = t.render_with(&prepared.request, &[])?;
+        let mut out = t.render_inner(&prepared.request, &[], true)?;
         if let Some((with_prompt, text)) = &prepared.continued {
-            let full = t.render_with(with_prompt, &[])?;
+            let full = t.render_inner(with_prompt, &[], true)?;
             let common = out
                 .char_indices()
                 .zip(full.chars())
