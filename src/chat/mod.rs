@@ -187,6 +187,9 @@ fn rewrite_generation_tags(source: &str) -> String {
 pub struct ChatTemplate {
     env: minijinja::Environment<'static>,
     source: String,
+    /// For llama.cpp's rendering, made at its first use: the template with llama.cpp's source
+    /// patches (where one applies) and what its probes find.
+    llama: std::sync::OnceLock<Result<(Option<Box<ChatTemplate>>, LlamaCppCaps), Error>>,
 }
 
 const NAME: &str = "chat_template";
@@ -218,6 +221,7 @@ impl ChatTemplate {
         Ok(ChatTemplate {
             env,
             source: source.to_string(),
+            llama: std::sync::OnceLock::new(),
         })
     }
 
@@ -337,13 +341,9 @@ impl ChatTemplate {
             }
             .into());
         }
-        let patched = match llama_cpp::patched_source(&self.source) {
-            Some(src) => Some(ChatTemplate::new(&src)?),
-            None => None,
-        };
-        let t = patched.as_ref().unwrap_or(self);
-        let caps = llama_cpp::caps(t);
-        let prepared = llama_cpp::prepare_request(request, &t.source, &caps, bos_token, eos_token)?;
+        let (patched, caps) = self.llama_cpp_setup()?;
+        let t = patched.as_deref().unwrap_or(self);
+        let prepared = llama_cpp::prepare_request(request, &t.source, caps, bos_token, eos_token)?;
         let mut out = t.render_inner(&prepared.request, &[], true)?;
         if let Some((with_prompt, text)) = &prepared.continued {
             let full = t.render_inner(with_prompt, &[], true)?;
@@ -365,10 +365,22 @@ impl ChatTemplate {
     }
 
     /// What llama.cpp's probes would find the template reads, as this module measures it.
-    pub fn llama_cpp_caps(&self) -> LlamaCppCaps {
-        match llama_cpp::patched_source(&self.source).map(|s| ChatTemplate::new(&s)) {
-            Some(Ok(t)) => llama_cpp::caps(&t),
-            _ => llama_cpp::caps(self),
+    pub fn llama_cpp_caps(&self) -> Result<LlamaCppCaps, Error> {
+        Ok(*self.llama_cpp_setup()?.1)
+    }
+
+    fn llama_cpp_setup(&self) -> Result<(&Option<Box<ChatTemplate>>, &LlamaCppCaps), Error> {
+        let made = self.llama.get_or_init(|| {
+            let patched = match llama_cpp::patched_source(&self.source) {
+                Some(src) => Some(Box::new(ChatTemplate::new(&src)?)),
+                None => None,
+            };
+            let caps = llama_cpp::caps(patched.as_deref().unwrap_or(self));
+            Ok((patched, caps))
+        });
+        match made {
+            Ok((patched, caps)) => Ok((patched, caps)),
+            Err(e) => Err(e.clone()),
         }
     }
 }
