@@ -591,3 +591,111 @@ pub fn prepare_request(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ChatTemplate;
+
+    fn render(template: &str, request: &str) -> String {
+        ChatTemplate::new(template)
+            .unwrap()
+            .render_llama_cpp(request.as_bytes(), "<s>", "</s>", false, false)
+            .unwrap()
+    }
+
+    const PLAIN: &str = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}\
+        {% if add_generation_prompt %}<gen>{% endif %}";
+
+    #[test]
+    fn developer_becomes_system_and_the_generation_prompt_is_on_by_default() {
+        let r = r#"{"messages": [{"role": "developer", "content": "d"}, {"role": "user", "content": "u"}]}"#;
+        assert_eq!(render(PLAIN, r), "[system:d][user:u]<gen>");
+        let off =
+            r#"{"messages": [{"role": "user", "content": "u"}], "add_generation_prompt": false}"#;
+        assert_eq!(render(PLAIN, off), "[user:u]");
+    }
+
+    #[test]
+    fn system_merges_into_the_next_message_where_the_template_has_no_system_role() {
+        let t = "{% for m in messages %}{% if m.role != 'system' %}[{{ m.role }}:{{ m.content }}]\
+            {% endif %}{% endfor %}";
+        let r = r#"{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}"#;
+        assert_eq!(render(t, r), "[user:s\nu]");
+        assert_eq!(render(PLAIN, r), "[system:s][user:u]<gen>");
+        let t = ChatTemplate::new(t).unwrap();
+        assert!(!t.llama_cpp_caps().unwrap().supports_system_role);
+    }
+
+    #[test]
+    fn arguments_are_parsed_only_for_templates_that_read_them_as_objects() {
+        let r = r#"{"messages": [{"role": "user", "content": "u"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]}], "add_generation_prompt": false}"#;
+        let object =
+            "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.name }}\
+            {% for k, v in c.function.arguments.items() %}({{ k }}={{ v }}){% endfor %}{% endfor %}\
+            {% endfor %}";
+        assert_eq!(render(object, r), "f(x=1)");
+        let string =
+            "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.name }}\
+            {{ c.function.arguments | length }}{% endfor %}{% endfor %}";
+        let st = ChatTemplate::new(string).unwrap();
+        assert!(!st.llama_cpp_caps().unwrap().supports_object_arguments);
+        assert_eq!(render(string, r), "f8");
+        // Arguments given as an object reach a string-reading template as compact JSON
+        // (`{"x":1,"y":"é"}`: 15 characters).
+        let obj = r#"{"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": 1, "y": "é"}}}]}], "add_generation_prompt": false}"#;
+        assert_eq!(render(string, obj), "f15");
+    }
+
+    #[test]
+    fn content_parts_are_joined_for_string_only_templates_and_unknown_keys_dropped() {
+        let r = r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "extra": 1}], "add_generation_prompt": false}"#;
+        assert_eq!(render(PLAIN, r), "[user:a\nb]");
+        let extra = "{% for m in messages %}{{ m.extra is defined }}{% endfor %}";
+        assert_eq!(render(extra, r), "False");
+    }
+
+    #[test]
+    fn continuing_appends_the_last_content_after_the_generation_prompt() {
+        let r = r#"{"messages": [{"role": "user", "content": "u"}, {"role": "assistant", "content": "par"}], "continue_final_message": true}"#;
+        assert_eq!(render(PLAIN, r), "[user:u]<gen>par");
+    }
+
+    #[test]
+    fn malformed_messages_are_refused_as_llama_cpp_refuses_them() {
+        let t = ChatTemplate::new(PLAIN).unwrap();
+        for (r, why) in [
+            (
+                r#"{"messages": [{"role": "user"}]}"#,
+                "Expected 'content' or 'tool_calls'",
+            ),
+            (r#"{"messages": [{"content": "x"}]}"#, "Missing 'role'"),
+            (
+                r#"{"messages": [{"role": "user", "content": 5}]}"#,
+                "Invalid 'content' type",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "image", "text": "x"}]}]}"#,
+                "Unsupported content part type",
+            ),
+        ] {
+            let e = t
+                .render_llama_cpp(r.as_bytes(), "", "", false, false)
+                .unwrap_err();
+            assert!(e.to_string().contains(why), "{r}: {e}");
+        }
+    }
+
+    #[test]
+    fn bos_and_eos_are_stripped_where_the_vocabulary_adds_them() {
+        let t = ChatTemplate::new("{{ bos_token }}x{{ eos_token }}").unwrap();
+        let r = br#"{"messages": [{"role": "user", "content": "u"}]}"#;
+        assert_eq!(
+            t.render_llama_cpp(r, "<s>", "</s>", true, true).unwrap(),
+            "x"
+        );
+        assert_eq!(
+            t.render_llama_cpp(r, "<s>", "</s>", false, false).unwrap(),
+            "<s>x</s>"
+        );
+    }
+}

@@ -21,8 +21,12 @@ use std::ffi::c_char;
 /// parsed, content parts joined, unknown message keys dropped) and its variables
 /// (`enable_thinking` true, `datetime`, `date_string`, `add_generation_prompt` true unless the
 /// request says false; `bos_token`/`eos_token` from the file's vocabulary, or empty, with their
-/// text dropped from the prompt's ends where the vocabulary adds the token itself).
-/// `continue_final_message` is refused (GGUF_ERROR_CODE_BAD_REQUEST).
+/// text dropped from the prompt's ends where the vocabulary adds the token itself), rendered by
+/// this library's engine (jinja2's semantics, not llama.cpp's own Jinja engine).
+/// `continue_final_message` renders the conversation without the last message, then the
+/// generation prompt and that message's content (llama.cpp's reasoning markers around the
+/// continued message are not repeated). Messages llama.cpp refuses (no role, content neither a
+/// string, a list of text parts nor null, ...) are GGUF_ERROR_CODE_BAD_REQUEST.
 pub const GGUF_CHAT_LLAMA_CPP: u32 = 1;
 
 /// The opaque state behind a `GGUFChatTemplate`.
@@ -94,7 +98,7 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
 /// template variable such as `bos_token`), as transformers' `apply_chat_template(...,
 /// tokenize=False)` renders it. Writes the prompt to `out` when it fits in `out_size` bytes and
 /// returns its length (see the sizing rule in the header's chat section); -1 on failure.
-/// `flags`: 0 (transformers). `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
+/// `flags`: 0 (transformers) or GGUF_CHAT_LLAMA_CPP. `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
 /// UTC) when that environment variable is set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_chat_render_template(
