@@ -189,8 +189,12 @@ pub struct ChatTemplate {
     source: String,
     /// For llama.cpp's rendering, made at its first use: the template with llama.cpp's source
     /// patches (where one applies) and what its probes find.
-    llama: std::sync::OnceLock<Result<(Option<Box<ChatTemplate>>, LlamaCppCaps), Error>>,
+    llama: std::sync::OnceLock<Result<LlamaSetup, Error>>,
 }
+
+/// The template llama.cpp renders (with its source patches, where one applies) and what its
+/// probes find.
+type LlamaSetup = (Option<Box<ChatTemplate>>, LlamaCppCaps);
 
 const NAME: &str = "chat_template";
 
