@@ -127,7 +127,7 @@ test: test-prereqs venv ggml llama-src
 # The inner loop: the unit tests, the doctests and every test file that needs nothing beyond
 # cargo and $(CC) (tests/*.rs but those below), less the tests in them that need valgrind, the
 # reference Python reader or ggml's library. `make test` runs everything.
-TESTS_NEEDING_TOOLS := c_writer chat_transformers conformance dequant_ggml dequant_tables ggml_crosscheck header \
+TESTS_NEEDING_TOOLS := c_writer chat_llama chat_transformers conformance dequant_ggml dequant_tables ggml_crosscheck header \
 	inspect install memory_llama python quantize_ggml quantize_iq_ggml readme requantize_llama requantize_pattern \
 	tokenizer_llama \
 	tokenizer_memory tokenizer_split tokenizer_vocab url validate_ggml

@@ -4,7 +4,8 @@
  * (tests/c_api.rs): a render with the file's special tokens, a named template, the sizing rule
  * (the full length returned, nothing written when it does not fit), a compiled template
  * rendered many times, and the refusals (a template that raises, a syntax error with its line,
- * a request with its byte offset, a runaway recursion, unknown flags, the llama.cpp flag, NULL).
+ * a request with its byte offset, a runaway recursion, unknown flags, NULL), and the llama.cpp flag's
+ * rendering (developer to system, its default generation prompt, its message checks).
  *
  * Usage: test_chat FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
@@ -51,8 +52,18 @@ static void file_templates(void) {
     FAILS(gguf_chat_render(f, "missing", REQUEST, strlen(REQUEST), out, sizeof out, 0) == -1,
           GGUF_ERROR_CODE_NOT_FOUND, "tokenizer.chat_template.missing");
 
-    FAILS(gguf_chat_render(f, NULL, REQUEST, strlen(REQUEST), out, sizeof out, GGUF_CHAT_LLAMA_CPP) == -1,
-          GGUF_ERROR_CODE_UNSUPPORTED, "GGUF_CHAT_LLAMA_CPP");
+    /* llama-server's rendering: developer becomes system, BOS from the vocabulary, and the
+       generation prompt unless the request says otherwise. */
+    const char *dev = "{\"messages\": [{\"role\": \"developer\", \"content\": \"d\"}, {\"role\": \"user\", \"content\": \"u\"}]}";
+    const char *llama = "<s>system: d\nuser: u\n<|assistant|>";
+    n = gguf_chat_render(f, NULL, dev, strlen(dev), out, sizeof out, GGUF_CHAT_LLAMA_CPP);
+    CHECK(n == (int64_t)strlen(llama) && memcmp(out, llama, (size_t)n) == 0);
+    n = gguf_chat_render(f, NULL, dev, strlen(dev), out, sizeof out, 0);
+    const char *plain = "<s>developer: d\nuser: u\n";
+    CHECK(n == (int64_t)strlen(plain) && memcmp(out, plain, (size_t)n) == 0);
+    const char *no_content = "{\"messages\": [{\"role\": \"user\"}]}";
+    FAILS(gguf_chat_render(f, NULL, no_content, strlen(no_content), out, sizeof out, GGUF_CHAT_LLAMA_CPP) == -1,
+          GGUF_ERROR_CODE_BAD_REQUEST, "Expected 'content' or 'tool_calls'");
     FAILS(gguf_chat_render(f, NULL, REQUEST, strlen(REQUEST), out, sizeof out, 8) == -1,
           GGUF_ERROR_CODE_INVALID_ARGUMENT, "unknown flags");
     gguf_close(f);

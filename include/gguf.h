@@ -104,9 +104,18 @@
 #define QUANTIZATION_VERSION 2
 
 /**
- * `gguf_chat_render*` flag: render as llama-server does (`common_chat_templates_apply`: its
- * fixes to the messages). Not available in this version: refused with
- * GGUF_ERROR_CODE_UNSUPPORTED.
+ * `gguf_chat_render*` flag: render as llama-server does (llama.cpp v0.5.0's
+ * `common_chat_templates_apply`): its fixes to the messages (developer role to system, a system
+ * message merged into the next where the template has no system role, tool-call arguments
+ * parsed, content parts joined, unknown message keys dropped) and its variables
+ * (`enable_thinking` true, `datetime`, `date_string`, `add_generation_prompt` true unless the
+ * request says false; `bos_token`/`eos_token` from the file's vocabulary, or empty, with their
+ * text dropped from the prompt's ends where the vocabulary adds the token itself), rendered by
+ * this library's engine (jinja2's semantics, not llama.cpp's own Jinja engine).
+ * `continue_final_message` renders the conversation without the last message, then the
+ * generation prompt and that message's content (llama.cpp's reasoning markers around the
+ * continued message are not repeated). Messages llama.cpp refuses (no role, content neither a
+ * string, a list of text parts nor null, ...) are GGUF_ERROR_CODE_BAD_REQUEST.
  */
 #define GGUF_CHAT_LLAMA_CPP 1
 
@@ -1593,7 +1602,7 @@ GGUF_API const bool *gguf_get_bool_array(GGUFFile file, const char *key, uint64_
  * template variable such as `bos_token`), as transformers' `apply_chat_template(...,
  * tokenize=False)` renders it. Writes the prompt to `out` when it fits in `out_size` bytes and
  * returns its length (see the sizing rule in the header's chat section); -1 on failure.
- * `flags`: 0 (transformers). `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
+ * `flags`: 0 (transformers) or GGUF_CHAT_LLAMA_CPP. `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
  * UTC) when that environment variable is set.
  */
 GGUF_API

@@ -72,12 +72,16 @@ export CARGO_INCREMENTAL=0
 #   memory_llama             llama.cpp's x86-64 libllama and its headers, through a C++ shim (the
 #                            memory rules' unit tests and c_api's test_memory run everywhere)
 #   chat_transformers        transformers and jinja2 in the host's Python venv
+#   chat_llama               llama.cpp's x86-64 libllama-common and its headers, through a C++ shim
+#                            (the llama.cpp rendering's unit tests and c_api's test_chat run
+#                            everywhere)
 #   chat_safety              the runaway templates take seconds each under emulation; the same
 #                            bounds, sandbox and errors run everywhere in c_api's test_chat and
 #                            fuzz_regressions' chat seeds
 HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck dequant_ggml
   validate_ggml dequant_tables url architecture quantize_ggml quantize_iq_ggml tokenizer_llama
-  tokenizer_split requantize_llama memory_llama requantize_pattern chat_transformers chat_safety"
+  tokenizer_split requantize_llama memory_llama requantize_pattern chat_transformers chat_safety
+  chat_llama"
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)

@@ -9,6 +9,7 @@
 
 mod environment;
 mod json;
+mod llama_cpp;
 mod methods;
 mod objects;
 mod python;
@@ -21,6 +22,7 @@ use crate::value::Value as MetaValue;
 
 pub use environment::{FUEL, MAX_RECURSION};
 pub use json::MAX_DEPTH as MAX_REQUEST_DEPTH;
+pub use llama_cpp::Caps as LlamaCppCaps;
 
 /// The key of a file's default chat template.
 pub const TEMPLATE_KEY: &str = "tokenizer.chat_template";
@@ -189,7 +191,14 @@ fn rewrite_generation_tags(source: &str) -> String {
 pub struct ChatTemplate {
     env: minijinja::Environment<'static>,
     source: String,
+    /// For llama.cpp's rendering, made at its first use: the template with llama.cpp's source
+    /// patches (where one applies) and what its probes find.
+    llama: std::sync::OnceLock<Result<LlamaSetup, Error>>,
 }
+
+/// The template llama.cpp renders (with its source patches, where one applies) and what its
+/// probes find.
+type LlamaSetup = (Option<Box<ChatTemplate>>, LlamaCppCaps);
 
 const NAME: &str = "chat_template";
 
@@ -220,6 +229,7 @@ impl ChatTemplate {
         Ok(ChatTemplate {
             env,
             source: source.to_string(),
+            llama: std::sync::OnceLock::new(),
         })
     }
 
@@ -240,6 +250,17 @@ impl ChatTemplate {
         request: &[u8],
         defaults: &[(String, String)],
     ) -> Result<String, Error> {
+        self.render_inner(request, defaults, false)
+    }
+
+    /// `render_with`; `llama` leaves `tools` and `documents` undefined where they are none,
+    /// and `add_generation_prompt` where it is false, as llama.cpp passes them.
+    fn render_inner(
+        &self,
+        request: &[u8],
+        defaults: &[(String, String)],
+        llama: bool,
+    ) -> Result<String, Error> {
         if request.len() > MAX_REQUEST_BYTES {
             return Err(ChatError::Limit {
                 message: format!(
@@ -253,7 +274,29 @@ impl ChatTemplate {
             offset: Some(e.offset),
             message: e.message,
         })?;
-        let prepared = request::prepare(&value, &self.source, defaults)?;
+        let mut prepared = request::prepare(&value, &self.source, defaults)?;
+        if llama {
+            let mut vars = Vec::new();
+            for k in prepared
+                .context
+                .try_iter()
+                .map_err(|e| from_minijinja(&e, &self.source))?
+            {
+                let v = prepared
+                    .context
+                    .get_item(&k)
+                    .map_err(|e| from_minijinja(&e, &self.source))?;
+                let unset = match k.as_str() {
+                    Some("tools" | "documents") => objects::is_none(&v),
+                    Some("add_generation_prompt") => !v.is_true(),
+                    _ => false,
+                };
+                if !unset {
+                    vars.push((k, v));
+                }
+            }
+            prepared.context = minijinja::Value::from_pairs(vars);
+        }
         let template = self
             .env
             .get_template(NAME)
@@ -279,6 +322,74 @@ impl ChatTemplate {
             column: None,
         })?;
         Ok(prepared.finish(rendered)?)
+    }
+}
+
+impl ChatTemplate {
+    /// Renders a request as llama-server (llama.cpp v0.5.0's `common_chat_templates_apply`)
+    /// prepares it: its fixes to the messages and its variables (see `llama_cpp.rs`), rendered
+    /// by this engine. `bos_token`/`eos_token` are the vocabulary's (empty when the template
+    /// was given without a file); the request's own keys replace them, as llama-server's
+    /// `chat_template_kwargs` do. `strip_bos`/`strip_eos` drop the token's text from the start
+    /// and end of the prompt, as llama.cpp does when the vocabulary adds the token itself.
+    pub fn render_llama_cpp(
+        &self,
+        request: &[u8],
+        bos_token: &str,
+        eos_token: &str,
+        strip_bos: bool,
+        strip_eos: bool,
+    ) -> Result<String, Error> {
+        if request.len() > MAX_REQUEST_BYTES {
+            return Err(ChatError::Limit {
+                message: format!(
+                    "the request is {} bytes, more than the {MAX_REQUEST_BYTES} a request may have",
+                    request.len()
+                ),
+            }
+            .into());
+        }
+        let (patched, caps) = self.llama_cpp_setup()?;
+        let t = patched.as_deref().unwrap_or(self);
+        let prepared = llama_cpp::prepare_request(request, &t.source, caps, bos_token, eos_token)?;
+        let mut out = t.render_inner(&prepared.request, &[], true)?;
+        if let Some((with_prompt, text)) = &prepared.continued {
+            let full = t.render_inner(with_prompt, &[], true)?;
+            let common = out
+                .char_indices()
+                .zip(full.chars())
+                .find(|((_, a), b)| a != b)
+                .map_or(out.len().min(full.len()), |((i, _), _)| i);
+            out.push_str(&full[common..]);
+            out.push_str(text);
+        }
+        if strip_bos && !bos_token.is_empty() && out.starts_with(bos_token) {
+            out.drain(..bos_token.len());
+        }
+        if strip_eos && !eos_token.is_empty() && out.ends_with(eos_token) {
+            out.truncate(out.len() - eos_token.len());
+        }
+        Ok(out)
+    }
+
+    /// What llama.cpp's probes would find the template reads, as this module measures it.
+    pub fn llama_cpp_caps(&self) -> Result<LlamaCppCaps, Error> {
+        Ok(*self.llama_cpp_setup()?.1)
+    }
+
+    fn llama_cpp_setup(&self) -> Result<(&Option<Box<ChatTemplate>>, &LlamaCppCaps), Error> {
+        let made = self.llama.get_or_init(|| {
+            let patched = match llama_cpp::patched_source(&self.source) {
+                Some(src) => Some(Box::new(ChatTemplate::new(&src)?)),
+                None => None,
+            };
+            let caps = llama_cpp::caps(patched.as_deref().unwrap_or(self));
+            Ok((patched, caps))
+        });
+        match made {
+            Ok((patched, caps)) => Ok((patched, caps)),
+            Err(e) => Err(e.clone()),
+        }
     }
 }
 
@@ -442,6 +553,33 @@ pub fn render_file<S: AsRef<[u8]>>(
 ) -> Result<String, Error> {
     let template = ChatTemplate::new(&file_template(file, name)?)?;
     template.render_with(request, &special_token_variables(file))
+}
+
+/// Renders a file's template as llama-server does ([`ChatTemplate::render_llama_cpp`]):
+/// `bos_token`/`eos_token` from the vocabulary, and their text dropped from the prompt's ends
+/// where the file sets `tokenizer.ggml.add_bos_token`/`add_eos_token` (the tokenizer adds them).
+pub fn render_file_llama_cpp<S: AsRef<[u8]>>(
+    file: &GgufFile<S>,
+    name: Option<&str>,
+    request: &[u8],
+) -> Result<String, Error> {
+    let template = ChatTemplate::new(&file_template(file, name)?)?;
+    let special = special_token_variables(file);
+    let token = |var: &str| {
+        special
+            .iter()
+            .find(|(k, _)| k == var)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    let flag = |key: &str| matches!(file.get(key), Some(MetaValue::Bool(true)));
+    template.render_llama_cpp(
+        request,
+        token("bos_token"),
+        token("eos_token"),
+        flag("tokenizer.ggml.add_bos_token"),
+        flag("tokenizer.ggml.add_eos_token"),
+    )
 }
 
 #[cfg(test)]

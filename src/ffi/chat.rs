@@ -15,9 +15,18 @@ use crate::chat::{self, ChatTemplate};
 use crate::error::{Error, ErrorCode, Result};
 use std::ffi::c_char;
 
-/// `gguf_chat_render*` flag: render as llama-server does (`common_chat_templates_apply`: its
-/// fixes to the messages). Not available in this version: refused with
-/// GGUF_ERROR_CODE_UNSUPPORTED.
+/// `gguf_chat_render*` flag: render as llama-server does (llama.cpp v0.5.0's
+/// `common_chat_templates_apply`): its fixes to the messages (developer role to system, a system
+/// message merged into the next where the template has no system role, tool-call arguments
+/// parsed, content parts joined, unknown message keys dropped) and its variables
+/// (`enable_thinking` true, `datetime`, `date_string`, `add_generation_prompt` true unless the
+/// request says false; `bos_token`/`eos_token` from the file's vocabulary, or empty, with their
+/// text dropped from the prompt's ends where the vocabulary adds the token itself), rendered by
+/// this library's engine (jinja2's semantics, not llama.cpp's own Jinja engine).
+/// `continue_final_message` renders the conversation without the last message, then the
+/// generation prompt and that message's content (llama.cpp's reasoning markers around the
+/// continued message are not repeated). Messages llama.cpp refuses (no role, content neither a
+/// string, a list of text parts nor null, ...) are GGUF_ERROR_CODE_BAD_REQUEST.
 pub const GGUF_CHAT_LLAMA_CPP: u32 = 1;
 
 /// The opaque state behind a `GGUFChatTemplate`.
@@ -27,20 +36,15 @@ pub struct GGUFChatTemplateImpl(ChatTemplate);
 /// many threads at once. NULL is never a valid template.
 pub type GGUFChatTemplate = *mut GGUFChatTemplateImpl;
 
-fn check_flags(flags: u32) -> Result<()> {
-    if flags & GGUF_CHAT_LLAMA_CPP != 0 {
-        return Err(Error::msg(
-            ErrorCode::Unsupported,
-            "GGUF_CHAT_LLAMA_CPP (llama-server's rendering) is not available in this version",
-        ));
-    }
-    if flags != 0 {
+/// Whether the flags ask for llama-server's rendering.
+fn check_flags(flags: u32) -> Result<bool> {
+    if flags & !GGUF_CHAT_LLAMA_CPP != 0 {
         return Err(Error::msg(
             ErrorCode::InvalidArgument,
             format!("unknown flags {flags:#x}"),
         ));
     }
-    Ok(())
+    Ok(flags & GGUF_CHAT_LLAMA_CPP != 0)
 }
 
 fn to_usize(n: u64, what: &str) -> Result<usize> {
@@ -94,7 +98,7 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str> {
 /// template variable such as `bos_token`), as transformers' `apply_chat_template(...,
 /// tokenize=False)` renders it. Writes the prompt to `out` when it fits in `out_size` bytes and
 /// returns its length (see the sizing rule in the header's chat section); -1 on failure.
-/// `flags`: 0 (transformers). `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
+/// `flags`: 0 (transformers) or GGUF_CHAT_LLAMA_CPP. `strftime_now()` reads the clock, or SOURCE_DATE_EPOCH (seconds,
 /// UTC) when that environment variable is set.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_chat_render_template(
@@ -107,7 +111,7 @@ pub unsafe extern "C" fn gguf_chat_render_template(
     flags: u32,
 ) -> i64 {
     guard(-1, || {
-        check_flags(flags)?;
+        let llama = check_flags(flags)?;
         // SAFETY: each pointer is valid for its length (the header's contract).
         let (t, r) = unsafe {
             (
@@ -115,7 +119,11 @@ pub unsafe extern "C" fn gguf_chat_render_template(
                 text(request, request_len, "request")?,
             )
         };
-        let prompt = chat::render_template(utf8(t, "tmpl")?, r)?;
+        let prompt = if llama {
+            ChatTemplate::new(utf8(t, "tmpl")?)?.render_llama_cpp(r, "", "", false, false)?
+        } else {
+            chat::render_template(utf8(t, "tmpl")?, r)?
+        };
         // SAFETY: `out` has room for `out_size` bytes (the header's contract).
         unsafe { write_text(&prompt, out, out_size) }
     })
@@ -139,7 +147,7 @@ pub unsafe extern "C" fn gguf_chat_render(
     guard(-1, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
         let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        check_flags(flags)?;
+        let llama = check_flags(flags)?;
         let name = if name.is_null() {
             None
         } else {
@@ -151,7 +159,12 @@ pub unsafe extern "C" fn gguf_chat_render(
         };
         // SAFETY: `request` is valid for `request_len` bytes (the header's contract).
         let r = unsafe { text(request, request_len, "request")? };
-        let prompt = chat::render_file(f.model.first(), name, r).map_err(|e| f.about(e))?;
+        let prompt = if llama {
+            chat::render_file_llama_cpp(f.model.first(), name, r)
+        } else {
+            chat::render_file(f.model.first(), name, r)
+        }
+        .map_err(|e| f.about(e))?;
         // SAFETY: `out` has room for `out_size` bytes (the header's contract).
         unsafe { write_text(&prompt, out, out_size) }
     })
@@ -233,10 +246,14 @@ pub unsafe extern "C" fn gguf_chat_template_render(
     guard(-1, || {
         // SAFETY: NULL or a live template (the header's contract); shared use only.
         let t = unsafe { tmpl.as_ref() }.ok_or_else(|| null("tmpl"))?;
-        check_flags(flags)?;
+        let llama = check_flags(flags)?;
         // SAFETY: valid for `request_len` bytes (the header's contract).
         let r = unsafe { text(request, request_len, "request")? };
-        let prompt = t.0.render(r)?;
+        let prompt = if llama {
+            t.0.render_llama_cpp(r, "", "", false, false)?
+        } else {
+            t.0.render(r)?
+        };
         // SAFETY: `out` has room for `out_size` bytes (the header's contract).
         unsafe { write_text(&prompt, out, out_size) }
     })

@@ -1,0 +1,701 @@
+//! llama-server's rendering (`GGUF_CHAT_LLAMA_CPP`): the request as llama.cpp v0.5.0's
+//! `common_chat_templates_apply` (libllama-common) prepares it, rendered by the library's own
+//! engine.
+//!
+//! What llama.cpp does before it renders, and this module repeats:
+//! - the template source: the two patches `common_chat_templates_init` makes (GPT-OSS's check
+//!   for channel markers in the content, Mistral's check for empty assistant messages, each
+//!   replaced by `{%- if false %}`);
+//! - the messages, read as `common_chat_msgs_parse_oaicompat` reads them (a role, content as a
+//!   string, null or a list of `text`/`media_marker` parts, tool calls of type `function` with
+//!   their arguments kept as a JSON string, `reasoning_content`, `name`, `tool_call_id`; every
+//!   other key dropped) and written back as `to_json_oaicompat` writes them (content `""` when
+//!   empty, `reasoning_content`/`name`/`tool_call_id` only when not empty);
+//! - content parts joined with `\n` when the template reads content only as a string, and a
+//!   string wrapped as one text part when it reads content only as parts;
+//! - the `developer` role mapped to `system` (except for GPT-OSS templates, which have one);
+//! - a first system message merged into the next one (`system + "\n" + next`) when the template
+//!   has no system role, or dropped when it is alone;
+//! - tool-call arguments parsed back from their JSON string when the template reads them as an
+//!   object;
+//! - for StepFun's template (the one that says "You have access to the following functions in
+//!   JSONSchema format"), contents, reasoning and text parts trimmed of whitespace;
+//! - the tools rebuilt as `{"type": "function", "function": {name, description, parameters}}`;
+//! - the variables: `bos_token`, `eos_token` (the request's, else empty), `enable_thinking`
+//!   (true), `tools` (when there are any), `datetime` (`%b %d %Y`) and `date_string`
+//!   (`%d %b %Y`) from the clock (UTC; SOURCE_DATE_EPOCH when set), every other key of the request
+//!   as a `chat_template_kwargs` entry (which replaces the defaults), and `add_generation_prompt`
+//!   (llama-server's default: true).
+//!
+//! What the template reads (system role, content as string or parts, tool-call arguments as an
+//! object) llama.cpp learns by running the template over probe conversations and watching which
+//! values its engine touches; this module runs the same probes and watches the output instead
+//! (a value the template reads but never writes counts as unread). `continue_final_message`:
+//! llama.cpp renders the conversation without the last message, then appends what
+//! `add_generation_prompt` adds and the last message's content; where its parser analysis
+//! finds reasoning markers in the template it also writes those markers around the continued
+//! reasoning, which this module does not repeat.
+
+use minijinja::value::{Value, ValueKind};
+
+use super::json;
+use super::objects;
+use super::python::{json_dumps, JsonStyle};
+use super::time;
+use super::{ChatError, ChatTemplate, Error};
+
+/// What the template reads, as llama.cpp's `jinja::caps` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// A system message's content reaches the output.
+    pub supports_system_role: bool,
+    /// Content given as a string reaches the output.
+    pub supports_string_content: bool,
+    /// Content given as a list of text parts reaches the output as text.
+    pub supports_typed_content: bool,
+    /// An assistant message's tool calls reach the output.
+    pub supports_tool_calls: bool,
+    /// A tool call's arguments are read as an object (a value inside them reaches the output
+    /// other than as part of the whole object's JSON).
+    pub supports_object_arguments: bool,
+}
+
+const MARKER: &str = "STRING_MARKER";
+const SYSTEM_MARKER: &str = "SYSTEM_MARKER_8d1f";
+const ARG_MARKER: &str = "ARG_MARKER_5c2e";
+
+fn probe(t: &ChatTemplate, request: &str) -> Option<String> {
+    t.render_inner(request.as_bytes(), &[], true).ok()
+}
+
+/// Probes the template as llama.cpp's `caps_get` does.
+pub fn caps(t: &ChatTemplate) -> Caps {
+    let tools = r#"[{"type": "function", "function": {"name": "tool1", "description": "Tool description", "parameters": {"type": "object", "properties": {"arg": {"type": "string", "description": "Arg description"}}, "required": ["arg"]}}}]"#;
+    let string_content = probe(
+        t,
+        &format!(
+            r#"{{"messages": [{{"role": "user", "content": "{MARKER}"}}], "tools": [], "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
+        ),
+    );
+    let typed_content = probe(
+        t,
+        &format!(
+            r#"{{"messages": [{{"role": "user", "content": [{{"type": "text", "text": "{MARKER}"}}]}}], "tools": [], "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
+        ),
+    );
+    let supports_string_content = string_content.is_some_and(|o| o.contains(MARKER));
+    let supports_typed_content = typed_content
+        .is_some_and(|o| o.contains(MARKER) && !o.contains("'type'") && !o.contains("\"type\""));
+    let system = probe(
+        t,
+        &format!(
+            r#"{{"messages": [{{"role": "system", "content": "{SYSTEM_MARKER}"}}, {{"role": "user", "content": "User message"}}], "tools": [], "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
+        ),
+    );
+    let supports_system_role = system.is_some_and(|o| o.contains(SYSTEM_MARKER));
+    let calls = |args: Option<&str>| {
+        let tool_calls = match args {
+            Some(args) => format!(
+                r#", "tool_calls": [{{"id": "call00001", "type": "function", "function": {{"name": "tool1", "arguments": {args}}}}}]"#
+            ),
+            None => String::new(),
+        };
+        format!(
+            r#"{{"messages": [{{"role": "user", "content": "User message"}}, {{"role": "assistant", "content": ""{tool_calls}}}, {{"role": "tool", "content": "Tool response", "tool_call_id": "call00001"}}, {{"role": "assistant", "content": "The tool response was 'tool response'"}}, {{"role": "user", "content": "User message"}}], "tools": {tools}, "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
+        )
+    };
+    let without = probe(t, &calls(None));
+    let object_args = format!(r#"{{"arg": "{ARG_MARKER}"}}"#);
+    let object = probe(t, &calls(Some(&object_args)));
+    let mut supports_tool_calls = true;
+    let mut supports_object_arguments = false;
+    if let Some(o) = &object {
+        if without.as_ref() == Some(o) {
+            supports_tool_calls = false;
+        } else {
+            supports_object_arguments = o.contains(ARG_MARKER);
+        }
+    }
+    if !supports_object_arguments {
+        let string_args = json_string(&object_args);
+        match probe(t, &calls(Some(&string_args))) {
+            Some(o) => supports_tool_calls = without.as_ref() != Some(&o),
+            None => supports_tool_calls = false,
+        }
+    }
+    Caps {
+        supports_system_role,
+        supports_string_content,
+        supports_typed_content,
+        supports_tool_calls,
+        supports_object_arguments,
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::new();
+    super::python::json_string(&mut out, s, false);
+    out
+}
+
+/// The source patches `common_chat_templates_init` makes; `None` when none applies.
+pub fn patched_source(src: &str) -> Option<String> {
+    let mut out = src.to_string();
+    if out.contains("<|channel|>") && out.contains("in message.content or") {
+        out = out.replace(
+            "{%- if \"<|channel|>analysis<|message|>\" in message.content or \"<|channel|>final<|message|>\" in message.content %}",
+            "{%- if false %}",
+        );
+    }
+    if out.contains("[TOOL_CALLS]") && out.contains("if (message['content'] is none or") {
+        out = out.replace(
+            "{%- if (message['content'] is none or message['content'] == '' or message['content']|length == 0) and (message['tool_calls'] is not defined or message['tool_calls'] is none or message['tool_calls']|length == 0) %}",
+            "{%- if false %}",
+        );
+    }
+    (out != src).then_some(out)
+}
+
+fn refuse(message: impl Into<String>) -> Error {
+    ChatError::Request {
+        offset: None,
+        message: message.into(),
+    }
+    .into()
+}
+
+fn map(pairs: Vec<(&str, Value)>) -> Value {
+    Value::from_pairs(pairs.into_iter().map(|(k, v)| (Value::from(k), v)))
+}
+
+fn get(v: &Value, key: &str) -> Option<Value> {
+    v.get_attr(key).ok().filter(|x| !x.is_undefined())
+}
+
+fn string_field(v: &Value, key: &str, what: &str) -> Result<Option<String>, Error> {
+    match get(v, key) {
+        None => Ok(None),
+        Some(x) if x.kind() == ValueKind::String => Ok(Some(x.as_str().unwrap_or("").to_string())),
+        Some(x) => Err(refuse(format!(
+            "Failed to parse messages: {what} \"{key}\" must be a string, found {}",
+            x.kind()
+        ))),
+    }
+}
+
+fn compact(v: &Value) -> Result<String, Error> {
+    json_dumps(
+        v,
+        &JsonStyle {
+            ensure_ascii: false,
+            indent: None,
+            item_sep: ",".into(),
+            key_sep: ":".into(),
+            sort_keys: false,
+        },
+    )
+    .map_err(|e| refuse(e.to_string()))
+}
+
+fn items(v: &Value) -> Result<Vec<Value>, Error> {
+    Ok(v.try_iter()
+        .map_err(|e| refuse(e.to_string()))?
+        .collect::<Vec<_>>())
+}
+
+/// One message as `common_chat_msgs_parse_oaicompat` reads it and `to_json_oaicompat` writes
+/// it; content parts stay parts.
+fn message(m: &Value, trim: bool) -> Result<Value, Error> {
+    let fix = |s: String| if trim { c_trim(&s).to_string() } else { s };
+    if m.kind() != ValueKind::Map {
+        return Err(refuse(format!(
+            "Failed to parse messages: Expected 'message' to be an object, found {}",
+            m.kind()
+        )));
+    }
+    let role = string_field(m, "role", "a message's")?
+        .ok_or_else(|| refuse("Failed to parse messages: Missing 'role' in message"))?;
+    let mut out = vec![("role", Value::from(role))];
+    let content = get(m, "content");
+    let calls = get(m, "tool_calls");
+    if content.is_none() && calls.is_none() {
+        return Err(refuse(
+            "Failed to parse messages: Expected 'content' or 'tool_calls'",
+        ));
+    }
+    let content = match content {
+        Some(c) if c.kind() == ValueKind::String => {
+            Value::from(fix(c.as_str().unwrap_or("").into()))
+        }
+        Some(c) if c.kind() == ValueKind::Seq => {
+            let mut parts = Vec::new();
+            for p in items(&c)? {
+                let ty = string_field(&p, "type", "a content part's")?
+                    .ok_or_else(|| refuse("Failed to parse messages: Missing content part type"))?;
+                if ty != "text" && ty != "media_marker" {
+                    return Err(refuse(format!(
+                        "Failed to parse messages: Unsupported content part type: \"{ty}\""
+                    )));
+                }
+                let text = string_field(&p, "text", "a content part's")?.ok_or_else(|| {
+                    refuse("Failed to parse messages: a content part has no text")
+                })?;
+                parts.push(map(vec![
+                    ("type", Value::from(ty)),
+                    ("text", Value::from(text)),
+                ]));
+            }
+            if parts.is_empty() {
+                Value::from("")
+            } else {
+                Value::from(parts)
+            }
+        }
+        Some(c) if objects::is_none(&c) => Value::from(""),
+        None => Value::from(""),
+        Some(c) => {
+            return Err(refuse(format!(
+                "Failed to parse messages: Invalid 'content' type: expected string or array, found {}",
+                c.kind()
+            )));
+        }
+    };
+    out.push(("content", content));
+    if let Some(r) = string_field(m, "reasoning_content", "a message's")?.filter(|s| !s.is_empty())
+    {
+        out.push(("reasoning_content", Value::from(r)));
+    }
+    if let Some(n) = string_field(m, "name", "a message's")?.filter(|s| !s.is_empty()) {
+        out.push(("name", Value::from(n)));
+    }
+    if let Some(i) = string_field(m, "tool_call_id", "a message's")?.filter(|s| !s.is_empty()) {
+        out.push(("tool_call_id", Value::from(i)));
+    }
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = calls.filter(|c| !objects::is_none(c)) {
+        for tc in items(&calls)? {
+            if string_field(&tc, "type", "a tool call's")?.as_deref() != Some("function") {
+                return Err(refuse(
+                    "Failed to parse messages: Unsupported or missing tool call type (expected \"function\")",
+                ));
+            }
+            let f = get(&tc, "function")
+                .ok_or_else(|| refuse("Failed to parse messages: Missing tool call function"))?;
+            let name = string_field(&f, "name", "a tool call's")?
+                .ok_or_else(|| refuse("Failed to parse messages: Missing tool call name"))?;
+            let args = get(&f, "arguments")
+                .ok_or_else(|| refuse("Failed to parse messages: Missing tool call arguments"))?;
+            let args = if args.kind() == ValueKind::String {
+                args
+            } else {
+                Value::from(compact(&args)?)
+            };
+            let mut call = vec![
+                ("type", Value::from("function")),
+                (
+                    "function",
+                    map(vec![("name", Value::from(name)), ("arguments", args)]),
+                ),
+            ];
+            if let Some(id) = string_field(&tc, "id", "a tool call's")?.filter(|s| !s.is_empty()) {
+                call.push(("id", Value::from(id)));
+            }
+            tool_calls.push(map(call));
+        }
+    }
+    if !tool_calls.is_empty() {
+        out.push(("tool_calls", Value::from(tool_calls)));
+    }
+    Ok(map(out))
+}
+
+/// C's `isspace` trim, as llama.cpp's `trim_whitespace`.
+fn c_trim(s: &str) -> &str {
+    s.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'))
+}
+
+/// Content parts joined as `messages_inp_normalizer::concat_content_parts` joins them.
+fn concat_parts(parts: &Value) -> Result<String, Error> {
+    let mut text = String::new();
+    let mut last_media = false;
+    for p in items(parts)? {
+        let ty = string_field(&p, "type", "a content part's")?.unwrap_or_default();
+        let t = string_field(&p, "text", "a content part's")?.unwrap_or_default();
+        let newline = match ty.as_str() {
+            "text" => {
+                let n = !last_media && !text.is_empty();
+                last_media = false;
+                n
+            }
+            "media_marker" => {
+                last_media = true;
+                false
+            }
+            _ => continue,
+        };
+        if newline {
+            text.push('\n');
+        }
+        text.push_str(&t);
+    }
+    Ok(text)
+}
+
+fn with(m: &Value, key: &str, value: Value) -> Result<Value, Error> {
+    let mut pairs = Vec::new();
+    let mut seen = false;
+    for k in items(m)? {
+        let name = k.as_str().unwrap_or_default().to_string();
+        let v = if name == key {
+            seen = true;
+            value.clone()
+        } else {
+            m.get_item(&k).map_err(|e| refuse(e.to_string()))?
+        };
+        pairs.push((Value::from(name), v));
+    }
+    if !seen {
+        pairs.push((Value::from(key), value));
+    }
+    Ok(Value::from_pairs(pairs))
+}
+
+/// A request ready for the library's rendering.
+pub struct Prepared {
+    /// The request (messages fixed, llama.cpp's variables).
+    pub request: Vec<u8>,
+    /// For `continue_final_message`: the same request with `add_generation_prompt`, and the
+    /// text to append after the generation prompt (the prompt is the request's rendering, then
+    /// what the generation prompt adds to it, then this text).
+    pub continued: Option<(Vec<u8>, String)>,
+}
+
+/// The request as llama-server would render it: the fixed messages and llama.cpp's variables,
+/// as a request for the library's own rendering.
+pub fn prepare_request(
+    request: &[u8],
+    source: &str,
+    caps: &Caps,
+    bos: &str,
+    eos: &str,
+) -> Result<Prepared, Error> {
+    let req = json::parse(request).map_err(|e| ChatError::Request {
+        offset: Some(e.offset),
+        message: e.message,
+    })?;
+    if req.kind() != ValueKind::Map {
+        return Err(refuse(format!(
+            "expected a JSON object, found {}",
+            req.kind()
+        )));
+    }
+    let messages =
+        get(&req, "messages").ok_or_else(|| refuse("the request has no \"messages\""))?;
+    if messages.kind() != ValueKind::Seq {
+        return Err(refuse(format!(
+            "Failed to parse messages: Expected 'messages' to be an array, found {}",
+            messages.kind()
+        )));
+    }
+    // common_chat_continuation_parse: true, "content" or "reasoning_content".
+    let continuation = get(&req, "continue_final_message").and_then(|v| match v.kind() {
+        ValueKind::Bool if v.is_true() => Some(None),
+        ValueKind::String => match v.as_str() {
+            Some("content") => Some(Some(true)),
+            Some("reasoning_content") => Some(Some(false)),
+            _ => None,
+        },
+        _ => None,
+    });
+    let mut msgs = Vec::new();
+    for m in items(&messages)? {
+        msgs.push(message(&m, false)?);
+    }
+    // StepFun's template: contents trimmed (the continued message keeps its own).
+    let trimmed =
+        if source.contains("You have access to the following functions in JSONSchema format") {
+            let mut t = Vec::new();
+            for m in items(&messages)? {
+                t.push(message(&m, true)?);
+            }
+            Some(t)
+        } else {
+            None
+        };
+    // The continued message is rendered after the generation prompt: its content (text parts
+    // joined by a blank line, as `render_content` joins them) when the content is continued.
+    let mut continued = None;
+    if let Some(mode) = continuation {
+        if let Some(last) = msgs.pop() {
+            let content = get(&last, "content").unwrap_or_default();
+            let text = if content.kind() == ValueKind::Seq {
+                let mut texts = Vec::new();
+                for p in items(&content)? {
+                    if string_field(&p, "type", "a content part's")?.as_deref() == Some("text") {
+                        texts.push(
+                            string_field(&p, "text", "a content part's")?.unwrap_or_default(),
+                        );
+                    }
+                }
+                texts.join("\n\n")
+            } else {
+                content.as_str().unwrap_or_default().to_string()
+            };
+            let reasoning_only = get(&last, "reasoning_content").is_some() && text.is_empty();
+            let content_mode = mode.unwrap_or(!reasoning_only);
+            continued = Some(if content_mode { text } else { String::new() });
+        } else {
+            continued = Some(String::new());
+        }
+    }
+    if let Some(mut t) = trimmed {
+        t.truncate(msgs.len());
+        msgs = t;
+    }
+    let only_string = caps.supports_string_content && !caps.supports_typed_content;
+    let only_typed = !caps.supports_string_content && caps.supports_typed_content;
+    for m in msgs.iter_mut() {
+        let c = get(m, "content").unwrap_or_else(|| Value::from(""));
+        if only_typed && c.kind() == ValueKind::String {
+            let part = map(vec![("type", Value::from("text")), ("text", c)]);
+            *m = with(m, "content", Value::from(vec![part]))?;
+        } else if only_string && c.kind() == ValueKind::Seq {
+            *m = with(m, "content", Value::from(concat_parts(&c)?))?;
+        }
+    }
+    if !source.contains("<|channel|>") {
+        for m in msgs.iter_mut() {
+            if get(m, "role")
+                .and_then(|r| r.as_str().map(str::to_string))
+                .as_deref()
+                == Some("developer")
+            {
+                *m = with(m, "role", Value::from("system"))?;
+            }
+        }
+    }
+    if !caps.supports_system_role
+        && msgs
+            .first()
+            .and_then(|m| get(m, "role"))
+            .is_some_and(|r| r.as_str() == Some("system"))
+    {
+        if msgs.len() > 1 {
+            let first = get(&msgs[0], "content").unwrap_or_default();
+            let second = get(&msgs[1], "content").unwrap_or_default();
+            let (Some(a), Some(b)) = (first.as_str(), second.as_str()) else {
+                return Err(refuse(
+                    "the template has no system role and llama.cpp merges the system message into the next one only when both contents are strings",
+                ));
+            };
+            let merged = format!("{a}\n{b}");
+            msgs[1] = with(&msgs[1], "content", Value::from(merged))?;
+        }
+        msgs.remove(0);
+    }
+    if caps.supports_object_arguments {
+        for m in msgs.iter_mut() {
+            let Some(calls) = get(m, "tool_calls") else {
+                continue;
+            };
+            let mut fixed = Vec::new();
+            for tc in items(&calls)? {
+                let f = get(&tc, "function").unwrap_or_default();
+                let args = get(&f, "arguments").unwrap_or_default();
+                let parsed =
+                    json::parse(args.as_str().unwrap_or_default().as_bytes()).map_err(|e| {
+                        refuse(format!(
+                            "Failed to parse tool call arguments as JSON: {} (byte {})",
+                            e.message, e.offset
+                        ))
+                    })?;
+                let f = with(&f, "arguments", parsed)?;
+                fixed.push(with(&tc, "function", f)?);
+            }
+            *m = with(m, "tool_calls", Value::from(fixed))?;
+        }
+    }
+    let mut out: Vec<(&str, Value)> = vec![("messages", Value::from(msgs))];
+    out.push(("bos_token", Value::from(bos)));
+    out.push(("eos_token", Value::from(eos)));
+    out.push(("enable_thinking", Value::from(true)));
+    if let Some(tools) = get(&req, "tools").filter(|t| !objects::is_none(t)) {
+        let mut rebuilt = Vec::new();
+        for t in items(&tools)? {
+            if string_field(&t, "type", "a tool's")?.as_deref() != Some("function") {
+                return Err(refuse(
+                    "Failed to parse tools: Unsupported or missing tool type (expected \"function\")",
+                ));
+            }
+            let f = get(&t, "function")
+                .ok_or_else(|| refuse("Failed to parse tools: Missing tool function"))?;
+            let name = string_field(&f, "name", "a tool's")?
+                .ok_or_else(|| refuse("Failed to parse tools: a tool function has no name"))?;
+            let description = string_field(&f, "description", "a tool's")?.unwrap_or_default();
+            let parameters = get(&f, "parameters")
+                .filter(|p| !objects::is_none(p))
+                .unwrap_or_else(|| map(vec![]));
+            rebuilt.push(map(vec![
+                ("type", Value::from("function")),
+                (
+                    "function",
+                    map(vec![
+                        ("name", Value::from(name)),
+                        ("description", Value::from(description)),
+                        ("parameters", parameters),
+                    ]),
+                ),
+            ]));
+        }
+        if !rebuilt.is_empty() {
+            out.push(("tools", Value::from(rebuilt)));
+        }
+    }
+    let now = |f: &str| time::strftime_now(f).map_err(|e| refuse(e.to_string()));
+    out.push(("datetime", Value::from(now("%b %d %Y")?)));
+    out.push(("date_string", Value::from(now("%d %b %Y")?)));
+    let mut add_generation_prompt = true;
+    let mut kwargs: Vec<(String, Value)> = Vec::new();
+    for k in items(&req)? {
+        let name = k.as_str().unwrap_or_default().to_string();
+        let v = req.get_item(&k).map_err(|e| refuse(e.to_string()))?;
+        match name.as_str() {
+            "messages" | "tools" | "continue_final_message" => {}
+            "add_generation_prompt" => add_generation_prompt = v.is_true() && continued.is_none(),
+            _ => kwargs.push((name, v)),
+        }
+    }
+    let mut pairs: Vec<(String, Value)> = Vec::new();
+    for (k, v) in out {
+        if !kwargs.iter().any(|(n, _)| n == k) {
+            pairs.push((k.to_string(), v));
+        }
+    }
+    pairs.extend(kwargs);
+    if continued.is_some() {
+        add_generation_prompt = false;
+    }
+    let build = |agp: bool| {
+        let mut all = pairs.clone();
+        all.push(("add_generation_prompt".to_string(), Value::from(agp)));
+        compact(&Value::from_pairs(
+            all.into_iter().map(|(k, v)| (Value::from(k), v)),
+        ))
+        .map(String::into_bytes)
+    };
+    Ok(Prepared {
+        request: build(add_generation_prompt)?,
+        continued: match continued {
+            Some(text) => Some((build(true)?, text)),
+            None => None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ChatTemplate;
+
+    fn render(template: &str, request: &str) -> String {
+        ChatTemplate::new(template)
+            .unwrap()
+            .render_llama_cpp(request.as_bytes(), "<s>", "</s>", false, false)
+            .unwrap()
+    }
+
+    const PLAIN: &str = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}\
+        {% if add_generation_prompt %}<gen>{% endif %}";
+
+    #[test]
+    fn developer_becomes_system_and_the_generation_prompt_is_on_by_default() {
+        let r = r#"{"messages": [{"role": "developer", "content": "d"}, {"role": "user", "content": "u"}]}"#;
+        assert_eq!(render(PLAIN, r), "[system:d][user:u]<gen>");
+        let off =
+            r#"{"messages": [{"role": "user", "content": "u"}], "add_generation_prompt": false}"#;
+        assert_eq!(render(PLAIN, off), "[user:u]");
+    }
+
+    #[test]
+    fn system_merges_into_the_next_message_where_the_template_has_no_system_role() {
+        let t = "{% for m in messages %}{% if m.role != 'system' %}[{{ m.role }}:{{ m.content }}]\
+            {% endif %}{% endfor %}";
+        let r = r#"{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}"#;
+        assert_eq!(render(t, r), "[user:s\nu]");
+        assert_eq!(render(PLAIN, r), "[system:s][user:u]<gen>");
+        let t = ChatTemplate::new(t).unwrap();
+        assert!(!t.llama_cpp_caps().unwrap().supports_system_role);
+    }
+
+    #[test]
+    fn arguments_are_parsed_only_for_templates_that_read_them_as_objects() {
+        let r = r#"{"messages": [{"role": "user", "content": "u"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"x\": 1}"}}]}], "add_generation_prompt": false}"#;
+        let object =
+            "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.name }}\
+            {% for k, v in c.function.arguments.items() %}({{ k }}={{ v }}){% endfor %}{% endfor %}\
+            {% endfor %}";
+        assert_eq!(render(object, r), "f(x=1)");
+        let string =
+            "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.name }}\
+            {{ c.function.arguments | length }}{% endfor %}{% endfor %}";
+        let st = ChatTemplate::new(string).unwrap();
+        assert!(!st.llama_cpp_caps().unwrap().supports_object_arguments);
+        assert_eq!(render(string, r), "f8");
+        // Arguments given as an object reach a string-reading template as compact JSON
+        // (`{"x":1,"y":"é"}`: 15 characters).
+        let obj = r#"{"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"x": 1, "y": "é"}}}]}], "add_generation_prompt": false}"#;
+        assert_eq!(render(string, obj), "f15");
+    }
+
+    #[test]
+    fn content_parts_are_joined_for_string_only_templates_and_unknown_keys_dropped() {
+        let r = r#"{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "extra": 1}], "add_generation_prompt": false}"#;
+        assert_eq!(render(PLAIN, r), "[user:a\nb]");
+        let extra = "{% for m in messages %}{{ m.extra is defined }}{% endfor %}";
+        assert_eq!(render(extra, r), "False");
+    }
+
+    #[test]
+    fn continuing_appends_the_last_content_after_the_generation_prompt() {
+        let r = r#"{"messages": [{"role": "user", "content": "u"}, {"role": "assistant", "content": "par"}], "continue_final_message": true}"#;
+        assert_eq!(render(PLAIN, r), "[user:u]<gen>par");
+    }
+
+    #[test]
+    fn malformed_messages_are_refused_as_llama_cpp_refuses_them() {
+        let t = ChatTemplate::new(PLAIN).unwrap();
+        for (r, why) in [
+            (
+                r#"{"messages": [{"role": "user"}]}"#,
+                "Expected 'content' or 'tool_calls'",
+            ),
+            (r#"{"messages": [{"content": "x"}]}"#, "Missing 'role'"),
+            (
+                r#"{"messages": [{"role": "user", "content": 5}]}"#,
+                "Invalid 'content' type",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "image", "text": "x"}]}]}"#,
+                "Unsupported content part type",
+            ),
+        ] {
+            let e = t
+                .render_llama_cpp(r.as_bytes(), "", "", false, false)
+                .unwrap_err();
+            assert!(e.to_string().contains(why), "{r}: {e}");
+        }
+    }
+
+    #[test]
+    fn bos_and_eos_are_stripped_where_the_vocabulary_adds_them() {
+        let t = ChatTemplate::new("{{ bos_token }}x{{ eos_token }}").unwrap();
+        let r = br#"{"messages": [{"role": "user", "content": "u"}]}"#;
+        assert_eq!(
+            t.render_llama_cpp(r, "<s>", "</s>", true, true).unwrap(),
+            "x"
+        );
+        assert_eq!(
+            t.render_llama_cpp(r, "<s>", "</s>", false, false).unwrap(),
+            "<s>x</s>"
+        );
+    }
+}
