@@ -1213,16 +1213,17 @@ fn check(name: &str, path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u
 const COMPUTE_ABOVE: &[(&str, f64)] = &[
     ("cohere2", 1.14),
     ("gemma4", 1.15),
+    ("granitehybrid", 1.14),
     ("jamba", 1.15),
     ("lfm2-swa", 1.39),
-    ("llama4", 1.11),
+    ("llama4", 1.13),
     ("olmo2", 1.15),
     ("olmo3", 1.15),
     ("phi3", 1.15),
     ("qwen3", 1.11),
-    ("qwen35", 1.18),
+    ("qwen35", 1.20),
     ("qwen35-3", 1.12),
-    ("qwen3next", 1.21),
+    ("qwen3next", 1.23),
 ];
 
 /// The parameter sets every attention model is checked with.
@@ -1264,6 +1265,18 @@ fn attention_cases() -> Vec<MemoryParams> {
             n_ubatch: 128,
             n_batch: 256,
             n_ctx: 768,
+            ..d
+        },
+        MemoryParams {
+            n_ubatch: 1024,
+            n_batch: 1024,
+            n_ctx: 3000,
+            flash_attn: FlashAttn::Off,
+            ..d
+        },
+        MemoryParams {
+            n_ubatch: 64,
+            n_ctx: 0,
             ..d
         },
     ]
