@@ -941,7 +941,7 @@ typedef struct GGUFMemoryEstimate {
    */
   uint64_t output;
   /**
-   * The compute buffer: not estimated yet (0).
+   * The compute buffer: a bound on llama.cpp's (never below it on the tested models).
    */
   uint64_t compute;
   /**
@@ -1779,7 +1779,8 @@ GGUF_API struct GGUFMemoryParams gguf_memory_params_default(void);
  * The memory llama.cpp (v0.5.0) needs to run the model in `file` with `params` (NULL: the
  * defaults), from the header alone: written to `out`, whose `size` the caller sets. Weights,
  * K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU;
- * the compute buffer is not estimated yet (0).
+ * the compute buffer is a bound (never below llama.cpp's on the tested models, at most 10%
+ * above on most; docs/memory.md).
  * Returns false, writing nothing, for an architecture whose rules are not known
  * (GGUF_ERROR_CODE_UNSUPPORTED, naming it), a missing or malformed key, parameters llama.cpp
  * refuses (a quantized V cache without flash attention, ...) or a bad `size`

@@ -13,8 +13,8 @@
 //! flash-attention settings; parameters llama.cpp refuses must be refused by both. Weights,
 //! K, V, recurrent state, the output buffer and the context used must equal llama.cpp's to the
 //! byte, and the weights as mapped when each model is loaded once with mmap (a real load of
-//! the sparse file). The compute buffer is not estimated yet (0): llama.cpp's figure is
-//! printed beside ours.
+//! the sparse file). The compute buffer is a bound: never below llama.cpp's, at most 10% above
+//! (more only for the models `COMPUTE_ABOVE` lists, each with its measured worst ratio).
 
 mod common;
 
@@ -1150,7 +1150,7 @@ fn params() -> MemoryParams {
 
 /// Every figure of ours against llama.cpp's, for one model and one set of parameters.
 /// `None` where both refuse the parameters.
-fn check(path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u64)> {
+fn check(name: &str, path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u64)> {
     let model = Model::open(path, OpenOptions::default()).unwrap();
     let case = format!("{} with {p:?}", path.display());
     let (ours, theirs) = match (estimate(&model, p), llama(path, p)) {
@@ -1176,16 +1176,55 @@ fn check(path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u64)> {
         ours.k + ours.v + ours.recurrent <= them("context"),
         "context: {case}"
     );
-    // The compute buffer is not estimated yet: it depends on where ggml's graph allocator
-    // places the graph (llama.cpp's figure is printed beside ours by `run_cases`).
-    assert_eq!(ours.compute, 0, "compute: {case}");
+    // The compute buffer is a bound: never below llama.cpp's, at most 10% above (more only
+    // for the models listed in `COMPUTE_ABOVE`, each with its measured worst ratio).
+    let theirs_compute = them("compute");
+    let ratio = ours.compute as f64 / theirs_compute as f64;
+    assert!(
+        ours.compute >= theirs_compute,
+        "compute {} below llama.cpp's {theirs_compute}: {case}",
+        ours.compute
+    );
+    eprintln!(
+        "RATIO {ratio:.4} ours {} llama.cpp {theirs_compute} {case}",
+        ours.compute
+    );
+    let limit = COMPUTE_ABOVE
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(1.10, |&(_, r)| r);
+    assert!(
+        ratio <= limit,
+        "compute {} is {ratio:.3}x llama.cpp's {theirs_compute} (at most {limit}): {case}",
+        ours.compute
+    );
     assert_eq!(
         ours.total,
-        ours.weights + ours.k + ours.v + ours.recurrent + ours.output,
+        ours.weights + ours.k + ours.v + ours.recurrent + ours.output + ours.compute,
         "total: {case}"
     );
     Some((ours, them("compute")))
 }
+
+/// The models whose compute bound exceeds llama.cpp's compute buffer by more than 10% on some
+/// case, with the worst ratio measured over their cases (rounded up): the allocator's
+/// placement of these graphs varies more with the parameters than the bound's sum of live
+/// tensors does. Every other model is held to 1.10.
+const COMPUTE_ABOVE: &[(&str, f64)] = &[
+    ("cohere2", 1.14),
+    ("gemma4", 1.15),
+    ("granitehybrid", 1.14),
+    ("jamba", 1.15),
+    ("lfm2-swa", 1.39),
+    ("llama4", 1.13),
+    ("olmo2", 1.15),
+    ("olmo3", 1.15),
+    ("phi3", 1.15),
+    ("qwen3", 1.11),
+    ("qwen35", 1.20),
+    ("qwen35-3", 1.12),
+    ("qwen3next", 1.23),
+];
 
 /// The parameter sets every attention model is checked with.
 fn attention_cases() -> Vec<MemoryParams> {
@@ -1228,6 +1267,18 @@ fn attention_cases() -> Vec<MemoryParams> {
             n_ctx: 768,
             ..d
         },
+        MemoryParams {
+            n_ubatch: 1024,
+            n_batch: 1024,
+            n_ctx: 3000,
+            flash_attn: FlashAttn::Off,
+            ..d
+        },
+        MemoryParams {
+            n_ubatch: 64,
+            n_ctx: 0,
+            ..d
+        },
     ]
 }
 
@@ -1243,7 +1294,7 @@ fn run_cases(name: &str, spec: &Spec, cases: &[MemoryParams]) {
     );
     let mut refused = 0;
     for p in cases {
-        let Some((ours, theirs)) = check(&path, p) else {
+        let Some((ours, theirs)) = check(name, &path, p) else {
             refused += 1;
             continue;
         };
@@ -1340,7 +1391,7 @@ fn the_bundled_sample() {
         .into_iter()
         .chain([MemoryParams { n_ctx: 0, ..d }])
     {
-        check(&path, &p).expect("llama.cpp takes the sample");
+        check("sample", &path, &p).expect("llama.cpp takes the sample");
     }
 }
 

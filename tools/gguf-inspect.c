@@ -31,7 +31,7 @@
  *                    tokens (default 0: the training context) and its other context defaults,
  *                    from the header alone (gguf_memory_estimate): weights (and as mapped
  *                    with mmap), K, V, recurrent
- *                    state, output, compute (not estimated yet: 0) and total, and the context
+ *                    state, output, compute (a bound) and total, and the context
  *                    it uses; with --json an object of those byte counts. Exit status 1 for
  *                    an architecture whose rules are not known (named) or a context
  *                    llama.cpp refuses.
@@ -1791,7 +1791,7 @@ static void usage(FILE *out, const char *argv0) {
           "                  only that part\n"
           "  --tensors       only the tensor table\n"
           "  --memory        the memory llama.cpp needs to run the model (weights, K, V,\n"
-          "                  recurrent state, output, compute: not estimated yet, total), from\n"
+          "                  recurrent state, output, compute (a bound), total), from\n"
           "                  the header\n"
           "  --ctx N         the context for --memory (default 0: the training context)\n"
           "  --chat          the prompt the file's chat template makes of the request read\n"
