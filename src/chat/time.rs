@@ -94,10 +94,12 @@ fn now() -> Result<i64, Error> {
             )
         });
     }
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    Ok(i64::try_from(since).unwrap_or(i64::MAX))
+    crate::platform::unix_time().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            "this platform has no clock for strftime_now (give date_string in the request)",
+        )
+    })
 }
 
 /// `strftime_now(format)`.

@@ -7,7 +7,8 @@
 //!   `mlock`).
 //! - `windows`: Win32 (`GetSystemInfo`, `PrefetchVirtualMemory`, `VirtualLock`); advice other
 //!   than WILLNEED is reported unsupported.
-//! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work.
+//! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work; no
+//!   clock.
 
 #[cfg(unix)]
 mod unix;
@@ -24,6 +25,16 @@ pub use windows::*;
 #[cfg(any(unix, windows))]
 pub fn unsupported_advice() -> &'static str {
     ""
+}
+
+/// Seconds since 1970 (UTC) by the system clock (before 1970: 0), or `None` where the platform
+/// has no clock (wasm32 without WASI, where std's clock panics).
+#[cfg(any(unix, windows))]
+pub fn unix_time() -> Option<i64> {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Some(i64::try_from(since).unwrap_or(i64::MAX))
 }
 
 #[cfg(not(any(unix, windows)))]

@@ -20,6 +20,11 @@ pub fn unsupported_advice() -> &'static str {
      write one with gguf_writer_write_memory)"
 }
 
+/// No clock here: std's `SystemTime::now` panics on wasm32-unknown-unknown.
+pub fn unix_time() -> Option<i64> {
+    None
+}
+
 pub fn open_nonblocking(_path: &Path) -> std::io::Result<File> {
     Err(unsupported())
 }
