@@ -37,8 +37,9 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1722000309}
 target/bench/chat_bench "${args[@]}" -o "$out" "$req" "${templates[@]}" > "$out/ours.tsv"
 "$py" bench/chat_python.py "${args[@]}" -o "$out" "$req" "${templates[@]}" > "$out/hf.tsv" \
   2> >(grep -v "PyTorch was not found" >&2)
+# llama.cpp logs a warning per template: kept in llama.log, shown if it fails.
 target/bench/chat_llama "${args[@]}" -o "$out" "$req" "${templates[@]}" > "$out/llama.tsv" \
-  2> "$out/llama.log"
+  2> "$out/llama.log" || { cat "$out/llama.log" >&2; exit 1; }
 status=0
 for tmpl in "${templates[@]}"; do
   name=$(basename "$tmpl")
