@@ -178,6 +178,7 @@ bench:
 
 bench-smoke:
 	$(BENCH_ENV) bench/run.sh --quick
+	$(BENCH_ENV) bench/chat_run.sh --quick
 
 # Installation: the release library `make` built (libgguf.so.X.Y.Z with soname libgguf.so.X,
 # stripped, its debug information in lib/.debug/, and its links; libgguf.a), include/gguf.h,

@@ -9,7 +9,7 @@
 # node-llama-cpp of the same version) go to target/ggml/llama.cpp-v0.5.0/, for the shim of
 # tests/memory_llama.rs, which reads llama.cpp's internal figures. libllama-common.so (llama.cpp's
 # common library: llama-server's chat path) and its common/ headers (common/*.h and
-# common/jinja/*.h) serve the shim of tests/chat_llama.rs.
+# common/jinja/*.h) serve the shim of tests/chat_llama.rs and bench/chat_llama.cpp.
 #   tools/fetch-ggml.sh [VERSION]        (default 3.22.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,7 @@ have=1
 for lib in "${libs[@]}"; do [ -f "$dest/$lib" ] || have=0; done
 [ -f "$dest/llama.cpp-v0.5.0/src/llama-ext.h" ] || have=0
 [ -f "$dest/llama.cpp-v0.5.0/common/chat.h" ] || have=0
+[ -f "$dest/llama.cpp-v0.5.0/common/jinja/runtime.h" ] || have=0
 if [ "$have" = 1 ] && [ "$(cat "$dest/VERSION" 2>/dev/null)" = "$version" ]; then
   exit 0
 fi

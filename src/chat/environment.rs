@@ -49,6 +49,12 @@ pub fn new() -> Environment<'static> {
     env.set_fuel(Some(FUEL));
     env.set_recursion_limit(MAX_RECURSION);
     env.set_formatter(|out, _state, value| {
+        // A string is written as it is (the common case: no copy).
+        if value.kind() == ValueKind::String {
+            return out
+                .write_str(value.as_str().unwrap_or_default())
+                .map_err(|_| Error::from(ErrorKind::WriteFailure));
+        }
         let mut s = String::new();
         python::write_str(&mut s, value)?;
         out.write_str(&s)

@@ -13,6 +13,9 @@ use minijinja::value::Value;
 /// How deep arrays and objects may nest (Python's own limit is its recursion limit, about 1000).
 pub const MAX_DEPTH: usize = 512;
 
+/// Objects with up to this many keys find a repeated key by scanning them.
+const SCANNED_KEYS: usize = 16;
+
 /// A refusal: what was expected, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JsonError {
@@ -32,6 +35,38 @@ pub fn parse(text: &[u8]) -> Result<Value, JsonError> {
         return Err(p.error("expected the end of the request after the JSON value"));
     }
     Ok(v)
+}
+
+/// The length of the run of `text` that a string copies as it is (up to a quote, a backslash
+/// or a control byte), eight bytes at a time.
+fn plain_run(text: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Flags (high bits) every byte below `n`, and maybe bytes after one: the bytewise scan below
+    // finishes from the word, so a flag is only a reason to look closer.
+    fn below(w: u64, n: u8) -> u64 {
+        w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH
+    }
+    let mut i = 0;
+    while let Some(chunk) = text.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let special = below(w, 0x20)
+            | below(w ^ (ONES * u64::from(b'"')), 1)
+            | below(w ^ (ONES * u64::from(b'\\')), 1);
+        if special != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while let Some(&b) = text.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 struct Parser<'a> {
@@ -71,7 +106,7 @@ impl Parser<'_> {
         match self.text.get(self.pos) {
             Some(b'{') => self.object(depth + 1),
             Some(b'[') => self.array(depth + 1),
-            Some(b'"') => Ok(Value::from(self.string()?)),
+            Some(b'"') => self.string_value(),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(b't') if self.eat(b"true") => Ok(Value::from(true)),
             Some(b'f') if self.eat(b"false") => Ok(Value::from(false)),
@@ -117,7 +152,8 @@ impl Parser<'_> {
         self.pos += 1;
         let mut keys: Vec<Value> = Vec::new();
         let mut values: Vec<Value> = Vec::new();
-        let mut index: std::collections::HashMap<String, usize> = Default::default();
+        // Past a few keys, an index finds repeated ones (a scan would be quadratic).
+        let mut index: Option<std::collections::HashMap<Value, usize>> = None;
         self.skip_ws();
         if !self.eat(b"}") {
             loop {
@@ -125,7 +161,7 @@ impl Parser<'_> {
                 if self.text.get(self.pos) != Some(&b'"') {
                     return Err(self.error("expected a string key in an object"));
                 }
-                let key = self.string()?;
+                let key = self.string_value()?;
                 self.skip_ws();
                 if !self.eat(b":") {
                     return Err(self.error("expected ':' after an object key"));
@@ -133,11 +169,22 @@ impl Parser<'_> {
                 self.skip_ws();
                 let value = self.value(depth)?;
                 // As a Python dict: a repeated key keeps its first place and takes the last value.
-                match index.get(&key) {
-                    Some(&i) => values[i] = value,
+                let seen = match &index {
+                    Some(index) => index.get(&key).copied(),
+                    None => keys.iter().position(|k| *k == key),
+                };
+                match seen {
+                    Some(i) => values[i] = value,
                     None => {
-                        index.insert(key.clone(), keys.len());
-                        keys.push(Value::from(key));
+                        if let Some(index) = &mut index {
+                            index.insert(key.clone(), keys.len());
+                        } else if keys.len() == SCANNED_KEYS {
+                            let mut map: std::collections::HashMap<Value, usize> =
+                                keys.iter().cloned().zip(0..).collect();
+                            map.insert(key.clone(), keys.len());
+                            index = Some(map);
+                        }
+                        keys.push(key);
                         values.push(value);
                     }
                 }
@@ -152,6 +199,20 @@ impl Parser<'_> {
             }
         }
         Ok(Value::from_pairs(keys.into_iter().zip(values)))
+    }
+
+    /// A string as a value: one without escapes straight from the request's bytes.
+    fn string_value(&mut self) -> Result<Value, JsonError> {
+        let start = self.pos + 1;
+        let rest = &self.text[start..];
+        let run = plain_run(rest);
+        if rest.get(run) == Some(&b'"') {
+            if let Ok(s) = std::str::from_utf8(&rest[..run]) {
+                self.pos = start + run + 1;
+                return Ok(Value::from(s));
+            }
+        }
+        Ok(Value::from(self.string()?))
     }
 
     fn string(&mut self) -> Result<String, JsonError> {
@@ -327,6 +388,22 @@ mod tests {
     }
 
     #[test]
+    fn repeated_keys_of_a_large_object_are_found_too() {
+        let mut text = String::from("{");
+        for i in 0..40 {
+            text.push_str(&format!("\"k{}\": {i}, ", i % 25));
+        }
+        text.push_str("\"k3\": \"last\"}");
+        let v = parse(text.as_bytes()).unwrap();
+        let keys: Vec<String> = v.try_iter().unwrap().map(|k| k.to_string()).collect();
+        let want: Vec<String> = (0..25).map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, want);
+        assert_eq!(v.get_attr("k3").unwrap(), Value::from("last"));
+        assert_eq!(v.get_attr("k20").unwrap(), Value::from(20));
+        assert_eq!(v.get_attr("k2").unwrap(), Value::from(27));
+    }
+
+    #[test]
     fn numbers_are_read_as_python_reads_them() {
         assert!(parse(b"12").unwrap().is_integer());
         assert!(!parse(b"12.0").unwrap().is_integer());
@@ -340,6 +417,20 @@ mod tests {
         assert_eq!(big.to_string(), "-170141183460469231731687303715884105728");
         let e = parse(b"[1, 1701411834604692317316873037158841057280]").unwrap_err();
         assert_eq!(e.offset, 4);
+    }
+
+    #[test]
+    fn plain_runs_stop_at_the_first_quote_backslash_or_control_byte() {
+        let text = "abcdefgh\u{e9}\u{1F600}ijklmnopqrstuvwxyz0123456789".as_bytes();
+        for at in 0..text.len() {
+            for stop in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                let mut t = text.to_vec();
+                t[at] = stop;
+                assert_eq!(plain_run(&t), at, "{stop:#x} at {at}");
+            }
+        }
+        assert_eq!(plain_run(text), text.len());
+        assert_eq!(plain_run(b" !#[]~\x7f\xff"), 8);
     }
 
     #[test]

@@ -301,8 +301,9 @@ impl ChatTemplate {
             .env
             .get_template(NAME)
             .map_err(|e| from_minijinja(&e, &self.source))?;
+        // A prompt is about as long as the request and the template together.
         let mut out = CappedOutput {
-            text: Vec::new(),
+            text: Vec::with_capacity((request.len() + self.source.len()).min(MAX_OUTPUT_BYTES)),
             over: false,
         };
         let result = template.render_captured_to(prepared.context.clone(), &mut out);

@@ -6,6 +6,7 @@ use super::objects;
 use crate::tokenizer::unicode::flags;
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Error, ErrorKind};
+use std::fmt::Write as _;
 
 /// How deep `str`, `repr` and `json.dumps` follow nested values (a request is at most
 /// [`super::json::MAX_DEPTH`] deep; a template can build deeper ones only by nesting literals).
@@ -292,7 +293,7 @@ fn dump(out: &mut String, v: &Value, style: &JsonStyle, depth: usize) -> Result<
         ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
         ValueKind::Number => {
             if v.is_integer() {
-                out.push_str(&v.to_string());
+                let _ = write!(out, "{v}");
             } else {
                 let f = f64::try_from(v.clone()).unwrap_or(f64::NAN);
                 write_float(out, f, "Infinity", "NaN");
@@ -323,11 +324,18 @@ fn dump(out: &mut String, v: &Value, style: &JsonStyle, depth: usize) -> Result<
             out.push(']');
         }
         ValueKind::Map => {
-            let mut entries = Vec::new();
-            for key in v.try_iter()? {
-                let value = v.get_item(&key)?;
-                entries.push((key, value));
-            }
+            let mut entries: Vec<(Value, Value)> =
+                match v.as_object().and_then(|o| o.try_iter_pairs()) {
+                    Some(pairs) => pairs.collect(),
+                    None => {
+                        let mut entries = Vec::new();
+                        for key in v.try_iter()? {
+                            let value = v.get_item(&key)?;
+                            entries.push((key, value));
+                        }
+                        entries
+                    }
+                };
             if entries.is_empty() {
                 out.push_str("{}");
                 return Ok(());
@@ -341,7 +349,12 @@ fn dump(out: &mut String, v: &Value, style: &JsonStyle, depth: usize) -> Result<
                     out.push_str(&style.item_sep);
                 }
                 newline(out, style, depth + 1);
-                json_string(out, &json_key(key)?, style.ensure_ascii);
+                match key.as_str() {
+                    Some(k) if key.kind() == ValueKind::String => {
+                        json_string(out, k, style.ensure_ascii)
+                    }
+                    _ => json_string(out, &json_key(key)?, style.ensure_ascii),
+                }
                 out.push_str(&style.key_sep);
                 dump(out, value, style, depth + 1)?;
             }
@@ -383,8 +396,19 @@ fn sort_keys(entries: &mut [(Value, Value)]) -> Result<(), Error> {
 
 /// A JSON string as json.dumps writes it.
 pub fn json_string(out: &mut String, s: &str, ensure_ascii: bool) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
+    // Runs that need no escape are copied whole.
+    let plain = |b: u8| b >= 0x20 && b != b'"' && b != b'\\' && (!ensure_ascii || b < 0x7f);
+    let mut rest = s;
+    while !rest.is_empty() {
+        let run = rest.bytes().position(|b| !plain(b)).unwrap_or(rest.len());
+        out.push_str(&rest[..run]);
+        rest = &rest[run..];
+        let Some(c) = rest.chars().next() else {
+            break;
+        };
+        rest = &rest[c.len_utf8()..];
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -393,11 +417,13 @@ pub fn json_string(out: &mut String, s: &str, ensure_ascii: bool) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c if ensure_ascii && (c as u32) > 0x7e => {
                 let mut buf = [0u16; 2];
                 for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
+                    let _ = write!(out, "\\u{unit:04x}");
                 }
             }
             c => out.push(c),

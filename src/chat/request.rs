@@ -148,7 +148,10 @@ pub fn prepare(
         ));
     }
     // _normalize_chat_messages: every message a dict, without the keys whose value is None.
+    // A message that needs no change (no None, no reasoning to alias) is passed as it is.
+    let continuing = continue_final.is_true();
     let mut chat: Vec<Message> = Vec::with_capacity(list.len());
+    let mut unchanged: Vec<Option<Value>> = Vec::with_capacity(list.len());
     for m in &list {
         if m.kind() != ValueKind::Map {
             return Err(refuse(format!(
@@ -157,15 +160,29 @@ pub fn prepare(
             )));
         }
         let mut out = Message::new();
-        for key in m.try_iter().map_err(|e| refuse(e.to_string()))? {
-            let v = m.get_item(&key).map_err(|e| refuse(e.to_string()))?;
-            if !v.is_none() {
-                out.push((key, v));
+        match m.as_object().and_then(|o| o.try_iter_pairs()) {
+            Some(pairs) => out.extend(pairs.filter(|(_, v)| !v.is_none())),
+            None => {
+                for key in m.try_iter().map_err(|e| refuse(e.to_string()))? {
+                    let v = m.get_item(&key).map_err(|e| refuse(e.to_string()))?;
+                    if !v.is_none() {
+                        out.push((key, v));
+                    }
+                }
             }
         }
+        let same = m.len() == Some(out.len())
+            && !out
+                .iter()
+                .any(|(k, _)| k.as_str().is_some_and(|k| REASONING_FIELDS.contains(&k)));
+        unchanged.push(same.then(|| m.clone()));
         chat.push(out);
     }
-    let continuing = continue_final.is_true();
+    if continuing {
+        if let Some(last) = unchanged.last_mut() {
+            *last = None;
+        }
+    }
     if continuing && add_generation_prompt.is_true() {
         return Err(refuse(
             "continue_final_message and add_generation_prompt are not compatible. Use \
@@ -275,7 +292,12 @@ pub fn prepare(
     let mut vars: Vec<(Value, Value)> = vec![
         (
             Value::from("messages"),
-            Value::from(chat.iter().map(message_value).collect::<Vec<_>>()),
+            Value::from(
+                chat.iter()
+                    .zip(unchanged)
+                    .map(|(m, same)| same.unwrap_or_else(|| message_value(m)))
+                    .collect::<Vec<_>>(),
+            ),
         ),
         (Value::from("tools"), tools),
         (Value::from("documents"), documents),
