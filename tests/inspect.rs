@@ -2960,6 +2960,18 @@ fn chat_prints_the_prompt_and_its_tokens() {
         "{}",
         show(&out)
     );
+    // As llama-server renders it.
+    let want = gguf::chat::render_file_llama_cpp(&file, None, request).unwrap();
+    let out = inspect_with_input(
+        &[
+            OsStr::new("--chat"),
+            OsStr::new("--llama-cpp"),
+            path.as_os_str(),
+        ],
+        request,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
     // --template without --chat is bad usage.
     let out = inspect_with_input(
         &[OsStr::new("--template"), OsStr::new("x"), path.as_os_str()],

@@ -1771,7 +1771,7 @@ static void usage(FILE *out, const char *argv0) {
           "       %s --tokenize TEXT FILE.gguf\n"
           "       %s --detokenize IDS FILE.gguf\n"
           "       %s [--json] --memory [--ctx N] FILE.gguf\n"
-          "       %s --chat | --chat-tokens [--template NAME] FILE.gguf < REQUEST.json\n"
+          "       %s --chat | --chat-tokens [--template NAME] [--llama-cpp] FILE.gguf < REQUEST.json\n"
           "       %s --version | --help\n"
           "Prints a GGUF file's header, size (parameters, bytes of tensor data; KiB, MiB, GiB\n"
           "  beside byte counts), metadata (long arrays summarized; general.file_type with its\n"
@@ -1800,6 +1800,7 @@ static void usage(FILE *out, const char *argv0) {
           "  --chat-tokens   the prompt's tokens, one line each as --tokenize prints them\n"
           "                  (special-token text read as those tokens, nothing added)\n"
           "  --template NAME with --chat: tokenizer.chat_template.NAME\n"
+          "  --llama-cpp     with --chat: render as llama-server does (GGUF_CHAT_LLAMA_CPP)\n"
           "  --metadata KEY  only the value of KEY, arrays in full (exit status 1 if missing)\n"
           "  --verify        checks the format: every rule on opening (every shard), every\n"
           "                  metadata entry and tensor record the library hands out (lookups,\n"
@@ -1990,7 +1991,7 @@ static int print_text(GGUFFile f, const char *path, const char *list, const char
  * template (NAME, or tokenizer.chat_template), printed as it is; or its tokens, special-token
  * text read as those tokens and nothing added (the template writes BOS itself). */
 static int print_chat(GGUFFile f, const char *path, const char *name, int as_tokens,
-                      const char *argv0) {
+                      uint32_t flags, const char *argv0) {
   size_t cap = 4096, len = 0;
   char *request = malloc(cap);
   for (;;) {
@@ -2010,10 +2011,10 @@ static int print_chat(GGUFFile f, const char *path, const char *name, int as_tok
     free(request);
     return 1;
   }
-  int64_t n = gguf_chat_render(f, name, request, len, NULL, 0, 0);
+  int64_t n = gguf_chat_render(f, name, request, len, NULL, 0, flags);
   char *prompt = n > 0 ? malloc((size_t)n) : NULL;
   int status = 0;
-  if (n < 0 || (n > 0 && (!prompt || gguf_chat_render(f, name, request, len, prompt, (uint64_t)n, 0) != n))) {
+  if (n < 0 || (n > 0 && (!prompt || gguf_chat_render(f, name, request, len, prompt, (uint64_t)n, flags) != n))) {
     /* The library's message names the file. */
     (void)path;
     fprintf(stderr, "%s: %s\n", argv0, n < 0 ? gguf_last_error() : "out of memory");
@@ -2047,7 +2048,7 @@ int main(int argc, char **argv) {
   const char *key = NULL, *path = NULL, *manifest = NULL, *tensor = NULL;
   const char *tokenize_text = NULL, *detokenize_ids = NULL;
   uint64_t n_values = 16;
-  int memory = 0, chat = 0;
+  int memory = 0, chat = 0, llama_cpp = 0;
   const char *ctx = NULL, *chat_template = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -2066,6 +2067,7 @@ int main(int argc, char **argv) {
       else if (!strcmp(a, "--memory")) memory = 1;
       else if (!strcmp(a, "--chat")) chat = 1;
       else if (!strcmp(a, "--chat-tokens")) chat = 2;
+      else if (!strcmp(a, "--llama-cpp")) llama_cpp = 1;
       else if (!strcmp(a, "--template")) {
         if (++i == argc) return bad_usage(argv[0], "--template needs a NAME", NULL, "");
         chat_template = argv[i];
@@ -2119,6 +2121,7 @@ int main(int argc, char **argv) {
   }
   int tokenizing = (tokenize_text != NULL) + (detokenize_ids != NULL) + (chat != 0);
   if (chat_template && !chat) return bad_usage(argv[0], "--template goes with --chat", NULL, "");
+  if (llama_cpp && !chat) return bad_usage(argv[0], "--llama-cpp goes with --chat", NULL, "");
   if (chat && !path) return bad_usage(argv[0], "--chat and --chat-tokens need a FILE", NULL, "");
   uint32_t n_ctx = 0;
   if (ctx) {
@@ -2174,7 +2177,8 @@ int main(int argc, char **argv) {
     status = print_tokens(f, path, tokenize_text, strlen(tokenize_text),
                           GGUF_TOKENIZE_ADD_SPECIAL | GGUF_TOKENIZE_PARSE_SPECIAL, argv[0]);
   } else if (chat) {
-    status = print_chat(f, path, chat_template, chat == 2, argv[0]);
+    status = print_chat(f, path, chat_template, chat == 2, llama_cpp ? GGUF_CHAT_LLAMA_CPP : 0,
+                        argv[0]);
   } else if (detokenize_ids) {
     status = print_text(f, path, detokenize_ids, argv[0]);
   } else if (key) {

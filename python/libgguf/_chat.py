@@ -27,6 +27,14 @@ def _request(messages, tools, documents, add_generation_prompt, continue_final_m
     return json.dumps(request, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
+# GGUF_CHAT_LLAMA_CPP (gguf.h).
+_LLAMA_CPP = 1
+
+
+def _flags(llama_cpp: bool) -> int:
+    return _LLAMA_CPP if llama_cpp else 0
+
+
 def _render(lib, call) -> str:
     room = 4096
     while True:
@@ -61,10 +69,12 @@ class ChatTemplate:
         documents=None,
         add_generation_prompt: bool = False,
         continue_final_message: bool | str = False,
+        llama_cpp: bool = False,
         **kwargs,
     ) -> str:
-        """The prompt, as transformers renders it. Other keyword arguments are template
-        variables (``bos_token``, ``enable_thinking``, ...). Raises :class:`GGUFError` with the
+        """The prompt, as transformers renders it (with ``llama_cpp=True``: as llama-server
+        renders it, ``GGUF_CHAT_LLAMA_CPP``). Other keyword arguments are template variables
+        (``bos_token``, ``enable_thinking``, ...). Raises :class:`GGUFError` with the
         template's own message when it raises, or the line and column of what failed."""
         merged = {**self._defaults, **kwargs}
         raw = _request(
@@ -73,7 +83,7 @@ class ChatTemplate:
         return _render(
             self._lib,
             lambda buf, room: self._lib.gguf_chat_template_render(
-                self._ptr, raw, len(raw), buf, room, 0
+                self._ptr, raw, len(raw), buf, room, _flags(llama_cpp)
             ),
         )
 
@@ -105,16 +115,20 @@ class FileChatTemplate:
         documents=None,
         add_generation_prompt: bool = False,
         continue_final_message: bool | str = False,
+        llama_cpp: bool = False,
         **kwargs,
     ) -> str:
-        """The prompt, as transformers renders it (see :meth:`ChatTemplate.render`)."""
+        """The prompt, as transformers renders it, or llama-server with ``llama_cpp=True``
+        (see :meth:`ChatTemplate.render`)."""
         h = self._file._handle()
         raw = _request(
             messages, tools, documents, add_generation_prompt, continue_final_message, kwargs
         )
         return _render(
             h.lib,
-            lambda buf, room: h.lib.gguf_chat_render(h.ptr, self._key, raw, len(raw), buf, room, 0),
+            lambda buf, room: h.lib.gguf_chat_render(
+                h.ptr, self._key, raw, len(raw), buf, room, _flags(llama_cpp)
+            ),
         )
 
 
@@ -125,14 +139,18 @@ def render_chat_template(
     documents=None,
     add_generation_prompt: bool = False,
     continue_final_message: bool | str = False,
+    llama_cpp: bool = False,
     **kwargs,
 ) -> str:
     """Renders ``template`` (a chat template's source) over ``messages`` as transformers'
-    ``apply_chat_template(..., tokenize=False)`` does (``gguf_chat_render_template``)."""
+    ``apply_chat_template(..., tokenize=False)`` does (``gguf_chat_render_template``), or as
+    llama-server does with ``llama_cpp=True``."""
     lib = _native.load()
     raw_t = template.encode("utf-8")
     raw = _request(messages, tools, documents, add_generation_prompt, continue_final_message, kwargs)
     return _render(
         lib,
-        lambda buf, room: lib.gguf_chat_render_template(raw_t, len(raw_t), raw, len(raw), buf, room, 0),
+        lambda buf, room: lib.gguf_chat_render_template(
+            raw_t, len(raw_t), raw, len(raw), buf, room, _flags(llama_cpp)
+        ),
     )

@@ -63,6 +63,15 @@ class ChatTemplates(unittest.TestCase):
             self.assertEqual(compiled.render(MESSAGES, tools=tools, add_generation_prompt=True), want)
         compiled.close()
 
+    def test_llama_servers_rendering(self):
+        template = "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
+        messages = [{"role": "developer", "content": "a"}, {"role": "user", "content": "b"}]
+        self.assertEqual(libgguf.render_chat_template(template, messages), "[developer:a][user:b]")
+        # llama-server makes the developer role a system one (the template shows system text).
+        got = libgguf.render_chat_template(template, messages, llama_cpp=True)
+        self.assertEqual(got, "[system:a][user:b]")
+        self.assertEqual(libgguf.ChatTemplate(template).render(messages, llama_cpp=True), got)
+
     def test_errors_carry_the_templates_message(self):
         with self.assertRaises(GGUFError) as e:
             libgguf.render_chat_template("{{ raise_exception('roles must alternate') }}", MESSAGES)
