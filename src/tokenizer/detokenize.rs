@@ -78,8 +78,8 @@ pub(crate) fn pieces(
                     buf.extend_from_slice(text);
                 } else if a & attr::NORMAL != 0 {
                     if kind == VocabType::Bpe && !escape_whitespaces {
-                        let (len, unknown) = decoded_bpe_len(text).unwrap_or((usize::MAX, 0));
-                        if len > limit.saturating_sub(buf.len()) {
+                        let (len, unknown) = decoded_bpe_len(text);
+                        if len > limit.saturating_sub(buf.len()) as u64 {
                             return Err(bad(format!(
                                 "token {id}'s piece would be {len} bytes (llama.cpp repeats its \
                                  {}-byte text for each of its {unknown} code points outside \

@@ -520,25 +520,28 @@ pub(crate) fn decode_bpe_text(text: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The length [`decode_bpe_text`] gives `text`, and how many of its code points are outside
-/// GPT-2's alphabet (each repeats the whole text); `None` past `usize`.
-pub(crate) fn decoded_bpe_len(text: &[u8]) -> Option<(usize, usize)> {
-    let (mut len, mut unknown) = (0usize, 0usize);
+/// GPT-2's alphabet (each repeats the whole text); the length saturates at `u64::MAX`.
+pub(crate) fn decoded_bpe_len(text: &[u8]) -> (u64, usize) {
+    // In u64, saturating: on 32-bit targets a hostile token's piece passes `usize` long before
+    // the limit is checked.
+    let (mut len, mut unknown) = (0u64, 0usize);
     for cp in unicode::cpts_iter(text) {
         if unicode::cpt_to_byte(cp).is_some() {
-            len = len.checked_add(1)?;
+            len = len.saturating_add(1);
         } else {
-            let utf8 = match cp {
+            let utf8: u64 = match cp {
                 0..=0x7F => 1,
                 0x80..=0x7FF => 2,
                 0x800..=0xFFFF => 3,
                 _ => 4,
             };
-            let one = (b"[UNK_BYTE_0x".len() + 2 * utf8 + 1).checked_add(text.len())?;
-            len = len.checked_add(one)?;
+            let one =
+                (b"[UNK_BYTE_0x".len() as u64 + 2 * utf8 + 1).saturating_add(text.len() as u64);
+            len = len.saturating_add(one);
             unknown += 1;
         }
     }
-    Some((len, unknown))
+    (len, unknown)
 }
 
 /// The suffix (U+E000) that keeps `hybriddna` k-mer tokens apart from equal BPE tokens; their
