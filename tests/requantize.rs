@@ -692,6 +692,8 @@ fn importance_matrix_from_a_file() {
         Some(Value::U32(100))
     );
 
+    // Windows cannot replace a file that a handle maps: each output is closed before the next.
+    drop(out);
     // A long name is cut to 127 bytes as llama-quantize cuts it, but on a character
     // boundary: 126 ASCII bytes then a two-byte character keep the 126.
     let long = format!("{}é-rest.gguf", "d/".repeat(63));
@@ -705,6 +707,7 @@ fn importance_matrix_from_a_file() {
         .unwrap()
         .to_vec();
     assert_eq!(file, long.as_bytes()[..126]);
+    drop(out);
     let short = "é".repeat(70);
     o.importance_file = Some(short.clone());
     run(&src, &dst, &o);
@@ -717,6 +720,7 @@ fn importance_matrix_from_a_file() {
         .to_vec();
     assert_eq!(file, short.as_bytes()[..126]);
     assert!(std::str::from_utf8(&file).is_ok());
+    drop(out);
     o.importance_file = Some("imatrix.gguf".into());
 
     // A matrix whose size does not fit a tensor is refused, naming it.
@@ -845,6 +849,8 @@ fn command_line_arguments_and_copy() {
         assert_eq!((t.dtype, t.data), (s.dtype, s.data));
     }
     assert_eq!(b.first().get("general.file_type"), Some(Value::U32(1)));
+    // Windows cannot replace a file that a handle maps: close both before writing again.
+    drop((a, b));
     // Without general.file_type, llama.cpp's loader guesses one from the type most tensors
     // have, with its "guessed" bit (1024): F16 weights give 1025, F32 ones 1024.
     for (weights, want) in [(T::F16, 1025), (T::F32, 1024)] {
