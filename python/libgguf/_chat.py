@@ -31,15 +31,21 @@ def _request(messages, tools, documents, add_generation_prompt, continue_final_m
 _LLAMA_CPP = 1
 
 
-def _flags(llama_cpp: bool) -> int:
-    return _LLAMA_CPP if llama_cpp else 0
-
-
-def _render(lib, call) -> str:
+def _render(
+    lib, call, messages, tools, documents, add_generation_prompt, continue_final_message,
+    llama_cpp, variables,
+) -> str:
+    """Every render path: the request as JSON, then ``call(request, request_len, out,
+    out_size, flags)`` (one of the C render functions) with a buffer grown to the prompt's
+    length."""
+    raw = _request(
+        messages, tools, documents, add_generation_prompt, continue_final_message, variables
+    )
+    flags = _LLAMA_CPP if llama_cpp else 0
     room = 4096
     while True:
         buf = ctypes.create_string_buffer(room)
-        n = call(buf, room)
+        n = call(raw, len(raw), buf, room, flags)
         if n < 0:
             raise lib.error()
         if n <= room:
@@ -76,15 +82,13 @@ class ChatTemplate:
         renders it, ``GGUF_CHAT_LLAMA_CPP``). Other keyword arguments are template variables
         (``bos_token``, ``enable_thinking``, ...). Raises :class:`GGUFError` with the
         template's own message when it raises, or the line and column of what failed."""
-        merged = {**self._defaults, **kwargs}
-        raw = _request(
-            messages, tools, documents, add_generation_prompt, continue_final_message, merged
-        )
         return _render(
             self._lib,
-            lambda buf, room: self._lib.gguf_chat_template_render(
-                self._ptr, raw, len(raw), buf, room, _flags(llama_cpp)
+            lambda raw, n, buf, room, flags: self._lib.gguf_chat_template_render(
+                self._ptr, raw, n, buf, room, flags
             ),
+            messages, tools, documents, add_generation_prompt, continue_final_message,
+            llama_cpp, {**self._defaults, **kwargs},
         )
 
     def close(self) -> None:
@@ -121,14 +125,13 @@ class FileChatTemplate:
         """The prompt, as transformers renders it, or llama-server with ``llama_cpp=True``
         (see :meth:`ChatTemplate.render`)."""
         h = self._file._handle()
-        raw = _request(
-            messages, tools, documents, add_generation_prompt, continue_final_message, kwargs
-        )
         return _render(
             h.lib,
-            lambda buf, room: h.lib.gguf_chat_render(
-                h.ptr, self._key, raw, len(raw), buf, room, _flags(llama_cpp)
+            lambda raw, n, buf, room, flags: h.lib.gguf_chat_render(
+                h.ptr, self._key, raw, n, buf, room, flags
             ),
+            messages, tools, documents, add_generation_prompt, continue_final_message,
+            llama_cpp, kwargs,
         )
 
 
@@ -147,10 +150,11 @@ def render_chat_template(
     llama-server does with ``llama_cpp=True``."""
     lib = _native.load()
     raw_t = template.encode("utf-8")
-    raw = _request(messages, tools, documents, add_generation_prompt, continue_final_message, kwargs)
     return _render(
         lib,
-        lambda buf, room: lib.gguf_chat_render_template(
-            raw_t, len(raw_t), raw, len(raw), buf, room, _flags(llama_cpp)
+        lambda raw, n, buf, room, flags: lib.gguf_chat_render_template(
+            raw_t, len(raw_t), raw, n, buf, room, flags
         ),
+        messages, tools, documents, add_generation_prompt, continue_final_message,
+        llama_cpp, kwargs,
     )

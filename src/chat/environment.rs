@@ -32,6 +32,20 @@ impl std::fmt::Display for Raised {
 
 impl std::error::Error for Raised {}
 
+/// Registers minijinja's filter `$filter` under `$name` as jinja2 has it: a falsy value gives
+/// nothing, and the result is a generator. Each `|arg: Type| conversion` is one argument between
+/// the value and the rest, converted to what minijinja's filter takes.
+macro_rules! generator_filter {
+    ($env:ident, $name:literal, $filter:ident $(, |$arg:ident: $ty:ty| $conv:expr)*) => {
+        $env.add_filter(
+            $name,
+            |state: &mut State, v: Value, $($arg: $ty,)* args: Rest<ValueOrKwargs>| {
+                generator(minijinja::filters::$filter(state, falsy_empty(v), $($conv,)* args))
+            },
+        )
+    };
+}
+
 /// A new environment for one template.
 pub fn new() -> Environment<'static> {
     let mut env = Environment::new();
@@ -95,66 +109,25 @@ pub fn new() -> Environment<'static> {
     env.add_function("namespace", namespace);
     // jinja2's select, reject, selectattr, rejectattr and map skip a falsy value (None gives
     // nothing) and return generators, which tojson refuses and len() cannot measure.
-    env.add_filter(
-        "select",
-        |state: &mut State, v: Value, test: Option<String>, args: Rest<ValueOrKwargs>| {
-            generator(minijinja::filters::select(
-                state,
-                falsy_empty(v),
-                test.map(Into::into),
-                args,
-            ))
-        },
-    );
-    env.add_filter(
-        "reject",
-        |state: &mut State, v: Value, test: Option<String>, args: Rest<ValueOrKwargs>| {
-            generator(minijinja::filters::reject(
-                state,
-                falsy_empty(v),
-                test.map(Into::into),
-                args,
-            ))
-        },
-    );
-    env.add_filter(
+    generator_filter!(env, "select", select, |test: Option<String>| test
+        .map(Into::into));
+    generator_filter!(env, "reject", reject, |test: Option<String>| test
+        .map(Into::into));
+    generator_filter!(
+        env,
         "selectattr",
-        |state: &mut State,
-         v: Value,
-         attr: String,
-         test: Option<String>,
-         args: Rest<ValueOrKwargs>| {
-            generator(minijinja::filters::selectattr(
-                state,
-                falsy_empty(v),
-                attr.into(),
-                test.map(Into::into),
-                args,
-            ))
-        },
+        selectattr,
+        |attr: String| attr.into(),
+        |test: Option<String>| test.map(Into::into)
     );
-    env.add_filter(
+    generator_filter!(
+        env,
         "rejectattr",
-        |state: &mut State,
-         v: Value,
-         attr: String,
-         test: Option<String>,
-         args: Rest<ValueOrKwargs>| {
-            generator(minijinja::filters::rejectattr(
-                state,
-                falsy_empty(v),
-                attr.into(),
-                test.map(Into::into),
-                args,
-            ))
-        },
+        rejectattr,
+        |attr: String| attr.into(),
+        |test: Option<String>| test.map(Into::into)
     );
-    env.add_filter(
-        "map",
-        |state: &mut State, v: Value, args: Rest<ValueOrKwargs>| {
-            generator(minijinja::filters::map(state, falsy_empty(v), args))
-        },
-    );
+    generator_filter!(env, "map", map);
     env.add_test("none", |v: Value| objects::is_none(&v));
     env.add_test("number", |v: Value| {
         v.kind() == ValueKind::Number || objects::as_float(&v).is_some()

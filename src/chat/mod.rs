@@ -261,15 +261,7 @@ impl ChatTemplate {
         defaults: &[(String, String)],
         llama: bool,
     ) -> Result<String, Error> {
-        if request.len() > MAX_REQUEST_BYTES {
-            return Err(ChatError::Limit {
-                message: format!(
-                    "the request is {} bytes, more than the {MAX_REQUEST_BYTES} a request may have",
-                    request.len()
-                ),
-            }
-            .into());
-        }
+        check_request_size(request)?;
         let value = json::parse(request).map_err(|e| ChatError::Request {
             offset: Some(e.offset),
             message: e.message,
@@ -341,15 +333,7 @@ impl ChatTemplate {
         strip_bos: bool,
         strip_eos: bool,
     ) -> Result<String, Error> {
-        if request.len() > MAX_REQUEST_BYTES {
-            return Err(ChatError::Limit {
-                message: format!(
-                    "the request is {} bytes, more than the {MAX_REQUEST_BYTES} a request may have",
-                    request.len()
-                ),
-            }
-            .into());
-        }
+        check_request_size(request)?;
         let (patched, caps) = self.llama_cpp_setup()?;
         let t = patched.as_deref().unwrap_or(self);
         let prepared = llama_cpp::prepare_request(request, &t.source, caps, bos_token, eos_token)?;
@@ -392,6 +376,20 @@ impl ChatTemplate {
             Err(e) => Err(e.clone()),
         }
     }
+}
+
+/// Refuses a request longer than [`MAX_REQUEST_BYTES`] before anything reads it.
+fn check_request_size(request: &[u8]) -> Result<(), Error> {
+    if request.len() > MAX_REQUEST_BYTES {
+        return Err(ChatError::Limit {
+            message: format!(
+                "the request is {} bytes, more than the {MAX_REQUEST_BYTES} a request may have",
+                request.len()
+            ),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// A minijinja error as the library's: the template's own message for `raise_exception`, the
