@@ -1,8 +1,12 @@
 //! Tokens back to text: each token's piece (computed once, at load, as llama.cpp's
 //! `token_to_piece` with `special` set), and `llama_detokenize`'s joining and space cleaning.
 
+use super::model::Tokenizer;
+use super::rwkv::unescape_rwkv;
+use super::space::unescape_whitespace;
+use super::types::{bad_token, VocabType};
+use super::unicode;
 use super::vocab::{attr, bad, Vocab};
-use super::{bad_token, decoded_bpe_len, unescape_whitespace, Tokenizer, VocabType};
 use crate::error::Result;
 use crate::text::quote;
 
@@ -48,7 +52,6 @@ pub(crate) fn pieces(
     vocab: &Vocab,
     kind: VocabType,
     escape_whitespaces: bool,
-    decode_bpe: &dyn Fn(&[u8], &mut Vec<u8>),
     token_at: &dyn Fn(usize) -> Option<u64>,
 ) -> Result<(Vec<u8>, Vec<usize>)> {
     let text_bytes = (0..vocab.len())
@@ -89,7 +92,7 @@ pub(crate) fn pieces(
                             ))
                             .with_offset(token_at(id)));
                         }
-                        decode_bpe(text, &mut buf);
+                        decode_bpe_text(text, &mut buf);
                     } else {
                         unescape_whitespace(text, &mut buf);
                     }
@@ -124,44 +127,53 @@ pub(crate) fn pieces(
     Ok((buf, ends))
 }
 
-/// RWKV's escaped token text (`\t`, `\n`, `\r`, `\xHH`, `\c`) as bytes, as llama.cpp's
-/// `llama_unescape_rwkv_token` (whose hex digits are lower case; others read as it reads them).
-pub(crate) fn unescape_rwkv(text: &[u8], out: &mut Vec<u8>) {
-    let mut escaping = false;
-    let mut hex_left = 0u8;
-    let mut acc = 0u8;
-    for &c in text {
-        if hex_left != 0 {
-            let v = if c >= b'a' {
-                c.wrapping_sub(b'a').wrapping_add(10)
-            } else {
-                c.wrapping_sub(b'0')
-            };
-            acc = (acc << 4).wrapping_add(v);
-            hex_left -= 1;
-            if hex_left == 0 {
-                out.push(acc);
-                acc = 0;
+/// A byte-level BPE token's text (GPT-2's printable stand-ins for bytes) as the bytes it
+/// stands for, as llama.cpp's `llama_decode_text`.
+/// Each code point outside GPT-2's alphabet becomes `[UNK_BYTE_0x<its UTF-8 in hex><the whole
+/// text>]`, as there: [`decoded_bpe_len`] tells the size first.
+pub(crate) fn decode_bpe_text(text: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut utf8 = Vec::with_capacity(4);
+    for cp in unicode::cpts_iter(text) {
+        match unicode::cpt_to_byte(cp) {
+            Some(b) => out.push(b),
+            None => {
+                out.extend_from_slice(b"[UNK_BYTE_0x");
+                utf8.clear();
+                unicode::cpt_to_utf8(cp, &mut utf8);
+                for &b in &utf8 {
+                    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+                }
+                out.extend_from_slice(text);
+                out.push(b']');
             }
-            continue;
         }
-        if escaping {
-            match c {
-                b't' => out.push(b'\t'),
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b'x' => hex_left = 2,
-                _ => out.push(c),
-            }
-            escaping = false;
-            continue;
-        }
-        if c == b'\\' {
-            escaping = true;
-            continue;
-        }
-        out.push(c);
     }
+}
+
+/// The length [`decode_bpe_text`] gives `text`, and how many of its code points are outside
+/// GPT-2's alphabet (each repeats the whole text); the length saturates at `u64::MAX`.
+pub(crate) fn decoded_bpe_len(text: &[u8]) -> (u64, usize) {
+    // In u64, saturating: on 32-bit targets a hostile token's piece passes `usize` long before
+    // the limit is checked.
+    let (mut len, mut unknown) = (0u64, 0usize);
+    for cp in unicode::cpts_iter(text) {
+        if unicode::cpt_to_byte(cp).is_some() {
+            len = len.saturating_add(1);
+        } else {
+            let utf8: u64 = match cp {
+                0..=0x7F => 1,
+                0x80..=0x7FF => 2,
+                0x800..=0xFFFF => 3,
+                _ => 4,
+            };
+            let one =
+                (b"[UNK_BYTE_0x".len() as u64 + 2 * utf8 + 1).saturating_add(text.len() as u64);
+            len = len.saturating_add(one);
+            unknown += 1;
+        }
+    }
+    (len, unknown)
 }
 
 /// `llama_detokenize`.
@@ -291,12 +303,5 @@ mod tests {
         assert_eq!(token_byte(b"<0xFF>"), 0xff);
         assert_eq!(token_byte(b"<0xzz>"), 0);
         assert_eq!(token_byte(b"<0x"), 0);
-    }
-
-    #[test]
-    fn rwkv_escapes_unescape() {
-        let mut out = Vec::new();
-        unescape_rwkv(br"a\n\x41\\", &mut out);
-        assert_eq!(out, b"a\nA\\");
     }
 }

@@ -2,110 +2,30 @@
 //! special tokens by key and by text, end-of-generation tokens, attributes), with each of its
 //! silent fallbacks for a damaged vocabulary made an error.
 
-use super::bpe::Merges;
+use super::bpe::{Bpe, PreFlags};
 use super::detokenize::pieces;
-use super::pretokenize::{PreType, Splitter};
+use super::model::{Model, Tokenizer};
+use super::plamo2::Plamo2;
 use super::rwkv::Rwkv;
+use super::special::SpecialIndex;
+use super::spm::Spm;
+use super::types::{Flags, SpecialTokens, VocabType};
 use super::ugm::{CharsMap, Ugm};
 use super::vocab::{self, attr, bad, Vocab};
-use super::{BpeData, BpeVariant, Flags, ModelData, SpecialTokens, Tokenizer, VocabType};
-use crate::types::ValueType;
-
-/// An algorithm's tables while the loader runs.
-enum Pending {
-    None,
-    Ugm(Option<CharsMap>),
-    Rwkv(Rwkv),
-    Plamo2,
-    Bpe(Box<BpeData>),
-    Wpm(Box<super::trie::Longest>),
-}
+use super::wpm::Wpm;
 use crate::error::Result;
 use crate::file::GgufFile;
 use crate::text::quote;
 
-/// What a BPE pre-tokenizer name changes in the defaults.
-#[derive(Clone, Copy, Default)]
-struct PreFlags {
-    keep_clean_spaces: bool,
-    ignore_merges: bool,
-    add_bos: bool,
-    add_sep: bool,
-    escape_whitespaces: bool,
-    no_bos: bool,
-    no_lowercase: bool,
-}
-
-/// The BPE pre-tokenizer names llama.cpp's loader accepts, and what each changes.
-fn pre_flags(name: &str) -> Option<PreFlags> {
-    let d = PreFlags::default();
-    let noclean = PreFlags {
-        keep_clean_spaces: false,
-        ..d
-    };
-    // `keep_clean_spaces: false` is written out where llama.cpp sets clean_spaces = false.
-    let c = |f: PreFlags| PreFlags {
-        keep_clean_spaces: true,
-        ..f
-    };
-    Some(match name {
-        "" | "default" | "falcon" | "mpt" | "starcoder" | "gpt-2" | "phi-2" | "jina-es"
-        | "jina-de" | "gigachat" | "jina-v2-es" | "jina-v2-de" | "a.x-4.0" | "mellum"
-        | "modern-bert" | "jais-2" | "refact" | "stablelm2" | "olmo" | "dbrx" | "smaug-bpe"
-        | "jais" | "codeshell" | "bloom" | "gpt3-finnish" | "exaone" | "exaone4" | "exaone-moe"
-        | "minerva-7b" | "megrez" | "mellum2" => c(d),
-        "minicpm5" => c(PreFlags {
-            ignore_merges: true,
-            ..d
-        }),
-        "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0"
-        | "lfm2" | "jina-v5-nano" => c(PreFlags {
-            ignore_merges: true,
-            add_bos: true,
-            ..d
-        }),
-        "deepseek-llm" | "deepseek-coder" | "deepseek-v3" | "spark2_5" | "command-r" | "qwen2"
-        | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "qwen35" | "poro-chat" | "viking"
-        | "smollm" | "gpt-4o" | "llama4" | "kanana2" | "talkie" | "tiny_aya" | "cohere2moe"
-        | "superbpe" | "trillion" | "granite-docling" | "bailingmoe" | "bailingmoe2"
-        | "llada-moe" | "seed-coder" | "hunyuan" | "hunyuan-dense" | "hy_v4" | "joyai-llm"
-        | "kimi-k2" | "ufakzeka" | "grok-2" | "afmoe" | "laguna" | "minimax-m2" | "solar-open" => {
-            noclean
-        }
-        "youtu" | "granite-embed-multi-97m" => PreFlags {
-            ignore_merges: true,
-            ..noclean
-        },
-        "gemma4" | "granite-embed-multi-311m" => c(PreFlags {
-            escape_whitespaces: true,
-            ..d
-        }),
-        "sarvam-moe" => PreFlags {
-            escape_whitespaces: true,
-            ..noclean
-        },
-        "jina-v1-en" | "jina-v2-code" | "roberta-bpe" => c(PreFlags { add_sep: true, ..d }),
-        "whitespace" => c(PreFlags {
-            no_lowercase: true,
-            ..d
-        }),
-        "chatglm-bpe" => c(PreFlags { no_bos: true, ..d }),
-        "glm4" | "glm5" => c(PreFlags {
-            no_bos: true,
-            ignore_merges: true,
-            ..d
-        }),
-        "tekken" => PreFlags {
-            ignore_merges: true,
-            add_bos: true,
-            ..noclean
-        },
-        "chameleon" => PreFlags {
-            add_bos: true,
-            ..noclean
-        },
-        _ => return None,
-    })
+/// An algorithm's model while the loader runs: those that need the final attributes or the
+/// unknown token wait for them.
+enum Pending {
+    Spm,
+    Ugm(Option<CharsMap>),
+    Rwkv(Rwkv),
+    Plamo2,
+    Bpe(Box<Bpe>),
+    Wpm(Box<Wpm>),
 }
 
 /// Special-token ids while loading: `-1` is none, as in llama.cpp.
@@ -130,8 +50,9 @@ struct Ids {
 /// One of [`Ids`]' fields.
 type Field = fn(&mut Ids) -> &mut i64;
 
-/// Reads `file`'s vocabulary.
-pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
+/// Reads `file`'s vocabulary: the tokenizer (its newline token not yet found), and the
+/// model type's default padding token, llama.cpp's fallback for the newline token.
+pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Option<i32>)> {
     let model_bytes = vocab::string(file, "tokenizer.ggml.model")?
         .ok_or_else(|| bad("the file has no tokenizer (key tokenizer.ggml.model)"))?;
     let model = String::from_utf8_lossy(model_bytes).into_owned();
@@ -205,12 +126,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     let default_pad = ids.pad;
     match kind {
         VocabType::Bpe => {
-            let p = pre_flags(&pre).ok_or_else(|| {
-                bad(format!(
-                    "unknown pre-tokenizer {} (tokenizer.ggml.pre)",
-                    quote(pre.as_bytes())
-                ))
-            })?;
+            let p = PreFlags::of(&pre)?;
             flags.escape_whitespaces = p.escape_whitespaces;
             flags.clean_spaces = p.keep_clean_spaces;
             flags.ignore_merges = p.ignore_merges;
@@ -243,60 +159,20 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
     }
 
     let mut vocab = Vocab::load(file)?;
-    if model == "hybriddna" {
-        // llama.cpp cuts the k-mer marker from the texts of the tokens after `<oov>`.
-        if let Some(oov) = vocab.find(b"<oov>") {
-            vocab.cut_suffix_after(oov as usize, super::DNA_MARKER);
-        }
-    }
     let n = vocab.len();
     let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
 
     // llama.cpp builds the algorithm's tables here, from the attributes the token types give,
     // before any special token changes them.
-    let mut model_data = match kind {
-        VocabType::Ugm => {
-            let charsmap = match vocab::array(file, "tokenizer.ggml.precompiled_charsmap")? {
-                None => None,
-                Some(a) if matches!(a.elem_type(), ValueType::Uint8 | ValueType::Int8) => {
-                    Some(CharsMap::parse(a.raw_bytes())?)
-                }
-                Some(_) => {
-                    return Err(vocab::wrong_type(
-                        "tokenizer.ggml.precompiled_charsmap",
-                        "an array of UINT8 or INT8",
-                    ))
-                }
-            };
-            // The unknown token is known only later: the tables wait for it.
-            Pending::Ugm(charsmap)
-        }
-        VocabType::Rwkv => Pending::Rwkv(Rwkv::new(&vocab)?),
+    let mut pending = match kind {
+        // The unknown token is known only later: the model waits for it.
+        VocabType::Ugm => Pending::Ugm(CharsMap::load(file)?),
+        VocabType::Rwkv => Pending::Rwkv(Rwkv::load(&vocab)?),
         // The byte tokens are known from the attributes, set below.
         VocabType::Plamo2 => Pending::Plamo2,
-        VocabType::Wpm => Pending::Wpm(Box::new(super::wpm::longest(&vocab)?)),
-        VocabType::Bpe => {
-            let pre_type = PreType::from_name(&pre).ok_or_else(|| {
-                bad(format!(
-                    "unknown pre-tokenizer {} (tokenizer.ggml.pre)",
-                    quote(pre.as_bytes())
-                ))
-            })?;
-            let splitter = Splitter::new(pre_type.regexes()).map_err(bad)?;
-            let merges = Merges::load(file, &vocab, pre == "kimi-k2")?;
-            Pending::Bpe(Box::new(BpeData {
-                merges,
-                splitter,
-                byte_encode: pre_type.byte_encode(),
-                gemma4: pre_type == PreType::Gemma4,
-                variant: match model.as_str() {
-                    "whitespace" => BpeVariant::Whitespace,
-                    "hybriddna" => BpeVariant::HybridDna,
-                    _ => BpeVariant::Plain,
-                },
-            }))
-        }
-        _ => Pending::None,
+        VocabType::Wpm => Pending::Wpm(Box::new(Wpm::load(&vocab)?)),
+        VocabType::Bpe => Pending::Bpe(Box::new(Bpe::load(file, &mut vocab, &model, &pre)?)),
+        VocabType::Spm => Pending::Spm,
     };
 
     // Special tokens by key; an id past the vocabulary is an error (llama.cpp falls back to the
@@ -366,89 +242,66 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Tokenizer> {
         .collect();
     special_cache.sort_by_key(|&i| std::cmp::Reverse(vocab.text(i as usize).len()));
 
-    let escape = flags.escape_whitespaces;
-    let (pieces_buf, piece_ends) = pieces(
-        &vocab,
-        kind,
-        escape,
-        &|t, out| super::decode_bpe_text(t, out),
-        &|id| vocab::element_offset(file, vocab::TOKENS, id as u64),
-    )?;
+    let (pieces_buf, piece_ends) = pieces(&vocab, kind, flags.escape_whitespaces, &|id| {
+        vocab::element_offset(file, vocab::TOKENS, id as u64)
+    })?;
 
     per_token_attributes(file, &mut vocab, &special_cache, pre_key)?;
-    let special_index = super::special::SpecialIndex::new(&vocab, &special_cache);
+    let special_index = SpecialIndex::new(&vocab, &special_cache);
 
     let to_id = |v: i64| i32::try_from(v).ok().filter(|&v| v >= 0);
-    let spm_pairs = if kind == VocabType::Spm {
-        super::spm::Pairs::new(&vocab)
-    } else {
-        super::spm::Pairs::empty()
-    };
-    let model_data = match std::mem::replace(&mut model_data, Pending::None) {
-        Pending::None => ModelData::None,
-        Pending::Rwkv(r) => ModelData::Rwkv(r),
-        Pending::Plamo2 => ModelData::Plamo2(Box::new(super::plamo2::Plamo2::new(
-            &vocab,
-            &original_attrs,
-        )?)),
-        Pending::Wpm(m) => ModelData::Wpm(m),
-        Pending::Bpe(b) => ModelData::Bpe(b),
+    let algorithm = match std::mem::replace(&mut pending, Pending::Spm) {
+        Pending::Spm => Model::Spm(Spm::load(&vocab)),
+        Pending::Rwkv(r) => Model::Rwkv(r),
+        Pending::Plamo2 => Model::Plamo2(Box::new(Plamo2::new(&vocab, &original_attrs)?)),
+        Pending::Wpm(m) => Model::Wpm(m),
+        Pending::Bpe(b) => Model::Bpe(b),
         Pending::Ugm(charsmap) => {
-            ModelData::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, to_id(ids.unk))?)
+            Model::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, to_id(ids.unk))?)
         }
     };
-    let mut tok = Tokenizer {
+    let special = SpecialTokens {
+        bos: to_id(ids.bos),
+        eos: to_id(ids.eos),
+        eot: to_id(ids.eot),
+        eom: to_id(ids.eom),
+        unk: to_id(ids.unk),
+        sep: to_id(ids.sep),
+        pad: to_id(ids.pad),
+        mask: to_id(ids.mask),
+        nl: None,
+        fim_pre: to_id(ids.fim_pre),
+        fim_suf: to_id(ids.fim_suf),
+        fim_mid: to_id(ids.fim_mid),
+        fim_pad: to_id(ids.fim_pad),
+        fim_rep: to_id(ids.fim_rep),
+        fim_sep: to_id(ids.fim_sep),
+    };
+    // What add_special adds: SentencePiece, BPE and UGM follow add_bos/add_eos; WordPiece
+    // always adds CLS (the BOS id) and SEP; RWKV and PLaMo 2 add nothing.
+    let added = match kind {
+        VocabType::Wpm => (special.bos, special.sep),
+        VocabType::Spm | VocabType::Bpe | VocabType::Ugm => (
+            special.bos.filter(|_| flags.add_bos),
+            special.eos.filter(|_| flags.add_eos),
+        ),
+        VocabType::Rwkv | VocabType::Plamo2 => (None, None),
+    };
+    let tok = Tokenizer {
         vocab,
         kind,
         model,
         pre,
         flags,
-        special: SpecialTokens {
-            bos: to_id(ids.bos),
-            eos: to_id(ids.eos),
-            eot: to_id(ids.eot),
-            eom: to_id(ids.eom),
-            unk: to_id(ids.unk),
-            sep: to_id(ids.sep),
-            pad: to_id(ids.pad),
-            mask: to_id(ids.mask),
-            nl: None,
-            fim_pre: to_id(ids.fim_pre),
-            fim_suf: to_id(ids.fim_suf),
-            fim_mid: to_id(ids.fim_mid),
-            fim_pad: to_id(ids.fim_pad),
-            fim_rep: to_id(ids.fim_rep),
-            fim_sep: to_id(ids.fim_sep),
-        },
+        special,
+        added,
         eog,
         special_index,
         pieces: pieces_buf,
         piece_ends,
-        model_data,
-        spm_pairs,
+        algorithm,
     };
-    tok.special.nl = newline(&tok, to_id(default_pad));
-    Ok(tok)
-}
-
-/// The newline token, as llama.cpp finds it (before any special token is known).
-fn newline(tok: &Tokenizer, default_pad: Option<i32>) -> Option<i32> {
-    match tok.kind {
-        VocabType::Spm => {
-            let lf = tok
-                .vocab
-                .find(b"<0x0A>")
-                .or_else(|| tok.vocab.find(b"\n"))
-                .map(|i| i as i32);
-            lf.or(default_pad)
-        }
-        VocabType::Wpm => default_pad,
-        _ => {
-            let mut out = Vec::new();
-            tok.tokenize_text(b"\n", &mut out);
-            out.first().copied().or(default_pad)
-        }
-    }
+    Ok((tok, to_id(default_pad)))
 }
 
 /// llama.cpp's search for EOT, EOM and FIM tokens by their text, where no key names them; a

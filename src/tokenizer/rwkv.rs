@@ -2,7 +2,6 @@
 //! tokens are escaped byte strings; the text is cut greedily into the longest token at each
 //! position.
 
-use super::detokenize::unescape_rwkv;
 use super::trie::Longest;
 use super::vocab::{bad, Vocab};
 use crate::error::Result;
@@ -13,7 +12,7 @@ pub(crate) struct Rwkv {
 }
 
 impl Rwkv {
-    pub fn new(vocab: &Vocab) -> Result<Rwkv> {
+    pub fn load(vocab: &Vocab) -> Result<Rwkv> {
         let mut bytes = Vec::new();
         let mut ends = Vec::with_capacity(vocab.len());
         for id in 0..vocab.len() {
@@ -54,5 +53,57 @@ impl Rwkv {
                 Some(at + 1)
             }
         });
+    }
+}
+
+/// RWKV's escaped token text (`\t`, `\n`, `\r`, `\xHH`, `\c`) as bytes, as llama.cpp's
+/// `llama_unescape_rwkv_token` (whose hex digits are lower case; others read as it reads them).
+pub(crate) fn unescape_rwkv(text: &[u8], out: &mut Vec<u8>) {
+    let mut escaping = false;
+    let mut hex_left = 0u8;
+    let mut acc = 0u8;
+    for &c in text {
+        if hex_left != 0 {
+            let v = if c >= b'a' {
+                c.wrapping_sub(b'a').wrapping_add(10)
+            } else {
+                c.wrapping_sub(b'0')
+            };
+            acc = (acc << 4).wrapping_add(v);
+            hex_left -= 1;
+            if hex_left == 0 {
+                out.push(acc);
+                acc = 0;
+            }
+            continue;
+        }
+        if escaping {
+            match c {
+                b't' => out.push(b'\t'),
+                b'n' => out.push(b'\n'),
+                b'r' => out.push(b'\r'),
+                b'x' => hex_left = 2,
+                _ => out.push(c),
+            }
+            escaping = false;
+            continue;
+        }
+        if c == b'\\' {
+            escaping = true;
+            continue;
+        }
+        out.push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rwkv_escapes_unescape() {
+        let mut out = Vec::new();
+        unescape_rwkv(br"a\n\x41\\", &mut out);
+        assert_eq!(out, b"a\nA\\");
     }
 }

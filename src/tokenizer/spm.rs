@@ -3,40 +3,11 @@
 //! highest-scoring token merged first (the leftmost among equal scores), until no pair is a
 //! token; what is left that is no token goes out as byte tokens.
 
-use super::unicode_len;
+use super::symbols::{order_from_cmp, symbols, Symbol, NONE};
+use super::unicode::len_utf8;
 use super::vocab::Vocab;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-/// A run of the text: `start..start + len`, linked to its neighbours (`usize::MAX`: none).
-#[derive(Clone, Copy)]
-pub(crate) struct Symbol {
-    pub start: usize,
-    pub len: usize,
-    pub prev: usize,
-    pub next: usize,
-}
-
-pub(crate) const NONE: usize = usize::MAX;
-
-/// `PartialEq`, `Eq` and `PartialOrd` for a merge queue's entry from its `Ord`, the order the
-/// queue pops in (entries are equal when neither comes first).
-macro_rules! order_from_cmp {
-    ($t:ty) => {
-        impl PartialEq for $t {
-            fn eq(&self, other: &Self) -> bool {
-                self.cmp(other) == std::cmp::Ordering::Equal
-            }
-        }
-        impl Eq for $t {}
-        impl PartialOrd for $t {
-            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(other))
-            }
-        }
-    };
-}
-pub(crate) use order_from_cmp;
 
 /// A candidate merge: symbols `left` and `right`, whose texts together make a token of
 /// `score`, `size` bytes long.
@@ -58,31 +29,10 @@ impl Ord for Bigram {
     }
 }
 
-/// Splits `text` into UTF-8 characters (a lead byte's length, cut at the end), linked in order.
-pub(crate) fn symbols(text: &[u8], out: &mut Vec<Symbol>) {
-    out.clear();
-    let mut offs = 0;
-    while offs < text.len() {
-        let len = unicode_len(text[offs]).min(text.len() - offs);
-        let index = out.len();
-        out.push(Symbol {
-            start: offs,
-            len,
-            prev: if index == 0 { NONE } else { index - 1 },
-            next: if offs + len == text.len() {
-                NONE
-            } else {
-                index + 1
-            },
-        });
-        offs += len;
-    }
-}
-
 /// The pairs of adjacent characters that occur inside some token: a merge can join two
 /// symbols only across such a pair, so the text is cut, where no token can span, into segments
 /// merged independently (the same merges as over the whole text, in small heaps).
-pub(crate) struct Pairs(hashbrown::HashSet<u64, foldhash::fast::FixedState>);
+struct Pairs(hashbrown::HashSet<u64, foldhash::fast::FixedState>);
 
 /// Up to 4 bytes as a number (symbols are at most 4 bytes; two that pack alike only merge the
 /// sets they stand for, which keeps a boundary that could have been cut).
@@ -95,14 +45,7 @@ fn pack(s: &[u8]) -> u64 {
 }
 
 impl Pairs {
-    /// No pairs (for the algorithms that do not use them).
-    pub fn empty() -> Pairs {
-        Pairs(hashbrown::HashSet::with_hasher(
-            foldhash::fast::FixedState::with_seed(7),
-        ))
-    }
-
-    pub fn new(vocab: &Vocab) -> Pairs {
+    fn new(vocab: &Vocab) -> Pairs {
         let mut set = hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::with_seed(7));
         let mut syms = Vec::new();
         for id in 0..vocab.len() {
@@ -124,11 +67,54 @@ impl Pairs {
     }
 }
 
+/// The SentencePiece model built from the vocabulary.
+pub(crate) struct Spm {
+    pairs: Pairs,
+}
+
+impl Spm {
+    /// The model of `vocab`.
+    pub fn load(vocab: &Vocab) -> Spm {
+        Spm {
+            pairs: Pairs::new(vocab),
+        }
+    }
+
+    /// Appends the tokens of raw `text` to `out` (see [`tokenize_raw`]); a byte no token covers
+    /// is its byte token, else the token of its one-byte text, else `unk`.
+    pub fn tokenize(
+        &self,
+        vocab: &Vocab,
+        prefix: bool,
+        text: &[u8],
+        unk: Option<i32>,
+        out: &mut Vec<i32>,
+    ) {
+        tokenize_raw(
+            vocab,
+            &self.pairs,
+            prefix,
+            text,
+            &|b| byte_token(vocab, unk, b),
+            out,
+        );
+    }
+}
+
+/// The token of byte `b` where no token covers it, as llama.cpp's `byte_to_token` (the
+/// unknown token where the vocabulary has no byte token, where llama.cpp would throw).
+fn byte_token(vocab: &Vocab, unk: Option<i32>, b: u8) -> Option<u32> {
+    vocab
+        .find_byte(b)
+        .or_else(|| vocab.find(&[b]))
+        .or_else(|| unk.and_then(|u| u32::try_from(u).ok()))
+}
+
 /// Appends the tokens of raw `text` to `out`, its spaces escaped as U+2581 on the fly and,
 /// with `prefix`, a U+2581 before it: the same tokens as merging the whole escaped text,
 /// with working memory bounded by the longest segment no merge leaves, not by the text
 /// (the text is cut where no token spans the pair of characters at the cut).
-pub(crate) fn tokenize_raw(
+fn tokenize_raw(
     vocab: &Vocab,
     pairs: &Pairs,
     prefix: bool,
@@ -181,7 +167,7 @@ impl<'a> Segmenter<'a> {
         let mut ch = [0u8; 4];
         while let Some(lead) = bytes.next() {
             // A lead byte's length, cut where the bytes end (as `symbols`).
-            let want = unicode_len(lead);
+            let want = len_utf8(lead);
             ch[0] = lead;
             let mut n = 1;
             while n < want {

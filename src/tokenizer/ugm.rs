@@ -4,9 +4,12 @@
 //! start at each character, unknown characters costing the lowest score less 10.
 
 use super::trie::{Ends, Prefixes};
-use super::unicode_len;
-use super::vocab::{attr, bad, Vocab};
+use super::types::Flags;
+use super::unicode::len_utf8;
+use super::vocab::{self, attr, bad, Vocab};
 use crate::error::Result;
+use crate::file::GgufFile;
+use crate::types::ValueType;
 use std::collections::VecDeque;
 
 /// The precompiled character map: an XOR-compressed compact double array and the
@@ -17,6 +20,20 @@ pub(crate) struct CharsMap {
 }
 
 impl CharsMap {
+    /// `tokenizer.ggml.precompiled_charsmap`, parsed (`None` where the key is absent).
+    pub fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<Option<CharsMap>> {
+        match vocab::array(file, "tokenizer.ggml.precompiled_charsmap")? {
+            None => Ok(None),
+            Some(a) if matches!(a.elem_type(), ValueType::Uint8 | ValueType::Int8) => {
+                Ok(Some(CharsMap::parse(a.raw_bytes())?))
+            }
+            Some(_) => Err(vocab::wrong_type(
+                "tokenizer.ggml.precompiled_charsmap",
+                "an array of UINT8 or INT8",
+            )),
+        }
+    }
+
     /// Reads `tokenizer.ggml.precompiled_charsmap`'s bytes (a little-endian blob size, the
     /// array's little-endian entries, the strings).
     pub fn parse(bytes: &[u8]) -> Result<CharsMap> {
@@ -155,7 +172,7 @@ impl Ugm {
     }
 
     /// llama.cpp's `normalize`.
-    fn normalize(&self, input: &[u8], flags: &super::Flags, out: &mut Vec<u8>) {
+    fn normalize(&self, input: &[u8], flags: &Flags, out: &mut Vec<u8>) {
         let space: &[u8] = if flags.escape_whitespaces {
             "\u{2581}".as_bytes()
         } else {
@@ -208,7 +225,7 @@ impl Ugm {
     /// spans (every path passes there, so the part before goes out and is dropped), once every
     /// edge that could span is known: scores stay absolute, so every comparison is the one over
     /// the whole text.
-    pub fn tokenize(&self, vocab: &Vocab, text: &[u8], flags: &super::Flags, out: &mut Vec<i32>) {
+    pub fn tokenize(&self, vocab: &Vocab, text: &[u8], flags: &Flags, out: &mut Vec<i32>) {
         let mut norm = Vec::with_capacity(text.len() + text.len() / 4 + 16);
         self.normalize(text, flags, &mut norm);
         let n = norm.len();
@@ -233,7 +250,7 @@ impl Ugm {
         let mut last_unknown = false;
         let first = out.len();
         // The character that ends next: its start and end.
-        let (mut char_start, mut char_end) = (0, unicode_len(norm[0]).min(n));
+        let (mut char_start, mut char_end) = (0, len_utf8(norm[0]).min(n));
         let mut state = Ends::START;
         for j in 1..=n {
             let unknown_from = (j == char_end).then_some(char_start);
@@ -291,7 +308,7 @@ impl Ugm {
             let start = j == char_end && j < n;
             if j == char_end && j < n {
                 char_start = j;
-                char_end = j + unicode_len(norm[j]).min(n - j);
+                char_end = j + len_utf8(norm[j]).min(n - j);
             }
             win.push_back(Node {
                 best: champ,
@@ -383,7 +400,7 @@ struct Best {
 mod tests {
     use super::{valid_utf8_len, Best, Ugm};
     use crate::tokenizer::trie::Prefixes;
-    use crate::tokenizer::unicode_len;
+    use crate::tokenizer::unicode::len_utf8;
     use crate::tokenizer::vocab::{attr, Vocab};
     use crate::writer::{MetadataValue, Writer};
     use crate::{GgufFile, ValueType};
@@ -400,7 +417,7 @@ mod tests {
             walker: &Prefixes,
             vocab: &Vocab,
             text: &[u8],
-            flags: &crate::tokenizer::Flags,
+            flags: &crate::tokenizer::types::Flags,
             out: &mut Vec<i32>,
         ) {
             let mut norm = Vec::with_capacity(text.len() + text.len() / 4 + 16);
@@ -432,7 +449,7 @@ mod tests {
                     best.push(start_node(carry));
                     base = at;
                 }
-                let char_len = unicode_len(norm[at]).min(n - at);
+                let char_len = len_utf8(norm[at]).min(n - at);
                 let current = best[at - base];
                 let mut whole_char = false;
                 let mut far = at + char_len;
@@ -591,7 +608,7 @@ mod tests {
                 for _ in 0..next(most) {
                     text.extend_from_slice(pieces[next(pieces.len() as u64)]);
                 }
-                let flags = crate::tokenizer::Flags {
+                let flags = crate::tokenizer::types::Flags {
                     escape_whitespaces: next(2) == 0,
                     add_space_prefix: next(2) == 0,
                     remove_extra_whitespaces: next(2) == 0,

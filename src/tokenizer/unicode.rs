@@ -377,6 +377,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn utf8_lengths_follow_the_lead_byte() {
+        assert_eq!(len_utf8(b'a'), 1);
+        assert_eq!(len_utf8(0x80), 1);
+        assert_eq!(len_utf8(0xC3), 2);
+        assert_eq!(len_utf8(0xE2), 3);
+        assert_eq!(len_utf8(0xF0), 4);
+    }
+
+    #[test]
     fn decoding_follows_llama_cpp_for_invalid_bytes() {
         // A stray continuation byte, a truncated sequence, 0xFF: one U+FFFD each, one byte
         // skipped each, so the ASCII after each survives.

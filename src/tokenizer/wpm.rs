@@ -4,6 +4,7 @@
 //! greedily into the longest tokens; a word with an uncovered part is the unknown token.
 
 use super::trie::Longest;
+use super::types::Flags;
 use super::unicode::{cpt_to_utf8, cpts_iter, flags, nfd_one, to_lower};
 use super::vocab::{bad, Vocab};
 use crate::error::Result;
@@ -73,19 +74,39 @@ fn words(
     end(buf);
 }
 
-/// The longest-match index of every token of `vocab` (texts are unique and not empty).
-pub(crate) fn longest(vocab: &Vocab) -> Result<Longest> {
-    let ids = (0..vocab.len())
-        .map(|i| u32::try_from(i).map_err(|_| bad("too many tokens")))
-        .collect::<Result<Vec<u32>>>()?;
-    Longest::new(ids, |i| vocab.text(i as usize))
-        .ok_or_else(|| bad("the tokens' texts are too long"))
+/// The WordPiece model: every token, for the longest match at each position.
+pub(crate) struct Wpm {
+    longest: Longest,
+}
+
+impl Wpm {
+    /// The longest-match index of every token of `vocab` (texts are unique and not empty).
+    pub fn load(vocab: &Vocab) -> Result<Wpm> {
+        let ids = (0..vocab.len())
+            .map(|i| u32::try_from(i).map_err(|_| bad("too many tokens")))
+            .collect::<Result<Vec<u32>>>()?;
+        let longest = Longest::new(ids, |i| vocab.text(i as usize))
+            .ok_or_else(|| bad("the tokens' texts are too long"))?;
+        Ok(Wpm { longest })
+    }
+
+    /// Appends the tokens of `text` to `out` (see [`tokenize`]).
+    pub fn tokenize(&self, text: &[u8], flags: &Flags, unk: Option<i32>, out: &mut Vec<i32>) {
+        tokenize(
+            &self.longest,
+            text,
+            flags.lowercase,
+            flags.strip_accents,
+            unk,
+            out,
+        );
+    }
 }
 
 /// Appends the tokens of `text` to `out`: each word, after a U+2581, cut into the longest
 /// token at each position (llama.cpp tries every length from the longest token's down; the
 /// index finds the same token in time linear in the word).
-pub(crate) fn tokenize(
+fn tokenize(
     longest: &Longest,
     text: &[u8],
     lowercase: bool,
