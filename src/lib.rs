@@ -47,6 +47,7 @@ pub mod quant;
 pub mod quantize;
 pub mod read_at;
 mod reader;
+mod regex;
 pub mod requantize;
 mod size;
 #[allow(unsafe_code)]

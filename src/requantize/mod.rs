@@ -12,11 +12,10 @@
 //! bytes.
 
 pub mod imatrix;
-mod pattern;
 pub mod rules;
 
+pub use crate::regex::Pattern;
 pub use imatrix::Importance;
-pub use pattern::Pattern;
 pub use rules::{FileType, Hparams};
 
 use crate::error::{Error, ErrorCode, Result};

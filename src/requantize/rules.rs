@@ -4,9 +4,9 @@
 //! mixtures of the presets (attention V, FFN down, output and token embeddings get more bits),
 //! overrides by name pattern, and the fallback for rows that are not whole blocks.
 
-use super::pattern::Pattern;
 use crate::error::{Error, ErrorCode, Result};
 use crate::file::GgufFile;
+use crate::regex::Pattern;
 use crate::types::DataType;
 use crate::value::Value;
 

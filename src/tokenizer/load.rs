@@ -47,6 +47,11 @@ struct Ids {
     fim_sep: i64,
 }
 
+/// A loading id as a token id: `-1` (none) and ids past `i32` are `None`.
+fn to_id(v: i64) -> Option<i32> {
+    i32::try_from(v).ok().filter(|&v| v >= 0)
+}
+
 /// One of [`Ids`]' fields.
 type Field = fn(&mut Ids) -> &mut i64;
 
@@ -59,6 +64,92 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
     let pre_key = vocab::string(file, "tokenizer.ggml.pre")?;
     let mut pre = pre_key.map_or_else(String::new, |p| String::from_utf8_lossy(p).into_owned());
 
+    let (kind, mut ids) = model_defaults(model_bytes, &mut pre)?;
+    // llama.cpp finds the newline token before it reads the keys: its fallback is the model
+    // type's default padding token.
+    let default_pad = to_id(ids.pad);
+    let mut flags = default_flags(file, kind, &pre, &mut ids)?;
+
+    let mut vocab = Vocab::load(file)?;
+    let n = vocab.len();
+
+    // llama.cpp builds the algorithm's tables here, from the attributes the token types give,
+    // before any special token changes them.
+    let mut pending = match kind {
+        // The unknown token is known only later: the model waits for it.
+        VocabType::Ugm => Pending::Ugm(CharsMap::load(file)?),
+        VocabType::Rwkv => Pending::Rwkv(Rwkv::load(&vocab)?),
+        // The byte tokens are known from the attributes, set below.
+        VocabType::Plamo2 => Pending::Plamo2,
+        VocabType::Wpm => Pending::Wpm(Box::new(Wpm::load(&vocab)?)),
+        VocabType::Bpe => Pending::Bpe(Box::new(Bpe::load(file, &mut vocab, &model, &pre)?)),
+        VocabType::Spm => Pending::Spm,
+    };
+
+    ids_by_key(file, &mut ids, n)?;
+    flags_by_key(file, &mut flags, kind, &pre)?;
+
+    let original_attrs = vocab.attrs.clone();
+    detect_by_text(&mut vocab, &mut ids);
+    let eog = end_of_generation(&mut vocab, &ids);
+
+    // Special tokens for the partition, longest first (ties by id).
+    let mut special_cache: Vec<u32> = (0..n)
+        .filter(|&i| vocab.attrs[i] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
+        .filter_map(|i| u32::try_from(i).ok())
+        .collect();
+    special_cache.sort_by_key(|&i| std::cmp::Reverse(vocab.text(i as usize).len()));
+
+    let (pieces_buf, piece_ends) = pieces(&vocab, kind, flags.escape_whitespaces, &|id| {
+        vocab::element_offset(file, vocab::TOKENS, id as u64)
+    })?;
+
+    per_token_attributes(file, &mut vocab, &special_cache, pre_key)?;
+    let special_index = SpecialIndex::new(&vocab, &special_cache);
+
+    let special = ids.special();
+    let algorithm = match std::mem::replace(&mut pending, Pending::Spm) {
+        Pending::Spm => Model::Spm(Spm::load(&vocab)),
+        Pending::Rwkv(r) => Model::Rwkv(r),
+        Pending::Plamo2 => Model::Plamo2(Box::new(Plamo2::new(&vocab, &original_attrs)?)),
+        Pending::Wpm(m) => Model::Wpm(m),
+        Pending::Bpe(b) => Model::Bpe(b),
+        Pending::Ugm(charsmap) => {
+            Model::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, special.unk)?)
+        }
+    };
+    // What add_special adds: SentencePiece, BPE and UGM follow add_bos/add_eos; WordPiece
+    // always adds CLS (the BOS id) and SEP; RWKV and PLaMo 2 add nothing.
+    let added = match kind {
+        VocabType::Wpm => (special.bos, special.sep),
+        VocabType::Spm | VocabType::Bpe | VocabType::Ugm => (
+            special.bos.filter(|_| flags.add_bos),
+            special.eos.filter(|_| flags.add_eos),
+        ),
+        VocabType::Rwkv | VocabType::Plamo2 => (None, None),
+    };
+    let tok = Tokenizer {
+        vocab,
+        kind,
+        model,
+        pre,
+        flags,
+        special,
+        added,
+        eog,
+        special_index,
+        pieces: pieces_buf,
+        piece_ends,
+        algorithm,
+    };
+    Ok((tok, default_pad))
+}
+
+/// The algorithm `tokenizer.ggml.model` names, and its default special tokens (`gemma4` also
+/// sets the pre-tokenizer).
+fn model_defaults(model_bytes: &[u8], pre: &mut String) -> Result<(VocabType, Ids)> {
+    let model = String::from_utf8_lossy(model_bytes);
+    let model: &str = &model;
     let none = -1;
     let mut ids = Ids {
         bos: 1,
@@ -76,12 +167,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
         fim_rep: none,
         fim_sep: none,
     };
-    let mut flags = Flags {
-        escape_whitespaces: true,
-        lowercase: true,
-        ..Flags::default()
-    };
-    let kind = match model.as_str() {
+    let kind = match model {
         "llama" => VocabType::Spm,
         "bert" => {
             (ids.bos, ids.eos, ids.unk, ids.sep, ids.pad, ids.mask) = (101, none, 100, 102, 0, 103);
@@ -93,7 +179,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
         }
         "gemma4" => {
             (ids.bos, ids.eos, ids.unk) = (none, none, none);
-            pre = "gemma4".into();
+            *pre = "gemma4".into();
             VocabType::Bpe
         }
         "t5" => {
@@ -121,12 +207,26 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
             )))
         }
     };
-    // llama.cpp finds the newline token before it reads the keys: its fallback is the model
-    // type's default padding token.
-    let default_pad = ids.pad;
+    Ok((kind, ids))
+}
+
+/// The flags' defaults for the algorithm (and, for BPE, the pre-tokenizer, which may also drop
+/// the BOS token), then the two keys llama.cpp reads before the tokens.
+fn default_flags<S: AsRef<[u8]>>(
+    file: &GgufFile<S>,
+    kind: VocabType,
+    pre: &str,
+    ids: &mut Ids,
+) -> Result<Flags> {
+    let none = -1;
+    let mut flags = Flags {
+        escape_whitespaces: true,
+        lowercase: true,
+        ..Flags::default()
+    };
     match kind {
         VocabType::Bpe => {
-            let p = PreFlags::of(&pre)?;
+            let p = PreFlags::of(pre)?;
             flags.escape_whitespaces = p.escape_whitespaces;
             flags.clean_spaces = p.keep_clean_spaces;
             flags.ignore_merges = p.ignore_merges;
@@ -158,25 +258,14 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
         flags.remove_extra_whitespaces = v;
     }
 
-    let mut vocab = Vocab::load(file)?;
-    let n = vocab.len();
+    Ok(flags)
+}
+
+/// Special tokens by key; an id past the vocabulary's `n` tokens is an error (llama.cpp falls
+/// back to the default with a warning).
+fn ids_by_key<S: AsRef<[u8]>>(file: &GgufFile<S>, ids: &mut Ids, n: usize) -> Result<()> {
+    let none = -1;
     let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
-
-    // llama.cpp builds the algorithm's tables here, from the attributes the token types give,
-    // before any special token changes them.
-    let mut pending = match kind {
-        // The unknown token is known only later: the model waits for it.
-        VocabType::Ugm => Pending::Ugm(CharsMap::load(file)?),
-        VocabType::Rwkv => Pending::Rwkv(Rwkv::load(&vocab)?),
-        // The byte tokens are known from the attributes, set below.
-        VocabType::Plamo2 => Pending::Plamo2,
-        VocabType::Wpm => Pending::Wpm(Box::new(Wpm::load(&vocab)?)),
-        VocabType::Bpe => Pending::Bpe(Box::new(Bpe::load(file, &mut vocab, &model, &pre)?)),
-        VocabType::Spm => Pending::Spm,
-    };
-
-    // Special tokens by key; an id past the vocabulary is an error (llama.cpp falls back to the
-    // default with a warning).
     let keys: [(&str, Field); 17] = [
         ("tokenizer.ggml.bos_token_id", |i| &mut i.bos),
         ("tokenizer.ggml.eos_token_id", |i| &mut i.eos),
@@ -197,7 +286,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
         ("tokenizer.ggml.middle_token_id", |i| &mut i.fim_mid),
     ];
     for (key, field) in keys {
-        let id = field(&mut ids);
+        let id = field(ids);
         if *id >= n_i64 {
             // A default past a small vocabulary is dropped, as llama.cpp does.
             *id = none;
@@ -212,6 +301,16 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
             *id = i64::try_from(v).unwrap_or(none);
         }
     }
+    Ok(())
+}
+
+/// The flags' keys read after the special tokens.
+fn flags_by_key<S: AsRef<[u8]>>(
+    file: &GgufFile<S>,
+    flags: &mut Flags,
+    kind: VocabType,
+    pre: &str,
+) -> Result<()> {
     if let Some(v) = vocab::boolean(file, "tokenizer.ggml.add_bos_token")? {
         flags.add_bos = v;
     }
@@ -221,7 +320,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
     if let Some(v) = vocab::boolean(file, "tokenizer.ggml.add_sep_token")? {
         flags.add_sep = v;
     }
-    let gemma4 = matches!(pre.as_str(), "gemma4" | "granite-embed-multi-311m");
+    let gemma4 = matches!(pre, "gemma4" | "granite-embed-multi-311m");
     if kind == VocabType::Bpe && gemma4 {
         flags.add_bos = true;
     }
@@ -231,77 +330,30 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
     flags.strip_accents =
         vocab::boolean(file, "tokenizer.ggml.normalizer.strip_accents")?.unwrap_or(flags.lowercase);
 
-    let original_attrs = vocab.attrs.clone();
-    detect_by_text(&mut vocab, &mut ids);
-    let eog = end_of_generation(&mut vocab, &ids);
+    Ok(())
+}
 
-    // Special tokens for the partition, longest first (ties by id).
-    let mut special_cache: Vec<u32> = (0..n)
-        .filter(|&i| vocab.attrs[i] & (attr::CONTROL | attr::USER_DEFINED | attr::UNKNOWN) != 0)
-        .filter_map(|i| u32::try_from(i).ok())
-        .collect();
-    special_cache.sort_by_key(|&i| std::cmp::Reverse(vocab.text(i as usize).len()));
-
-    let (pieces_buf, piece_ends) = pieces(&vocab, kind, flags.escape_whitespaces, &|id| {
-        vocab::element_offset(file, vocab::TOKENS, id as u64)
-    })?;
-
-    per_token_attributes(file, &mut vocab, &special_cache, pre_key)?;
-    let special_index = SpecialIndex::new(&vocab, &special_cache);
-
-    let to_id = |v: i64| i32::try_from(v).ok().filter(|&v| v >= 0);
-    let algorithm = match std::mem::replace(&mut pending, Pending::Spm) {
-        Pending::Spm => Model::Spm(Spm::load(&vocab)),
-        Pending::Rwkv(r) => Model::Rwkv(r),
-        Pending::Plamo2 => Model::Plamo2(Box::new(Plamo2::new(&vocab, &original_attrs)?)),
-        Pending::Wpm(m) => Model::Wpm(m),
-        Pending::Bpe(b) => Model::Bpe(b),
-        Pending::Ugm(charsmap) => {
-            Model::Ugm(Ugm::new(&vocab, &original_attrs, charsmap, to_id(ids.unk))?)
+impl Ids {
+    /// The special tokens (`-1` and ids past `i32` are none).
+    fn special(&self) -> SpecialTokens {
+        SpecialTokens {
+            bos: to_id(self.bos),
+            eos: to_id(self.eos),
+            eot: to_id(self.eot),
+            eom: to_id(self.eom),
+            unk: to_id(self.unk),
+            sep: to_id(self.sep),
+            pad: to_id(self.pad),
+            mask: to_id(self.mask),
+            nl: None,
+            fim_pre: to_id(self.fim_pre),
+            fim_suf: to_id(self.fim_suf),
+            fim_mid: to_id(self.fim_mid),
+            fim_pad: to_id(self.fim_pad),
+            fim_rep: to_id(self.fim_rep),
+            fim_sep: to_id(self.fim_sep),
         }
-    };
-    let special = SpecialTokens {
-        bos: to_id(ids.bos),
-        eos: to_id(ids.eos),
-        eot: to_id(ids.eot),
-        eom: to_id(ids.eom),
-        unk: to_id(ids.unk),
-        sep: to_id(ids.sep),
-        pad: to_id(ids.pad),
-        mask: to_id(ids.mask),
-        nl: None,
-        fim_pre: to_id(ids.fim_pre),
-        fim_suf: to_id(ids.fim_suf),
-        fim_mid: to_id(ids.fim_mid),
-        fim_pad: to_id(ids.fim_pad),
-        fim_rep: to_id(ids.fim_rep),
-        fim_sep: to_id(ids.fim_sep),
-    };
-    // What add_special adds: SentencePiece, BPE and UGM follow add_bos/add_eos; WordPiece
-    // always adds CLS (the BOS id) and SEP; RWKV and PLaMo 2 add nothing.
-    let added = match kind {
-        VocabType::Wpm => (special.bos, special.sep),
-        VocabType::Spm | VocabType::Bpe | VocabType::Ugm => (
-            special.bos.filter(|_| flags.add_bos),
-            special.eos.filter(|_| flags.add_eos),
-        ),
-        VocabType::Rwkv | VocabType::Plamo2 => (None, None),
-    };
-    let tok = Tokenizer {
-        vocab,
-        kind,
-        model,
-        pre,
-        flags,
-        special,
-        added,
-        eog,
-        special_index,
-        pieces: pieces_buf,
-        piece_ends,
-        algorithm,
-    };
-    Ok((tok, to_id(default_pad)))
+    }
 }
 
 /// llama.cpp's search for EOT, EOM and FIM tokens by their text, where no key names them; a

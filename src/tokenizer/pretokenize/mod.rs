@@ -30,6 +30,7 @@ mod table;
 pub use table::PreType;
 
 use super::unicode::{byte_to_utf8_bytes, cpt_to_utf8, cpts_from_utf8, flag_bits, Flags};
+use crate::regex::Scratch;
 use afmoe::afmoe;
 use gpt2::gpt2;
 use kimi_k2::kimi_k2;
@@ -60,7 +61,7 @@ enum Step {
     KimiK2,
     Afmoe,
     Newlines,
-    Regex(Box<regex::Program>),
+    Regex(Box<regex::Expression>),
 }
 
 /// The pre-tokenizer expressions of [`split`], compiled once: build one per vocabulary and split
@@ -92,7 +93,7 @@ impl Splitter {
             } else if re == CUSTOM_NEWLINES {
                 Step::Newlines
             } else {
-                let program = regex::Program::new(re)
+                let program = regex::Expression::new(re)
                     .map_err(|e| format!("pre-tokenizer expression {re:?}: {e}"))?;
                 Step::Regex(Box::new(program))
             };
@@ -142,9 +143,13 @@ impl Splitter {
                     };
                     let mut out = Vec::with_capacity(offsets.len());
                     let mut start = 0;
-                    let mut scratch = regex::Scratch::default();
+                    let mut scratch = Scratch::default();
                     for &len in &offsets {
-                        program.split_piece(&units[start..start + len], &mut out, &mut scratch);
+                        program.program.split_piece(
+                            &units[start..start + len],
+                            &mut out,
+                            &mut scratch,
+                        );
                         start += len;
                     }
                     matcher_steps += scratch.steps;

@@ -18,6 +18,7 @@
 //! `MAX_STEPS` (2,000,000) steps, or holds more than `MAX_FRAMES` (200,000) frames on its stack, fails with an error naming
 //! the pattern and the name (libstdc++ would run on, or overflow its stack).
 
+use super::classes::{self, is_digit, is_space};
 use crate::error::{Error, ErrorCode, Result};
 use crate::text::quote;
 use std::collections::HashMap;
@@ -104,9 +105,9 @@ struct State {
 fn class_named(name: &[u8]) -> Option<fn(u8) -> bool> {
     let name = name.to_ascii_lowercase();
     Some(match &name[..] {
-        b"d" | b"digit" => |c: u8| c.is_ascii_digit(),
-        b"w" => |c: u8| c.is_ascii_alphanumeric() || c == b'_',
-        b"s" | b"space" => |c: u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'),
+        b"d" | b"digit" => |c: u8| is_digit(u32::from(c)),
+        b"w" => is_word,
+        b"s" | b"space" => |c: u8| is_space(u32::from(c)),
         b"alnum" => |c: u8| c.is_ascii_alphanumeric(),
         b"alpha" => |c: u8| c.is_ascii_alphabetic(),
         b"blank" => |c: u8| c == b' ' || c == b'\t',
@@ -262,7 +263,7 @@ fn collating(name: &[u8]) -> Option<u8> {
 }
 
 fn is_word(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
+    classes::is_word(u32::from(c))
 }
 
 #[derive(Clone, Debug, PartialEq)]
