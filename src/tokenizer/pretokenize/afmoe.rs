@@ -1,6 +1,6 @@
 //! AFMoE's hand-written splitter: digit runs grouped by three from their end.
 
-use super::piece::*;
+use super::piece::{Piece, Text, NUMBER};
 
 /// llama.cpp's `unicode_regex_split_custom_afmoe` on the piece `ini..end`: each digit run
 /// split into groups of three from its end (the first group of 1 or 2), everything else

@@ -1,6 +1,6 @@
 //! GPT-2's hand-written splitter.
 
-use super::piece::*;
+use super::piece::{Piece, Text, LETTER, NUMBER, SPACE, WS};
 
 /// llama.cpp's `unicode_regex_split_custom_gpt2` on the piece `ini..end`.
 pub(super) fn gpt2(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {

@@ -1,7 +1,7 @@
 //! Kimi K2's hand-written splitter.
 
 use super::llama3::llama3_tail;
-use super::piece::*;
+use super::piece::{is_rn, Piece, Text, LETTER, NUMBER};
 use crate::tokenizer::unicode::is_han;
 
 /// llama.cpp's `unicode_regex_split_custom_kimi_k2` on the piece `ini..end`.

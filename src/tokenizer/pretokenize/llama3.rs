@@ -1,6 +1,6 @@
 //! Llama 3's and Qwen 2's hand-written splitter (one function: Qwen 2 groups digits one by one), and the tail the Llama 3 family shares.
 
-use super::piece::*;
+use super::piece::{is_rn, Piece, Text, LETTER, MARK, NUMBER, SPACE, WS};
 
 /// The end of the common tail of llama.cpp's Llama 3 family splitters at `pos` (after the
 /// letter and number branches): ` ?[^\s\p{L}\p{N}]+[\r\n]*` (with `\p{M}` also excluded when

@@ -1,6 +1,6 @@
 //! The newline-runs hand-written splitter.
 
-use super::piece::*;
+use super::piece::Text;
 
 /// llama.cpp's `unicode_regex_split_custom_newlines` on the piece `ini..end`: runs of `\n` and
 /// runs of anything else.

@@ -1,7 +1,7 @@
 //! Qwen 3.5's hand-written splitter.
 
 use super::llama3::llama3_tail;
-use super::piece::*;
+use super::piece::{is_rn, Piece, Text, LETTER, MARK, NUMBER};
 
 /// llama.cpp's `unicode_regex_split_custom_qwen35` on the piece `ini..end`.
 pub(super) fn qwen35(text: &Text, ini: usize, end: usize, out: &mut Vec<usize>) {
