@@ -55,9 +55,19 @@ fn to_id(v: i64) -> Option<i32> {
 /// One of [`Ids`]' fields.
 type Field = fn(&mut Ids) -> &mut i64;
 
-/// Reads `file`'s vocabulary: the tokenizer (its newline token not yet found), and the
-/// model type's default padding token, llama.cpp's fallback for the newline token.
-pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Option<i32>)> {
+/// The newline token, as llama.cpp finds it (before any special token is known).
+pub(super) enum Newline {
+    /// Found by text (SentencePiece's `<0x0A>` or `\n` token) or the default padding token
+    /// (WordPiece, or SentencePiece without either token).
+    Known(Option<i32>),
+    /// The first token the tokenizer makes of `\n`, else `fallback` (the default padding
+    /// token).
+    FirstTokenOfNewline { fallback: Option<i32> },
+}
+
+/// Reads `file`'s vocabulary: the tokenizer (its newline token not yet found), and how to find
+/// its newline token.
+pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Newline)> {
     let model_bytes = vocab::string(file, "tokenizer.ggml.model")?
         .ok_or_else(|| bad("the file has no tokenizer (key tokenizer.ggml.model)"))?;
     let model = String::from_utf8_lossy(model_bytes).into_owned();
@@ -128,6 +138,21 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
         ),
         VocabType::Rwkv | VocabType::Plamo2 => (None, None),
     };
+    let newline = match kind {
+        VocabType::Spm => Newline::Known(
+            vocab
+                .find(b"<0x0A>")
+                .or_else(|| vocab.find(b"\n"))
+                .map(|i| i as i32)
+                .or(default_pad),
+        ),
+        VocabType::Wpm => Newline::Known(default_pad),
+        VocabType::Bpe | VocabType::Ugm | VocabType::Rwkv | VocabType::Plamo2 => {
+            Newline::FirstTokenOfNewline {
+                fallback: default_pad,
+            }
+        }
+    };
     let tok = Tokenizer {
         vocab,
         kind,
@@ -142,7 +167,7 @@ pub(super) fn load<S: AsRef<[u8]>>(file: &GgufFile<S>) -> Result<(Tokenizer, Opt
         piece_ends,
         algorithm,
     };
-    Ok((tok, default_pad))
+    Ok((tok, newline))
 }
 
 /// The algorithm `tokenizer.ggml.model` names, and its default special tokens (`gemma4` also

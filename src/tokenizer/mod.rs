@@ -32,6 +32,7 @@ pub use model::Tokenizer;
 pub(crate) use types::bad_token;
 pub use types::{SpecialTokens, VocabType};
 
+use load::Newline;
 use model::Model;
 use special::Fragment;
 use vocab::attr;
@@ -41,8 +42,15 @@ use crate::error::Result;
 impl Tokenizer {
     /// The tokenizer of `file`'s vocabulary, checked.
     pub fn from_file<S: AsRef<[u8]>>(file: &crate::file::GgufFile<S>) -> Result<Tokenizer> {
-        let (mut tok, default_pad) = load::load(file)?;
-        tok.special.nl = tok.newline(default_pad);
+        let (mut tok, newline) = load::load(file)?;
+        tok.special.nl = match newline {
+            Newline::Known(nl) => nl,
+            Newline::FirstTokenOfNewline { fallback } => {
+                let mut out = Vec::new();
+                tok.encode(b"\n", false, &mut out);
+                out.first().copied().or(fallback)
+            }
+        };
         Ok(tok)
     }
 
@@ -147,26 +155,6 @@ impl Tokenizer {
             Model::Ugm(m) => m.tokenize(vocab, text, flags, out),
             Model::Rwkv(m) => m.tokenize(text, unk, out),
             Model::Plamo2(m) => m.tokenize(text, out),
-        }
-    }
-
-    /// The newline token, as llama.cpp finds it (before any special token is known):
-    /// SentencePiece's `<0x0A>` or `\n` token, WordPiece's padding token, the others' first
-    /// token of `\n`; `default_pad` where there is none.
-    fn newline(&self, default_pad: Option<i32>) -> Option<i32> {
-        match self.kind {
-            VocabType::Spm => self
-                .vocab
-                .find(b"<0x0A>")
-                .or_else(|| self.vocab.find(b"\n"))
-                .map(|i| i as i32)
-                .or(default_pad),
-            VocabType::Wpm => default_pad,
-            _ => {
-                let mut out = Vec::new();
-                self.encode(b"\n", false, &mut out);
-                out.first().copied().or(default_pad)
-            }
         }
     }
 
