@@ -394,6 +394,9 @@ pub(super) fn kernel(dtype: DataType) -> Option<Kernel> {
         Q4_K => q4_k,
         Q5_K => q5_k,
         Q6_K => q6_k,
-        _ => return None,
+        // Types with no NEON kernel: every type is named, so a new one must be placed here.
+        F32 | Q8_1 | Q2_K | Q3_K | Q8_K | IQ2_XXS | IQ2_XS | IQ3_XXS | IQ1_S | IQ4_NL | IQ3_S
+        | IQ2_S | IQ4_XS | I8 | I16 | I32 | I64 | F64 | IQ1_M | TQ1_0 | TQ2_0 | MXFP4 | NVFP4
+        | Q1_0 | Q2_0 => return None,
     })
 }
