@@ -406,10 +406,10 @@ pub fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-/// The little-endian half float at `at`, as f32 (see [`super::f16_to_f32`]).
+/// The little-endian half float at `at`, as f32 (see [`super::half::f16_to_f32`]).
 #[inline(always)]
 pub fn f16_at(b: &[u8], at: usize) -> f32 {
-    super::f16_to_f32(u16_at(b, at))
+    super::half::f16_to_f32(u16_at(b, at))
 }
 
 #[cfg(test)]

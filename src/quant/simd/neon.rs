@@ -52,7 +52,7 @@ fn fix_nans(dtype: DataType, b: &[u8], y: &mut [f32]) {
         };
     }
     if any != 0 {
-        crate::quant::scalar_kernel(dtype)(b, y);
+        crate::quant::scalar::scalar_kernel(dtype)(b, y);
     }
 }
 

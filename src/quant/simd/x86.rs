@@ -36,7 +36,7 @@ pub(super) fn has(isa: Isa) -> bool {
 #[cold]
 #[inline(never)]
 fn scalar_block(dtype: DataType, b: &[u8], y: &mut [f32]) {
-    crate::quant::scalar_kernel(dtype)(b, y);
+    crate::quant::scalar::scalar_kernel(dtype)(b, y);
 }
 
 /// Little-endian `u16` at `at` (callers have checked the block's length).
