@@ -7,7 +7,7 @@
 //! converted again by the scalar kernel ([`fix_nans`]), which costs a scan of the block's floats
 //! while they are in L1.
 
-use super::Kernel;
+use super::isa::Kernel;
 use crate::quant::blocks::{q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
 use crate::quant::kquant::scale_min_k4;
 use crate::types::DataType;

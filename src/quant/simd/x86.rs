@@ -10,7 +10,7 @@
 // The AVX-512 intrinsics are stable from Rust 1.89: build.rs sets `gguf_avx512` only then.
 #![allow(clippy::incompatible_msrv)]
 
-use super::{Isa, Kernel};
+use super::isa::{Isa, Kernel};
 use crate::types::DataType;
 use core::arch::x86_64::*;
 
