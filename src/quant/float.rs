@@ -4,7 +4,7 @@
 //! Values are moved as bits wherever they are not computed, so that a signalling NaN in an F32
 //! or BF16 tensor comes out with the same bits (as ggml's bit shift gives for BF16).
 
-use super::f16_bits_to_f32_bits;
+use super::half::f16_bits_to_f32_bits;
 
 /// F32: the bits as stored.
 pub fn f32_le(src: &[u8], dst: &mut [f32]) {
@@ -20,7 +20,7 @@ pub fn f32_be(src: &[u8], dst: &mut [f32]) {
     }
 }
 
-/// F16: [`super::f16_to_f32`] of each element.
+/// F16: [`super::half::f16_to_f32`] of each element.
 pub fn f16_le(src: &[u8], dst: &mut [f32]) {
     for (s, d) in src.chunks_exact(2).zip(dst.iter_mut()) {
         *d = f32::from_bits(f16_bits_to_f32_bits(u16::from_le_bytes([s[0], s[1]])));

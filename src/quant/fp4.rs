@@ -2,8 +2,8 @@
 //! a UE4M3 scale per 16). The E2M1 table holds doubled values; each scale carries the half.
 //! Every scale either type can encode is finite, so no value is NaN: plain operations are exact.
 
+use super::arith::fixed;
 use super::blocks::{mxfp4, nvfp4};
-use super::fixed;
 use super::tables::KVALUES_MXFP4;
 
 /// Half of 2^(e - 127), as ggml reads an E8M0 byte: e = 0 and 1 give subnormals, 255 gives

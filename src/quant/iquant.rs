@@ -2,11 +2,12 @@
 //! IQ4_NL/IQ4_XS's non-linear 4-bit values. Scales are applied as ggml applies them:
 //! `d * (0.5 + s) * 0.25` for IQ2_XXS, and so on, each value `(scale * magnitude) * ±1`.
 
+use super::arith::{by_scales, fixed, Arith};
 use super::blocks::{f16_at, iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl};
 use super::blocks::{iq4_xs, u16_at, u32_at};
+use super::half::f16_to_f32;
 use super::tables::{IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID};
 use super::tables::{KSIGNS_IQ2XS, KVALUES_IQ4NL};
-use super::{by_scales, f16_to_f32, fixed, Arith};
 
 /// `scale * magnitude`, negated where `signs` has bit `j` set (a negation, as ggml's build
 /// gives it: a NaN's sign flips too).

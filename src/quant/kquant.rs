@@ -2,8 +2,8 @@
 //! each with its own small integer scale (and min) applied to the f16 super-block scale. Each
 //! value is computed as ggml does: `(d * scale) * quant - (dmin * min)`, left to right.
 
+use super::arith::{by_scales, fixed, Arith};
 use super::blocks::{f16_at, q2_k, q3_k, q4_k, q5_k, q6_k, q8_k, u32_at};
-use super::{by_scales, fixed, Arith};
 
 /// Q2_K: 16 sub-blocks of 16; scale in the low nibble, min in the high nibble of `scales`.
 pub fn q2_k(src: &[u8], dst: &mut [f32]) {

@@ -2,8 +2,8 @@
 //! Q2_0: one f16 scale (and min) per block, then packed quants. Each value is `quant * d`, or
 //! `quant * d + m` with a min, in that order, as ggml computes it.
 
+use super::arith::{by_scales, fixed, Arith};
 use super::blocks::{f16_at, q1_0, q2_0, q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, u32_at};
-use super::{by_scales, fixed, Arith};
 
 /// Q4_0: `(nibble - 8) * d`; low nibbles are the first 16 elements, high nibbles the rest.
 pub fn q4_0(src: &[u8], dst: &mut [f32]) {

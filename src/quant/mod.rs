@@ -16,12 +16,15 @@
 //! rules ([`X86Nan`](crate::quant::X86Nan)), so it gives the same bits on Arm and s390x as ggml
 //! gives on x86-64 (`by_scales!` picks).
 
+mod arith;
 pub mod blocks;
 pub mod float;
 pub mod fp4;
+mod half;
 pub mod iquant;
 pub mod kquant;
 pub mod legacy;
+mod scalar;
 pub mod simd;
 #[rustfmt::skip]
 pub mod tables;
@@ -32,51 +35,9 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::format::ByteOrder;
 use crate::types::DataType;
 
-/// A per-type kernel: converts `blocks` (exactly n whole blocks) into `dst` (exactly n times the
-/// block's element count). The dispatch checks both lengths, so kernels only index within them.
-pub type Kernel = fn(blocks: &[u8], dst: &mut [f32]);
-
-/// The portable (scalar) kernel of each type.
-pub fn scalar_kernel(dtype: DataType) -> Kernel {
-    use DataType::*;
-    match dtype {
-        F32 => float::f32_le,
-        F16 => float::f16_le,
-        BF16 => float::bf16_le,
-        F64 => float::f64_le,
-        I8 => float::i8,
-        I16 => float::i16_le,
-        I32 => float::i32_le,
-        I64 => float::i64_le,
-        Q4_0 => legacy::q4_0,
-        Q4_1 => legacy::q4_1,
-        Q5_0 => legacy::q5_0,
-        Q5_1 => legacy::q5_1,
-        Q8_0 => legacy::q8_0,
-        Q8_1 => legacy::q8_1,
-        Q1_0 => legacy::q1_0,
-        Q2_0 => legacy::q2_0,
-        Q2_K => kquant::q2_k,
-        Q3_K => kquant::q3_k,
-        Q4_K => kquant::q4_k,
-        Q5_K => kquant::q5_k,
-        Q6_K => kquant::q6_k,
-        Q8_K => kquant::q8_k,
-        IQ2_XXS => iquant::iq2_xxs,
-        IQ2_XS => iquant::iq2_xs,
-        IQ2_S => iquant::iq2_s,
-        IQ3_XXS => iquant::iq3_xxs,
-        IQ3_S => iquant::iq3_s,
-        IQ1_S => iquant::iq1_s,
-        IQ1_M => iquant::iq1_m,
-        IQ4_NL => iquant::iq4_nl,
-        IQ4_XS => iquant::iq4_xs,
-        TQ1_0 => ternary::tq1_0,
-        TQ2_0 => ternary::tq2_0,
-        MXFP4 => fp4::mxfp4,
-        NVFP4 => fp4::nvfp4,
-    }
-}
+pub use arith::{add, mul, sub, Arith, Plain, X86Nan};
+pub use half::{f16_bits_to_f32_bits, f16_to_f32};
+pub use scalar::{scalar_kernel, Kernel};
 
 /// The kernel used for `dtype`: the fastest this CPU runs (vector kernels replace scalar ones
 /// per type here), else the scalar one.
@@ -262,168 +223,9 @@ fn check_lengths(dtype: DataType, src: usize, dst: usize) -> Result<()> {
     Ok(())
 }
 
-/// The arithmetic a kernel runs a block with. A block whose scales are all finite cannot make a
-/// NaN: finite operands give a NaN only through an infinity, and where a product can overflow
-/// (Q8_K's f32 scale, MXFP4's 2^127) nothing is added to it, while the f16-scaled sums stay far
-/// below the f32 range. So it runs with the plain operations, which the compiler vectorises; a
-/// block with a NaN or infinite scale runs with [`mul`], [`add`] and [`sub`], which make each
-/// NaN as x86 does. Both give ggml's bits on every platform.
-pub trait Arith {
-    /// `a * b`.
-    fn mul(a: f32, b: f32) -> f32;
-    /// `a + b`.
-    fn add(a: f32, b: f32) -> f32;
-    /// `a - b`.
-    fn sub(a: f32, b: f32) -> f32;
-}
-
-/// IEEE operations as the CPU does them: for blocks whose scales are finite.
-pub struct Plain;
-
-impl Arith for Plain {
-    #[inline(always)]
-    fn mul(a: f32, b: f32) -> f32 {
-        a * b
-    }
-    #[inline(always)]
-    fn add(a: f32, b: f32) -> f32 {
-        a + b
-    }
-    #[inline(always)]
-    fn sub(a: f32, b: f32) -> f32 {
-        a - b
-    }
-}
-
-/// IEEE operations with x86's NaN results: for blocks with a non-finite scale.
-pub struct X86Nan;
-
-impl Arith for X86Nan {
-    #[inline(always)]
-    fn mul(a: f32, b: f32) -> f32 {
-        mul(a, b)
-    }
-    #[inline(always)]
-    fn add(a: f32, b: f32) -> f32 {
-        add(a, b)
-    }
-    #[inline(always)]
-    fn sub(a: f32, b: f32) -> f32 {
-        sub(a, b)
-    }
-}
-
-/// Runs `$block::<Plain>($args)` when every scale in `$scales` is finite, else
-/// `$block::<X86Nan>($args)`.
-macro_rules! by_scales {
-    ([$($scale:expr),+], $block:ident($($arg:expr),*)) => {
-        if $($scale.is_finite())&&+ {
-            $block::<$crate::quant::Plain>($($arg),*)
-        } else {
-            $block::<$crate::quant::X86Nan>($($arg),*)
-        }
-    };
-}
-pub(crate) use by_scales;
-
-/// Block `b` (exactly one block) and its output `y` as arrays, so the compiler sees their sizes.
-#[inline(always)]
-pub(crate) fn fixed<'a, const B: usize, const E: usize>(
-    b: &'a [u8],
-    y: &'a mut [f32],
-) -> (&'a [u8; B], &'a mut [f32; E]) {
-    (
-        b.try_into().expect("whole blocks"),
-        y.try_into().expect("whole blocks"),
-    )
-}
-
-/// x86's NaN for an invalid operation (0 times infinity, infinity minus infinity): negative.
-const DEFAULT_NAN: u32 = 0xFFC0_0000;
-
-/// The result of an operation that gave NaN, as x86 (SSE) gives it: the first operand's NaN,
-/// quieted, else the second's, else the default NaN.
-#[cold]
-#[inline(never)]
-fn nan_result(a: f32, b: f32) -> f32 {
-    if a.is_nan() {
-        f32::from_bits(a.to_bits() | 0x0040_0000)
-    } else if b.is_nan() {
-        f32::from_bits(b.to_bits() | 0x0040_0000)
-    } else {
-        f32::from_bits(DEFAULT_NAN)
-    }
-}
-
-/// `a * b`, with a NaN result as x86 makes it.
-#[inline(always)]
-pub fn mul(a: f32, b: f32) -> f32 {
-    let r = a * b;
-    if r.is_nan() {
-        nan_result(a, b)
-    } else {
-        r
-    }
-}
-
-/// `a + b`, with a NaN result as x86 makes it.
-#[inline(always)]
-pub fn add(a: f32, b: f32) -> f32 {
-    let r = a + b;
-    if r.is_nan() {
-        nan_result(a, b)
-    } else {
-        r
-    }
-}
-
-/// `a - b`, with a NaN result as x86 makes it.
-#[inline(always)]
-pub fn sub(a: f32, b: f32) -> f32 {
-    let r = a - b;
-    if r.is_nan() {
-        nan_result(a, b)
-    } else {
-        r
-    }
-}
-
-/// IEEE half to single, as ggml converts: exact for every finite value and infinity; a NaN keeps
-/// its sign and payload and comes out quiet.
-#[inline(always)]
-pub fn f16_to_f32(h: u16) -> f32 {
-    f32::from_bits(f16_bits_to_f32_bits(h))
-}
-
-/// [`f16_to_f32`] on bits.
-#[inline(always)]
-pub const fn f16_bits_to_f32_bits(h: u16) -> u32 {
-    let sign = ((h as u32) & 0x8000) << 16;
-    let exp = ((h >> 10) & 0x1F) as u32;
-    let man = (h & 0x3FF) as u32;
-    if exp == 0x1F {
-        if man == 0 {
-            sign | 0x7F80_0000
-        } else {
-            sign | 0x7FC0_0000 | (man << 13)
-        }
-    } else if exp == 0 {
-        if man == 0 {
-            sign
-        } else {
-            // Subnormal: normalise. The value is man * 2^-24.
-            let shift = man.leading_zeros() - 21; // bring the top set bit to bit 10
-            let man = (man << shift) & 0x3FF;
-            let exp = 127 - 15 + 1 - shift;
-            sign | (exp << 23) | (man << 13)
-        }
-    } else {
-        sign | ((exp + 127 - 15) << 23) | (man << 13)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::arith::DEFAULT_NAN;
     use super::*;
 
     #[test]

@@ -1,8 +1,8 @@
 //! The ternary types TQ1_0 and TQ2_0: values in {-1, 0, 1} times one f16 scale, computed as
 //! `(q - 1) * d`.
 
+use super::arith::{by_scales, fixed, Arith};
 use super::blocks::{f16_at, tq1_0, tq2_0};
-use super::{by_scales, fixed, Arith};
 
 /// Digit `n` (0 = most significant) of a byte holding base-3 digits as a fixed-point fraction:
 /// multiplying by 3^n drops the first n digits, and the top of `x * 3` is the next one.

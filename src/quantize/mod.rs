@@ -95,7 +95,8 @@ fn path(data_type: DataType) -> Option<Path> {
         | T::IQ1_M
         | T::IQ4_NL
         | T::IQ4_XS => return Some(Path::Iq),
-        _ => return None,
+        // Types with no quantizer: every type is named, so a new one must be placed here.
+        T::Q8_1 | T::Q8_K | T::I8 | T::I16 | T::I32 | T::I64 | T::F64 => return None,
     };
     Some(Path::Rows(k))
 }

@@ -7,7 +7,7 @@
 //! converted again by the scalar kernel ([`fix_nans`]), which costs a scan of the block's floats
 //! while they are in L1.
 
-use super::Kernel;
+use super::isa::Kernel;
 use crate::quant::blocks::{q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
 use crate::quant::kquant::scale_min_k4;
 use crate::types::DataType;
@@ -52,7 +52,7 @@ fn fix_nans(dtype: DataType, b: &[u8], y: &mut [f32]) {
         };
     }
     if any != 0 {
-        crate::quant::scalar_kernel(dtype)(b, y);
+        crate::quant::scalar::scalar_kernel(dtype)(b, y);
     }
 }
 
@@ -394,6 +394,9 @@ pub(super) fn kernel(dtype: DataType) -> Option<Kernel> {
         Q4_K => q4_k,
         Q5_K => q5_k,
         Q6_K => q6_k,
-        _ => return None,
+        // Types with no NEON kernel: every type is named, so a new one must be placed here.
+        F32 | Q8_1 | Q2_K | Q3_K | Q8_K | IQ2_XXS | IQ2_XS | IQ3_XXS | IQ1_S | IQ4_NL | IQ3_S
+        | IQ2_S | IQ4_XS | I8 | I16 | I32 | I64 | F64 | IQ1_M | TQ1_0 | TQ2_0 | MXFP4 | NVFP4
+        | Q1_0 | Q2_0 => return None,
     })
 }

@@ -50,12 +50,12 @@ impl<const N: usize> Grid<N> {
     /// The point with packed levels `u`: on the grid, or its neighbours; `None` where ggml
     /// would read outside its map.
     #[inline]
-    pub(super) fn lookup(&self, u: usize) -> Option<super::Lookup<'_>> {
+    pub(super) fn lookup(&self, u: usize) -> Option<Lookup<'_>> {
         let m = *self.map.get(u)?;
         Some(if m >= 0 {
-            super::Lookup::On(m as usize)
+            Lookup::On(m as usize)
         } else if m == i32::MIN {
-            super::Lookup::Off(Neighbours {
+            Lookup::Off(Neighbours {
                 ids: &[],
                 lv: &[],
                 padded: 0,
@@ -64,7 +64,7 @@ impl<const N: usize> Grid<N> {
             let (start, n, at) = self.spans[(-(m + 1)) as usize];
             let (start, n, at) = (start as usize, n as usize, at as usize);
             let padded = n.div_ceil(LANES) * LANES;
-            super::Lookup::Off(Neighbours {
+            Lookup::Off(Neighbours {
                 ids: &self.ids[start..start + n],
                 lv: &self.lv[at..at + N * padded],
                 padded,
@@ -219,4 +219,10 @@ pub(super) fn iq3_s() -> &'static Grid<4> {
         let levels: Vec<[u8; 4]> = IQ3S_GRID.iter().map(|p| p.map(|v| (v - 1) / 2)).collect();
         build(&levels, 3, 4096, 3, |_| true)
     })
+}
+
+/// The grid index of a point, or where it is off the grid, its neighbour list.
+pub(super) enum Lookup<'a> {
+    On(usize),
+    Off(Neighbours<'a>),
 }
