@@ -52,7 +52,7 @@ fn shim() -> PathBuf {
 
 /// Why llama.cpp's text differs where it does. Engine: llama.cpp's own Jinja engine renders
 /// differently from jinja2 (transformers' engine, which the library follows), so the library
-/// does not imitate it. Not repeated: a fix llama.cpp makes that this library does not make.
+/// does not imitate it. Probe: what llama.cpp learns of a template from watching its engine.
 const FLOATS: &str = "engine: llama.cpp prints the floats 1e-07 as 0.0 and 1e+21 as 1000000000000000000000.0 (jinja2 prints 1e-07 and 1e+21)";
 const APPEND: &str = "engine: llama.cpp allows list.append, which jinja2's immutable sandbox (transformers') refuses";
 const UNDEFINED_ADD: &str = "engine: llama.cpp adds an undefined value to a string, jinja2 raises (and the library's probes then see no system role or content, so the system message is not merged)";
@@ -60,13 +60,7 @@ const GENERATOR: &str =
     "engine: llama.cpp serializes a map() result with tojson, jinja2 refuses a generator";
 const DICT_STR: &str =
     "engine: llama.cpp writes a dict as an empty string, jinja2 as Python's repr";
-const CONTINUE: &str = "not repeated: llama.cpp's parser analysis finds the template's reasoning markers and writes them around the continued message";
-const GEMMA4_TOOLS: &str = "not repeated: llama.cpp folds tool results into Gemma 4's model turn (convert_tool_responses_gemma4) for the older Gemma 4 templates";
 const PART_LOOP: &str = "probe: llama.cpp counts content as typed only where the template subscripts it or uses selectattr, not where it loops over the parts, so it joins them with a newline first";
-const MINISTRAL3: &str =
-    "not repeated: llama.cpp's own Ministral 3 handler writes the reasoning as [THINK] content";
-const DEVSTRAL: &str =
-    "not explained: llama.cpp drops the assistant content of a message that has reasoning_content";
 
 const DOCUMENTED: &[(&str, &[&str], &str)] = &[
     (
@@ -154,116 +148,11 @@ const DOCUMENTED: &[(&str, &[&str], &str)] = &[
         GENERATOR,
     ),
     ("openbmb-MiniCPM5-1B", &["tools_call_object"], DICT_STR),
-    (
-        "google-gemma-4-31B-it-interleaved",
-        &["tools_call_object", "tools_call_string"],
-        GEMMA4_TOOLS,
-    ),
     ("LFM2.5-8B-A1B", &["content_parts"], PART_LOOP),
     (
         "mistralai-Ministral-3-14B-Reasoning-2512",
         &["content_parts"],
         PART_LOOP,
-    ),
-    (
-        "mistralai-Ministral-3-14B-Reasoning-2512",
-        &["reasoning"],
-        MINISTRAL3,
-    ),
-    (
-        "unsloth-mistral-Devstral-Small-2507",
-        &["reasoning"],
-        DEVSTRAL,
-    ),
-    (
-        "Apriel-1.6-15b-Thinker-fixed",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("Bielik-11B-v3.0-Instruct", &["continue_final"], CONTINUE),
-    ("ByteDance-Seed-OSS", &["continue_final"], CONTINUE),
-    ("Cohere2MoE", &["continue_final"], CONTINUE),
-    (
-        "CohereForAI-c4ai-command-r7b-12-2024-tool_use",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("GLM-4.6", &["continue_final"], CONTINUE),
-    ("GLM-4.7-Flash", &["continue_final"], CONTINUE),
-    ("HuggingFaceTB-SmolLM3-3B", &["continue_final"], CONTINUE),
-    ("Kimi-K2-Instruct", &["continue_final"], CONTINUE),
-    ("Kimi-K2-Thinking", &["continue_final"], CONTINUE),
-    ("Kimi-K3", &["continue_final"], CONTINUE),
-    ("LFM2-8B-A1B", &["continue_final"], CONTINUE),
-    ("LFM2.5-8B-A1B", &["continue_final"], CONTINUE),
-    ("LFM2.5-Instruct", &["continue_final"], CONTINUE),
-    ("MiniMax-M2", &["continue_final"], CONTINUE),
-    ("MiniMax-M3", &["continue_final"], CONTINUE),
-    (
-        "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("NVIDIA-Nemotron-Nano-v2", &["continue_final"], CONTINUE),
-    ("Qwen-QwQ-32B", &["continue_final"], CONTINUE),
-    ("Qwen-Qwen3-0.6B", &["continue_final"], CONTINUE),
-    ("Qwen3.5-4B", &["continue_final"], CONTINUE),
-    ("Reka-Edge", &["continue_final"], CONTINUE),
-    ("Spark2.5", &["continue_final"], CONTINUE),
-    ("StepFun3.5-Flash", &["continue_final"], CONTINUE),
-    (
-        "deepseek-ai-DeepSeek-R1-Distill-Llama-8B",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    (
-        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("deepseek-ai-DeepSeek-V3.1", &["continue_final"], CONTINUE),
-    ("deepseek-ai-DeepSeek-V3.2", &["continue_final"], CONTINUE),
-    (
-        "deepseek-ai-DeepSeek-V4-Flash-0731",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("deepseek-ai-DeepSeek-V4", &["continue_final"], CONTINUE),
-    (
-        "google-gemma-4-31B-it-interleaved",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("google-gemma-4-31B-it", &["continue_final"], CONTINUE),
-    (
-        "ibm-granite-granite-3.3-2B-Instruct",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("inclusionai-ling-3.0-flash", &["continue_final"], CONTINUE),
-    ("llama-cpp-deepseek-r1", &["continue_final"], CONTINUE),
-    ("llama-cpp-rwkv-world", &["continue_final"], CONTINUE),
-    (
-        "meetkai-functionary-medium-v3.2",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    (
-        "mistralai-Ministral-3-14B-Reasoning-2512",
-        &["continue_final"],
-        CONTINUE,
-    ),
-    ("moonshotai-Kimi-K2", &["continue_final"], CONTINUE),
-    ("muse-glimmer", &["continue_final"], CONTINUE),
-    ("openai-gpt-oss-120b", &["continue_final"], CONTINUE),
-    ("openbmb-MiniCPM5-1B", &["continue_final"], CONTINUE),
-    ("poolside-Laguna-S-2.1", &["continue_final"], CONTINUE),
-    ("poolside-Laguna-XS-2.1", &["continue_final"], CONTINUE),
-    ("poolside-Laguna-XS.2", &["continue_final"], CONTINUE),
-    (
-        "unsloth-mistral-Devstral-Small-2507",
-        &["continue_final"],
-        CONTINUE,
     ),
 ];
 

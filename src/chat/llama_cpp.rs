@@ -31,14 +31,20 @@
 //! object) llama.cpp learns by running the template over probe conversations and watching which
 //! values its engine touches; this module runs the same probes and watches the output instead
 //! (a value the template reads but never writes counts as unread). `continue_final_message`:
-//! llama.cpp renders the conversation without the last message, then appends what
-//! `add_generation_prompt` adds and the last message's content; where its parser analysis
-//! finds reasoning markers in the template it also writes those markers around the continued
-//! reasoning, which this module does not repeat.
+//! llama.cpp renders the conversation without the last message, then appends what its handler
+//! writes for a continued message: the handler is picked by the template's source as
+//! `common_chat_try_specialized_template` picks it (Ministral 3, GPT-OSS, Kimi, DeepSeek V3.2,
+//! Gemma 4, Qwen3-Coder, ...: each its own generation prompt and reasoning markers), else its
+//! differential analysis finds the reasoning markers (`llama_analysis.rs`) and the generation
+//! prompt is what `add_generation_prompt` adds, cut at the start marker. The handlers' own
+//! message fixes are repeated too: Ministral 3's reasoning and content as typed parts, GPT-OSS's
+//! and LFM2's `thinking`, the older Gemma 4 templates' tool results folded into the model turn
+//! (`convert_tool_responses_gemma4`), GPT-OSS's last `<|return|>` written as `<|end|>`.
 
 use minijinja::value::{Value, ValueKind};
 
 use super::json;
+use super::llama_analysis::Reasoning;
 use super::objects;
 use super::python::{json_dumps, JsonStyle};
 use super::time;
@@ -360,14 +366,376 @@ fn with(m: &Value, key: &str, value: Value) -> Result<Value, Error> {
     Ok(Value::from_pairs(pairs))
 }
 
+/// What llama.cpp's rendering of a template needs, made once: the template with llama.cpp's
+/// source patches (where one applies), what its probes find, its handler, and (at the first
+/// continued message) the reasoning markers of its differential analysis.
+pub struct Setup {
+    pub patched: Option<Box<ChatTemplate>>,
+    pub caps: Caps,
+    pub route: Route,
+    pub reasoning: std::sync::OnceLock<Reasoning>,
+}
+
+/// The message `continue_final_message` continues, rendered after the generation prompt.
+pub struct Continued {
+    /// The request with `add_generation_prompt` (what it adds is the generation prompt).
+    pub with_prompt: Vec<u8>,
+    /// The message's content (text parts joined by a blank line, as `render_content` joins them).
+    pub content: String,
+    /// The message's reasoning.
+    pub reasoning: String,
+    /// The content is continued (else the reasoning).
+    pub content_mode: bool,
+    /// The message has nothing (llama.cpp then appends nothing).
+    pub empty: bool,
+}
+
 /// A request ready for the library's rendering.
 pub struct Prepared {
     /// The request (messages fixed, llama.cpp's variables).
     pub request: Vec<u8>,
-    /// For `continue_final_message`: the same request with `add_generation_prompt`, and the
-    /// text to append after the generation prompt (the prompt is the request's rendering, then
-    /// what the generation prompt adds to it, then this text).
-    pub continued: Option<(Vec<u8>, String)>,
+    /// Whether the request asks for the generation prompt.
+    pub add_generation_prompt: bool,
+    /// For `continue_final_message`: the continued message.
+    pub continued: Option<Continued>,
+}
+
+/// The specialized handler `common_chat_try_specialized_template` picks for a template, by the
+/// same tests of its source, in the same order; `Auto` for llama.cpp's differential analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Ministral3,
+    GptOss,
+    MuseGlimmer,
+    FunctionaryV32,
+    KimiK2,
+    KimiK3,
+    Ling3,
+    Cohere2Moe,
+    Lfm2,
+    GigaChatV3,
+    MiniMaxM3,
+    /// DeepSeek V3.2 (`v4` false) or V4.
+    DeepSeekV32 {
+        v4: bool,
+    },
+    /// Gemma 4; `old` for the templates before the OpenAI-compatible one.
+    Gemma4 {
+        old: bool,
+    },
+    MiniCpm5,
+    /// Qwen3-Coder's XML tool calls; `think` where the template writes `<think>`.
+    Qwen3Coder {
+        think: bool,
+    },
+    Auto,
+}
+
+/// The route llama.cpp takes for a template source.
+pub fn route(src: &str) -> Route {
+    let has = |s: &str| src.contains(s);
+    if has("[SYSTEM_PROMPT]") && has("[TOOL_CALLS]") && has("[ARGS]") && !has("[CALL_ID]") {
+        Route::Ministral3
+    } else if has("<|channel|>") {
+        Route::GptOss
+    } else if has("<atem:function_calls>") && has("<|eom|>") {
+        Route::MuseGlimmer
+    } else if has(">>>all") && has(">>>${recipient}") {
+        Route::FunctionaryV32
+    } else if has("<|tool_calls_section_begin|>") && has("<|tool_call_begin|>") {
+        Route::KimiK2
+    } else if has("<|open|>") && has("<|close|>") && has("<|end_of_msg|>") {
+        Route::KimiK3
+    } else if has("<role>ASSISTANT</role>") && has("<arg_key>") {
+        Route::Ling3
+    } else if has("<|START_TEXT|>") && has("<|START_ACTION|>") {
+        Route::Cohere2Moe
+    } else if (has("<|tool_list_start|>") && has("<|tool_list_end|>"))
+        || (has("List of tools: [") && !has("<|tool_list_start|>"))
+    {
+        Route::Lfm2
+    } else if has("<|role_sep|>") && has("<|message_sep|>") && !has("<|function_call|>") {
+        Route::GigaChatV3
+    } else if has("]<]minimax[>[") && has("<tool_call>") && has("<invoke name=") {
+        Route::MiniMaxM3
+    } else if has("dsml_token") && has("DSML") && (has("function_calls") || has("tool_calls")) {
+        Route::DeepSeekV32 {
+            v4: !has("function_calls"),
+        }
+    } else if has("'<|tool_call>call:'") {
+        Route::Gemma4 {
+            old: !has("{#- OpenAI Chat Completions:"),
+        }
+    } else if has("Tool usage guidelines:") && has("<function name=\"") && has("<param name=\"") {
+        Route::MiniCpm5
+    } else if has("<tool_call>")
+        && has("<function=")
+        && has("<parameter=")
+        && !has("'<tool_call><function=' ~ tool_call.name ~ '>'")
+    {
+        Route::Qwen3Coder {
+            think: has("<think>"),
+        }
+    } else {
+        Route::Auto
+    }
+}
+
+/// What llama.cpp writes after the prompt for a continued message: its handler's generation
+/// prompt (for the differential analysis: what `add_generation_prompt` adds, cut at the
+/// reasoning start marker), the reasoning between the handler's markers, and the content.
+/// `prompt` is the conversation before the message; `added` what the generation prompt adds to
+/// it; `markers` the analysis' reasoning markers.
+pub fn continuation(
+    route: Route,
+    prompt: &str,
+    c: &Continued,
+    added: impl FnOnce() -> Result<String, Error>,
+    markers: impl FnOnce() -> Reasoning,
+) -> Result<String, Error> {
+    let (r, text) = (c.reasoning.as_str(), c.content.as_str());
+    let content = c.content_mode;
+    // The generation prompt, the reasoning markers and what separates content from reasoning.
+    let wrap = |gen: &str, start: &str, end: &str| {
+        let mut out = format!("{gen}{start}{r}");
+        if content {
+            out.push_str(end);
+            out.push_str(text);
+        }
+        out
+    };
+    Ok(match route {
+        Route::Cohere2Moe => wrap(
+            "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+            "<|START_THINKING|>",
+            "<|END_THINKING|><|START_TEXT|>",
+        ),
+        Route::DeepSeekV32 { v4 } if v4 && r.is_empty() => {
+            let mut out = "<｜Assistant｜></think>".to_string();
+            if content {
+                out.push_str(text);
+            }
+            out
+        }
+        Route::DeepSeekV32 { .. } => wrap("<｜Assistant｜>", "<think>", "</think>"),
+        Route::FunctionaryV32 => {
+            format!("<|start_header_id|>assistant<|end_header_id|>\n\n>>>all\n{text}")
+        }
+        Route::Gemma4 { .. } => {
+            let turn = if prompt.ends_with("<turn|>\n") {
+                "<|turn>model\n"
+            } else {
+                ""
+            };
+            wrap(turn, "<|channel>thought\n", "<channel|>")
+        }
+        Route::GigaChatV3 => format!("assistant<|role_sep|>\n{text}"),
+        Route::GptOss => wrap(
+            "<|start|>assistant",
+            "<|channel|>analysis<|message|>",
+            "<|end|><|start|>assistant<|channel|>final<|message|>",
+        ),
+        Route::KimiK2 => wrap(
+            "<|im_assistant|>assistant<|im_middle|>",
+            "<think>",
+            "</think>",
+        ),
+        Route::KimiK3 => wrap(
+            "<|open|>message role=\"assistant\"<|sep|>",
+            "<|open|>think<|sep|>",
+            "<|close|>think<|sep|><|open|>response<|sep|>",
+        ),
+        Route::Lfm2 => wrap("<|im_start|>assistant\n", "<think>", "</think>"),
+        Route::Ling3 => wrap("<role>ASSISTANT</role>\n", "<think>", "</think>"),
+        Route::MiniCpm5 => wrap("<|im_start|>assistant\n", "<think>\n", "\n</think>\n\n"),
+        Route::MiniMaxM3 => wrap(&added()?, "<mm:think>", "</mm:think>"),
+        Route::Ministral3 => wrap("", "[THINK]", "[/THINK]"),
+        Route::MuseGlimmer => wrap(
+            "<|start|>assistant to=self<|message|>",
+            "",
+            "<|eom|><|start|>assistant to=user<|message|>",
+        ),
+        Route::Qwen3Coder { think } => {
+            let mut out = "<|im_start|>assistant\n".to_string();
+            if think {
+                out.push_str("<think>\n");
+                out.push_str(r);
+                if content {
+                    out.push_str("\n</think>\n\n");
+                }
+            }
+            if content {
+                out.push_str(text);
+            }
+            out
+        }
+        Route::Auto => {
+            let mut gen = added()?;
+            let m = markers();
+            if !m.start.is_empty() {
+                gen.truncate(gen.find(&m.start).unwrap_or(gen.len()));
+                gen.push_str(&m.start);
+                gen.push_str(r);
+                if content {
+                    gen.push_str(&m.end);
+                }
+            }
+            if content {
+                gen.push_str(text);
+            }
+            gen
+        }
+    })
+}
+
+/// The messages as the route's handler adjusts them before it renders.
+fn adjust(route: Route, msgs: Vec<Value>) -> Result<Vec<Value>, Error> {
+    let mut out = Vec::with_capacity(msgs.len());
+    match route {
+        Route::Ministral3 => {
+            for m in msgs {
+                let role = get(&m, "role").and_then(|r| r.as_str().map(str::to_string));
+                if !matches!(role.as_deref(), Some("system" | "assistant")) {
+                    out.push(m);
+                    continue;
+                }
+                let mut parts = Vec::new();
+                if let Some(r) =
+                    get(&m, "reasoning_content").filter(|r| r.kind() == ValueKind::String)
+                {
+                    parts.push(map(vec![
+                        ("type", Value::from("thinking")),
+                        ("thinking", r),
+                    ]));
+                }
+                match get(&m, "content") {
+                    Some(c) if c.kind() == ValueKind::String => {
+                        parts.push(map(vec![("type", Value::from("text")), ("text", c)]));
+                    }
+                    Some(c) if c.kind() == ValueKind::Seq => parts.extend(items(&c)?),
+                    _ => {}
+                }
+                let m = with(&m, "content", Value::from(parts))?;
+                out.push(without(&m, "reasoning_content")?);
+            }
+        }
+        Route::GptOss | Route::Lfm2 => {
+            for m in msgs {
+                match get(&m, "reasoning_content").filter(|r| r.kind() == ValueKind::String) {
+                    Some(r) => {
+                        let mut m = with(&m, "thinking", r)?;
+                        let calls = get(&m, "tool_calls");
+                        if route == Route::GptOss
+                            && calls
+                                .is_some_and(|c| c.kind() == ValueKind::Seq && c.len() != Some(0))
+                        {
+                            m = without(&m, "content")?;
+                        }
+                        out.push(m);
+                    }
+                    None => out.push(m),
+                }
+            }
+        }
+        Route::Gemma4 { old: true } => out = gemma4_tool_responses(msgs)?,
+        _ => out = msgs,
+    }
+    Ok(out)
+}
+
+fn role_of(m: &Value) -> Option<String> {
+    get(m, "role").and_then(|r| r.as_str().map(str::to_string))
+}
+
+fn nonempty_seq(v: Option<Value>) -> Option<Value> {
+    v.filter(|c| c.kind() == ValueKind::Seq && c.len() != Some(0))
+}
+
+/// `convert_tool_responses_gemma4`: an assistant turn with tool calls, the tool results that
+/// follow it and the assistant's next answer, folded into one assistant message with
+/// `tool_responses` (each result parsed as JSON where it is).
+fn gemma4_tool_responses(msgs: Vec<Value>) -> Result<Vec<Value>, Error> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < msgs.len() {
+        let m = &msgs[i];
+        let Some(calls) = nonempty_seq(get(m, "tool_calls"))
+            .filter(|_| role_of(m).as_deref() == Some("assistant"))
+        else {
+            out.push(m.clone());
+            i += 1;
+            continue;
+        };
+        let reasoning = get(m, "reasoning_content").filter(|r| r.kind() == ValueKind::String);
+        let calls = items(&calls)?;
+        i += 1;
+        let mut responses = Vec::new();
+        while i < msgs.len() && role_of(&msgs[i]).as_deref() == Some("tool") {
+            let t = &msgs[i];
+            let response = match get(t, "content") {
+                Some(c) if c.kind() == ValueKind::String => {
+                    json::parse(c.as_str().unwrap_or_default().as_bytes()).unwrap_or(c)
+                }
+                Some(c) => c,
+                None => Value::from(()),
+            };
+            let mut name = calls
+                .get(responses.len())
+                .and_then(|tc| get(tc, "function"))
+                .and_then(|f| get(&f, "name"))
+                .and_then(|n| n.as_str().map(str::to_string))
+                .unwrap_or_default();
+            if name.is_empty() {
+                name = get(t, "tool_call_id")
+                    .and_then(|n| n.as_str().map(str::to_string))
+                    .unwrap_or_default();
+            }
+            responses.push(map(vec![
+                ("name", Value::from(name)),
+                ("response", response),
+            ]));
+            i += 1;
+        }
+        let mut content = None;
+        if i < msgs.len() && role_of(&msgs[i]).as_deref() == Some("assistant") {
+            let next = &msgs[i];
+            let has_content = get(next, "content").is_some_and(|c| match c.kind() {
+                ValueKind::String => !c.as_str().unwrap_or_default().is_empty(),
+                ValueKind::Seq => c.len() != Some(0),
+                _ => false,
+            });
+            if nonempty_seq(get(next, "tool_calls")).is_none() && has_content {
+                content = get(next, "content");
+                i += 1;
+            }
+        }
+        let mut turn = vec![
+            ("role", Value::from("assistant")),
+            ("tool_calls", Value::from(calls)),
+        ];
+        if !responses.is_empty() {
+            turn.push(("tool_responses", Value::from(responses)));
+        }
+        if let Some(c) = content {
+            turn.push(("content", c));
+        }
+        if let Some(r) = reasoning {
+            turn.push(("reasoning_content", r));
+        }
+        out.push(map(turn));
+    }
+    Ok(out)
+}
+
+fn without(m: &Value, key: &str) -> Result<Value, Error> {
+    let mut pairs = Vec::new();
+    for k in items(m)? {
+        if k.as_str() != Some(key) {
+            let v = m.get_item(&k).map_err(|e| refuse(e.to_string()))?;
+            pairs.push((k, v));
+        }
+    }
+    Ok(Value::from_pairs(pairs))
 }
 
 /// The request as llama-server would render it: the fixed messages and llama.cpp's variables,
@@ -376,6 +744,7 @@ pub fn prepare_request(
     request: &[u8],
     source: &str,
     caps: &Caps,
+    route: Route,
     bos: &str,
     eos: &str,
 ) -> Result<Prepared, Error> {
@@ -426,11 +795,13 @@ pub fn prepare_request(
     // joined by a blank line, as `render_content` joins them) when the content is continued.
     let mut continued = None;
     if let Some(mode) = continuation {
+        let (mut content, mut reasoning, mut empty) = (String::new(), String::new(), true);
+        let mut no_content = true;
         if let Some(last) = msgs.pop() {
-            let content = get(&last, "content").unwrap_or_default();
-            let text = if content.kind() == ValueKind::Seq {
+            let c = get(&last, "content").unwrap_or_default();
+            content = if c.kind() == ValueKind::Seq {
                 let mut texts = Vec::new();
-                for p in items(&content)? {
+                for p in items(&c)? {
                     if string_field(&p, "type", "a content part's")?.as_deref() == Some("text") {
                         texts.push(
                             string_field(&p, "text", "a content part's")?.unwrap_or_default(),
@@ -439,14 +810,21 @@ pub fn prepare_request(
                 }
                 texts.join("\n\n")
             } else {
-                content.as_str().unwrap_or_default().to_string()
+                c.as_str().unwrap_or_default().to_string()
             };
-            let reasoning_only = get(&last, "reasoning_content").is_some() && text.is_empty();
-            let content_mode = mode.unwrap_or(!reasoning_only);
-            continued = Some(if content_mode { text } else { String::new() });
-        } else {
-            continued = Some(String::new());
+            no_content = c.kind() != ValueKind::Seq && content.is_empty();
+            reasoning = get(&last, "reasoning_content")
+                .and_then(|r| r.as_str().map(str::to_string))
+                .unwrap_or_default();
+            empty = no_content
+                && reasoning.is_empty()
+                && ["tool_calls", "name", "tool_call_id"]
+                    .iter()
+                    .all(|k| get(&last, k).is_none());
         }
+        // llama.cpp continues the reasoning when the message has reasoning and no content.
+        let content_mode = mode.unwrap_or(reasoning.is_empty() || !no_content);
+        continued = Some((content, reasoning, content_mode, empty));
     }
     if let Some(mut t) = trimmed {
         t.truncate(msgs.len());
@@ -515,6 +893,7 @@ pub fn prepare_request(
             *m = with(m, "tool_calls", Value::from(fixed))?;
         }
     }
+    let msgs = adjust(route, msgs)?;
     let mut out: Vec<(&str, Value)> = vec![("messages", Value::from(msgs))];
     out.push(("bos_token", Value::from(bos)));
     out.push(("eos_token", Value::from(eos)));
@@ -585,8 +964,15 @@ pub fn prepare_request(
     };
     Ok(Prepared {
         request: build(add_generation_prompt)?,
+        add_generation_prompt,
         continued: match continued {
-            Some(text) => Some((build(true)?, text)),
+            Some((content, reasoning, content_mode, empty)) => Some(Continued {
+                with_prompt: build(true)?,
+                content,
+                reasoning,
+                content_mode,
+                empty,
+            }),
             None => None,
         },
     })

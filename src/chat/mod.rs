@@ -9,6 +9,7 @@
 
 mod environment;
 mod json;
+mod llama_analysis;
 mod llama_cpp;
 mod methods;
 mod objects;
@@ -193,12 +194,8 @@ pub struct ChatTemplate {
     source: String,
     /// For llama.cpp's rendering, made at its first use: the template with llama.cpp's source
     /// patches (where one applies) and what its probes find.
-    llama: std::sync::OnceLock<Result<LlamaSetup, Error>>,
+    llama: std::sync::OnceLock<Result<llama_cpp::Setup, Error>>,
 }
-
-/// The template llama.cpp renders (with its source patches, where one applies) and what its
-/// probes find.
-type LlamaSetup = (Option<Box<ChatTemplate>>, LlamaCppCaps);
 
 const NAME: &str = "chat_template";
 
@@ -334,19 +331,49 @@ impl ChatTemplate {
         strip_eos: bool,
     ) -> Result<String, Error> {
         check_request_size(request)?;
-        let (patched, caps) = self.llama_cpp_setup()?;
-        let t = patched.as_deref().unwrap_or(self);
-        let prepared = llama_cpp::prepare_request(request, &t.source, caps, bos_token, eos_token)?;
+        let setup = self.llama_cpp_setup()?;
+        let t = setup.patched.as_deref().unwrap_or(self);
+        let route = setup.route;
+        let prepared = llama_cpp::prepare_request(
+            request,
+            &t.source,
+            &setup.caps,
+            route,
+            bos_token,
+            eos_token,
+        )?;
         let mut out = t.render_inner(&prepared.request, &[], true)?;
-        if let Some((with_prompt, text)) = &prepared.continued {
-            let full = t.render_inner(with_prompt, &[], true)?;
-            let common = out
-                .char_indices()
-                .zip(full.chars())
-                .find(|((_, a), b)| a != b)
-                .map_or(out.len().min(full.len()), |((i, _), _)| i);
-            out.push_str(&full[common..]);
-            out.push_str(text);
+        if route == llama_cpp::Route::GptOss && !prepared.add_generation_prompt {
+            // The GPT-OSS handler ends a finished conversation's last turn as an open one.
+            if let Some(at) = out.rfind("<|return|>") {
+                out.replace_range(at..at + "<|return|>".len(), "<|end|>");
+            }
+        }
+        if matches!(route, llama_cpp::Route::Gemma4 { .. })
+            && prepared.add_generation_prompt
+            && out.ends_with("<turn|>\n")
+        {
+            out.push_str("<|turn>model\n");
+        }
+        if let Some(c) = prepared.continued.as_ref().filter(|c| !c.empty) {
+            let prompt = out.as_str();
+            let added = || -> Result<String, Error> {
+                let full = t.render_inner(&c.with_prompt, &[], true)?;
+                let common = prompt
+                    .char_indices()
+                    .zip(full.chars())
+                    .find(|((_, a), b)| a != b)
+                    .map_or(prompt.len().min(full.len()), |((i, _), _)| i);
+                Ok(full[common..].to_string())
+            };
+            let markers = || {
+                setup
+                    .reasoning
+                    .get_or_init(|| llama_analysis::reasoning(t, &setup.caps))
+                    .clone()
+            };
+            let text = llama_cpp::continuation(route, prompt, c, added, markers)?;
+            out.push_str(&text);
         }
         if strip_bos && !bos_token.is_empty() && out.starts_with(bos_token) {
             out.drain(..bos_token.len());
@@ -359,20 +386,27 @@ impl ChatTemplate {
 
     /// What llama.cpp's probes would find the template reads, as this module measures it.
     pub fn llama_cpp_caps(&self) -> Result<LlamaCppCaps, Error> {
-        Ok(*self.llama_cpp_setup()?.1)
+        Ok(self.llama_cpp_setup()?.caps)
     }
 
-    fn llama_cpp_setup(&self) -> Result<(&Option<Box<ChatTemplate>>, &LlamaCppCaps), Error> {
+    fn llama_cpp_setup(&self) -> Result<&llama_cpp::Setup, Error> {
         let made = self.llama.get_or_init(|| {
             let patched = match llama_cpp::patched_source(&self.source) {
                 Some(src) => Some(Box::new(ChatTemplate::new(&src)?)),
                 None => None,
             };
-            let caps = llama_cpp::caps(patched.as_deref().unwrap_or(self));
-            Ok((patched, caps))
+            let t = patched.as_deref().unwrap_or(self);
+            let caps = llama_cpp::caps(t);
+            let route = llama_cpp::route(&t.source);
+            Ok(llama_cpp::Setup {
+                patched,
+                caps,
+                route,
+                reasoning: std::sync::OnceLock::new(),
+            })
         });
         match made {
-            Ok((patched, caps)) => Ok((patched, caps)),
+            Ok(setup) => Ok(setup),
             Err(e) => Err(e.clone()),
         }
     }
