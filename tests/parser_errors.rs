@@ -322,7 +322,7 @@ fn mutated_files_never_panic_and_accepted_ones_stay_in_bounds() {
         x ^= x << 17;
         x
     };
-    for _ in 0..20_000 {
+    for _ in 0..common::rounds(20_000) {
         let mut m = base.clone();
         for _ in 0..1 + next() % 4 {
             let i = (next() % m.len() as u64) as usize;

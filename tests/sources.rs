@@ -129,7 +129,7 @@ fn corpus() -> Vec<Vec<u8>> {
     }
     let base = common::rich_file(3, ByteOrder::Little, 20);
     let mut x = 0x2545_F491_4F6C_DD1Du64;
-    for _ in 0..3000 {
+    for _ in 0..common::rounds(3000) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;

@@ -22,6 +22,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// How many rounds a randomized test whose outcome cannot depend on the platform runs: `full`
+/// on the host, and `full / GGUF_TEST_ROUNDS_DIVISOR` (at least 1) where `tools/cross.sh` sets
+/// that variable, for targets tested under emulation. Tests of what can differ by platform (byte
+/// order, word size, alignment, the kernels' fallbacks) keep their full counts.
+pub fn rounds(full: usize) -> usize {
+    let divisor = std::env::var("GGUF_TEST_ROUNDS_DIVISOR")
+        .ok()
+        .and_then(|d| d.parse::<usize>().ok())
+        .filter(|&d| d > 0)
+        .unwrap_or(1);
+    (full / divisor).max(1)
+}
+
 /// The repository root.
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
