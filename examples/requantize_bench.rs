@@ -1,13 +1,16 @@
-//! The whole requantize command against llama.cpp's: wall time of `gguf::requantize` and of
-//! `llama_model_quantize` (the pinned libllama, `make ggml`) on the same F16 source, same
-//! preset, same thread count, in the same process, their outputs compared byte for byte.
+//! The whole requantize command against llama.cpp's: wall time of `gguf::requantize` (with the
+//! flush before the rename, its default, and without) and of `llama_model_quantize` (the
+//! pinned libllama, `make ggml`; it never flushes) on the same F16 source, same preset, same
+//! thread count, in the same process, their outputs compared byte for byte.
 //!
-//!   cargo run --release --example requantize_bench -- [DIR] [PRESET] [THREADS] [LAYERS] [ROUNDS]
+//!   cargo run --release --example requantize_bench -- [DIR] [PRESETS] [THREADS] [LAYERS] [ROUNDS] [SHAPE]
 //!
-//! The source is a llama-like model written into DIR (default target/requantize-bench): 1024
-//! wide, FFN 2816, vocabulary 32000, LAYERS layers (default 8), F16 weights of random values.
-//! PRESET defaults to Q4_K_M, THREADS to 2. Each side runs ROUNDS times (default 3),
-//! alternating; the minimum and the median wall time are printed with the CPU model.
+//! The source is a llama-like model written into DIR (default target/requantize-bench): SHAPE
+//! `base` (the default) is 1024 wide, FFN 2816, vocabulary 32000; `small` is 256 wide, FFN 768,
+//! vocabulary 8000; LAYERS layers (default 8), F16 weights of random values. PRESETS is a
+//! comma-separated list of llama-quantize presets (`COPY` too; default Q4_K_M), THREADS
+//! defaults to 2. After one warm-up run of each side, each runs ROUNDS times (default 3),
+//! interleaved; a table row per preset gives the minimum and the median wall time.
 
 mod common;
 #[path = "../tests/ggml/dl.rs"]
@@ -15,7 +18,7 @@ mod ggml_dl;
 
 use common::cpu_model;
 use ggml_dl::Lib;
-use gguf::requantize::{requantize_file, FileType, Options, Progress};
+use gguf::requantize::{requantize_file, Options, Progress};
 use gguf::{DataType, MetadataValue, Writer};
 use std::ffi::{c_char, c_void, CString};
 use std::path::{Path, PathBuf};
@@ -38,8 +41,16 @@ struct QuantizeParams {
 
 unsafe extern "C" fn quiet(_: u32, _: *const c_char, _: *mut c_void) {}
 
-fn write_source(path: &Path, layers: u32) {
-    let (e, f, v) = (1024u64, 2816u64, 32000u64);
+/// The model's shape: width, feed-forward length, vocabulary.
+fn shape(name: &str) -> (u64, u64, u64) {
+    match name {
+        "small" => (256, 768, 8000),
+        "base" => (1024, 2816, 32000),
+        _ => panic!("SHAPE is small or base, not {name}"),
+    }
+}
+
+fn write_source(path: &Path, layers: u32, (e, f, v): (u64, u64, u64)) {
     let mut w = Writer::new();
     w.set_sync(false);
     let s = MetadataValue::string;
@@ -52,7 +63,10 @@ fn write_source(path: &Path, layers: u32) {
         ("llama.feed_forward_length", MetadataValue::U32(f as u32)),
         ("llama.attention.head_count", MetadataValue::U32(16)),
         ("llama.attention.head_count_kv", MetadataValue::U32(4)),
-        ("llama.rope.dimension_count", MetadataValue::U32(64)),
+        (
+            "llama.rope.dimension_count",
+            MetadataValue::U32((e / 16) as u32),
+        ),
         (
             "llama.attention.layer_norm_rms_epsilon",
             MetadataValue::F32(1e-5),
@@ -110,20 +124,23 @@ fn write_source(path: &Path, layers: u32) {
     stream.finish().unwrap();
 }
 
+type Quantize = unsafe extern "C" fn(*const c_char, *const c_char, *const QuantizeParams) -> u32;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let dir = PathBuf::from(
         args.get(1)
             .map_or("target/requantize-bench", String::as_str),
     );
-    let preset = FileType::from_name(args.get(2).map_or("Q4_K_M", String::as_str)).unwrap();
+    let presets = args.get(2).map_or("Q4_K_M", String::as_str);
     let threads: u32 = args.get(3).map_or(2, |t| t.parse().unwrap());
     let layers: u32 = args.get(4).map_or(8, |t| t.parse().unwrap());
     let rounds: usize = args.get(5).map_or(3, |t| t.parse().unwrap());
+    let dims = shape(args.get(6).map_or("base", String::as_str));
     assert!(rounds > 0, "ROUNDS must be at least 1");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("source-f16.gguf");
-    write_source(&src, layers);
+    write_source(&src, layers, dims);
     let size = std::fs::metadata(&src).unwrap().len();
 
     let lib = Path::new("target/ggml/libllama.v0.5.0.so");
@@ -139,56 +156,86 @@ fn main() {
         log(Some(quiet), std::ptr::null_mut());
         let d: unsafe extern "C" fn() -> QuantizeParams =
             std::mem::transmute(sym("llama_model_quantize_default_params"));
-        let q: unsafe extern "C" fn(*const c_char, *const c_char, *const QuantizeParams) -> u32 =
-            std::mem::transmute(sym("llama_model_quantize"));
+        let q: Quantize = std::mem::transmute(sym("llama_model_quantize"));
         (d, q)
     };
-    let ours = dir.join("ours.gguf");
-    let theirs = dir.join("theirs.gguf");
-    let mut options = Options::new(preset);
-    options.threads = threads;
-    options.sync = false;
-    let (mut t_ours, mut t_theirs) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let t = Instant::now();
-        requantize_file(&src, &ours, &options, &mut |_: &Progress<'_>| true).unwrap();
-        t_ours.push(t.elapsed().as_secs_f64());
-        // SAFETY: as llama.h declares them; the strings live through the call.
-        let t = Instant::now();
-        unsafe {
-            let mut p = defaults();
-            p.nthread = threads as i32;
-            p.ftype = preset.id();
-            let (s, d) = (
-                CString::new(src.to_str().unwrap()).unwrap(),
-                CString::new(theirs.to_str().unwrap()).unwrap(),
-            );
-            assert_eq!(
-                quantize(s.as_ptr(), d.as_ptr(), &p),
-                0,
-                "llama_model_quantize failed"
-            );
-        }
-        t_theirs.push(t.elapsed().as_secs_f64());
-    }
-    assert!(
-        std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(),
-        "the outputs differ"
-    );
-    let stat = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        (v[0], v[v.len() / 2])
-    };
-    let ((a_min, a_med), (b_min, b_med)) = (stat(&mut t_ours), stat(&mut t_theirs));
     println!(
-        "{} to {}, {} threads, {rounds} rounds, {:.0} MiB F16 source, on {}: libgguf {a_min:.2} s (median \
-         {a_med:.2}), llama_model_quantize {b_min:.2} s (median {b_med:.2}): {:.2}x; identical \
-         output",
+        "{}: {:.1} MiB F16 source, {layers} layers, {threads} thread(s), {rounds} rounds, on {}",
         src.display(),
-        preset.name(),
-        threads,
         size as f64 / 1048576.0,
-        cpu_model(),
-        b_min / a_min
+        cpu_model()
     );
+    println!(
+        "| preset | libgguf, flush on (min / median) | libgguf, --no-sync | \
+         llama_model_quantize | ratio flush on (min) | ratio --no-sync (min) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for preset in presets.split(',') {
+        let options = Options::for_preset(preset).unwrap();
+        let run = |side: usize| -> f64 {
+            let ours = dir.join("ours.gguf");
+            let theirs = dir.join("theirs.gguf");
+            let t = Instant::now();
+            if side < 2 {
+                let mut o = options.clone();
+                o.threads = threads;
+                o.sync = side == 0;
+                requantize_file(&src, &ours, &o, &mut |_: &Progress<'_>| true).unwrap();
+            } else {
+                // SAFETY: as llama.h declares them; the strings live through the call.
+                unsafe {
+                    let mut p = defaults();
+                    p.nthread = threads as i32;
+                    p.ftype = options.file_type.id();
+                    p.flags[2] = options.only_copy;
+                    let (s, d) = (
+                        CString::new(src.to_str().unwrap()).unwrap(),
+                        CString::new(theirs.to_str().unwrap()).unwrap(),
+                    );
+                    assert_eq!(
+                        quantize(s.as_ptr(), d.as_ptr(), &p),
+                        0,
+                        "llama_model_quantize failed"
+                    );
+                }
+            }
+            t.elapsed().as_secs_f64()
+        };
+        // One warm-up of each side (page cache, lazily built tables), outputs compared.
+        for side in 0..3 {
+            run(side);
+        }
+        assert!(
+            std::fs::read(dir.join("ours.gguf")).unwrap()
+                == std::fs::read(dir.join("theirs.gguf")).unwrap(),
+            "the outputs of {preset} differ"
+        );
+        let mut times = [Vec::new(), Vec::new(), Vec::new()];
+        for r in 0..rounds {
+            // Interleaved, the order turned each round.
+            for k in 0..3 {
+                let side = (r + k) % 3;
+                times[side].push(run(side));
+            }
+        }
+        let stat = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[0], v[v.len() / 2])
+        };
+        let [a, b, c] = &mut times;
+        let ((a0, a1), (b0, b1), (c0, c1)) = (stat(a), stat(b), stat(c));
+        let ms = |x: f64| x * 1e3;
+        println!(
+            "| {preset} | {:.1} / {:.1} ms | {:.1} / {:.1} ms | {:.1} / {:.1} ms | **{:.2}x** | \
+             **{:.2}x** |",
+            ms(a0),
+            ms(a1),
+            ms(b0),
+            ms(b1),
+            ms(c0),
+            ms(c1),
+            c0 / a0,
+            c0 / b0
+        );
+    }
 }

@@ -3,9 +3,10 @@
 //! The bytes go to a temporary file created exclusively in the destination's directory, named
 //! `.<name>.gguf-tmp-<pid>-<random>` so that a stray one (left by `kill -9`) is recognisable.
 //! It gets the permissions an existing destination had (else 0666 less the umask), and its
-//! owner where the process may set it. On commit it
-//! is flushed to stable storage (fsync), renamed over the destination and the directory is
-//! synced; syncing can be turned off for scratch outputs. On any failure, or when dropped
+//! owner where the process may set it. Its storage is reserved at once where the writer knows
+//! its size. On commit it is flushed to stable storage (fdatasync, its writeback started while
+//! it is written), renamed over the destination and the directory is synced; syncing can be
+//! turned off for scratch outputs. On any failure, or when dropped
 //! uncommitted, the temporary file is removed and the destination is exactly what it was. A
 //! destination that is a symbolic link is resolved, so the link stays and its target is
 //! replaced. Handles that mapped the old file keep reading it: rename never touches its inode.
@@ -23,6 +24,9 @@ use std::path::{Path, PathBuf};
 const DIRECT: usize = 64 * 1024;
 /// The buffer's capacity.
 const BUFFER: usize = 256 * 1024;
+/// When the file is flushed on commit, its writeback is started each time this many more bytes
+/// are written, so that the flush itself waits for little more than the last of them.
+const WRITEBACK_STEP: u64 = 8 << 20;
 
 /// The file at `path` opened again (its own file offset, so that its bytes can be copied inside
 /// the kernel), if it is still the very file `mapped` that a handle maps; `None` where that
@@ -41,6 +45,10 @@ pub(crate) struct AtomicFile {
     shown: String,
     sync: bool,
     buf: Vec<u8>,
+    /// The bytes handed to the file so far (the buffer's not counted).
+    written: u64,
+    /// The bytes whose writeback was started (`written` at the last start).
+    pushed: u64,
     /// Set once committed: the temporary file no longer exists under its name.
     done: bool,
 }
@@ -101,6 +109,8 @@ impl AtomicFile {
             shown: shown.clone(),
             sync,
             buf: Vec::new(),
+            written: 0,
+            pushed: 0,
             done: false,
         };
         if let Some(meta) = existing {
@@ -120,6 +130,23 @@ impl AtomicFile {
         Error::io("cannot write", e).in_file(self.shown.clone())
     }
 
+    /// Reserves storage for the file's `len` bytes at once (where the platform can; advice,
+    /// which changes neither the file's size nor its bytes): its blocks are then allocated in
+    /// one go rather than as each page is written.
+    pub fn reserve(&mut self, len: u64) {
+        crate::platform::preallocate(&self.file, len);
+    }
+
+    /// Counts `n` more bytes handed to the file and, when it is flushed on commit, starts the
+    /// writeback of each [`WRITEBACK_STEP`] of them.
+    fn wrote(&mut self, n: u64) {
+        self.written += n;
+        if self.sync && self.written - self.pushed >= WRITEBACK_STEP {
+            crate::platform::start_writeback(&self.file, self.pushed, self.written - self.pushed);
+            self.pushed = self.written;
+        }
+    }
+
     /// Writes all of `bytes`.
     pub fn put(&mut self, bytes: &[u8]) -> Result<()> {
         self.write_all(bytes).map_err(|e| self.error(e))
@@ -134,6 +161,7 @@ impl AtomicFile {
             .map_err(|e| self.error(e))?;
         let copied =
             std::io::copy(&mut src.take(len), &mut &self.file).map_err(|e| self.error(e))?;
+        self.wrote(copied);
         if copied != len {
             return Err(Error::msg(
                 ErrorCode::Io,
@@ -165,11 +193,13 @@ impl AtomicFile {
     }
 
     /// The first half of [`AtomicFile::commit`]: flushes the file and syncs it (unless turned
-    /// off), so that only the rename is left.
+    /// off), so that only the rename is left. The sync is of the data and of what reading it
+    /// back needs (`fdatasync`: its size and blocks, not its times); the rename and the
+    /// directory's sync then make its name durable.
     pub fn prepare(&mut self) -> Result<()> {
         self.flush_buf()?;
         if self.sync {
-            self.file.sync_all().map_err(|e| self.error(e))?;
+            self.file.sync_data().map_err(|e| self.error(e))?;
         }
         Ok(())
     }
@@ -219,14 +249,18 @@ impl Write for AtomicFile {
             self.buf.extend_from_slice(bytes);
             return Ok(bytes.len());
         }
-        (&self.file).write(bytes)
+        let n = (&self.file).write(bytes)?;
+        self.wrote(n as u64);
+        Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.buf.is_empty() {
             let r = (&self.file).write_all(&self.buf);
+            let n = self.buf.len() as u64;
             self.buf.clear();
             r?;
+            self.wrote(n);
         }
         Ok(())
     }

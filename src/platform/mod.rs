@@ -1,10 +1,11 @@
 //! What differs per operating system, one module per family: how a file is opened without
 //! blocking, what kind of special file it is, the page size, the process's memory limits (for
-//! messages), paging advice, pre-faulting and locking of mapped bytes. The rest of the crate is
-//! the same everywhere; the sources and the writer call these.
+//! messages), paging advice, pre-faulting and locking of mapped bytes, storage reserved for a
+//! file being written and its early writeback. The rest of the crate is the same everywhere;
+//! the sources and the writer call these.
 //!
 //! - `unix`: Linux, macOS, iOS, Android (`libc`: `fcntl`, `sysconf`, `getrlimit`, `madvise`,
-//!   `mlock`).
+//!   `mlock`; on Linux and Android `fallocate` and `sync_file_range`).
 //! - `windows`: Win32 (`GetSystemInfo`, `PrefetchVirtualMemory`, `VirtualLock`); advice other
 //!   than WILLNEED is reported unsupported.
 //! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work; no

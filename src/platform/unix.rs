@@ -315,3 +315,52 @@ pub fn will_need(file: &File, offset: u64, len: u64) {
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let _ = (file, offset, len);
 }
+
+/// Reserves storage for the first `len` bytes of `file` without changing its size
+/// (`fallocate` with `FALLOC_FL_KEEP_SIZE`, Linux and Android): the file's blocks are allocated
+/// at once, in one extent where the file system can, rather than page by page as it is written,
+/// and a file system that delays allocation (ext4) then has no allocation to force when the
+/// file is renamed over another. Advice only: failures (a file system without it, too little
+/// space, which the writes then report) are ignored, and platforms without it do nothing.
+pub fn preallocate(file: &File, len: u64) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsRawFd;
+        let Ok(len) = libc::off_t::try_from(len) else {
+            return;
+        };
+        if len == 0 {
+            return;
+        }
+        // SAFETY: fallocate only reads its integer arguments; an invalid descriptor or range
+        // fails with an error code, which is ignored (it is advice).
+        let _ = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = (file, len);
+}
+
+/// Starts writing `len` bytes of `file` at `offset` back to storage without waiting for them
+/// (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`, Linux and Android), so that a later flush
+/// of the whole file has less to wait for. It makes nothing durable (the flush does that).
+/// Advice only: failures are ignored (the flush reports any), and platforms without it do
+/// nothing.
+pub fn start_writeback(file: &File, offset: u64, len: u64) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(len)) = (
+            libc::off64_t::try_from(offset),
+            libc::off64_t::try_from(len),
+        ) else {
+            return;
+        };
+        // SAFETY: sync_file_range only reads its integer arguments; an invalid descriptor or
+        // range fails with an error code, which is ignored (it is advice).
+        let _ = unsafe {
+            libc::sync_file_range(file.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE)
+        };
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = (file, offset, len);
+}

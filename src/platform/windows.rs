@@ -189,3 +189,9 @@ pub fn direct_alignment() -> usize {
 
 /// No read-ahead advice for a file on Windows.
 pub fn will_need(_file: &File, _offset: u64, _len: u64) {}
+
+/// No storage reservation here: the file grows as it is written.
+pub fn preallocate(_file: &File, _len: u64) {}
+
+/// No early writeback here: the flush on commit writes everything.
+pub fn start_writeback(_file: &File, _offset: u64, _len: u64) {}

@@ -161,6 +161,15 @@ pub(super) fn put_tensor(
 }
 
 impl Writer {
+    /// The size of the file written with `header`: the header, then each tensor's data padded
+    /// to the alignment (`None` past 2^64 bytes).
+    pub(super) fn file_len(&self, header: &[u8]) -> Option<u64> {
+        let alignment = self.alignment();
+        self.tensors.iter().try_fold(header.len() as u64, |n, t| {
+            n.checked_add(format::align_up(t.size, alignment)?)
+        })
+    }
+
     /// The first tensor whose data the caller streams, as a refusal to write the whole file.
     fn missing_data(&self, api: Api) -> Result<()> {
         let Some(i) = self.tensors.iter().position(|t| t.data.is_streamed()) else {
@@ -285,6 +294,9 @@ impl Writer {
         };
         let header = self.header_bytes().map_err(in_file)?;
         let mut out = AtomicFile::create(path, self.sync)?;
+        if let Some(len) = self.file_len(&header) {
+            out.reserve(len);
+        }
         self.write_all_to(&mut out, &header).map_err(in_file)?;
         out.commit()
     }

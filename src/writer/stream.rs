@@ -49,6 +49,9 @@ impl Writer {
     pub fn begin_file(&self, path: impl AsRef<Path>) -> Result<TensorStream> {
         let header = self.header_bytes()?;
         let mut out = AtomicFile::create(path.as_ref(), self.sync)?;
+        if let Some(len) = self.file_len(&header) {
+            out.reserve(len);
+        }
         out.put(&header)?;
         Ok(TensorStream {
             shown: out.shown().to_string(),
