@@ -443,28 +443,38 @@ pub(crate) fn parse_prefixes(
         };
         match GgufFile::try_prefix(bytes, size) {
             Ok(file) => return Ok(file),
-            Err((bytes, e)) if needs_more(&e, want, size) => {
+            Err((bytes, e)) => {
+                want = next_header_len(e, want, size)?;
                 let Source::Positioned { header: h, .. } = bytes else {
                     unreachable!("made above")
                 };
                 header = h.into_vec();
-                // At least what the parser stopped for, and at least twice what was read.
-                let needed = match (e.offset(), e.kind()) {
-                    (Some(at), ErrorKind::Truncated { needed, .. }) => at.saturating_add(*needed),
-                    _ => 0,
-                };
-                let needed = needed.max(header.len() as u64 + 1);
-                // (A source within the limit is read to its end, where the parser says what is
-                // missing.)
-                if needed > MAX_HEADER && size > MAX_HEADER {
-                    return Err(header_too_large(needed));
-                }
-                // Never past the limit: the last read stops at it.
-                want = want.saturating_mul(2).max(needed).min(size).min(MAX_HEADER);
             }
-            Err((_, e)) => return Err(e),
         }
     }
+}
+
+/// What to read after parsing the first `have` bytes of a source of `size` bytes failed with
+/// `e` (for a caller that reads the source itself, as JavaScript's range reads do): `Ok(n)`, the
+/// length of the longer prefix to parse next (at least what the parser stopped for, at least
+/// twice `have`, at most `size` and [`MAX_HEADER`]), or `Err`, the error to report (the header
+/// is broken, or needs more than [`MAX_HEADER`] bytes).
+pub fn next_header_len(e: Error, have: u64, size: u64) -> Result<u64> {
+    if !needs_more(&e, have, size) {
+        return Err(e);
+    }
+    // At least what the parser stopped for, and at least twice what was read.
+    let needed = match (e.offset(), e.kind()) {
+        (Some(at), ErrorKind::Truncated { needed, .. }) => at.saturating_add(*needed),
+        _ => 0,
+    };
+    let needed = needed.max(have.saturating_add(1));
+    // (A source within the limit is read to its end, where the parser says what is missing.)
+    if needed > MAX_HEADER && size > MAX_HEADER {
+        return Err(header_too_large(needed));
+    }
+    // Never past the limit: the last read stops at it.
+    Ok(have.saturating_mul(2).max(needed).min(size).min(MAX_HEADER))
 }
 
 #[cold]

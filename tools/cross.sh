@@ -38,6 +38,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# shellcheck source=tools/wasm-toolchain.sh
+. tools/wasm-toolchain.sh
 export CARGO_TERM_COLOR=never
 # Incremental caches of the crate and its tests (1.8 GB a target) would only serve a rebuild of
 # the same target after an edit, which is not what this script is for.
@@ -143,10 +145,7 @@ done
 # Debian packages, only those missing.
 need=()
 want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed' || need+=("$1"); }
-want rustc-web
-want rust-web-src
-want cargo-web
-want rust-web-clippy
+for p in $WASM_TOOLCHAIN_PACKAGES rust-web-clippy; do want "$p"; done
 for t in "${triples[@]}"; do
   case "$t" in
     x86_64-win7-windows-gnu) want gcc-mingw-w64-x86-64; want binutils-mingw-w64-x86-64; want wine64 ;;
@@ -165,8 +164,9 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# Debian's toolchain, not rustup's (which has only the host's standard library).
-export RUSTC_BOOTSTRAP=1 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+# Debian's toolchain, not rustup's (which has only the host's standard library), and wasm32's
+# linker (tools/wasm-toolchain.sh).
+wasm_toolchain_env
 CARGO=/usr/bin/cargo
 export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_LINKER=gcc
 export CARGO_TARGET_I686_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C link-arg=-m32"
@@ -180,9 +180,6 @@ export CARGO_TARGET_X86_64_WIN7_WINDOWS_GNU_RUNNER=wine
 # it for Apple and Android targets without their SDKs.
 # For iOS, cc-rs asks xcrun for the SDK unless SDKROOT names one: an empty directory will do, as
 # assembling needs no headers (`cargo check` links nothing).
-# wasm32: rustc links the module with rust-lld (the wasm flavor), which only rustup ships.
-wasm_ld=$(env -u RUSTC rustc --print sysroot 2>/dev/null)/lib/rustlib/x86_64-unknown-linux-gnu/bin/rust-lld
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$wasm_ld"
 export CC_aarch64_apple_darwin=clang CC_aarch64_apple_ios=clang CC_aarch64_linux_android=clang
 cross_dir=${GGUF_CROSS_DIR:-$root/target/cross}
 mkdir -p "$cross_dir"

@@ -167,6 +167,7 @@ pub(super) fn parse(bytes: &[u8], size: u64) -> Result<Parsed> {
         layout,
         alignment,
         data_offset,
+        tensor_infos: (tensors_at as u64, end as u64),
         size,
         kvs,
         tensors,

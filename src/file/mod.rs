@@ -71,6 +71,9 @@ struct Parsed {
     layout: Layout,
     alignment: u64,
     data_offset: u64,
+    /// Where the tensor infos lie: from the end of the metadata to the end of the last info
+    /// (before the padding up to the data section).
+    tensor_infos: (u64, u64),
     /// The file's size: the length of its bytes, or the size declared for the source of which
     /// they are the header ([`GgufFile::from_prefix`]).
     size: u64,
@@ -150,6 +153,13 @@ impl<S: AsRef<[u8]>> GgufFile<S> {
     /// the file has no tensor data.
     pub fn data_offset(&self) -> u64 {
         self.parsed.data_offset
+    }
+
+    /// Where the tensor infos lie in the file: from the end of the metadata to just past the last
+    /// tensor info (the padding up to [`GgufFile::data_offset`] excluded); empty when there are
+    /// no tensors.
+    pub fn tensor_info_range(&self) -> std::ops::Range<u64> {
+        self.parsed.tensor_infos.0..self.parsed.tensor_infos.1
     }
 
     /// Size of the file in bytes.

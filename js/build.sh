@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the package's wasm modules (npm run build): dist/libgguf.wasm, the reader, and
+# dist/libgguf-text.wasm, the reader with the tokenizer and the chat templates, from js/wasm
+# (which calls the library in the repository above), with the toolchain tools/cross.sh uses for
+# wasm32 (tools/wasm-toolchain.sh: Debian's rustc-web with -Zbuild-std, rustup's rust-lld),
+# installing Debian's packages for it where they are missing (as root). Cargo builds into
+# ../target/js (LIBGGUF_JS_TARGET_DIR names another directory).
+set -euo pipefail
+cd "$(dirname "$0")"
+js=$PWD
+. ../tools/wasm-toolchain.sh
+wasm_toolchain_install
+wasm_toolchain_env
+if [ ! -x "$wasm_ld" ]; then
+  echo "js/build.sh: no rust-lld at $wasm_ld (rustup's toolchain) to link the module" >&2
+  exit 1
+fi
+export CARGO_TARGET_DIR=${LIBGGUF_JS_TARGET_DIR:-$js/../target/js}
+export CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
+# The standard library built for the module, without panic messages (a panic, which the library
+# never reaches from any input, aborts in either case).
+std=(-Zbuild-std=std,panic_abort -Zbuild-std-features=panic_immediate_abort)
+mkdir -p dist
+build() { # FEATURES OUTPUT
+  /usr/bin/cargo build -q --release "${std[@]}" --target wasm32-unknown-unknown \
+    --manifest-path wasm/Cargo.toml ${1:+--features "$1"}
+  cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/libgguf_js.wasm" "dist/$2"
+}
+build "" libgguf.wasm
+build text libgguf-text.wasm
+ls -l dist/*.wasm
