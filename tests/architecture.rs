@@ -178,3 +178,260 @@ fn imports_run_one_way() {
     }
     assert!(left.is_empty(), "modules that import each other: {left:#?}");
 }
+
+/// `src/a/b.rs` -> `["a", "b"]`, `src/a/mod.rs` -> `["a"]`, `src/lib.rs` -> `[]`: the module
+/// path a file defines.
+fn module_path(rel: &str) -> Vec<String> {
+    let inner = rel.strip_prefix("src/").unwrap_or(rel);
+    let inner = inner.strip_suffix(".rs").unwrap_or(inner);
+    let mut parts: Vec<String> = inner.split('/').map(str::to_string).collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The text without `//` comments (doc links name paths that the code does not use).
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|line| line.find("//").map_or(line, |i| &line[..i]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The paths a `use` tree names, each as its segments (`a::{b, c::d}` -> `a::b`, `a::c::d`).
+fn use_tree(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    if tree.is_empty() {
+        return;
+    }
+    if let Some(inner) = tree.strip_prefix('{') {
+        let inner = inner.strip_suffix('}').unwrap_or(inner);
+        let mut depth = 0;
+        let mut start = 0;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    use_tree(&inner[start..i], prefix, out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        use_tree(&inner[start..], prefix, out);
+        return;
+    }
+    match tree.split_once("::") {
+        Some((head, rest)) => {
+            let mut next = prefix.to_vec();
+            next.push(head.trim().to_string());
+            use_tree(rest, &next, out);
+        }
+        None => {
+            let name = tree.split(" as ").next().unwrap_or("").trim();
+            let mut path = prefix.to_vec();
+            if name != "*" && name != "self" && !name.is_empty() {
+                path.push(name.to_string());
+            }
+            out.push(path);
+        }
+    }
+}
+
+/// Every path the code of a file names: the trees of its `use` declarations, and each
+/// `crate::`, `super::`, `self::` or `CHILD::` path elsewhere (`CHILD` a module the file
+/// declares with `mod CHILD;`).
+fn named_paths(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    // `use` declarations.
+    let mut rest = text;
+    while let Some(i) = rest.find("use ") {
+        let before = rest[..i].chars().next_back();
+        rest = &rest[i + "use ".len()..];
+        if before.is_some_and(is_ident) {
+            continue;
+        }
+        let Some(end) = rest.find(';') else { break };
+        let tree: String = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        use_tree(
+            &tree.replace(":: ", "::").replace(" ::", "::"),
+            &[],
+            &mut out,
+        );
+        rest = &rest[end..];
+    }
+    // Child modules the file declares.
+    let mut children = BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let line = line.strip_prefix("pub(crate) ").unwrap_or(line);
+        let line = line.strip_prefix("pub ").unwrap_or(line);
+        if let Some(name) = line.strip_prefix("mod ").and_then(|l| l.strip_suffix(';')) {
+            children.insert(name.trim().to_string());
+        }
+    }
+    // Paths in code.
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        let starts = is_ident(c) && (i == 0 || !is_ident(chars[i - 1].1) && chars[i - 1].1 != ':');
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let tail = &text[at..];
+        let path: Vec<String> = {
+            let mut segs = Vec::new();
+            let mut t = tail;
+            loop {
+                let name: String = t.chars().take_while(|c| is_ident(*c)).collect();
+                if name.is_empty() {
+                    break;
+                }
+                t = &t[name.len()..];
+                segs.push(name);
+                match t.strip_prefix("::") {
+                    Some(r) => t = r,
+                    None => break,
+                }
+            }
+            segs
+        };
+        let len: usize = path.iter().map(String::len).sum::<usize>() + 2 * path.len();
+        if path.len() >= 2
+            && (["crate", "super", "self"].contains(&path[0].as_str())
+                || children.contains(&path[0]))
+        {
+            out.push(path);
+        }
+        // Skip what was read.
+        let end = at + len.max(1);
+        while i < chars.len() && chars[i].0 < end {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The file a path names, from the file with module path `here`: the file of the longest
+/// prefix of the path that is a module (an item of a module is in that module's file).
+fn resolve<'a>(
+    path: &[String],
+    here: &[String],
+    files: &'a BTreeMap<Vec<String>, String>,
+) -> Option<&'a String> {
+    let mut abs: Vec<String> = match path.first().map(String::as_str) {
+        Some("crate") => Vec::new(),
+        Some("super") | Some("self") => here.to_vec(),
+        // A bare first segment: a module below this one (an external crate resolves to none).
+        _ => {
+            let mut child = here.to_vec();
+            child.push(path.first()?.clone());
+            if !files.contains_key(&child) {
+                return None;
+            }
+            here.to_vec()
+        }
+    };
+    let mut segs = path;
+    if segs.first().is_some_and(|s| s == "crate" || s == "self") {
+        segs = &segs[1..];
+    }
+    while segs.first().is_some_and(|s| s == "super") {
+        abs.pop()?;
+        segs = &segs[1..];
+    }
+    abs.extend(segs.iter().cloned());
+    (0..=abs.len()).rev().find_map(|n| files.get(&abs[..n]))
+}
+
+#[test]
+fn no_files_of_a_module_import_each_other() {
+    let root = root();
+    let mut paths = Vec::new();
+    rust_files(&root.join("src"), &mut paths);
+    let mut files: BTreeMap<Vec<String>, String> = BTreeMap::new();
+    for p in &paths {
+        let rel = p
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        files.insert(module_path(&rel), rel);
+    }
+    // Edges between files of one top-level module (between top-level modules, the test
+    // above speaks).
+    let mut uses: BTreeMap<&String, BTreeSet<&String>> = BTreeMap::new();
+    for (here, file) in &files {
+        if here.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let code = without_comments(without_tests(&text));
+        let entry = uses.entry(file).or_default();
+        for path in named_paths(&code) {
+            let Some(target) = resolve(&path, here, &files) else {
+                continue;
+            };
+            if target != file && top_module(target) == top_module(file) {
+                entry.insert(target);
+            }
+        }
+    }
+    // Remove files that use nothing left; what stays is in or behind a circle.
+    let mut left = uses.clone();
+    loop {
+        let done: Vec<&String> = left
+            .iter()
+            .filter(|(_, used)| used.is_empty())
+            .map(|(m, _)| *m)
+            .collect();
+        if done.is_empty() {
+            break;
+        }
+        for m in &done {
+            left.remove(m);
+        }
+        for used in left.values_mut() {
+            for m in &done {
+                used.remove(m);
+            }
+        }
+    }
+    // Name each circle: the files that reach themselves, grouped by who reaches whom.
+    let reach = |from: &String| -> BTreeSet<&String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from];
+        while let Some(f) = todo.pop() {
+            for &g in left.get(f).into_iter().flatten() {
+                if seen.insert(g) {
+                    todo.push(g);
+                }
+            }
+        }
+        seen
+    };
+    let mut circles: BTreeSet<Vec<&String>> = BTreeSet::new();
+    for &f in left.keys() {
+        let from_f = reach(f);
+        if from_f.contains(f) {
+            let circle: Vec<&String> = from_f
+                .iter()
+                .copied()
+                .filter(|&g| reach(g).contains(f))
+                .collect();
+            circles.insert(circle);
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files that import each other (each group a circle): {circles:#?}"
+    );
+}

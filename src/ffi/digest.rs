@@ -7,7 +7,8 @@
 
 use super::boundary::{guard, null, slice};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use super::tensors::{own_index, GGUFTensorInfo};
+use super::records::GGUFTensorInfo;
+use super::tensors::own_index;
 use crate::digest::{Digest, DigestAlgorithm, Digester};
 use crate::error::{Error, ErrorCode, Result};
 use std::ffi::{c_char, c_void};

@@ -3,13 +3,10 @@
 //! strings, and lazily built caches: the tensor records (with their names), arrays, upload
 //! plans.
 
-use super::arrays::ArrayCaches;
+use super::array_cache::ArrayCaches;
 use super::boundary::null;
 use super::lazy::{AppendList, OnceBox};
-use super::metadata::GGUFMetadataKV;
-use super::plan::PlanRecords;
-use super::shards::GGUFShardInfo;
-use super::tensors::GGUFTensorInfo;
+use super::records::{GGUFMetadataKV, GGUFShardInfo, GGUFTensorInfo, PlanRecords};
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::Model;
 use crate::source::Source;

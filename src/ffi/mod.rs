@@ -14,6 +14,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod array_cache;
 pub mod arrays;
 pub(crate) mod boundary;
 pub mod chat;
@@ -29,6 +30,7 @@ pub mod parallel;
 pub mod plan;
 pub mod quantize;
 pub mod read;
+pub mod records;
 pub mod requantize;
 pub mod shards;
 pub mod tensors;
@@ -53,6 +55,7 @@ pub use paging::*;
 pub use parallel::*;
 pub use plan::*;
 pub use read::*;
+pub use records::*;
 pub use requantize::*;
 pub use shards::*;
 pub use tensors::*;

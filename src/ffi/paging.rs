@@ -3,7 +3,8 @@
 
 use super::boundary::{guard, null, slice};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use super::tensors::{own_index, GGUFTensorInfo};
+use super::records::GGUFTensorInfo;
+use super::tensors::own_index;
 use crate::error::{Error, ErrorCode, Result};
 use crate::size::in_memory;
 use crate::source::memory_len;

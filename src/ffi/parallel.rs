@@ -3,7 +3,7 @@
 
 use super::boundary::guard;
 use super::handle::GGUFFile;
-use super::tensors::GGUFTensorInfo;
+use super::records::GGUFTensorInfo;
 use super::values::float_destination;
 use crate::load;
 

@@ -4,71 +4,11 @@
 
 use super::boundary::guard;
 use super::handle::{GGUFFile, GGUFFileImpl};
+use super::records::PlanRecords;
+pub use super::records::{GGUFPlacement, GGUFUploadPlan, GGUFView, GGUF_NO_VIEW};
 use crate::error::Result;
 use crate::plan::Plan;
 use std::ffi::c_void;
-
-/// `GGUFPlacement::view` of a tensor too large for any view under the plan's limit.
-pub const GGUF_NO_VIEW: u64 = 0xFFFF_FFFF_FFFF_FFFF;
-
-/// A page-aligned range of one shard's mapping.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GGUFView {
-    /// First byte of the view: a multiple of the plan's `page_size`, except where that page
-    /// would start before the shard's memory; the view then starts with it, at the shard's
-    /// `base`. That happens for memory lent to `gguf_open_memory`, and for a mapping (which
-    /// starts on a system page) when `page_size` is larger than the system's page.
-    pub data: *const c_void,
-    /// Length in bytes: at most the plan's `max_view_size`. The view ends on a multiple of the
-    /// page size or where the shard's memory ends (the mapping's last page, or the lent
-    /// buffer's end), so its length is a multiple of the page size unless it starts or ends
-    /// at the edge of the shard's memory.
-    pub size: u64,
-    /// Absolute offset of `data` in the shard's file (for `pread`, `O_DIRECT`, cuFile).
-    pub file_offset: u64,
-    /// The shard whose mapping holds the view.
-    pub shard: u32,
-}
-
-/// Where a tensor lies in an upload plan.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GGUFPlacement {
-    /// Index of the view holding the whole tensor, or `GGUF_NO_VIEW` if the tensor (rounded out
-    /// to whole pages) is larger than the limit: it is reported, never split.
-    pub view: u64,
-    /// Offset of the tensor's first byte inside that view.
-    pub offset: u64,
-}
-
-/// An upload plan. Owned by the handle; valid until `gguf_close`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GGUFUploadPlan {
-    /// The page size the views are aligned to.
-    pub page_size: u64,
-    /// The largest view allowed (the requested maximum rounded down to whole pages).
-    pub max_view_size: u64,
-    /// Number of views.
-    pub n_views: u64,
-    /// The views, shard by shard, in file order. Views may overlap where a tensor straddles the
-    /// page on which one view ends and the next begins.
-    pub views: *const GGUFView,
-    /// Number of placements: `gguf_tensor_count(file)`.
-    pub n_tensors: u64,
-    /// One placement per tensor, indexed like `gguf_get_tensor_by_index`.
-    pub placements: *const GGUFPlacement,
-    /// Number of tensors placed in no view (`view == GGUF_NO_VIEW`).
-    pub n_oversized: u64,
-}
-
-/// A plan and the arrays its pointers point into.
-pub(crate) struct PlanRecords {
-    plan: GGUFUploadPlan,
-    _views: Box<[GGUFView]>,
-    _placements: Box<[GGUFPlacement]>,
-}
 
 fn build(f: &GGUFFileImpl, max_view_size: u64, page: u64) -> Result<PlanRecords> {
     let plan = Plan::for_model(&f.model, max_view_size, page)?;

@@ -4,7 +4,8 @@
 use super::boundary::{disjoint, guard, null, outside, slice_mut};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::open::{open_options, OpenFlag};
-use super::tensors::{own_index, GGUFTensorInfo};
+use super::records::GGUFTensorInfo;
+use super::tensors::own_index;
 use crate::error::{Error, ErrorCode, Result};
 use crate::load::{self, LoadOptions};
 use crate::model::Model;

@@ -2,63 +2,10 @@
 
 use super::boundary::{c_str, guard, null};
 use super::handle::{GGUFFile, GGUFFileImpl};
+pub use super::records::GGUFTensorInfo;
 use crate::error::{ErrorCode, Result};
-use crate::file::TensorInfo;
 use crate::text::quote;
 use std::ffi::{c_char, c_void};
-
-/// A tensor's description. Owned by the handle; valid until `gguf_close`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct GGUFTensorInfo {
-    /// Name, NUL-terminated (see `name_len` for names that contain NUL bytes).
-    pub name: *const c_char,
-    /// Number of elements: the product of the dimensions.
-    pub n_elements: u64,
-    /// Number of dimensions, 0 to 4.
-    pub n_dims: u32,
-    /// Dimensions, innermost first; 1 for every `d >= n_dims`.
-    pub dims: [u64; 4],
-    /// Offset of the data from the start of the data section, as stored in the file.
-    pub offset: u64,
-    /// Data type: a `GGUFDataType` value.
-    pub dtype: u32,
-    /// Size of the data in bytes.
-    pub size_bytes: u64,
-    /// Absolute offset of the data in the file (data section offset + `offset`).
-    pub file_offset: u64,
-    /// Length of the name in bytes, excluding the terminating NUL.
-    pub name_len: u64,
-    /// Position of the tensor in the model's tensor list (what `gguf_get_tensor_by_index`
-    /// takes).
-    pub index: u64,
-    /// The shard holding the tensor (0 unless the model is split; see `gguf_get_shard`).
-    /// `offset` and `file_offset` are positions in that shard's file.
-    pub shard: u32,
-}
-
-impl GGUFTensorInfo {
-    pub(crate) fn new(
-        index: usize,
-        shard: usize,
-        info: &TensorInfo<'_>,
-        name: *const c_char,
-    ) -> GGUFTensorInfo {
-        GGUFTensorInfo {
-            name,
-            n_elements: info.n_elements,
-            n_dims: info.n_dims,
-            dims: info.dims,
-            offset: info.offset,
-            dtype: info.dtype.id(),
-            size_bytes: info.size,
-            file_offset: info.file_offset,
-            name_len: info.name.len() as u64,
-            index: index as u64,
-            shard: crate::size::shard_no(shard),
-        }
-    }
-}
 
 /// Number of tensors in the file; 0 if `file` is NULL (recording the error).
 #[unsafe(no_mangle)]

@@ -2,7 +2,8 @@
 
 use super::boundary::guard;
 use super::handle::{GGUFFile, GGUFFileImpl};
-use super::tensors::{own_index, GGUFTensorInfo};
+use super::records::GGUFTensorInfo;
+use super::tensors::own_index;
 use crate::error::Result;
 
 /// Validates tensor `i` of `f`; errors name the shard's file (or the handle).

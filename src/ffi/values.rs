@@ -3,7 +3,8 @@
 
 use super::boundary::{aligned, guard, null, slice, slice_mut};
 use super::handle::{GGUFFile, GGUFFileImpl};
-use super::tensors::{own_index, GGUFTensorInfo};
+use super::records::GGUFTensorInfo;
+use super::tensors::own_index;
 use crate::error::{ErrorCode, Result};
 use crate::load;
 use crate::model::Model;

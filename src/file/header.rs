@@ -1,9 +1,10 @@
 //! The header: the magic and version, the counts, the metadata entries, and the parse that puts
 //! the file together (the tensor infos are read by [`super::walk`]).
 
+use super::entry_error::{entry_error, reading, Entry};
+use super::parsed::{KvRecord, Parsed};
 use super::walk::{check_tensor_ranges, read_tensor_infos, TensorInfos};
-use super::{KvRecord, Parsed};
-use crate::error::{AlignmentFound, Error, ErrorKind, FirstSeen, Result, Shortfall, EARLY_END};
+use crate::error::{AlignmentFound, Error, ErrorKind, FirstSeen, Result, Shortfall};
 use crate::format::{self, ByteOrder, Layout, ALIGNMENT_KEY, DEFAULT_ALIGNMENT};
 use crate::index::NameIndex;
 use crate::reader::ByteReader;
@@ -192,63 +193,6 @@ fn read_metadata(r: &mut ByteReader<'_>, kv_count: usize) -> Result<Vec<KvRecord
         kvs.push(KvRecord { at, key, value });
     }
     Ok(kvs)
-}
-
-/// What [`entry_error`] names.
-#[derive(Clone, Copy)]
-pub(super) enum Entry {
-    Metadata,
-    Tensor,
-}
-
-/// `e`, met while reading metadata entry or tensor info `i` of `n` that starts at `at`, saying
-/// which: by its key or name when that much was read, and, when the bytes ran out, that the
-/// file ends early. Kept out of the readers (and re-reading the name) so that the loops over
-/// thousands of entries carry no extra state.
-#[cold]
-#[inline(never)]
-pub(super) fn entry_error(
-    e: Error,
-    bytes: &[u8],
-    layout: Layout,
-    kind: Entry,
-    (at, i, n): (usize, usize, usize),
-) -> Error {
-    let (what, named, field) = match kind {
-        Entry::Metadata => ("metadata entry", "key", "key"),
-        Entry::Tensor => ("tensor info", "tensor", "name"),
-    };
-    let entry = format!("{what} {} of {n} (at offset {at})", i + 1);
-    let name = ByteReader::new(bytes, at, layout).string("").ok();
-    if !e.is_early_end() {
-        // Tensor rules already name the tensor.
-        return match (kind, name) {
-            (Entry::Metadata, Some(key)) => {
-                e.with_context(format_args!("key {}, {entry}", quote(key.of(bytes))))
-            }
-            (Entry::Metadata, None) => e.with_context(entry),
-            (Entry::Tensor, _) => e,
-        };
-    }
-    match name {
-        Some(name) => reading(
-            e,
-            format_args!("{named} {}, {entry}", quote(name.of(bytes))),
-        ),
-        None => reading(e, format_args!("the {field} of {entry}")),
-    }
-}
-
-/// `e`, an error met while reading `what`, saying so; and, when the bytes ran out, that the
-/// file ends early.
-#[cold]
-#[inline(never)]
-fn reading(e: Error, what: std::fmt::Arguments<'_>) -> Error {
-    if e.is_early_end() {
-        e.with_context(format_args!("{EARLY_END} while reading {what}"))
-    } else {
-        e.with_context(what)
-    }
 }
 
 fn check_alignment(kv: &KvRecord) -> Result<u64> {

@@ -8,28 +8,19 @@
 
 use crate::error::{Error, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
-use crate::index::NameIndex;
-use crate::reader::Span;
 use crate::types::DataType;
-use crate::value::{RawValue, Value};
+use crate::value::Value;
 
+mod entry_error;
 mod header;
+mod parsed;
 mod record;
 mod walk;
 
 pub(crate) use header::needs_more;
 use header::parse;
-use record::Records;
-pub(crate) use record::TensorRecord;
-
-/// Where one metadata entry lies.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct KvRecord {
-    /// Offset of the entry (its key's length field).
-    pub at: usize,
-    pub key: Span,
-    pub value: RawValue,
-}
+pub(crate) use parsed::KvRecord;
+use parsed::Parsed;
 
 /// A tensor's description and data, borrowed from the file.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -62,26 +53,6 @@ pub struct MetadataEntry<'a> {
     pub key: &'a [u8],
     /// The value.
     pub value: Value<'a>,
-}
-
-/// Everything the walk over the header learns: positions into the file's bytes, and each tensor
-/// info's record.
-struct Parsed {
-    version: u32,
-    layout: Layout,
-    alignment: u64,
-    data_offset: u64,
-    /// Where the tensor infos lie: from the end of the metadata to the end of the last info
-    /// (before the padding up to the data section).
-    tensor_infos: (u64, u64),
-    /// The file's size: the length of its bytes, or the size declared for the source of which
-    /// they are the header ([`GgufFile::from_prefix`]).
-    size: u64,
-    kvs: Vec<KvRecord>,
-    /// Each tensor info, in file order.
-    tensors: Records,
-    key_index: NameIndex,
-    tensor_index: NameIndex,
 }
 
 /// A parsed GGUF file over bytes it owns or borrows (`S` is a memory map, a `Vec<u8>`, a

@@ -3,11 +3,11 @@
 //! for any info the fast walk leaves to it; what each holds is recorded ([`TensorRecord`]), each
 //! name hashed and indexed.
 
-use super::header::{entry_error, Entry};
+use super::entry_error::{entry_error, Entry};
+use super::record::TensorRecord;
 use super::record::{
     dim_excess, pack_dims, pack_name, Records, DIM_BITS, NAME_AT_BITS, NAME_LEN_BITS,
 };
-use super::TensorRecord;
 use crate::error::{Error, ErrorKind, FirstSeen, Result};
 use crate::format::{ByteOrder, Layout, MAX_DIMS};
 use crate::index::{NameHasher, NameIndex};
