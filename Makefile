@@ -120,6 +120,8 @@ test: test-prereqs venv ggml llama-src
 	step "$(CARGO) test" env $(TEST_ENV) $(CARGO) test --no-fail-fast; \
 	step "the kernels as built for release: $(CARGO) test --release --test simd --test dequant" \
 	  env $(TEST_ENV) $(CARGO) test --release --no-fail-fast --test simd --test dequant; \
+	step "the JavaScript package: js/test.sh (npm ci, npm run build, node --test)" \
+	  env $(TEST_ENV) js/test.sh; \
 	finish
 # (The kernels run again as optimized for release, the build engines ship: the optimizer may
 # reorder what the debug build does in the written order; it swapped an add's operands.)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The package's tests as `make test` runs them: its dependencies from the lock file, the wasm
+# modules built, then node's test runner over test/; ends with one `js: N passed, M failed` line
+# for make test's summary.
+set -uo pipefail
+cd "$(dirname "$0")"
+npm ci --no-audit --no-fund --loglevel=error || exit 1
+npm run --silent build || exit 1
+out=$(mktemp)
+node --test test/ 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+pass=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$out")
+fail=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$out")
+rm -f "$out"
+echo "js: ${pass:-0} passed, ${fail:-1} failed"
+exit "$rc"
