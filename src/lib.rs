@@ -4,6 +4,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 // No 64-bit size or offset is cut to a 32-bit `usize` (CI runs clippy with -D warnings).
 #![warn(clippy::cast_possible_truncation)]
+// Every `unsafe` block says why it is sound, and every `unsafe fn` what its caller promises.
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 // The Rust guide's examples run as doctests too (tests/readme.rs checks every document with
 // one is here).

@@ -31,9 +31,9 @@ pub unsafe extern "C" fn gguf_tensor_to_float_parallel(
     n_threads: u32,
 ) -> bool {
     guard(false, || {
+        let check = load::float_rows_parallel;
         // SAFETY: the header's contract (as `float_destination` asks). Every check, for the
         // whole range, before any slice is made of `dst`.
-        let check = load::float_rows_parallel;
         let (f, i, dst) = unsafe { float_destination(file, info, first_row, n_rows, dst, check)? };
         let name = Some(f.name.as_str());
         load::rows_to_float_parallel(&f.model, name, i, first_row, n_rows, dst, n_threads)?;

@@ -132,11 +132,11 @@ fn quantize_all(job: Job<'_>, dst: &mut [u8]) -> Result<()> {
     {
         use crate::quant::simd::{active, Isa};
         match active() {
-            // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it. The
-            // grid searches run faster compiled for AVX2 (measured on an Intel Xeon with
+            // The grid searches run faster compiled for AVX2 (measured on an Intel Xeon with
             // AVX-512: their lanes are 8 wide), so only IQ4_NL and IQ4_XS take this instance.
             Isa::Avx512 if matches!(job.data_type, DataType::IQ4_NL | DataType::IQ4_XS) => {
-                return unsafe { rows_avx512(job, dst) }
+                // SAFETY: the dispatch chose AVX-512 (F, BW, VL) only where the CPU has it.
+                return unsafe { rows_avx512(job, dst) };
             }
             // SAFETY: the dispatch chose AVX2 (or AVX-512, which comes with it) only where the
             // CPU has it.
