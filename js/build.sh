@@ -17,9 +17,9 @@ if [ ! -x "$wasm_ld" ]; then
 fi
 export CARGO_TARGET_DIR=${LIBGGUF_JS_TARGET_DIR:-$js/../target/js}
 export CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
-# The standard library built for the module, without panic messages (a panic, which the library
-# never reaches from any input, aborts in either case).
-std=(-Zbuild-std=std,panic_abort -Zbuild-std-features=panic_immediate_abort)
+# The standard library built for the module (a panic, which the library never reaches from any
+# input, aborts: the crate's release profile has panic = "abort").
+std=(-Zbuild-std=std,panic_abort)
 mkdir -p dist
 build() { # FEATURES OUTPUT
   /usr/bin/cargo build -q --release "${std[@]}" --target wasm32-unknown-unknown \
