@@ -249,6 +249,7 @@ fn no_answer(name: &str, row: usize, at: NoAnswer, x: &[f32]) -> Error {
 #[cfg(test)]
 mod tests {
     use super::iq1::{msort, sorted_pairs};
+    #[cfg(target_arch = "x86_64")]
     use super::*;
     use crate::quantize::search::{f32_to_f16, nearest_int};
     #[cfg(target_arch = "x86_64")]
