@@ -154,28 +154,12 @@ fn imports_run_one_way() {
     }
     assert!(wrong.is_empty(), "imports against the layers: {wrong:#?}");
     // No circle: repeatedly remove modules that use nothing left.
-    let mut left: BTreeMap<&String, BTreeSet<&String>> = refers
-        .iter()
-        .map(|(m, used)| (m, used.iter().filter(|u| refers.contains_key(*u)).collect()))
-        .collect();
-    loop {
-        let done: Vec<&String> = left
+    let left = in_or_behind_circles(
+        refers
             .iter()
-            .filter(|(_, used)| used.is_empty())
-            .map(|(m, _)| *m)
-            .collect();
-        if done.is_empty() {
-            break;
-        }
-        for m in &done {
-            left.remove(m);
-        }
-        for used in left.values_mut() {
-            for m in &done {
-                used.remove(m);
-            }
-        }
-    }
+            .map(|(m, used)| (m, used.iter().filter(|u| refers.contains_key(*u)).collect()))
+            .collect(),
+    );
     assert!(left.is_empty(), "modules that import each other: {left:#?}");
 }
 
@@ -386,25 +370,7 @@ fn no_files_of_a_module_import_each_other() {
         }
     }
     // Remove files that use nothing left; what stays is in or behind a circle.
-    let mut left = uses.clone();
-    loop {
-        let done: Vec<&String> = left
-            .iter()
-            .filter(|(_, used)| used.is_empty())
-            .map(|(m, _)| *m)
-            .collect();
-        if done.is_empty() {
-            break;
-        }
-        for m in &done {
-            left.remove(m);
-        }
-        for used in left.values_mut() {
-            for m in &done {
-                used.remove(m);
-            }
-        }
-    }
+    let left = in_or_behind_circles(uses);
     // Name each circle: the files that reach themselves, grouped by who reaches whom.
     let reach = |from: &String| -> BTreeSet<&String> {
         let mut seen = BTreeSet::new();
@@ -481,3 +447,28 @@ const REMAINING_CIRCLES: &[&[&str]] = &[
         "src/writer/stream.rs",
     ],
 ];
+
+/// What is left of an import graph once every node that uses nothing left is removed, again and
+/// again: the nodes in a circle or using one (empty when there is no circle).
+fn in_or_behind_circles<'a>(
+    mut left: BTreeMap<&'a String, BTreeSet<&'a String>>,
+) -> BTreeMap<&'a String, BTreeSet<&'a String>> {
+    loop {
+        let done: Vec<&String> = left
+            .iter()
+            .filter(|(_, used)| used.is_empty())
+            .map(|(m, _)| *m)
+            .collect();
+        if done.is_empty() {
+            return left;
+        }
+        for m in &done {
+            left.remove(m);
+        }
+        for used in left.values_mut() {
+            for m in &done {
+                used.remove(m);
+            }
+        }
+    }
+}
