@@ -341,12 +341,12 @@ pub fn preallocate(file: &File, len: u64) {
 }
 
 /// Starts writing `len` bytes of `file` at `offset` back to storage without waiting for them
-/// (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`, Linux and Android), so that a later flush
-/// of the whole file has less to wait for. It makes nothing durable (the flush does that).
-/// Advice only: failures are ignored (the flush reports any), and platforms without it do
-/// nothing.
+/// (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`, Linux only: the libc crate does not bind it
+/// for Android), so that a later flush of the whole file has less to wait for. It makes nothing
+/// durable (the flush does that). Advice only: failures are ignored (the flush reports any),
+/// and platforms without it do nothing.
 pub fn start_writeback(file: &File, offset: u64, len: u64) {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
         let (Ok(off), Ok(len)) = (
@@ -361,6 +361,6 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
             libc::sync_file_range(file.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE)
         };
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
 }
