@@ -33,7 +33,7 @@ const WRITEBACK_STEP: u64 = 8 << 20;
 /// cannot be proven (the path now names another file, the platform cannot tell), and the bytes
 /// are then written from the mapping instead.
 pub(crate) fn reopen_mapped(path: &Path, mapped: &File) -> Option<File> {
-    platform::reopen_mapped(path, mapped)
+    crate::platform::reopen_mapped(path, mapped)
 }
 
 /// A file being written; it replaces the destination only when committed.
@@ -93,8 +93,8 @@ impl AtomicFile {
         };
         let mut attempts = 0;
         let (file, temp) = loop {
-            let temp = dir.join(platform::temp_name(name));
-            match platform::create_exclusive(&temp) {
+            let temp = dir.join(crate::platform::temp_name(name));
+            match crate::platform::create_exclusive(&temp) {
                 Ok(file) => break (file, temp),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 16 => {
                     attempts += 1;
@@ -115,7 +115,7 @@ impl AtomicFile {
         };
         if let Some(meta) = existing {
             // Dropping `out` on failure removes the temporary file.
-            platform::copy_permissions(&out.file, &meta)
+            crate::platform::copy_permissions(&out.file, &meta)
                 .map_err(|e| fail(": cannot give it the old file's permissions", e))?;
         }
         Ok(out)
@@ -231,7 +231,7 @@ impl AtomicFile {
 
 /// Syncs the directory holding `dest` (a rename into it made durable).
 pub(crate) fn sync_dir(dest: &Path) -> Result<()> {
-    platform::sync_dir(dest)
+    crate::platform::sync_dir(dest)
         .map_err(|e| Error::io("cannot write", e).in_file(crate::text::path_text(dest)))
 }
 
@@ -275,112 +275,6 @@ impl Drop for AtomicFile {
     }
 }
 
-#[cfg(unix)]
-mod platform {
-    use std::ffi::{OsStr, OsString};
-    use std::fs::{File, Metadata};
-    use std::hash::{BuildHasher, Hasher};
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    use std::path::Path;
-
-    /// `.<name>.gguf-tmp-<pid>-<random>`, the name cut so the whole fits in 255 bytes.
-    pub fn temp_name(name: &OsStr) -> OsString {
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        let suffix = format!(".gguf-tmp-{}-{random:016x}", crate::platform::process_id());
-        let keep = 255usize.saturating_sub(1 + suffix.len());
-        let bytes = name.as_bytes();
-        let mut out = Vec::with_capacity(255);
-        out.push(b'.');
-        out.extend_from_slice(&bytes[..bytes.len().min(keep)]);
-        out.extend_from_slice(suffix.as_bytes());
-        OsString::from_vec(out)
-    }
-
-    pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .open(path)
-    }
-
-    pub fn copy_permissions(file: &File, old: &Metadata) -> std::io::Result<()> {
-        use std::os::unix::fs::MetadataExt;
-        // The owner first (only a privileged process may give a file away; otherwise the
-        // writer owns the new file, as with any editor that saves by renaming): chown clears
-        // set-id bits, which the mode below restores.
-        let new = file.metadata()?;
-        if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
-            let _ = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid()));
-        }
-        let mode = old.permissions().mode() & 0o7777;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))
-    }
-
-    pub fn reopen_mapped(path: &Path, mapped: &File) -> Option<File> {
-        use std::os::unix::fs::MetadataExt;
-        let file = File::open(path).ok()?;
-        let (now, then) = (file.metadata().ok()?, mapped.metadata().ok()?);
-        (now.dev() == then.dev() && now.ino() == then.ino()).then_some(file)
-    }
-
-    pub fn sync_dir(dest: &Path) -> std::io::Result<()> {
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        match File::open(dir)?.sync_all() {
-            // Some file systems cannot sync a directory; the rename is then as durable as
-            // they make it.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
-            r => r,
-        }
-    }
-}
-
-#[cfg(not(unix))]
-mod platform {
-    use std::ffi::{OsStr, OsString};
-    use std::fs::{File, Metadata};
-    use std::hash::{BuildHasher, Hasher};
-    use std::path::Path;
-
-    pub fn temp_name(name: &OsStr) -> OsString {
-        let random = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
-        let mut out = OsString::from(".");
-        out.push(name);
-        out.push(format!(
-            ".gguf-tmp-{}-{random:016x}",
-            crate::platform::process_id()
-        ));
-        out
-    }
-
-    pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-    }
-
-    pub fn copy_permissions(file: &File, old: &Metadata) -> std::io::Result<()> {
-        file.set_permissions(old.permissions())
-    }
-
-    pub fn sync_dir(_dest: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    pub fn reopen_mapped(_path: &Path, _mapped: &File) -> Option<File> {
-        None
-    }
-}
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -389,9 +283,9 @@ mod tests {
     fn temp_names_fit_and_are_recognisable() {
         use std::os::unix::ffi::OsStrExt;
         let long = "x".repeat(255);
-        let name = platform::temp_name(std::ffi::OsStr::new(&long));
+        let name = crate::platform::temp_name(std::ffi::OsStr::new(&long));
         assert_eq!(name.len(), 255);
-        let short = platform::temp_name(std::ffi::OsStr::new("m.gguf"));
+        let short = crate::platform::temp_name(std::ffi::OsStr::new("m.gguf"));
         let text = String::from_utf8(short.as_bytes().to_vec()).unwrap();
         let prefix = format!(".m.gguf.gguf-tmp-{}-", std::process::id());
         assert!(text.starts_with(&prefix), "{text}");

@@ -9,7 +9,7 @@ use crate::read_at::{FileAt, ReadAt};
 use crate::source::{map_range, open_file, OpenOptions, Source};
 use crate::text::{path_text, quote};
 use crate::value::Value;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -69,25 +69,11 @@ fn expected(
     }
 }
 
-/// `path` without `suffix` (ASCII), working on the path's bytes: a directory or model name that
-/// is not UTF-8 is kept exactly.
-#[cfg(unix)]
-fn strip_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    bytes.strip_suffix(suffix.as_bytes()).map(OsStr::from_bytes)
-}
-
-#[cfg(not(unix))]
-fn strip_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
-    path.to_str()?.strip_suffix(suffix).map(OsStr::new)
-}
-
 /// The path of shard `no` (0-based) of `count`, given the path of shard `given` of the model.
 fn shard_path(given_path: &Path, given: u16, no: u16, count: u16) -> Result<PathBuf> {
     let name = |no: u16| crate::format::shard_file_name("", no.into(), count.into());
     let suffix = name(given);
-    let prefix = strip_suffix(given_path, &suffix).ok_or_else(|| {
+    let prefix = crate::platform::strip_path_suffix(given_path, &suffix).ok_or_else(|| {
         Error::new(ErrorKind::ShardMismatch {
             key: None,
             message: format!(

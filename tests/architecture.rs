@@ -421,12 +421,6 @@ const REMAINING_CIRCLES: &[&[&str]] = &[
     ],
     &["src/chat/objects.rs", "src/chat/python.rs"],
     &[
-        "src/platform/mod.rs",
-        "src/platform/other.rs",
-        "src/platform/unix.rs",
-        "src/platform/windows.rs",
-    ],
-    &[
         "src/quant/blocks.rs",
         "src/quant/fp4.rs",
         "src/quant/iquant.rs",
@@ -438,13 +432,6 @@ const REMAINING_CIRCLES: &[&[&str]] = &[
         "src/quant/simd/neon.rs",
         "src/quant/simd/x86.rs",
         "src/quant/ternary.rs",
-    ],
-    &[
-        "src/writer.rs",
-        "src/writer/encode.rs",
-        "src/writer/from_model.rs",
-        "src/writer/output.rs",
-        "src/writer/stream.rs",
     ],
 ];
 

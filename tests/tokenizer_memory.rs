@@ -227,3 +227,61 @@ fn an_infinite_unigram_score_keeps_the_working_memory_bounded() {
         assert_eq!(out, want);
     }
 }
+
+/// A Unigram vocabulary of `a` and `aa`: in a run of `a` every position is spanned by an edge
+/// (`aa` from the one before), so the Viterbi table is never cut and holds the whole run. What
+/// it keeps per position stays within the same bound (once about 40 bytes a byte), and the
+/// tokens are llama.cpp's: `aa` beats two `a`, and of two equal paths to an odd position the
+/// one whose last edge starts first (`aa`) is kept, so an odd run starts with its `a`.
+#[test]
+fn an_uncut_unigram_table_keeps_the_working_memory_bounded() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    use gguf::{MetadataValue as V, ValueType, Writer};
+    let mut w = Writer::new();
+    w.add_metadata("tokenizer.ggml.model", V::string("t5"))
+        .unwrap();
+    w.add_metadata("tokenizer.ggml.add_space_prefix", V::Bool(false))
+        .unwrap();
+    let tokens = [&b"<unk>"[..], b"a", b"aa"];
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        V::Array(
+            ValueType::String,
+            tokens.iter().map(|t| V::String(t.to_vec())).collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.scores",
+        V::Array(
+            ValueType::Float32,
+            [0.0, -1.0, -1.5].into_iter().map(V::F32).collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata(
+        "tokenizer.ggml.token_type",
+        V::Array(
+            ValueType::Int32,
+            [2, 1, 1].into_iter().map(V::I32).collect(),
+        ),
+    )
+    .unwrap();
+    w.add_metadata("tokenizer.ggml.unknown_token_id", V::U32(0))
+        .unwrap();
+    let file = GgufFile::from_bytes(w.header_bytes().unwrap()).unwrap();
+    let tok = Tokenizer::from_file(&file).unwrap();
+    for len in [1 << 20, (1 << 20) + 1] {
+        let input = vec![b'a'; len];
+        let before = LIVE.load(Relaxed);
+        PEAK.store(before, Relaxed);
+        let out = tok.tokenize(&input, false, false);
+        let peak = PEAK.load(Relaxed) - before;
+        let bound = 2 * input.len() + 2 * out.capacity() * 4 + (1 << 20);
+        eprintln!("unigram, a and aa, {len} B: peak {peak} B, bound {bound} B");
+        assert!(peak <= bound, "peak {peak} B over {bound} B");
+        let mut want = vec![1; len % 2];
+        want.resize(len % 2 + len / 2, 2);
+        assert_eq!(out, want);
+    }
+}

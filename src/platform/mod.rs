@@ -1,8 +1,10 @@
 //! What differs per operating system, one module per family: how a file is opened without
 //! blocking, what kind of special file it is, the page size, the process's memory limits (for
-//! messages), paging advice, pre-faulting and locking of mapped bytes, storage reserved for a
-//! file being written and its early writeback. The rest of the crate is the same everywhere;
-//! the sources and the writer call these.
+//! messages), paging advice, pre-faulting and locking of mapped bytes, a path's bytes, and for
+//! the file an output goes through its temporary name, exclusive creation, permissions, storage
+//! reserved and early writeback, and the sync of its directory. The rest of the crate is the
+//! same everywhere; the sources, the model and the writer call these. What the per-OS files
+//! share is in `common`, which uses none of them.
 //!
 //! - `unix`: Linux, macOS, iOS, Android (`libc`: `fcntl`, `sysconf`, `getrlimit`, `madvise`,
 //!   `mlock`; on Linux and Android `fallocate` and `sync_file_range`).
@@ -10,6 +12,10 @@
 //!   than WILLNEED is reported unsupported.
 //! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work; no
 //!   clock.
+
+mod common;
+pub(crate) use common::io_error;
+pub use common::Paging;
 
 #[cfg(unix)]
 mod unix;
@@ -20,13 +26,6 @@ pub use unix::*;
 mod windows;
 #[cfg(windows)]
 pub use windows::*;
-
-/// What to add to an "unsupported" failure of a file operation: nothing where files exist (the
-/// OS's reason says it all).
-#[cfg(any(unix, windows))]
-pub fn unsupported_advice() -> &'static str {
-    ""
-}
 
 /// Seconds since 1970 (UTC) by the system clock (before 1970: 0), or `None` where the platform
 /// has no clock (wasm32 without WASI, where std's clock panics).
@@ -43,9 +42,10 @@ mod other;
 #[cfg(not(any(unix, windows)))]
 pub use other::*;
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::Result;
 use std::cell::Cell;
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 /// A path from the bytes a C caller gave, exactly: any bytes on Unix.
 #[cfg(unix)]
@@ -58,6 +58,7 @@ pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
 /// are refused rather than altered.
 #[cfg(not(unix))]
 pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
+    use crate::error::{Error, ErrorCode};
     std::str::from_utf8(bytes).map(PathBuf::from).map_err(|_| {
         Error::msg(
             ErrorCode::InvalidArgument,
@@ -66,46 +67,19 @@ pub fn path_from_bytes(bytes: &[u8]) -> Result<PathBuf> {
     })
 }
 
-/// Paging advice for a range of mapped bytes (`madvise`).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Paging {
-    /// No special treatment.
-    Normal = 0,
-    /// The range will be needed soon: read it ahead.
-    WillNeed = 1,
-    /// The range is not needed now: its pages may be dropped (they are re-read from the file if
-    /// touched again; nothing is lost, the mapping is read-only).
-    DontNeed = 2,
-    /// The range will be read sequentially: read ahead aggressively, drop behind.
-    Sequential = 3,
-    /// The range will be read randomly: do not read ahead.
-    Random = 4,
+/// `path` without `suffix` (ASCII), working on the path's bytes: a directory or file name that
+/// is not UTF-8 is kept exactly.
+#[cfg(unix)]
+pub fn strip_path_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    bytes.strip_suffix(suffix.as_bytes()).map(OsStr::from_bytes)
 }
 
-impl Paging {
-    /// The advice with this id, if there is one.
-    pub fn from_id(id: u32) -> Option<Paging> {
-        [
-            Paging::Normal,
-            Paging::WillNeed,
-            Paging::DontNeed,
-            Paging::Sequential,
-            Paging::Random,
-        ]
-        .get(id as usize)
-        .copied()
-    }
-}
-
-/// An I/O failure as an error: `what` failed because of `e`.
-pub(crate) fn io_error(what: &str, e: std::io::Error) -> Error {
-    // A platform without files (wasm32) says so: that is not an I/O failure.
-    if e.kind() == std::io::ErrorKind::Unsupported {
-        let advice = unsupported_advice();
-        return Error::msg(ErrorCode::Unsupported, format!("{what}: {e}{advice}"));
-    }
-    Error::io(what, e)
+/// `path` without `suffix`, working on the path as text: one that is not Unicode is `None`.
+#[cfg(not(unix))]
+pub fn strip_path_suffix<'a>(path: &'a Path, suffix: &str) -> Option<&'a OsStr> {
+    path.to_str()?.strip_suffix(suffix).map(OsStr::new)
 }
 
 thread_local! {

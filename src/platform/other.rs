@@ -1,7 +1,7 @@
 //! Platforms without files or memory maps (wasm32): memory lent by the caller and the writer to
 //! memory work; opening a file reports unsupported (std has no file system there).
 
-use super::Paging;
+use super::common::{io_error, Paging};
 use crate::error::{Error, ErrorCode, Result};
 use memmap2::Mmap;
 use std::fs::File;
@@ -11,13 +11,6 @@ const NO_FILE_SYSTEM: &str = "this platform has no file system: use gguf_open_me
 
 fn unsupported() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::Unsupported, NO_FILE_SYSTEM)
-}
-
-/// std's own "operation not supported on this platform" (from `std::fs`) does not say what
-/// works instead.
-pub fn unsupported_advice() -> &'static str {
-    " (this platform has no file system: open a file held in memory with gguf_open_memory, \
-     write one with gguf_writer_write_memory)"
 }
 
 /// No clock here: std's `SystemTime::now` panics on wasm32-unknown-unknown.
@@ -85,10 +78,7 @@ pub fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> std::io::Result<u
 }
 
 pub fn dup_for_reading(_fd: i32, name: &str) -> Result<File> {
-    Err(super::io_error(
-        &format!("cannot use {name}"),
-        unsupported(),
-    ))
+    Err(io_error(&format!("cannot use {name}"), unsupported()))
 }
 
 pub fn open_direct(_file: &File) -> Option<File> {
@@ -106,3 +96,39 @@ pub fn preallocate(_file: &File, _len: u64) {}
 
 /// No early writeback here: the flush on commit writes everything.
 pub fn start_writeback(_file: &File, _offset: u64, _len: u64) {}
+
+/// The name of the temporary file an output is written to before it replaces `name`:
+/// `.<name>.gguf-tmp-<pid>-<random>`.
+pub fn temp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let mut out = std::ffi::OsString::from(".");
+    out.push(name);
+    out.push(format!(".gguf-tmp-{}-{random:016x}", process_id()));
+    out
+}
+
+/// Creates the file at `path` for writing, failing if it exists.
+pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+/// Gives `file` the permissions of the file `old` describes.
+pub fn copy_permissions(file: &File, old: &std::fs::Metadata) -> std::io::Result<()> {
+    file.set_permissions(old.permissions())
+}
+
+/// Whether the path still names the file mapped cannot be told here: `None`.
+pub fn reopen_mapped(_path: &Path, _mapped: &File) -> Option<File> {
+    None
+}
+
+/// No directory sync here: the rename is as durable as the file system makes it.
+pub fn sync_dir(_dest: &Path) -> std::io::Result<()> {
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! Unix (Linux, macOS, iOS, Android): `libc` and memmap2's advice and lock.
 
-use super::{io_error, Paging};
+use super::common::{io_error, Paging};
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 use std::fs::File;
@@ -363,4 +363,68 @@ pub fn start_writeback(file: &File, offset: u64, len: u64) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
+}
+
+/// The name of the temporary file an output is written to before it replaces `name`:
+/// `.<name>.gguf-tmp-<pid>-<random>`, `name` cut so the whole fits in 255 bytes.
+pub fn temp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::hash::{BuildHasher, Hasher};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let suffix = format!(".gguf-tmp-{}-{random:016x}", process_id());
+    let keep = 255usize.saturating_sub(1 + suffix.len());
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(255);
+    out.push(b'.');
+    out.extend_from_slice(&bytes[..bytes.len().min(keep)]);
+    out.extend_from_slice(suffix.as_bytes());
+    std::ffi::OsString::from_vec(out)
+}
+
+/// Creates the file at `path` for writing, failing if it exists (mode 0666 less the umask).
+pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o666)
+        .open(path)
+}
+
+/// Gives `file` the owner (where the process may) and permissions of the file `old` describes.
+pub fn copy_permissions(file: &File, old: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // The owner first (only a privileged process may give a file away; otherwise the
+    // writer owns the new file, as with any editor that saves by renaming): chown clears
+    // set-id bits, which the mode below restores.
+    let new = file.metadata()?;
+    if (new.uid(), new.gid()) != (old.uid(), old.gid()) {
+        let _ = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid()));
+    }
+    let mode = old.permissions().mode() & 0o7777;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+/// The file at `path` opened again, if it is the very file `mapped` (same device and inode).
+pub fn reopen_mapped(path: &Path, mapped: &File) -> Option<File> {
+    use std::os::unix::fs::MetadataExt;
+    let file = File::open(path).ok()?;
+    let (now, then) = (file.metadata().ok()?, mapped.metadata().ok()?);
+    (now.dev() == then.dev() && now.ino() == then.ino()).then_some(file)
+}
+
+/// Syncs the directory holding `dest`, so that a rename into it is durable.
+pub fn sync_dir(dest: &Path) -> std::io::Result<()> {
+    let dir = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match File::open(dir)?.sync_all() {
+        // Some file systems cannot sync a directory; the rename is then as durable as
+        // they make it.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        r => r,
+    }
 }

@@ -225,6 +225,12 @@ impl Ugm {
     /// spans (every path passes there, so the part before goes out and is dropped), once every
     /// edge that could span is known: scores stay absolute, so every comparison is the one over
     /// the whole text.
+    ///
+    /// Each position keeps only the length of its best path's last edge, in the narrowest
+    /// integer that holds the longest edge (one byte for common vocabularies): the scores, and
+    /// what the cut needs, are kept for the last positions an edge can span alone. The token of
+    /// an edge on the best path is found again when it goes out: the token whose text the edge
+    /// spans (each text is one token), or the unknown token where no token spans it.
     pub fn tokenize(&self, vocab: &Vocab, text: &[u8], flags: &Flags, out: &mut Vec<i32>) {
         let mut norm = Vec::with_capacity(text.len() + text.len() / 4 + 16);
         self.normalize(text, flags, &mut norm);
@@ -232,17 +238,41 @@ impl Ugm {
         if n == 0 {
             return;
         }
-        let node = |from: usize, score: f64, start: bool| Node {
-            best: Best {
-                id: self.unk,
-                from,
-                score,
-            },
-            start,
+        // No edge is longer than the text.
+        let edge = self.longest.min(n);
+        if edge < usize::from(u8::MAX) {
+            self.viterbi::<u8>(vocab, &norm, edge, out);
+        } else if edge < usize::from(u16::MAX) {
+            self.viterbi::<u16>(vocab, &norm, edge, out);
+        } else if u32::try_from(edge).is_ok_and(|e| e < u32::MAX) {
+            self.viterbi::<u32>(vocab, &norm, edge, out);
+        } else {
+            self.viterbi::<usize>(vocab, &norm, edge, out);
+        }
+    }
+
+    /// The pass of [`Ugm::tokenize`] over the normalized text `norm`, whose edges are at most
+    /// `edge` bytes long (less than `L::MARK`).
+    fn viterbi<L: EdgeLen>(&self, vocab: &Vocab, norm: &[u8], edge: usize, out: &mut Vec<i32>) {
+        let n = norm.len();
+        // The last positions an edge can span, by position modulo their number.
+        let span = edge + 1;
+        let mut recent = vec![
+            Recent {
+                score: f64::MIN,
+                reach: 0,
+                start: false,
+            };
+            span
+        ];
+        recent[0] = Recent {
+            score: 0.0,
             reach: 0,
+            start: true,
         };
-        // win[i] is position base + i.
-        let mut win: VecDeque<Node> = VecDeque::from([node(0, 0.0, true)]);
+        // back[i]: the length of the best path's last edge to position base + i (0: none).
+        let mut back: VecDeque<L> = VecDeque::with_capacity(n + 1);
+        back.push_back(L::of(0));
         let mut base = 0;
         // The next position to test for a cut, and the furthest an edge from a position
         // before the one before it (from base on) reaches.
@@ -254,27 +284,22 @@ impl Ugm {
         let mut state = Ends::START;
         for j in 1..=n {
             let unknown_from = (j == char_end).then_some(char_start);
-            let mut champ = Best {
-                id: self.unk,
-                from: base,
-                score: f64::MIN,
-            };
+            // The best edge to `j` so far: where it starts (none yet) and the path's score.
+            let mut champ: (Option<usize>, f64) = (None, f64::MIN);
             let mut unknown_done = unknown_from.is_none();
-            let relax_unknown = |win: &mut VecDeque<Node>, champ: &mut Best, s: usize| {
-                let from = &mut win[s - base];
-                from.reach = from.reach.max(j);
-                let challenger = from.best.score + f64::from(self.unknown_score);
-                if challenger > champ.score {
-                    *champ = Best {
-                        id: self.unk,
-                        from: s,
-                        score: challenger,
-                    };
-                }
-            };
+            let relax =
+                |recent: &mut [Recent], champ: &mut (Option<usize>, f64), s: usize, score: f64| {
+                    let from = &mut recent[s % span];
+                    from.reach = from.reach.max(j);
+                    let challenger = from.score + score;
+                    if challenger > champ.1 {
+                        *champ = (Some(s), challenger);
+                    }
+                };
+            let unknown_score = f64::from(self.unknown_score);
             state = self.matcher.push(state, norm[j - 1], |len, id| {
                 let s = j - len;
-                if s < base || !win[s - base].start {
+                if s < base || !recent[s % span].start {
                     return;
                 }
                 if let Some(u) = unknown_from.filter(|_| !unknown_done) {
@@ -282,46 +307,38 @@ impl Ugm {
                         // A token is the whole character: no unknown edge.
                         unknown_done = true;
                     } else if s > u {
-                        relax_unknown(&mut win, &mut champ, u);
+                        relax(&mut recent, &mut champ, u, unknown_score);
                         unknown_done = true;
                     }
                 }
-                let from = &mut win[s - base];
-                from.reach = from.reach.max(j);
                 let score = if vocab.attrs[id as usize] & attr::USER_DEFINED != 0 {
                     0.0
                 } else {
                     f64::from(vocab.scores[id as usize])
                 };
-                let challenger = from.best.score + score;
-                if challenger > champ.score {
-                    champ = Best {
-                        id,
-                        from: s,
-                        score: challenger,
-                    };
-                }
+                relax(&mut recent, &mut champ, s, score);
             });
             if let Some(u) = unknown_from.filter(|_| !unknown_done) {
-                relax_unknown(&mut win, &mut champ, u);
+                relax(&mut recent, &mut champ, u, unknown_score);
             }
             let start = j == char_end && j < n;
-            if j == char_end && j < n {
+            if start {
                 char_start = j;
                 char_end = j + len_utf8(norm[j]).min(n - j);
             }
-            win.push_back(Node {
-                best: champ,
-                start,
+            recent[j % span] = Recent {
+                score: champ.1,
                 reach: 0,
-            });
+                start,
+            };
+            back.push_back(L::of(champ.0.map_or(0, |s| j - s)));
             // Every edge from before `check` is known once `check - 1 + longest` is read.
             while check < j && check + self.longest <= j + 1 {
                 if check > base {
-                    reach = reach.max(win[check - 1 - base].reach);
-                    if win[check - base].start && reach <= check {
-                        self.emit(&win, base, check, first, &mut last_unknown, out);
-                        win.drain(..check - base);
+                    reach = reach.max(recent[(check - 1) % span].reach);
+                    if recent[check % span].start && reach <= check {
+                        self.emit(norm, &mut back, base, check, first, &mut last_unknown, out);
+                        back.drain(..check - base);
                         base = check;
                         reach = 0;
                     }
@@ -329,7 +346,7 @@ impl Ugm {
                 check += 1;
             }
         }
-        self.emit(&win, base, n, first, &mut last_unknown, out);
+        self.emit(norm, &mut back, base, n, first, &mut last_unknown, out);
     }
 
     /// The best path's tokens from the table's start (`base`) to `end`, in order, into `out`; a
@@ -337,68 +354,112 @@ impl Ugm {
     /// A position no path reaches (only where a score is infinite: its score stays the lowest)
     /// takes its path from the text's start in llama.cpp's whole table, which ends the path
     /// there: what the parts before gave (from `first` on) is dropped, as llama.cpp never gets
-    /// to them.
-    fn emit(
+    /// to them. The path's positions are marked in `back` on the way back from `end`, then
+    /// read forward.
+    #[allow(clippy::too_many_arguments)]
+    fn emit<L: EdgeLen>(
         &self,
-        win: &VecDeque<Node>,
+        norm: &[u8],
+        back: &mut VecDeque<L>,
         base: usize,
         end: usize,
         first: usize,
         last_unknown: &mut bool,
         out: &mut Vec<i32>,
     ) {
-        let mut start = out.len();
-        let mut prev_unknown = false;
         let mut i = end;
         let unreached = loop {
-            let b = win[i - base].best;
-            let unknown = b.id == self.unk;
-            if !(prev_unknown && unknown) {
-                out.push(b.id as i32);
+            let len = back[i - base].len();
+            back[i - base] = L::MARK;
+            if len == 0 {
+                break true;
             }
-            // An unreached position keeps the table's start it was made in: the table's start,
-            // for a table cut since.
-            if b.from <= base {
-                break b.score == f64::MIN;
+            if i - len <= base {
+                break false;
             }
-            prev_unknown = unknown;
-            i = b.from;
+            i -= len;
         };
-        if unreached && start > first {
-            out.drain(first..start);
-            start = first;
+        if unreached && out.len() > first {
+            out.truncate(first);
             *last_unknown = false;
         }
-        out[start..].reverse();
-        if *last_unknown && out.get(start) == Some(&(self.unk as i32)) {
-            out.remove(start);
+        let unk = self.unk as i32;
+        let mut prev_unknown = *last_unknown;
+        // The unreached position's token is the unknown one, as it was made.
+        let mut from = if unreached { None } else { Some(base) };
+        for at in i..=end {
+            if back[at - base] != L::MARK {
+                continue;
+            }
+            let id = match from {
+                Some(s) => self.token(&norm[s..at]).map_or(unk, |t| t as i32),
+                None => unk,
+            };
+            let unknown = id == unk;
+            if !(prev_unknown && unknown) {
+                out.push(id);
+            }
+            prev_unknown = unknown;
+            from = Some(at);
         }
-        if out.len() > start {
-            *last_unknown = out.last() == Some(&(self.unk as i32));
-        }
+        *last_unknown = prev_unknown;
+    }
+
+    /// The token whose text is `piece` (not empty), if there is one.
+    fn token(&self, piece: &[u8]) -> Option<u32> {
+        let (&last, head) = piece.split_last()?;
+        let state = head
+            .iter()
+            .fold(Ends::START, |state, &c| self.matcher.step(state, c));
+        let mut found = None;
+        self.matcher.push(state, last, |len, id| {
+            if len == piece.len() && found.is_none() {
+                found = Some(id);
+            }
+        });
+        found
     }
 }
 
-/// A position of the Viterbi table: its best path, whether a character starts there (only
-/// those start edges), and the furthest an edge from it reaches.
+/// What the pass keeps of one of the last positions: its best path's score, the furthest an
+/// edge from it reaches, and whether a character starts there (only those start edges).
 #[derive(Clone, Copy)]
-struct Node {
-    best: Best,
-    start: bool,
+struct Recent {
+    score: f64,
     reach: usize,
+    start: bool,
 }
 
-/// A Viterbi node: the best path's last token to here, where it starts, and its score.
-#[derive(Clone, Copy)]
-struct Best {
-    id: u32,
-    from: usize,
-    score: f64,
+/// The length of a best path's last edge, as the pass keeps it per position: 0 where no path
+/// reaches, `MARK` once the position is found on the best path.
+trait EdgeLen: Copy + PartialEq {
+    const MARK: Self;
+    fn of(len: usize) -> Self;
+    fn len(self) -> usize;
 }
+
+macro_rules! edge_len {
+    ($($t:ty),*) => {$(
+        impl EdgeLen for $t {
+            const MARK: $t = <$t>::MAX;
+            #[inline]
+            fn of(len: usize) -> $t {
+                // The caller chose the type for the longest edge.
+                <$t>::try_from(len).unwrap_or(<$t>::MAX)
+            }
+            #[inline]
+            fn len(self) -> usize {
+                // The type is at most as wide as usize.
+                self as usize
+            }
+        }
+    )*};
+}
+edge_len!(u8, u16, u32, usize);
 
 #[cfg(test)]
 mod tests {
-    use super::{valid_utf8_len, Best, Ugm};
+    use super::{valid_utf8_len, Ugm};
     use crate::tokenizer::trie::Prefixes;
     use crate::tokenizer::unicode::len_utf8;
     use crate::tokenizer::vocab::{attr, Vocab};
@@ -410,6 +471,14 @@ mod tests {
     /// infinite): the reference for the pass by end.
     mod by_start {
         use super::*;
+
+        /// A Viterbi node: the best path's last token to here, where it starts, and its score.
+        #[derive(Clone, Copy)]
+        struct Best {
+            id: u32,
+            from: usize,
+            score: f64,
+        }
 
         /// Appends the tokens of `text` to `out`.
         pub(super) fn tokenize(
@@ -618,6 +687,72 @@ mod tests {
                 ugm.tokenize(&v, &text, &flags, &mut got);
                 by_start::tokenize(&ugm, &walker, &v, &text, &flags, &mut want);
                 assert_eq!(got, want, "round {round}: {texts:?} on {text:?}");
+            }
+        }
+    }
+
+    /// Edges longer than a byte holds are kept in wider lengths: the pass by end still gives
+    /// the tokens of the pass by start, on each side of the change of width.
+    #[test]
+    fn long_edges_give_the_same_tokens() {
+        for k in [252, 253, 254, 255, 256, 300] {
+            let texts: Vec<Vec<u8>> = vec![
+                b"<unk>".to_vec(),
+                b"a".to_vec(),
+                vec![b'a'; k],
+                vec![b'a'; k + 1],
+                b"b".to_vec(),
+            ];
+            let scores = [0.0f32, -1.0, -2.0, -2.0, -1.0];
+            let mut w = Writer::new();
+            w.add_metadata(
+                "tokenizer.ggml.tokens",
+                MetadataValue::Array(
+                    ValueType::String,
+                    texts.iter().cloned().map(MetadataValue::String).collect(),
+                ),
+            )
+            .unwrap();
+            w.add_metadata(
+                "tokenizer.ggml.token_type",
+                MetadataValue::Array(
+                    ValueType::Int32,
+                    [2, 1, 1, 1, 1]
+                        .into_iter()
+                        .map(MetadataValue::I32)
+                        .collect(),
+                ),
+            )
+            .unwrap();
+            w.add_metadata(
+                "tokenizer.ggml.scores",
+                MetadataValue::Array(
+                    ValueType::Float32,
+                    scores.into_iter().map(MetadataValue::F32).collect(),
+                ),
+            )
+            .unwrap();
+            let v = Vocab::load(&GgufFile::from_bytes(w.header_bytes().unwrap()).unwrap()).unwrap();
+            let attrs = v.attrs.clone();
+            let ugm = Ugm::new(&v, &attrs, None, Some(0)).unwrap();
+            let walker = Prefixes::new(vec![1, 2, 3, 4], |i| v.text(i as usize)).unwrap();
+            for text in [
+                vec![b'a'; 3 * k + 7],
+                [
+                    vec![b'a'; k + 3],
+                    b"b".to_vec(),
+                    vec![b'a'; 2 * k],
+                    b"x".to_vec(),
+                ]
+                .concat(),
+                vec![b'a'; k - 1],
+            ] {
+                let flags = crate::tokenizer::types::Flags::default();
+                let (mut got, mut want) = (Vec::new(), Vec::new());
+                ugm.tokenize(&v, &text, &flags, &mut got);
+                by_start::tokenize(&ugm, &walker, &v, &text, &flags, &mut want);
+                assert_eq!(got, want, "k {k}, text of {} bytes", text.len());
+                assert!(got.len() > 1, "k {k}");
             }
         }
     }

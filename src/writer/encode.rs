@@ -1,7 +1,7 @@
 //! Encoding: numbers in the file's byte order, counts and lengths in the version's width, and
 //! metadata values (arrays copied from a file re-encoded when the layout differs).
 
-use super::{MetadataValue, Stored};
+use super::metadata::{MetadataValue, Stored};
 use crate::error::{Error, ErrorCode, Result};
 use crate::format::{ByteOrder, Layout};
 use crate::reader::ByteReader;

@@ -1,7 +1,8 @@
 //! A writer holding everything an opened model holds, to change and write again (a metadata
 //! editor): unchanged tensor data is copied from the model's files when the file is written.
 
-use super::{TensorData, Writer};
+use super::builder::Writer;
+use super::tensor::TensorData;
 use crate::atomic_file::reopen_mapped;
 use crate::error::{Error, ErrorCode, Result};
 use crate::format::{SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT};

@@ -1,8 +1,8 @@
 //! Writing a file: the one loop (the header, then each tensor's data and its padding) and the
 //! outputs it writes to: a file replaced atomically, any `Write`, a caller's buffer.
 
+use super::builder::Writer;
 use super::tensor::{Bytes, Origin};
-use super::Writer;
 use crate::atomic_file::AtomicFile;
 use crate::error::{quote, Error, ErrorCode, Result};
 use crate::format;

@@ -2,8 +2,8 @@
 //! tensor's data in order, then the file replaces its destination. Files larger than memory
 //! never need their data in memory at once.
 
+use super::builder::Writer;
 use super::output::{put_tensor, Chunk};
-use super::Writer;
 use crate::atomic_file::AtomicFile;
 use crate::error::{Error, ErrorCode, Result};
 use std::path::Path;
