@@ -436,7 +436,11 @@ const REMAINING_CIRCLES: &[&[&str]] = &[
         "src/quant/scalar.rs",
         "src/quant/simd/mod.rs",
         "src/quant/simd/neon.rs",
-        "src/quant/simd/x86.rs",
+        "src/quant/simd/x86/avx2.rs",
+        "src/quant/simd/x86/avx512.rs",
+        "src/quant/simd/x86/generic.rs",
+        "src/quant/simd/x86/mod.rs",
+        "src/quant/simd/x86/shared.rs",
         "src/quant/ternary.rs",
     ],
     &[
