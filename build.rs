@@ -12,7 +12,7 @@ fn main() {
 }
 
 /// `cfg(gguf_avx512)` when the compiler has the AVX-512 intrinsics (stable since Rust 1.89; the
-/// crate builds from 1.82, with the AVX2 kernels only): src/quant/simd/x86.rs.
+/// crate builds from 1.82, with the AVX2 kernels only): src/quant/simd/x86/.
 fn avx512_cfg() {
     println!("cargo:rustc-check-cfg=cfg(gguf_avx512)");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());

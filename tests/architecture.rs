@@ -420,19 +420,6 @@ const REMAINING_CIRCLES: &[&[&str]] = &[
         "src/chat/request.rs",
     ],
     &["src/chat/objects.rs", "src/chat/python.rs"],
-    &[
-        "src/quant/blocks.rs",
-        "src/quant/fp4.rs",
-        "src/quant/iquant.rs",
-        "src/quant/kquant.rs",
-        "src/quant/legacy.rs",
-        "src/quant/mod.rs",
-        "src/quant/scalar.rs",
-        "src/quant/simd/mod.rs",
-        "src/quant/simd/neon.rs",
-        "src/quant/simd/x86.rs",
-        "src/quant/ternary.rs",
-    ],
 ];
 
 /// What is left of an import graph once every node that uses nothing left is removed, again and

@@ -56,9 +56,9 @@ macro_rules! layouts {
             $(#[$mm])*
             pub mod $module {
                 offsets!(0; $($(#[$cm])* $c $len;)*);
+                use crate::quant::blocks::{f, Field, FieldKind};
                 /// The fields in order.
-                pub(super) const FIELDS: &[super::Field] =
-                    &[$(super::f($name, $c, $len, super::FieldKind::$kind),)*];
+                pub(super) const FIELDS: &[Field] = &[$(f($name, $c, $len, FieldKind::$kind),)*];
             }
         )*
     };

@@ -1,5 +1,5 @@
 //! Vectorised dequantization kernels, chosen at run time by CPU detection: AVX-512 or AVX2 on
-//! x86-64 (`x86.rs`), NEON on aarch64 (`neon.rs`, NEON being part of the aarch64 baseline); the
+//! x86-64 (`x86/`), NEON on aarch64 (`neon.rs`, NEON being part of the aarch64 baseline); the
 //! portable scalar kernels everywhere else and for the types without a vector kernel. Each
 //! vector kernel gives the scalar kernel's output bit for bit (tests/simd.rs). On Intel's
 //! AVX-512 cores most types take their AVX2 kernel, faster there ([`chosen`]).
