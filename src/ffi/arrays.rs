@@ -2,7 +2,7 @@
 //! then the same pointer every time), and zero-copy access to one string of a string array.
 
 use super::array_cache::{HostElement, StringArray};
-use super::boundary::{c_str, guard, write_out};
+use super::boundary::{c_str, guard, to_usize, try_from, write_out};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::{ErrorCode, Result};
 use crate::text::quote;
@@ -59,7 +59,7 @@ fn typed_array<T: HostElement>(
     unsafe { write_out(out_count, 0) };
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let (i, array) = array_at(f, key)?;
         expect_elements(f, key, &array, T::TYPE)?;
         let host = f.arrays[i].numbers.get_or_init(|| {
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn gguf_get_string_array(
     unsafe { write_out(out_count, 0) };
     guard(std::ptr::null_mut(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let (i, array) = array_at(f, key)?;
         expect_elements(f, key, &array, ValueType::String)?;
         let strings = f.arrays[i].strings.get_or_init(|| {
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn gguf_get_array_string(
     unsafe { write_out(out_len, 0) };
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let (i, array) = array_at(f, key)?;
         expect_elements(f, key, &array, ValueType::String)?;
         let starts = f.arrays[i].string_starts.get_or_init(|| {
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn gguf_get_array_string(
             Box::new(starts.into_boxed_slice())
         });
         let n = starts.len() - 1;
-        let index_ok = usize::try_from(index).ok().filter(|&i| i < n);
+        let index_ok = to_usize(index).filter(|&i| i < n);
         let Some(at) = index_ok else {
             return Err(f.error(
                 ErrorCode::InvalidArgument,
