@@ -206,6 +206,9 @@ impl Element for f32 {
 impl Element for i32 {
     const NOUN: &'static str = "token ids";
 }
+impl Element for u64 {
+    const NOUN: &'static str = "indexes";
+}
 impl Element for usize {
     const NOUN: &'static str = "lengths";
 }
