@@ -6,7 +6,10 @@
  * nested arrays, NOT_FOUND on a missing key, NULL_ARGUMENT on NULL (out_count zeroed on every
  * failure; out_count NULL allowed). gguf_get_string_array (contents, strings cut at an embedded
  * NUL, same pointer) and the zero-copy gguf_get_array_string (bytes and length of every element,
- * pointer inside array_data, index past the end).
+ * pointer inside array_data, index past the end). gguf_get_nested_array: an entry's own array
+ * (the typed getter's buffer), the elements of `arr.nested` ([[1, 2], ["x"]]) by path, the same
+ * pointers on every call, and its refusals (an index past an array's end, a path into elements
+ * that are not arrays, a scalar entry, an entry index past the end, NULL arguments; *out zeroed).
  *
  * Usage: test_arrays FIXTURE... (every path tests/c_api.rs writes; picked by file name).
  */
@@ -247,6 +250,90 @@ static void check_array_string(GGUFFile f, const unsigned char *buf, size_t buf_
           "ARRAY");
 }
 
+/* Checks that a failed gguf_get_nested_array left *out zeroed. */
+static int zeroed(const GGUFArray *a) {
+    return a->elem_type == 0 && a->count == 0 && a->data == NULL;
+}
+
+/* gguf_get_nested_array over `arr.nested` = [[UINT16 1, 2], [STRING "x"]] and a few others. */
+static void check_nested_array(GGUFFile f, const unsigned char *buf, size_t buf_len) {
+    const GGUFMetadataKV *kv = gguf_get_metadata(f, "arr.nested");
+    CHECK(kv != NULL);
+    GGUFArray a;
+    gguf_clear_error();
+    CHECK(gguf_get_nested_array(f, kv->index, NULL, 0, &a));
+    CHECK(a.elem_type == GGUF_VALUE_TYPE_ARRAY && a.count == 2 && a.data == NULL);
+
+    uint64_t path[3] = {0, 0, 0};
+    CHECK(gguf_get_nested_array(f, kv->index, path, 1, &a));
+    CHECK(a.elem_type == GGUF_VALUE_TYPE_UINT16 && a.count == 2);
+    const uint16_t *u16 = a.data;
+    CHECK(u16 != NULL && (uintptr_t)u16 % 2 == 0 && u16[0] == 1 && u16[1] == 2);
+    GGUFArray again;
+    CHECK(gguf_get_nested_array(f, kv->index, path, 1, &again) && again.data == a.data);
+
+    path[0] = 1;
+    CHECK(gguf_get_nested_array(f, kv->index, path, 1, &a));
+    CHECK(a.elem_type == GGUF_VALUE_TYPE_STRING && a.count == 1);
+    const GGUFString *x = a.data;
+    CHECK(x != NULL && x[0].len == 1 && x[0].data[0] == 'x');
+    /* Zero-copy: inside the entry's bytes (and the caller's buffer for a memory handle). */
+    const char *lo = kv->array_data;
+    CHECK(x[0].data > lo && x[0].data + 1 <= lo + kv->array_bytes);
+    if (buf != NULL) {
+        CHECK((const unsigned char *)x[0].data > buf &&
+              (const unsigned char *)x[0].data < buf + buf_len);
+    }
+    CHECK(gguf_get_nested_array(f, kv->index, path, 1, &again) && again.data == a.data);
+    CHECK(gguf_last_error_code() == GGUF_ERROR_CODE_NONE);
+
+    /* An entry's own array: at path length 0, the typed getter's buffer. */
+    const GGUFMetadataKV *scores = gguf_get_metadata(f, "tokenizer.ggml.scores");
+    CHECK(scores != NULL);
+    CHECK(gguf_get_nested_array(f, scores->index, NULL, 0, &a));
+    CHECK(a.elem_type == GGUF_VALUE_TYPE_FLOAT32 && a.count == 5);
+    CHECK(a.data == gguf_get_float_array(f, "tokenizer.ggml.scores", NULL));
+    CHECK(((const float *)a.data)[2] == 3.25f);
+    const GGUFMetadataKV *tokens = gguf_get_metadata(f, "tokenizer.ggml.tokens");
+    CHECK(tokens != NULL && gguf_get_nested_array(f, tokens->index, NULL, 0, &a));
+    CHECK(a.elem_type == GGUF_VALUE_TYPE_STRING && a.count == 5);
+    const GGUFString *t = a.data;
+    CHECK(t[3].len == 3 && memcmp(t[3].data, "a\0b", 3) == 0); /* NUL bytes kept */
+    CHECK(t[1].len == 0 && t[1].data != NULL);
+    const GGUFMetadataKV *empty = gguf_get_metadata(f, "arr.empty_f32");
+    CHECK(empty != NULL && gguf_get_nested_array(f, empty->index, NULL, 0, &a));
+    CHECK(a.count == 0 && a.data != NULL);
+
+    /* Refusals: *out is zeroed, the message names the key or the index. */
+    path[0] = 2;
+    FAILS(!gguf_get_nested_array(f, kv->index, path, 1, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT,
+          "array index 2 of key 'arr.nested' is past the end (2 arrays)");
+    path[0] = UINT64_MAX;
+    FAILS(!gguf_get_nested_array(f, kv->index, path, 1, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "past the end");
+    path[0] = 0;
+    path[1] = 0;
+    FAILS(!gguf_get_nested_array(f, kv->index, path, 2, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_WRONG_TYPE, "key 'arr.nested'[0] is an array of UINT16, not of ARRAY");
+    FAILS(!gguf_get_nested_array(f, scores->index, path, 1, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_WRONG_TYPE, "FLOAT32");
+    const GGUFMetadataKV *name = gguf_get_metadata(f, "general.name");
+    CHECK(name != NULL);
+    FAILS(!gguf_get_nested_array(f, name->index, NULL, 0, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_WRONG_TYPE, "holds a STRING, not an ARRAY");
+    FAILS(!gguf_get_nested_array(f, gguf_metadata_count(f), NULL, 0, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "metadata index");
+    FAILS(!gguf_get_nested_array(f, UINT64_MAX, NULL, 0, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_INVALID_ARGUMENT, "past the end");
+    FAILS(!gguf_get_nested_array(f, kv->index, NULL, 1, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "path");
+    FAILS(!gguf_get_nested_array(f, kv->index, NULL, 0, NULL), GGUF_ERROR_CODE_NULL_ARGUMENT,
+          "out");
+    FAILS(!gguf_get_nested_array(NULL, kv->index, NULL, 0, &a) && zeroed(&a),
+          GGUF_ERROR_CODE_NULL_ARGUMENT, "file");
+}
+
 static void check_file(GGUFFile f, const unsigned char *buf, size_t len) {
     CHECK(f != NULL);
     /* The zero-copy index first, then the copies, then again in the other order below. */
@@ -256,6 +343,7 @@ static void check_file(GGUFFile f, const unsigned char *buf, size_t len) {
     check_wrong_types(f);
     check_array_string(f, buf, len);
     check_typed_values(f);
+    check_nested_array(f, buf, len);
 }
 
 static void test_files(void) {

@@ -1,7 +1,8 @@
 /*
  * test_threads.c: one handle shared by several threads. Released together by a barrier, the
  * threads race the lazy builders on their very first call (gguf_get_string_array,
- * gguf_get_float_array, gguf_get_array_string, then every typed getter), then call every getter;
+ * gguf_get_float_array, gguf_get_array_string, every typed getter, then gguf_get_nested_array
+ * into each element of an array of arrays), then call every getter;
  * every thread must see identical pointers and values. Each thread also opens and closes handles
  * of its own, and records a different error: the error record is per thread.
  * Rounds cover a little-endian file, a big-endian version-1 file and a handle from
@@ -65,6 +66,8 @@ struct seen {
     uint64_t token_len[5];
     const void *typed[N_TYPED];
     uint64_t typed_n[N_TYPED];
+    const void *nested[2]; /* the data of arr.nested's elements (GGUFArray has padding) */
+    uint64_t nested_n[2];
     const GGUFMetadataKV *kv[N_KVS];
     const GGUFTensorInfo *tensor[N_TENSORS];
     const void *data[N_TENSORS];
@@ -111,6 +114,17 @@ static void *worker(void *arg) {
         int which = (i + job->index) % N_TYPED;
         seen->typed[which] = typed(f, which, &seen->typed_n[which]);
         CHECK(seen->typed[which] != NULL);
+    }
+    wait_all(s);
+    /* The nested builders: the array of arrays' elements, then each one's values. */
+    const GGUFMetadataKV *nested = gguf_get_metadata(f, "arr.nested");
+    CHECK(nested != NULL);
+    for (int i = 0; i < 2; i++) {
+        uint64_t path[1] = {(uint64_t)((i + job->index) % 2)};
+        GGUFArray a;
+        CHECK(gguf_get_nested_array(f, nested->index, path, 1, &a) && a.data != NULL);
+        seen->nested[path[0]] = a.data;
+        seen->nested_n[path[0]] = a.count;
     }
     wait_all(s);
 

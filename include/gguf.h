@@ -789,6 +789,30 @@ typedef struct GGUFWriterImpl GGUFWriterImpl;
 typedef struct GGUFFileImpl *GGUFFile;
 
 /**
+ * An array inside the metadata: an entry's own array, or an element of an array of arrays
+ * (`gguf_get_nested_array`). What `data` points to is owned by the handle and valid until
+ * `gguf_close`; the same path gives the same pointer on every call.
+ */
+typedef struct GGUFArray {
+  /**
+   * The type of every element: a `GGUFValueType`.
+   */
+  uint32_t elem_type;
+  /**
+   * The number of elements.
+   */
+  uint64_t count;
+  /**
+   * The elements, decoded: for the number types and BOOL, `count` values in host byte order,
+   * aligned for their type (a UINT32 array is `const uint32_t *`, a BOOL array `const bool
+   * *`); for STRING, `count` `GGUFString`s; for ARRAY, NULL (element `i` is the array at the
+   * path one index longer, ending in `i`). Never NULL for the other types, even when `count`
+   * is 0.
+   */
+  const void *data;
+} GGUFArray;
+
+/**
  * A compiled chat template (`gguf_chat_template_compile`): owned by the caller, usable from
  * many threads at once. NULL is never a valid template.
  */
@@ -1503,11 +1527,48 @@ typedef struct GGUFUrlOptions {
  */
 typedef struct GGUFWriterImpl *GGUFWriter;
 
+/**
+ * One string of a string array, as `gguf_get_nested_array` gives it: zero-copy, in the handle's
+ * memory of the file (NOT NUL-terminated; it may hold NUL bytes).
+ */
+typedef struct GGUFString {
+  /**
+   * The string's bytes; never NULL (an empty string's points at where it would be).
+   */
+  const char *data;
+  /**
+   * Their number.
+   */
+  uint64_t len;
+} GGUFString;
+
 
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Fills `*out` with the array at `path` inside the value of metadata entry `kv_index` (its
+ * position, as `gguf_get_metadata_by_index` takes it, so that a key holding NUL bytes is
+ * reachable too): with `path_len` 0 the entry's own array; with `path = {i}` element `i` of an
+ * array of arrays; with `{i, j}` element `j` of that, and so on. `out->data` holds the elements
+ * decoded (see `GGUFArray`): numbers and BOOLs in host byte order and aligned (at path length
+ * 0, the buffer the typed getter of the key returns), strings as zero-copy `GGUFString`s into
+ * the file's bytes, and NULL for arrays of arrays, whose elements are reached by a longer path.
+ * Each array's elements are decoded on the first call that reaches it; every later call for the
+ * same path gives the same pointer, valid until `gguf_close`. Returns false, setting `*out` to
+ * all zeros (when `out` is not NULL), if `kv_index` is past the entries or an index of `path` is
+ * past its array's end (GGUF_ERROR_CODE_INVALID_ARGUMENT), the entry is not an ARRAY or `path`
+ * goes into an array whose elements are not arrays (GGUF_ERROR_CODE_WRONG_TYPE), or `file`,
+ * `out` or (with `path_len` above 0) `path` is NULL.
+ */
+GGUF_API
+bool gguf_get_nested_array(GGUFFile file,
+                           uint64_t kv_index,
+                           const uint64_t *path,
+                           uint64_t path_len,
+                           struct GGUFArray *out);
 
 /**
  * The array under `key` as NUL-terminated strings, and its length in `*out_count` (when

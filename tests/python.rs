@@ -11,8 +11,9 @@
 mod common;
 
 use gguf::ffi::{
-    GGUFMemoryEstimate, GGUFMemoryParams, GGUFMetadataKV, GGUFPlacement, GGUFShardInfo,
-    GGUFSpecialTokens, GGUFTensorInfo, GGUFUploadPlan, GGUFUrlOptions, GGUFValue, GGUFView,
+    GGUFArray, GGUFMemoryEstimate, GGUFMemoryParams, GGUFMetadataKV, GGUFPlacement, GGUFShardInfo,
+    GGUFSpecialTokens, GGUFString, GGUFTensorInfo, GGUFUploadPlan, GGUFUrlOptions, GGUFValue,
+    GGUFView,
 };
 use serde_json::{json, Map, Value as Json};
 use std::mem::{align_of, offset_of, size_of};
@@ -40,6 +41,8 @@ fn ffi_layout() -> Json {
             key, r#type, value, array_len, array_data, key_len, str_len, array_type,
             array_bytes, index
         }),
+        "GGUFString": layout!(GGUFString { data, len }),
+        "GGUFArray": layout!(GGUFArray { elem_type, count, data }),
         "GGUFTensorInfo": layout!(GGUFTensorInfo {
             name, n_elements, n_dims, dims, offset, dtype, size_bytes, file_offset, name_len,
             index, shard

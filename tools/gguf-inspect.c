@@ -246,7 +246,7 @@ static int model_totals(GGUFFile f, uint64_t *params, uint64_t *bytes) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Values in full: one scalar at a time, decoded from the entry or from an array's raw bytes.  */
+/* Values in full: one scalar at a time, from the entry or from an array the library decoded. */
 /* ------------------------------------------------------------------------------------------ */
 
 typedef enum { OUT_TEXT, OUT_JSON } OutMode;
@@ -263,65 +263,41 @@ typedef struct {
   uint64_t len;
 } Scalar;
 
-/* A read position in an array's raw bytes (`array_data`: file byte order; version 1 files have
- * 32-bit string lengths and array counts). */
-typedef struct {
-  const unsigned char *p, *end;
-  int big, v1, ok;
-} Cursor;
+/* Arrays nest at most this deep (the format allows 8). */
+enum { MAX_NESTING = 64 };
 
-static uint64_t take(Cursor *c, unsigned n) {
-  if (!c->ok || (size_t)(c->end - c->p) < n) {
-    c->ok = 0;
-    return 0;
-  }
-  uint64_t x = 0;
-  for (unsigned k = 0; k < n; k++) {
-    unsigned shift = 8 * (c->big ? n - 1 - k : k);
-    x |= (uint64_t)c->p[k] << shift;
-  }
-  c->p += n;
-  return x;
+/* The array at `path` (`depth` indexes) inside entry `kv`'s value, decoded by the library
+ * (gguf_get_nested_array: by the entry's index, so a key holding NUL bytes is reached too).
+ * False if the library cannot give it. */
+static int array_at(GGUFFile f, const GGUFMetadataKV *kv, const uint64_t *path, unsigned depth,
+                    GGUFArray *a) {
+  return gguf_get_nested_array(f, kv->index, depth ? path : NULL, depth, a);
 }
 
-static uint64_t take_count(Cursor *c) { return take(c, c->v1 ? 4 : 8); }
-
-/* Reads one scalar of `type` (not ARRAY) at the cursor. */
-static void take_scalar(Cursor *c, uint32_t type, Scalar *s) {
+/* Element `k` of a decoded array whose elements are not arrays. */
+static void array_scalar(const GGUFArray *a, uint64_t k, Scalar *s) {
   memset(s, 0, sizeof *s);
-  s->type = type;
-  switch (type) {
-  case GGUF_VALUE_TYPE_UINT8: s->u = take(c, 1); break;
-  case GGUF_VALUE_TYPE_UINT16: s->u = take(c, 2); break;
-  case GGUF_VALUE_TYPE_UINT32: s->u = take(c, 4); break;
-  case GGUF_VALUE_TYPE_UINT64: s->u = take(c, 8); break;
-  case GGUF_VALUE_TYPE_INT8: s->i = (int8_t)take(c, 1); break;
-  case GGUF_VALUE_TYPE_INT16: s->i = (int16_t)take(c, 2); break;
-  case GGUF_VALUE_TYPE_INT32: s->i = (int32_t)take(c, 4); break;
-  case GGUF_VALUE_TYPE_INT64: s->i = (int64_t)take(c, 8); break;
-  case GGUF_VALUE_TYPE_BOOL: s->b = take(c, 1) != 0; break;
-  case GGUF_VALUE_TYPE_FLOAT32: {
-    uint32_t bits = (uint32_t)take(c, 4);
-    memcpy(&s->f32, &bits, sizeof bits);
-    break;
-  }
-  case GGUF_VALUE_TYPE_FLOAT64: {
-    uint64_t bits = take(c, 8);
-    memcpy(&s->f64, &bits, sizeof bits);
-    break;
-  }
+  s->type = a->elem_type;
+  switch (a->elem_type) {
+  case GGUF_VALUE_TYPE_UINT8: s->u = ((const uint8_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_UINT16: s->u = ((const uint16_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_UINT32: s->u = ((const uint32_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_UINT64: s->u = ((const uint64_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_INT8: s->i = ((const int8_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_INT16: s->i = ((const int16_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_INT32: s->i = ((const int32_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_INT64: s->i = ((const int64_t *)a->data)[k]; break;
+  case GGUF_VALUE_TYPE_BOOL: s->b = ((const bool *)a->data)[k]; break;
+  /* Floats are copied as bytes: a load into x87 registers (i686) would quieten a signalling NaN. */
+  case GGUF_VALUE_TYPE_FLOAT32: memcpy(&s->f32, (const float *)a->data + k, sizeof s->f32); break;
+  case GGUF_VALUE_TYPE_FLOAT64: memcpy(&s->f64, (const double *)a->data + k, sizeof s->f64); break;
   case GGUF_VALUE_TYPE_STRING: {
-    uint64_t len = take_count(c);
-    if (c->ok && (uint64_t)(c->end - c->p) >= len) {
-      s->s = (const char *)c->p;
-      s->len = len;
-      c->p += len;
-    } else {
-      c->ok = 0;
-    }
+    const GGUFString *str = (const GGUFString *)a->data + k;
+    s->s = str->data;
+    s->len = str->len;
     break;
   }
-  default: c->ok = 0; break;
+  default: break;
   }
 }
 
@@ -468,61 +444,60 @@ static void emit_scalar(const Scalar *s, OutMode mode, int top) {
   }
 }
 
-/* Prints `count` elements of `elem` at the cursor, in full: "[a, b]" (JSON: a JSON array whose
- * nested arrays are objects with their type and count). False if the bytes run out. */
-static int emit_array(Cursor *c, uint32_t elem, uint64_t count, OutMode mode, int depth) {
+/* Prints the array at `path` (`depth` indexes) inside entry `kv`, in full: "[a, b]" (JSON: a
+ * JSON array whose nested arrays are objects with their type and count). False if the library
+ * cannot give an array of it. */
+static int emit_array(GGUFFile f, const GGUFMetadataKV *kv, uint64_t *path, unsigned depth,
+                      OutMode mode) {
+  GGUFArray a;
+  int ok = array_at(f, kv, path, depth, &a);
   putchar('[');
-  for (uint64_t i = 0; i < count && c->ok; i++) {
+  for (uint64_t i = 0; ok && i < a.count; i++) {
     if (i) fputs(", ", stdout);
-    if (elem == GGUF_VALUE_TYPE_ARRAY) {
-      uint32_t inner = (uint32_t)take(c, 4);
-      uint64_t n = take_count(c);
-      if (!c->ok || depth > 64 || !gguf_value_type_name(inner)) {
-        c->ok = 0;
+    if (a.elem_type == GGUF_VALUE_TYPE_ARRAY) {
+      GGUFArray inner;
+      path[depth] = i;
+      if (depth + 1 >= MAX_NESTING || !array_at(f, kv, path, depth + 1, &inner)) {
+        ok = 0;
         break;
       }
       if (mode == OUT_JSON) {
         printf("{\"type\": \"ARRAY\", \"array_type\": \"%s\", \"count\": %" PRIu64 ", \"value\": ",
-               gguf_value_type_name(inner), n);
+               gguf_value_type_name(inner.elem_type), inner.count);
       }
-      emit_array(c, inner, n, mode, depth + 1);
+      ok = emit_array(f, kv, path, depth + 1, mode);
       if (mode == OUT_JSON) putchar('}');
     } else {
       Scalar s;
-      take_scalar(c, elem, &s);
-      if (c->ok) emit_scalar(&s, mode, 0);
+      array_scalar(&a, i, &s);
+      emit_scalar(&s, mode, 0);
     }
   }
   putchar(']');
-  return c->ok;
+  return ok;
 }
 
-/* Walks one value of `type` without printing it. */
-static void skip_value(Cursor *c, uint32_t type, int depth) {
-  if (type != GGUF_VALUE_TYPE_ARRAY) {
-    Scalar s;
-    take_scalar(c, type, &s);
-    return;
+/* Whether the library gives every array inside the array at `path` (`depth` indexes) of entry
+ * `kv`, with as many elements as it says. */
+static int arrays_given(GGUFFile f, const GGUFMetadataKV *kv, uint64_t *path, unsigned depth,
+                        uint64_t count) {
+  GGUFArray a;
+  if (!array_at(f, kv, path, depth, &a) || a.count != count) return 0;
+  if (a.elem_type != GGUF_VALUE_TYPE_ARRAY) return a.data != NULL;
+  if (depth + 1 >= MAX_NESTING) return 0;
+  for (uint64_t i = 0; i < a.count; i++) {
+    GGUFArray inner;
+    path[depth] = i;
+    if (!array_at(f, kv, path, depth + 1, &inner) ||
+        !arrays_given(f, kv, path, depth + 1, inner.count))
+      return 0;
   }
-  uint32_t inner = (uint32_t)take(c, 4);
-  uint64_t n = take_count(c);
-  if (depth > 64 || !gguf_value_type_name(inner)) c->ok = 0;
-  for (uint64_t i = 0; i < n && c->ok; i++) skip_value(c, inner, depth + 1);
-}
-
-static Cursor array_cursor(GGUFFile f, const GGUFMetadataKV *kv) {
-  Cursor c;
-  c.p = (const unsigned char *)kv->array_data;
-  c.end = c.p ? c.p + kv->array_bytes : c.p;
-  c.big = gguf_byte_order(f) == GGUF_BYTE_ORDER_BIG;
-  c.v1 = gguf_version(f) == 1;
-  c.ok = kv->array_len == 0 || c.p != NULL;
-  return c;
+  return 1;
 }
 
 /* An entry's value on one line: strings quoted, arrays summarized by their first items (nested
- * ones as [...]). Arrays are decoded from the entry's own bytes, never looked up by key (a key
- * may hold NUL bytes). */
+ * ones as [...]). Arrays are reached by the entry's index, never looked up by key (a key may
+ * hold NUL bytes). */
 static void print_value(GGUFFile f, const GGUFMetadataKV *kv) {
   Scalar s;
   if (kv->type != GGUF_VALUE_TYPE_ARRAY) {
@@ -530,25 +505,25 @@ static void print_value(GGUFFile f, const GGUFMetadataKV *kv) {
     emit_scalar(&s, OUT_TEXT, 0);
     return;
   }
-  Cursor c = array_cursor(f, kv);
-  uint64_t shown = kv->array_len < ARRAY_PREVIEW ? kv->array_len : ARRAY_PREVIEW;
+  GGUFArray a;
+  int ok = array_at(f, kv, NULL, 0, &a);
+  uint64_t shown = !ok ? 0 : a.count < ARRAY_PREVIEW ? a.count : ARRAY_PREVIEW;
   putchar('[');
-  for (uint64_t i = 0; i < shown && c.ok; i++) {
+  for (uint64_t i = 0; i < shown; i++) {
     if (i) printf(", ");
-    if (kv->array_type == GGUF_VALUE_TYPE_ARRAY) {
-      skip_value(&c, GGUF_VALUE_TYPE_ARRAY, 0);
+    if (a.elem_type == GGUF_VALUE_TYPE_ARRAY) {
       printf("[...]");
     } else {
-      take_scalar(&c, kv->array_type, &s);
-      if (c.ok) emit_scalar(&s, OUT_TEXT, 0);
+      array_scalar(&a, i, &s);
+      emit_scalar(&s, OUT_TEXT, 0);
     }
   }
-  if (!c.ok) printf("<undecodable>");
-  else if (shown < kv->array_len) printf(", ...");
+  if (!ok) printf("<undecodable>");
+  else if (shown < a.count) printf(", ...");
   putchar(']');
 }
 
-/* The value of an entry in full. False if an array's bytes do not hold its elements. */
+/* The value of an entry in full. False if the library cannot give an array of it. */
 static int emit_value(GGUFFile f, const GGUFMetadataKV *kv, OutMode mode) {
   if (kv->type != GGUF_VALUE_TYPE_ARRAY) {
     Scalar s;
@@ -556,8 +531,8 @@ static int emit_value(GGUFFile f, const GGUFMetadataKV *kv, OutMode mode) {
     emit_scalar(&s, mode, 1);
     return 1;
   }
-  Cursor c = array_cursor(f, kv);
-  return emit_array(&c, kv->array_type, kv->array_len, mode, 0) && c.p == c.end;
+  uint64_t path[MAX_NESTING];
+  return emit_array(f, kv, path, 0, mode);
 }
 
 static int emit_entry_json(GGUFFile f, const GGUFMetadataKV *kv) {
@@ -937,10 +912,9 @@ static int verify_metadata(GGUFFile f, Progress *pg) {
       ok = problem(pg, "metadata key", kv->key, kv->key_len, detail);
       continue;
     }
-    /* Walk the raw bytes: each element must lie inside the array and the last end it. */
-    Cursor c = array_cursor(f, kv);
-    for (uint64_t k = 0; k < kv->array_len && c.ok; k++) skip_value(&c, kv->array_type, 0);
-    if (!c.ok || c.p != c.end) {
+    /* Every array inside it (nested ones too, and under keys holding NUL) is given whole. */
+    uint64_t path[MAX_NESTING];
+    if (!arrays_given(f, kv, path, 0, kv->array_len)) {
       ok = problem(pg, "metadata key", kv->key, kv->key_len,
                    "the array's bytes do not hold its elements");
     }

@@ -8,7 +8,6 @@ import mmap
 import operator
 import os
 import stat
-import struct
 import weakref
 from collections.abc import Mapping
 from ctypes import byref, c_uint64, c_void_p
@@ -16,18 +15,19 @@ from typing import Any, Iterator, NamedTuple
 
 from . import _convert, _native
 from ._buffer import Pin, readonly_view
-from ._convert import STRUCT
 from ._strings import StringArray
 from ._native import (
     ARRAY_GETTERS,
     NO_VIEW,
     UINT64_MAX,
     DataType,
+    GGUFArray,
     GGUFError,
     GGUFMemoryEstimate,
     GGUFMemoryParams,
     GGUFMetadataKV,
     GGUFShardInfo,
+    GGUFString,
     GGUFTensorInfo,
     GGUFUploadPlan,
     GGUFView,
@@ -516,38 +516,6 @@ def _scalar(kv: GGUFMetadataKV) -> Any:
     raise AssertionError(f"libgguf: unexpected value type {t}")  # pragma: no cover
 
 
-class _RawArrays:
-    """Decodes nested arrays from their raw bytes (``array_data``), which only the file's own
-    encoding describes: there is no C getter for arrays of arrays."""
-
-    def __init__(self, data: bytes, big: bool, v1: bool):
-        self.data = data
-        self.e = ">" if big else "<"
-        self.count = self.e + ("I" if v1 else "Q")
-        self.count_size = 4 if v1 else 8
-
-    def elements(self, pos: int, elem: int, n: int) -> tuple[list, int]:
-        data, e = self.data, self.e
-        if elem == ValueType.STRING:
-            out = []
-            for _ in range(n):
-                (length,) = struct.unpack_from(self.count, data, pos)
-                pos += self.count_size
-                out.append(_text(data[pos : pos + length]))
-                pos += length
-            return out, pos
-        if elem == ValueType.ARRAY:
-            out = []
-            for _ in range(n):
-                (inner,) = struct.unpack_from(e + "I", data, pos)
-                (count,) = struct.unpack_from(self.count, data, pos + 4)
-                items, pos = self.elements(pos + 4 + self.count_size, inner, count)
-                out.append(items)
-            return out, pos
-        fmt = f"{e}{n}{STRUCT[ValueType(elem)]}"
-        return list(struct.unpack_from(fmt, data, pos)), pos + struct.calcsize(fmt)
-
-
 class Metadata(Mapping):
     """The file's metadata: an ordered, read-only mapping from each key (``str``; ``bytes`` for a
     key that is not valid UTF-8) to its value, in file order.
@@ -725,7 +693,7 @@ class Metadata(Mapping):
         h = self._file._handle()
         elem = kv.array_type
         if b"\0" in self._raw[i]:
-            values = self._nested(kv)  # the getters take the key as a C string
+            values = self._nested(h, i)  # the getters by key take it as a C string
             if elem == ValueType.STRING:
                 strings = StringArray.of(values)
                 self._arrays[i] = strings
@@ -738,8 +706,8 @@ class Metadata(Mapping):
             self._arrays[i] = strings
             return strings
         else:
-            # Nested arrays are decoded each time (they are small: no cache to keep in sync).
-            return self._nested(kv)
+            # Nested arrays are listed each time (they are small: no cache to keep in sync).
+            return self._nested(h, i)
         self._arrays[i] = tuple(values)
         return values
 
@@ -774,11 +742,23 @@ class Metadata(Mapping):
             items.append(ctypes.string_at(p, out_len.value))
         return StringArray.of(items)
 
-    def _nested(self, kv: GGUFMetadataKV) -> list:
-        data = ctypes.string_at(kv.array_data, kv.array_bytes) if kv.array_bytes else b""
-        f = self._file
-        raw = _RawArrays(data, f.byte_order == "big", f.version == 1)
-        return raw.elements(0, kv.array_type, kv.array_len)[0]
+    def _nested(self, h: _Handle, i: int, path: tuple = ()) -> list:
+        """The array at ``path`` inside entry ``i``'s value as decoded by the C library
+        (``gguf_get_nested_array``, which reaches the entry by index, whatever its key holds):
+        a list of values, of lists for an array of arrays."""
+        a = GGUFArray()
+        where = (c_uint64 * len(path))(*path) if path else None
+        if not h.lib.gguf_get_nested_array(h.ptr, i, where, len(path), byref(a)):
+            raise h.lib.error()
+        n = a.count
+        if a.elem_type == ValueType.ARRAY:
+            return [self._nested(h, i, path + (k,)) for k in range(n)]
+        if n == 0:
+            return []
+        if a.elem_type == ValueType.STRING:
+            strings = (GGUFString * n).from_address(a.data)
+            return [_text(ctypes.string_at(s.data, s.len)) if s.len else "" for s in strings]
+        return (ARRAY_GETTERS[a.elem_type][1] * n).from_address(a.data)[:]
 
 
 # --------------------------------------------------------------------------------------------

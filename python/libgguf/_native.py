@@ -345,6 +345,14 @@ class GGUFMetadataKV(Structure):
     ]
 
 
+class GGUFString(Structure):
+    _fields_ = [("data", c_void_p), ("len", c_uint64)]
+
+
+class GGUFArray(Structure):
+    _fields_ = [("elem_type", c_uint32), ("count", c_uint64), ("data", c_void_p)]
+
+
 class GGUFTensorInfo(Structure):
     _fields_ = [
         ("name", c_void_p),
@@ -451,6 +459,8 @@ STRUCTS = {
     "GGUFSpecialTokens": GGUFSpecialTokens,
     "GGUFValue": GGUFValue,
     "GGUFMetadataKV": GGUFMetadataKV,
+    "GGUFString": GGUFString,
+    "GGUFArray": GGUFArray,
     "GGUFTensorInfo": GGUFTensorInfo,
     "GGUFView": GGUFView,
     "GGUFPlacement": GGUFPlacement,
@@ -541,6 +551,7 @@ _PROTOTYPES = {
     "gguf_get_metadata_by_index": (c_void_p, [_FILE, c_uint64]),
     "gguf_get_string_array": (c_void_p, [_FILE, c_char_p, _u64p]),
     "gguf_get_array_string": (c_void_p, [_FILE, c_char_p, c_uint64, _u64p]),
+    "gguf_get_nested_array": (c_bool, [_FILE, c_uint64, _u64p, c_uint64, POINTER(GGUFArray)]),
     "gguf_tensor_count": (c_uint64, [_FILE]),
     "gguf_get_tensor": (c_void_p, [_FILE, c_char_p]),
     "gguf_get_tensor_by_index": (c_void_p, [_FILE, c_uint64]),

@@ -83,6 +83,87 @@ pub(crate) fn disjoint(spans: impl Iterator<Item = (usize, usize)>, what: &str) 
     Ok(())
 }
 
+/// A handle type of the C API: an opaque struct the library moves to the heap and hands to C as
+/// `*mut Self` ([`to_boxed_mut_ptr`]), borrows back on each call ([`try_from`],
+/// [`try_from_mut`]) and frees when C gives it back ([`free_box`]). One implementation of that
+/// round trip serves every handle (file, writer, tokenizer, digester, chat template).
+pub(crate) trait Castable: Sized {
+    /// The argument a NULL handle is reported as ("file", "writer", "tok").
+    const ARG: &'static str;
+}
+
+/// Moves `value` to the heap and hands it to C, which owns it until it frees it with
+/// [`free_box`].
+pub(crate) fn to_boxed_mut_ptr<H: Castable>(value: H) -> *mut H {
+    Box::into_raw(Box::new(value))
+}
+
+/// Frees a handle C gives back; NULL is a no-op.
+///
+/// # Safety
+/// `ptr` is NULL or came from [`to_boxed_mut_ptr`], is freed once, and nothing uses it during or
+/// after the call.
+pub(crate) unsafe fn free_box<H: Castable>(ptr: *mut H) {
+    if !ptr.is_null() {
+        // SAFETY: a non-NULL `ptr` came from `Box::into_raw` (to_boxed_mut_ptr) and is freed
+        // once, with no other use (the caller's contract).
+        drop(unsafe { Box::from_raw(ptr) });
+    }
+}
+
+/// The handle behind a C argument, for shared use; an error naming [`Castable::ARG`] for NULL.
+///
+/// # Safety
+/// `ptr` is NULL or a live handle from [`to_boxed_mut_ptr`] that nothing frees or mutates
+/// during `'a`.
+pub(crate) unsafe fn try_from<'a, H: Castable>(ptr: *const H) -> Result<&'a H> {
+    // SAFETY: NULL or a live Box's pointer (the caller's contract), only read during 'a.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null(H::ARG))
+}
+
+/// The handle behind a C argument, for exclusive use; an error naming [`Castable::ARG`] for
+/// NULL.
+///
+/// # Safety
+/// `ptr` is NULL or a live handle from [`to_boxed_mut_ptr`] that no other call uses during `'a`
+/// (one thread at a time).
+pub(crate) unsafe fn try_from_mut<'a, H: Castable>(ptr: *mut H) -> Result<&'a mut H> {
+    // SAFETY: NULL or a live Box's pointer, used by this call alone during 'a (the caller's
+    // contract).
+    unsafe { ptr.as_mut() }.ok_or_else(|| null(H::ARG))
+}
+
+/// Refuses flag bits outside `known`: GGUF_ERROR_CODE_INVALID_ARGUMENT, "unknown `what` 0x..."
+/// naming the unknown bits (`what`: "open flags", "flags").
+pub(crate) fn known_flags(flags: u32, known: u32, what: &str) -> Result<()> {
+    let unknown = flags & !known;
+    if unknown != 0 {
+        return Err(Error::msg(
+            ErrorCode::InvalidArgument,
+            format!("unknown {what} {unknown:#x}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A size, count or index from a C argument (`u64`) as a `usize`: `None` where it passes what
+/// this platform's `usize` holds (a 32-bit target). Every such argument is converted here; each
+/// caller says what the refusal is.
+pub(crate) fn to_usize(n: u64) -> Option<usize> {
+    usize::try_from(n).ok()
+}
+
+/// [`to_usize`], refusing a larger `n` as GGUF_ERROR_CODE_INVALID_ARGUMENT: "`what` is `n`, more
+/// than this platform's memory".
+pub(crate) fn memory_count(n: u64, what: &str) -> Result<usize> {
+    to_usize(n).ok_or_else(|| {
+        Error::msg(
+            ErrorCode::InvalidArgument,
+            format!("{what} is {n}, more than this platform's memory"),
+        )
+    })
+}
+
 /// The error for a NULL pointer argument.
 pub(crate) fn null(what: &str) -> Error {
     Error::msg(ErrorCode::NullArgument, what)
@@ -124,6 +205,9 @@ impl Element for f32 {
 }
 impl Element for i32 {
     const NOUN: &'static str = "token ids";
+}
+impl Element for u64 {
+    const NOUN: &'static str = "indexes";
 }
 impl Element for usize {
     const NOUN: &'static str = "lengths";
@@ -259,6 +343,61 @@ mod tests {
             assert_eq!(room, [0, 7]);
             let e = slice_mut(std::ptr::null_mut::<i32>(), 2, "tokens").unwrap_err();
             assert_eq!(e.code(), ErrorCode::NullArgument);
+        }
+    }
+
+    #[test]
+    fn a_handle_goes_to_c_and_back() {
+        struct Counter(u32);
+        impl Castable for Counter {
+            const ARG: &'static str = "counter";
+        }
+        let p = to_boxed_mut_ptr(Counter(7));
+        // SAFETY: `p` is live until `free_box`, used by this thread alone; NULL is refused or
+        // ignored.
+        unsafe {
+            assert_eq!(try_from(p).unwrap().0, 7);
+            try_from_mut(p).unwrap().0 += 1;
+            assert_eq!(try_from(p).unwrap().0, 8);
+            free_box(p);
+            free_box(std::ptr::null_mut::<Counter>());
+            let e = try_from(std::ptr::null::<Counter>()).err().unwrap();
+            assert_eq!(
+                (e.code(), e.to_string()),
+                (ErrorCode::NullArgument, "gguf: counter is NULL".into())
+            );
+            let e = try_from_mut(std::ptr::null_mut::<Counter>()).err().unwrap();
+            assert_eq!(e.code(), ErrorCode::NullArgument);
+        }
+    }
+
+    #[test]
+    fn unknown_flag_bits_are_named() {
+        assert!(known_flags(0, 0, "flags").is_ok());
+        assert!(known_flags(5, 7, "open flags").is_ok());
+        let e = known_flags(0x29, 0x9, "read flags").unwrap_err();
+        assert_eq!(
+            (e.code(), e.to_string()),
+            (
+                ErrorCode::InvalidArgument,
+                "gguf: unknown read flags 0x20".into()
+            )
+        );
+    }
+
+    #[test]
+    fn sizes_from_c_fit_usize_or_are_refused() {
+        assert_eq!(to_usize(12), Some(12));
+        assert_eq!(memory_count(3, "len").unwrap(), 3);
+        let wide = u64::MAX;
+        match usize::BITS {
+            64 => assert_eq!(to_usize(wide), Some(usize::MAX)),
+            _ => {
+                assert_eq!(to_usize(wide), None);
+                let e = memory_count(wide, "len").unwrap_err();
+                assert_eq!(e.code(), ErrorCode::InvalidArgument);
+                assert!(e.to_string().contains("more than this platform's memory"));
+            }
         }
     }
 

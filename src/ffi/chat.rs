@@ -9,8 +9,10 @@
 //! with the request's byte offset in `gguf_last_error_offset`).
 //! Threading: a compiled template is immutable; it may render on many threads at once.
 
-use super::boundary::{guard, null, slice};
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::boundary::{
+    free_box, guard, memory_count, null, slice, to_boxed_mut_ptr, to_usize, try_from, Castable,
+};
+use super::handle::GGUFFile;
 use crate::chat::{self, ChatTemplate};
 use crate::error::{Error, ErrorCode, Result};
 use std::ffi::c_char;
@@ -32,6 +34,10 @@ pub const GGUF_CHAT_LLAMA_CPP: u32 = 1;
 /// The opaque state behind a `GGUFChatTemplate`.
 pub struct GGUFChatTemplateImpl(ChatTemplate);
 
+impl Castable for GGUFChatTemplateImpl {
+    const ARG: &'static str = "tmpl";
+}
+
 /// A compiled chat template (`gguf_chat_template_compile`): owned by the caller, usable from
 /// many threads at once. NULL is never a valid template.
 pub type GGUFChatTemplate = *mut GGUFChatTemplateImpl;
@@ -47,21 +53,12 @@ fn check_flags(flags: u32) -> Result<bool> {
     Ok(flags & GGUF_CHAT_LLAMA_CPP != 0)
 }
 
-fn to_usize(n: u64, what: &str) -> Result<usize> {
-    usize::try_from(n).map_err(|_| {
-        Error::msg(
-            ErrorCode::InvalidArgument,
-            format!("{what} is {n}, more than this platform's memory"),
-        )
-    })
-}
-
 /// The caller's `len` bytes at `ptr`, as text for a template.
 ///
 /// # Safety
 /// `ptr` is valid for `len` bytes (or `len` is 0).
 unsafe fn text<'a>(ptr: *const c_char, len: u64, what: &str) -> Result<&'a [u8]> {
-    let n = to_usize(len, what)?;
+    let n = memory_count(len, what)?;
     // SAFETY: the caller's contract.
     unsafe { slice(ptr.cast::<u8>(), n, what) }
 }
@@ -146,7 +143,7 @@ pub unsafe extern "C" fn gguf_chat_render(
 ) -> i64 {
     guard(-1, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let llama = check_flags(flags)?;
         let name = if name.is_null() {
             None
@@ -176,7 +173,7 @@ pub unsafe extern "C" fn gguf_chat_render(
 pub unsafe extern "C" fn gguf_chat_template_count(file: GGUFFile) -> u64 {
     guard(0, || {
         // SAFETY: NULL or live (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         Ok(chat::template_names(f.model.first()).len() as u64)
     })
 }
@@ -189,9 +186,9 @@ pub unsafe extern "C" fn gguf_chat_template_count(file: GGUFFile) -> u64 {
 pub unsafe extern "C" fn gguf_chat_template_name(file: GGUFFile, index: u64) -> *const c_char {
     guard(std::ptr::null(), || {
         // SAFETY: NULL or live (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let names = chat::template_names(f.model.first());
-        let Some(name) = usize::try_from(index).ok().and_then(|i| names.get(i)) else {
+        let Some(name) = to_usize(index).and_then(|i| names.get(i)) else {
             return Err(Error::msg(
                 ErrorCode::InvalidArgument,
                 format!(
@@ -229,7 +226,7 @@ pub unsafe extern "C" fn gguf_chat_template_compile(
         // SAFETY: valid for `tmpl_len` bytes (the header's contract).
         let t = unsafe { text(tmpl, tmpl_len, "tmpl")? };
         let compiled = ChatTemplate::new(utf8(t, "tmpl")?)?;
-        Ok(Box::into_raw(Box::new(GGUFChatTemplateImpl(compiled))))
+        Ok(to_boxed_mut_ptr(GGUFChatTemplateImpl(compiled)))
     })
 }
 
@@ -245,7 +242,7 @@ pub unsafe extern "C" fn gguf_chat_template_render(
 ) -> i64 {
     guard(-1, || {
         // SAFETY: NULL or a live template (the header's contract); shared use only.
-        let t = unsafe { tmpl.as_ref() }.ok_or_else(|| null("tmpl"))?;
+        let t = unsafe { try_from(tmpl)? };
         let llama = check_flags(flags)?;
         // SAFETY: valid for `request_len` bytes (the header's contract).
         let r = unsafe { text(request, request_len, "request")? };
@@ -263,12 +260,9 @@ pub unsafe extern "C" fn gguf_chat_template_render(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_chat_template_free(tmpl: GGUFChatTemplate) {
     guard((), || {
-        if !tmpl.is_null() {
-            // SAFETY: a non-NULL template came from `gguf_chat_template_compile`
-            // (Box::into_raw) and is freed once, when no other call uses it (the header's
-            // contract).
-            drop(unsafe { Box::from_raw(tmpl) });
-        }
+        // SAFETY: NULL or a template from `gguf_chat_template_compile`, freed once, when no
+        // other call uses it (the header's contract).
+        unsafe { free_box(tmpl) };
         Ok(())
     })
 }

@@ -5,8 +5,10 @@
 //! may be called from many threads at once (on one file handle too). A `GGUFDigester` is used by
 //! one thread at a time; separate digesters may run on separate threads.
 
-use super::boundary::{guard, null, slice};
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::boundary::{
+    free_box, guard, null, slice, to_boxed_mut_ptr, try_from, try_from_mut, Castable,
+};
+use super::handle::GGUFFile;
 use super::records::GGUFTensorInfo;
 use super::tensors::own_index;
 use crate::digest::{Digest, DigestAlgorithm, Digester};
@@ -15,6 +17,10 @@ use std::ffi::{c_char, c_void};
 
 /// The opaque state behind a `GGUFDigester`.
 pub struct GGUFDigesterImpl(Digester);
+
+impl Castable for GGUFDigesterImpl {
+    const ARG: &'static str = "digester";
+}
 
 /// A digest being computed over bytes fed in pieces (`gguf_digester_new`), e.g. a whole model's
 /// over its tensors in order. NULL is never a valid digester. One thread at a time uses a
@@ -127,7 +133,7 @@ pub unsafe extern "C" fn gguf_tensor_digest(
 ) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let i = own_index(f, info)?;
         let a = algorithm(algorithm_id)?;
         check_room(a, out, out_len)?;
@@ -146,7 +152,7 @@ pub unsafe extern "C" fn gguf_tensor_digest(
 pub extern "C" fn gguf_digester_new(algorithm_id: u32) -> GGUFDigester {
     guard(std::ptr::null_mut(), || {
         let a = algorithm(algorithm_id)?;
-        Ok(Box::into_raw(Box::new(GGUFDigesterImpl(Digester::new(a)))))
+        Ok(to_boxed_mut_ptr(GGUFDigesterImpl(Digester::new(a))))
     })
 }
 
@@ -154,11 +160,9 @@ pub extern "C" fn gguf_digester_new(algorithm_id: u32) -> GGUFDigester {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_digester_free(digester: GGUFDigester) {
     guard((), || {
-        if !digester.is_null() {
-            // SAFETY: a non-NULL digester came from `gguf_digester_new` (Box::into_raw) and is
-            // freed once (the header's contract).
-            drop(unsafe { Box::from_raw(digester) });
-        }
+        // SAFETY: NULL or a digester from `gguf_digester_new`, freed once (the header's
+        // contract).
+        unsafe { free_box(digester) };
         Ok(())
     })
 }
@@ -173,7 +177,7 @@ pub unsafe extern "C" fn gguf_digester_update(
 ) -> bool {
     guard(false, || {
         // SAFETY: NULL or a live digester used by this thread only (the header's contract).
-        let d = unsafe { digester.as_mut() }.ok_or_else(|| null("digester"))?;
+        let d = unsafe { try_from_mut(digester)? };
         // SAFETY: `data` is valid for `size` bytes (the header's contract).
         d.0.update(unsafe { slice(data.cast::<u8>(), size, "data")? });
         Ok(true)
@@ -192,7 +196,7 @@ pub unsafe extern "C" fn gguf_digester_finish(
 ) -> bool {
     guard(false, || {
         // SAFETY: NULL or a live digester used by this thread only (the header's contract).
-        let d = unsafe { digester.as_mut() }.ok_or_else(|| null("digester"))?;
+        let d = unsafe { try_from_mut(digester)? };
         check_room(d.0.algorithm(), out, out_len)?;
         // SAFETY: checked above; `out` is valid for `out_len` bytes (the header's contract).
         Ok(unsafe { write_digest(&d.0.finish(), out) })

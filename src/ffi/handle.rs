@@ -4,7 +4,7 @@
 //! plans.
 
 use super::array_cache::ArrayCaches;
-use super::boundary::null;
+use super::boundary::Castable;
 use super::lazy::{AppendList, OnceBox};
 use super::records::{GGUFMetadataKV, GGUFShardInfo, GGUFTensorInfo, PlanRecords};
 use crate::error::{Error, ErrorCode, Result};
@@ -39,6 +39,10 @@ pub struct GGUFFileImpl {
 unsafe impl Send for GGUFFileImpl {}
 // SAFETY: as above.
 unsafe impl Sync for GGUFFileImpl {}
+
+impl Castable for GGUFFileImpl {
+    const ARG: &'static str = "file";
+}
 
 /// The C records of every tensor and their NUL-terminated names.
 struct TensorTable {
@@ -166,15 +170,6 @@ impl GGUFFileImpl {
             .tensor_table
             .get_or_init(|| Box::new(TensorTable::build(&self.model)))
             .records
-    }
-
-    /// The handle behind a `GGUFFile` argument.
-    ///
-    /// # Safety
-    /// `ptr` is NULL or a handle returned by `gguf_open*` that has not been closed.
-    pub(crate) unsafe fn from_ptr<'a>(ptr: GGUFFile) -> Result<&'a GGUFFileImpl> {
-        // SAFETY: the caller passes NULL or a live handle; a live handle is a valid Box.
-        unsafe { ptr.as_ref() }.ok_or_else(|| null("file"))
     }
 
     /// `e`, which concerns no particular byte, naming this file.

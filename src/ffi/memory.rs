@@ -2,8 +2,8 @@
 //!
 //! Threading: both functions may be called from many threads at once, on one handle too.
 
-use super::boundary::{guard, null, slice};
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::boundary::{guard, null, slice, try_from};
+use super::handle::GGUFFile;
 use crate::error::{Error, ErrorCode, Result};
 use crate::memory::{FlashAttn, MemoryEstimate, MemoryParams};
 use crate::types::DataType;
@@ -159,7 +159,7 @@ pub unsafe extern "C" fn gguf_memory_estimate(
 ) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let p = if params.is_null() {
             MemoryParams::default()
         } else {

@@ -1,7 +1,7 @@
 //! Metadata: counts, lookup by key and index, and the records describing each value.
 
-use super::boundary::{c_str, guard};
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::boundary::{c_str, guard, to_usize, try_from};
+use super::handle::GGUFFile;
 pub use super::records::{GGUFMetadataKV, GGUFValue};
 use crate::error::ErrorCode;
 use std::ffi::c_char;
@@ -11,7 +11,7 @@ use std::ffi::c_char;
 pub unsafe extern "C" fn gguf_metadata_count(file: GGUFFile) -> u64 {
     guard(0, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         Ok(f.metadata.len() as u64)
     })
 }
@@ -26,7 +26,7 @@ pub unsafe extern "C" fn gguf_get_metadata(
 ) -> *const GGUFMetadataKV {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         // SAFETY: `key` is NULL or a NUL-terminated string (the header's contract).
         let key = unsafe { c_str(key, "key")? };
         Ok(&f.metadata[f.kv_index(key)?] as *const GGUFMetadataKV)
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn gguf_get_metadata_n(
 ) -> *const GGUFMetadataKV {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         if key.is_null() {
             return Err(super::boundary::null("key"));
         }
@@ -65,9 +65,8 @@ pub unsafe extern "C" fn gguf_get_metadata_by_index(
 ) -> *const GGUFMetadataKV {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        let kv = usize::try_from(index)
-            .ok()
+        let f = unsafe { try_from(file)? };
+        let kv = to_usize(index)
             .and_then(|i| f.metadata.get(i))
             .ok_or_else(|| {
                 f.error(

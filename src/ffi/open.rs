@@ -1,6 +1,6 @@
 //! Opening and closing handles, and the file-level facts: version, alignment, layout, size.
 
-use super::boundary::{c_str, guard};
+use super::boundary::{c_str, free_box, guard, known_flags, to_boxed_mut_ptr, try_from};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use crate::error::Result;
 use crate::file::GgufFile;
@@ -9,8 +9,9 @@ use crate::platform::path_from_bytes;
 use crate::source::{OpenOptions, Source};
 use std::ffi::{c_char, c_void};
 
-fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
-    Box::into_raw(Box::new(GGUFFileImpl::new(model, name)))
+/// The handle C gets for an opened model.
+pub(crate) fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
+    to_boxed_mut_ptr(GGUFFileImpl::new(model, name))
 }
 
 /// Flags for `gguf_open_ex`, combined with `|`.
@@ -39,12 +40,7 @@ pub(crate) fn open_options(flags: u32) -> Result<OpenOptions> {
         | OpenFlag::Read as u32
         | OpenFlag::SingleShard as u32
         | OpenFlag::NoMap as u32;
-    if flags & !known != 0 {
-        return Err(crate::error::Error::msg(
-            crate::error::ErrorCode::InvalidArgument,
-            format!("unknown open flags {:#x}", flags & !known),
-        ));
-    }
+    known_flags(flags, known, "open flags")?;
     let has = |flag: OpenFlag| flags & flag as u32 != 0;
     Ok(OpenOptions {
         populate: has(OpenFlag::Populate),
@@ -136,11 +132,9 @@ pub unsafe extern "C" fn gguf_open_memory(data: *const c_void, len: usize) -> GG
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_close(file: GGUFFile) {
     guard((), || {
-        if !file.is_null() {
-            // SAFETY: non-NULL `file` came from `Box::into_raw` in `gguf_open*` and, by the
-            // header's contract, has not been closed before.
-            drop(unsafe { Box::from_raw(file) });
-        }
+        // SAFETY: NULL or a handle from `gguf_open*` that, by the header's contract, has not
+        // been closed before and that no other call uses.
+        unsafe { free_box(file) };
         Ok(())
     })
 }
@@ -148,7 +142,7 @@ pub unsafe extern "C" fn gguf_close(file: GGUFFile) {
 fn file_fact<T: Default>(file: GGUFFile, fact: impl FnOnce(&GGUFFileImpl) -> T) -> T {
     guard(T::default(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         Ok(fact(f))
     })
 }

@@ -1,7 +1,7 @@
 //! Paging control (`madvise`) and pointer checks: what an engine does with the mapping between
 //! opening a model and uploading it.
 
-use super::boundary::{guard, null, slice};
+use super::boundary::{guard, null, slice, try_from};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::records::GGUFTensorInfo;
 use super::tensors::own_index;
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn gguf_advise_tensor(
 ) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         advise_tensor(f, own_index(f, info)?, self::advice(advice)?)?;
         Ok(true)
     })
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn gguf_advise_tensors(
 ) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let paging = self::advice(advice)?;
         // SAFETY: `infos` points to `count` pointers (the header's contract).
         let infos = unsafe { slice(infos, count, "infos")? };
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn gguf_advise_tensors(
 pub unsafe extern "C" fn gguf_advise_data(file: GGUFFile, advice: u32) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let paging = self::advice(advice)?;
         for shard in f.model.shards() {
             let start = in_memory(shard.data_offset().min(shard.file_size()));
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn gguf_advise_data(file: GGUFFile, advice: u32) -> bool {
 pub unsafe extern "C" fn gguf_contains(file: GGUFFile, ptr: *const c_void, len: u64) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         if ptr.is_null() {
             return Err(null("ptr"));
         }

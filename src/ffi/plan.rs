@@ -2,7 +2,7 @@
 //! tensor inside one view, for zero-copy GPU buffers (Metal), pinned host ranges (CUDA) and
 //! direct I/O (absolute file offsets).
 
-use super::boundary::guard;
+use super::boundary::{guard, try_from};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::records::PlanRecords;
 pub use super::records::{GGUFPlacement, GGUFUploadPlan, GGUFView, GGUF_NO_VIEW};
@@ -71,7 +71,7 @@ pub unsafe extern "C" fn gguf_plan_upload(
 ) -> *const GGUFUploadPlan {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let records = build(f, max_view_size, page_size).map_err(|e| f.about(e))?;
         Ok(&f.plans.push(records).plan as *const GGUFUploadPlan)
     })

@@ -1,7 +1,7 @@
 //! Floats to tensor types (`crate::quantize`): byte for byte as ggml's `ggml_quantize_chunk`
 //! writes them, on one thread or many.
 
-use super::boundary::{aligned, disjoint, guard, null, slice, slice_mut};
+use super::boundary::{aligned, disjoint, guard, null, slice, slice_mut, to_usize};
 use crate::error::{Error, ErrorCode, Result};
 use crate::quant;
 use crate::quantize;
@@ -53,7 +53,7 @@ unsafe fn buffers<'a>(
         .and_then(buffer_len)
         .ok_or_else(|| too_big("src"))?
         / 4;
-    let n_per_row = usize::try_from(n_per_row).map_err(|_| too_big("a row"))?;
+    let n_per_row = to_usize(n_per_row).ok_or_else(|| too_big("a row"))?;
     let dst_len = buffer_len(dst_size).ok_or_else(|| too_big("dst"))?;
     if dst_size < needed {
         return Err(Error::msg(

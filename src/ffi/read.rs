@@ -1,16 +1,15 @@
 //! Handles over sources read by position (a file descriptor at an offset, a caller's read
 //! callback), and copying tensor data into the caller's memory for every kind of handle.
 
-use super::boundary::{disjoint, guard, null, outside, slice_mut};
-use super::handle::{GGUFFile, GGUFFileImpl};
-use super::open::{open_options, OpenFlag};
+use super::boundary::{disjoint, guard, known_flags, null, outside, slice_mut, to_usize, try_from};
+use super::handle::GGUFFile;
+use super::open::{into_handle, open_options, OpenFlag};
 use super::records::GGUFTensorInfo;
 use super::tensors::own_index;
 use crate::error::{Error, ErrorCode, Result};
 use crate::load::{self, LoadOptions};
 use crate::model::Model;
 use crate::read_at::{lying, ReadAt};
-use crate::source::Source;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -125,10 +124,6 @@ impl ReadAt for CallbackSource {
     }
 }
 
-fn into_handle(model: Model<Source>, name: String) -> GGUFFile {
-    Box::into_raw(Box::new(GGUFFileImpl::new(model, name)))
-}
-
 /// The flags a handle over a source takes: SINGLE_SHARD (a source is always opened alone) and
 /// NO_MAP; the others concern mapping a path.
 fn source_flags(flags: u32, what: &str) -> Result<bool> {
@@ -233,7 +228,7 @@ pub extern "C" fn gguf_open_reader(
 pub unsafe extern "C" fn gguf_is_mapped(file: GGUFFile) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         Ok(f.model.shards().iter().all(|s| s.source().in_memory()))
     })
 }
@@ -256,7 +251,7 @@ pub unsafe extern "C" fn gguf_read_tensor(
 ) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let i = own_index(f, info)?;
         if dst.is_null() {
             return Err(null("dst"));
@@ -305,20 +300,12 @@ pub unsafe extern "C" fn gguf_read_tensors(
 ) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        if flags & !(ReadFlag::Direct as u32) != 0 {
-            return Err(Error::msg(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "unknown read flags {:#x}",
-                    flags & !(ReadFlag::Direct as u32)
-                ),
-            ));
-        }
+        let f = unsafe { try_from(file)? };
+        known_flags(flags, ReadFlag::Direct as u32, "read flags")?;
         // Arrays of `n` pointers must be in memory: a larger `n` is refused before anything
         // is read from them or allocated for them.
         let count = crate::size::buffer_len(n.saturating_mul(size_of::<*const c_void>() as u64))
-            .and_then(|_| usize::try_from(n).ok())
+            .and_then(|_| to_usize(n))
             .ok_or_else(|| {
                 Error::msg(
                     ErrorCode::InvalidArgument,

@@ -1,5 +1,5 @@
 //! The records the C API hands out by pointer (metadata entries and their values, tensor
-//! infos, shard infos, upload plans): their `#[repr(C)]` layouts and how each is made from the
+//! infos, shard infos, upload plans, arrays and their strings): their `#[repr(C)]` layouts and how each is made from the
 //! parsed file. The handle owns them; the accessor files return pointers to them.
 
 use crate::file::{GgufFile, KvRecord, TensorInfo};
@@ -39,6 +39,44 @@ pub union GGUFValue {
     pub b: bool,
     /// STRING: NUL-terminated, owned by the handle (see `str_len` for strings containing NUL).
     pub str: *const c_char,
+}
+
+/// One string of a string array, as `gguf_get_nested_array` gives it: zero-copy, in the handle's
+/// memory of the file (NOT NUL-terminated; it may hold NUL bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GGUFString {
+    /// The string's bytes; never NULL (an empty string's points at where it would be).
+    pub data: *const c_char,
+    /// Their number.
+    pub len: u64,
+}
+
+/// An array inside the metadata: an entry's own array, or an element of an array of arrays
+/// (`gguf_get_nested_array`). What `data` points to is owned by the handle and valid until
+/// `gguf_close`; the same path gives the same pointer on every call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GGUFArray {
+    /// The type of every element: a `GGUFValueType`.
+    pub elem_type: u32,
+    /// The number of elements.
+    pub count: u64,
+    /// The elements, decoded: for the number types and BOOL, `count` values in host byte order,
+    /// aligned for their type (a UINT32 array is `const uint32_t *`, a BOOL array `const bool
+    /// *`); for STRING, `count` `GGUFString`s; for ARRAY, NULL (element `i` is the array at the
+    /// path one index longer, ending in `i`). Never NULL for the other types, even when `count`
+    /// is 0.
+    pub data: *const c_void,
+}
+
+impl GGUFArray {
+    /// What a failed call leaves in the caller's record.
+    pub(crate) const NONE: GGUFArray = GGUFArray {
+        elem_type: 0,
+        count: 0,
+        data: std::ptr::null(),
+    };
 }
 
 /// A metadata entry. Owned by the handle; valid until `gguf_close`. Numbers in `value` are in

@@ -1,6 +1,6 @@
 //! A model requantized into a new file (`crate::requantize`), as llama-quantize does it.
 
-use super::boundary::{c_path, c_str, guard, null, write_out};
+use super::boundary::{c_path, c_str, guard, known_flags, null, write_out};
 use crate::error::{Error, ErrorCode, Result};
 use crate::requantize::{self, Options, Progress};
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -287,12 +287,7 @@ pub unsafe extern "C" fn gguf_requantize(
         let (src, dst) = unsafe { (c_path(src_path, "src_path")?, c_path(dst_path, "dst_path")?) };
         // SAFETY: NULL or `options_size` readable bytes (the header's contract).
         let c = unsafe { read_options(options, options_size)? };
-        if c.flags & !KNOWN_FLAGS != 0 {
-            return Err(invalid(format!(
-                "unknown GGUF_REQUANTIZE_* flags {:#x}",
-                c.flags & !KNOWN_FLAGS
-            )));
-        }
+        known_flags(c.flags, KNOWN_FLAGS, "GGUF_REQUANTIZE_* flags")?;
         // SAFETY: every pointer field is NULL or what the header says (the contract).
         let (preset, output, embedding, imatrix, tensor_types, include, exclude) = unsafe {
             (

@@ -1,7 +1,7 @@
 //! Split models: how many shards a handle holds, and what each one is.
 
-use super::boundary::guard;
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::boundary::{guard, try_from};
+use super::handle::GGUFFile;
 pub use super::records::GGUFShardInfo;
 use crate::error::ErrorCode;
 
@@ -13,7 +13,7 @@ use crate::error::ErrorCode;
 pub unsafe extern "C" fn gguf_shard_count(file: GGUFFile) -> u32 {
     guard(0, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         Ok(crate::size::shard_no(f.shards.len()))
     })
 }
@@ -25,7 +25,7 @@ pub unsafe extern "C" fn gguf_shard_count(file: GGUFFile) -> u32 {
 pub unsafe extern "C" fn gguf_get_shard(file: GGUFFile, index: u32) -> *const GGUFShardInfo {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let shard = f.shards.get(index as usize).ok_or_else(|| {
             f.error(
                 ErrorCode::InvalidArgument,

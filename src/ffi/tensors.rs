@@ -1,6 +1,6 @@
 //! Tensors: counts, lookup by name and index, and zero-copy access to their data.
 
-use super::boundary::{c_str, guard, null};
+use super::boundary::{c_str, guard, null, to_usize, try_from};
 use super::handle::{GGUFFile, GGUFFileImpl};
 pub use super::records::GGUFTensorInfo;
 use crate::error::{ErrorCode, Result};
@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_void};
 pub unsafe extern "C" fn gguf_tensor_count(file: GGUFFile) -> u64 {
     guard(0, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         Ok(f.model.tensor_count() as u64)
     })
 }
@@ -29,7 +29,7 @@ pub unsafe extern "C" fn gguf_get_tensor(
 ) -> *const GGUFTensorInfo {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         // SAFETY: `name` is NULL or a NUL-terminated string (the header's contract).
         let name = unsafe { c_str(name, "name")? };
         let i = f.model.tensor_index(name).ok_or_else(|| {
@@ -52,9 +52,8 @@ pub unsafe extern "C" fn gguf_get_tensor_by_index(
 ) -> *const GGUFTensorInfo {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
-        let info = usize::try_from(index)
-            .ok()
+        let f = unsafe { try_from(file)? };
+        let info = to_usize(index)
             .and_then(|i| f.tensors().get(i))
             .ok_or_else(|| {
                 f.error(
@@ -104,7 +103,7 @@ pub unsafe extern "C" fn gguf_tensor_data(
 ) -> *const c_void {
     guard(std::ptr::null(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let i = own_index(f, info)?;
         let t = f.model.tensor_at(i).ok_or_else(|| null("info"))?;
         if !f.model.shards()[t.shard].source().in_memory() {

@@ -10,9 +10,12 @@
 //! written and the caller calls again with that much room; NULL with room 0 asks for the count
 //! alone. -1 is a failure (the reason in `gguf_last_error`).
 
-use super::boundary::{aligned, guard, null, slice, slice_mut, Element};
-use super::handle::{GGUFFile, GGUFFileImpl};
-use crate::error::{Error, ErrorCode, Result};
+use super::boundary::{
+    aligned, free_box, guard, known_flags, memory_count, null, slice, slice_mut, to_boxed_mut_ptr,
+    try_from, Castable, Element,
+};
+use super::handle::GGUFFile;
+use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 use std::ffi::c_char;
 
@@ -30,6 +33,10 @@ pub const GGUF_DETOKENIZE_UNPARSE_SPECIAL: u32 = 2;
 
 /// The opaque state behind a `GGUFTokenizer`.
 pub struct GGUFTokenizerImpl(Tokenizer);
+
+impl Castable for GGUFTokenizerImpl {
+    const ARG: &'static str = "tok";
+}
 
 /// A file's vocabulary made into a tokenizer (`gguf_tokenizer_open`). Owned by the caller,
 /// independent of the file handle once made, and usable from many threads at once. NULL is
@@ -81,28 +88,7 @@ pub struct GGUFSpecialTokens {
 /// `tok` is NULL or a live tokenizer.
 unsafe fn tokenizer<'a>(tok: GGUFTokenizer) -> Result<&'a Tokenizer> {
     // SAFETY: NULL or live (the caller's contract); shared use only.
-    unsafe { tok.as_ref() }
-        .map(|t| &t.0)
-        .ok_or_else(|| null("tok"))
-}
-
-fn check_flags(flags: u32, known: u32) -> Result<()> {
-    if flags & !known != 0 {
-        return Err(Error::msg(
-            ErrorCode::InvalidArgument,
-            format!("unknown flags {:#x}", flags & !known),
-        ));
-    }
-    Ok(())
-}
-
-fn to_usize(n: u64, what: &str) -> Result<usize> {
-    usize::try_from(n).map_err(|_| {
-        Error::msg(
-            ErrorCode::InvalidArgument,
-            format!("{what} is {n}, more than this platform's memory"),
-        )
-    })
+    Ok(&unsafe { try_from(tok)? }.0)
 }
 
 /// Writes `data` to `out` when it fits in `room` elements; returns `data.len()`. A room that
@@ -142,14 +128,14 @@ unsafe fn write_out<T: Copy + Element>(
 pub unsafe extern "C" fn gguf_tokenizer_open(file: GGUFFile) -> GGUFTokenizer {
     guard(std::ptr::null_mut(), || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         // A refusal keeps the offset of what it refuses, in the first shard (which holds the
         // vocabulary), and names that shard.
         let t = Tokenizer::from_file(f.model.first()).map_err(|e| {
             let shard = f.model.shard_names().first().unwrap_or(&f.name);
             e.in_file(shard.clone())
         })?;
-        Ok(Box::into_raw(Box::new(GGUFTokenizerImpl(t))))
+        Ok(to_boxed_mut_ptr(GGUFTokenizerImpl(t)))
     })
 }
 
@@ -157,11 +143,9 @@ pub unsafe extern "C" fn gguf_tokenizer_open(file: GGUFFile) -> GGUFTokenizer {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_tokenizer_close(tok: GGUFTokenizer) {
     guard((), || {
-        if !tok.is_null() {
-            // SAFETY: a non-NULL tokenizer came from `gguf_tokenizer_open` (Box::into_raw) and
-            // is freed once, when no other call uses it (the header's contract).
-            drop(unsafe { Box::from_raw(tok) });
-        }
+        // SAFETY: NULL or a tokenizer from `gguf_tokenizer_open`, freed once, when no other
+        // call uses it (the header's contract).
+        unsafe { free_box(tok) };
         Ok(())
     })
 }
@@ -243,11 +227,12 @@ pub unsafe extern "C" fn gguf_tokenize(
     guard(-1, || {
         // SAFETY: NULL or live (the header's contract).
         let t = unsafe { tokenizer(tok)? };
-        check_flags(
+        known_flags(
             flags,
             GGUF_TOKENIZE_ADD_SPECIAL | GGUF_TOKENIZE_PARSE_SPECIAL,
+            "flags",
         )?;
-        let n = to_usize(len, "len")?;
+        let n = memory_count(len, "len")?;
         // SAFETY: `text` is valid for `len` bytes (the header's contract).
         let bytes = unsafe { slice(text.cast::<u8>(), n, "text")? };
         let ids = t.tokenize(
@@ -278,11 +263,12 @@ pub unsafe extern "C" fn gguf_detokenize(
     guard(-1, || {
         // SAFETY: NULL or live (the header's contract).
         let t = unsafe { tokenizer(tok)? };
-        check_flags(
+        known_flags(
             flags,
             GGUF_DETOKENIZE_REMOVE_SPECIAL | GGUF_DETOKENIZE_UNPARSE_SPECIAL,
+            "flags",
         )?;
-        let count = to_usize(n, "n")?;
+        let count = memory_count(n, "n")?;
         // SAFETY: `tokens` is valid for `n` ids (the header's contract).
         let ids = unsafe { slice(tokens, count, "tokens")? };
         let out = t.detokenize(
@@ -311,7 +297,7 @@ pub unsafe extern "C" fn gguf_token_to_piece(
     guard(-1, || {
         // SAFETY: NULL or live (the header's contract).
         let t = unsafe { tokenizer(tok)? };
-        check_flags(flags, GGUF_DETOKENIZE_UNPARSE_SPECIAL)?;
+        known_flags(flags, GGUF_DETOKENIZE_UNPARSE_SPECIAL, "flags")?;
         let piece = t
             .token_to_piece(token, 0, flags & GGUF_DETOKENIZE_UNPARSE_SPECIAL != 0)
             .ok_or_else(|| crate::tokenizer::bad_token(token, t.n_tokens()))?;

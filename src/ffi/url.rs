@@ -260,10 +260,7 @@ fn open(
         },
     };
     let model = crate::model::Model::open_url(url, &http, single_shard)?;
-    Ok(Box::into_raw(Box::new(super::handle::GGUFFileImpl::new(
-        model,
-        url.to_string(),
-    ))))
+    Ok(super::open::into_handle(model, url.to_string()))
 }
 
 #[cfg(not(all(feature = "net", not(target_family = "wasm"))))]

@@ -1,6 +1,6 @@
 //! Tensor value validation: `gguf_validate_tensor`.
 
-use super::boundary::guard;
+use super::boundary::{guard, try_from};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::records::GGUFTensorInfo;
 use super::tensors::own_index;
@@ -35,7 +35,7 @@ pub(crate) fn validate_tensor(f: &GGUFFileImpl, i: usize) -> Result<()> {
 pub unsafe extern "C" fn gguf_validate_tensor(file: GGUFFile, info: *const GGUFTensorInfo) -> bool {
     guard(false, || {
         // SAFETY: `file` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+        let f = unsafe { try_from(file)? };
         let i = own_index(f, info)?;
         validate_tensor(f, i)?;
         Ok(true)

@@ -1,7 +1,7 @@
 //! Tensor values as floats: any data type converted bit for bit as ggml converts it
 //! (`crate::quant`), from caller memory or from a tensor of any handle.
 
-use super::boundary::{aligned, guard, null, slice, slice_mut};
+use super::boundary::{aligned, guard, null, slice, slice_mut, try_from};
 use super::handle::{GGUFFile, GGUFFileImpl};
 use super::records::GGUFTensorInfo;
 use super::tensors::own_index;
@@ -130,7 +130,7 @@ pub(super) unsafe fn float_destination<'a>(
     check: RowCheck,
 ) -> Result<(&'a GGUFFileImpl, usize, &'a mut [f32])> {
     // SAFETY: `file` is NULL or a live handle (this function's contract).
-    let f = unsafe { GGUFFileImpl::from_ptr(file)? };
+    let f = unsafe { try_from(file)? };
     let i = own_index(f, info)?;
     if dst.is_null() {
         return Err(null("dst"));

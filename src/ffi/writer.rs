@@ -2,8 +2,11 @@
 //! pointer or streamed in order), or start from an opened file and change it (a metadata
 //! editor), then write it. Large models never need their data in memory at once.
 
-use super::boundary::{c_path, c_str, guard, null, slice, slice_mut};
-use super::handle::{GGUFFile, GGUFFileImpl};
+use super::boundary::{
+    c_path, c_str, free_box, guard, null, slice, slice_mut, to_boxed_mut_ptr, to_usize, try_from,
+    try_from_mut, Castable,
+};
+use super::handle::GGUFFile;
 use crate::error::{Error, ErrorCode, ErrorKind, Result};
 use crate::format::ByteOrder;
 use crate::text::quote;
@@ -48,6 +51,11 @@ impl AsRef<[u8]> for Lent {
     }
 }
 
+/// `size` bytes given by the caller, as a length in memory.
+fn byte_count(size: u64) -> Result<usize> {
+    to_usize(size).ok_or_else(|| Error::size_overflow(format!("{size} bytes")))
+}
+
 /// Lent bytes as a writer's tensor data source.
 fn lent(ptr: *const u8, len: usize) -> OwnedRange {
     (Arc::new(Lent { ptr, len }), 0..len)
@@ -56,16 +64,11 @@ fn lent(ptr: *const u8, len: usize) -> OwnedRange {
 /// A handle to a GGUF file being built. Not for use from several threads at once.
 pub type GGUFWriter = *mut GGUFWriterImpl;
 
-impl GGUFWriterImpl {
-    /// The writer behind a `GGUFWriter` argument.
-    ///
-    /// # Safety
-    /// `ptr` is NULL or a writer from `gguf_writer_new*` not yet freed, used by one thread.
-    unsafe fn from_ptr<'a>(ptr: GGUFWriter) -> Result<&'a mut GGUFWriterImpl> {
-        // SAFETY: the caller passes NULL or a live writer, used by one thread at a time.
-        unsafe { ptr.as_mut() }.ok_or_else(|| null("writer"))
-    }
+impl Castable for GGUFWriterImpl {
+    const ARG: &'static str = "writer";
+}
 
+impl GGUFWriterImpl {
     /// Fails once the header is written: metadata and tensor infos are then frozen.
     fn editable(&self) -> Result<&GGUFWriterImpl> {
         match self.stream.as_ref().filter(|s| s.is_open()) {
@@ -87,7 +90,7 @@ fn with_writer<T>(
 ) -> T {
     guard(fail, || {
         // SAFETY: `w` is NULL or a live writer used by one thread (the header's contract).
-        let w = unsafe { GGUFWriterImpl::from_ptr(w)? };
+        let w = unsafe { try_from_mut(w)? };
         body(w)
     })
 }
@@ -108,10 +111,10 @@ fn set(w: GGUFWriter, key: *const c_char, value: impl FnOnce() -> Result<Metadat
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_writer_new() -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
-        Ok(Box::into_raw(Box::new(GGUFWriterImpl {
+        Ok(to_boxed_mut_ptr(GGUFWriterImpl {
             writer: Writer::new(),
             stream: None,
-        })))
+        }))
     })
 }
 
@@ -126,12 +129,12 @@ pub extern "C" fn gguf_writer_new() -> GGUFWriter {
 pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
     guard(std::ptr::null_mut(), || {
         // SAFETY: `src` is NULL or a live handle (the header's contract).
-        let f = unsafe { GGUFFileImpl::from_ptr(src)? };
+        let f = unsafe { try_from(src)? };
         let writer = Writer::copy_of(&f.model, &mut |_, data| Ok(lent(data.as_ptr(), data.len())))?;
-        Ok(Box::into_raw(Box::new(GGUFWriterImpl {
+        Ok(to_boxed_mut_ptr(GGUFWriterImpl {
             writer,
             stream: None,
-        })))
+        }))
     })
 }
 
@@ -140,11 +143,9 @@ pub unsafe extern "C" fn gguf_writer_from_file(src: GGUFFile) -> GGUFWriter {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gguf_writer_free(w: GGUFWriter) {
     guard((), || {
-        if !w.is_null() {
-            // SAFETY: non-NULL `w` came from `Box::into_raw` in `gguf_writer_new*` and, by the
-            // header's contract, is freed once.
-            drop(unsafe { Box::from_raw(w) });
-        }
+        // SAFETY: NULL or a writer from `gguf_writer_new*` that, by the header's contract, is
+        // freed once.
+        unsafe { free_box(w) };
         Ok(())
     })
 }
@@ -357,7 +358,7 @@ pub unsafe extern "C" fn gguf_writer_set_array(
         let size = elem.fixed_size().unwrap_or(1) as u64;
         let len = count
             .checked_mul(size)
-            .and_then(|n| usize::try_from(n).ok())
+            .and_then(to_usize)
             .ok_or_else(|| Error::size_overflow(format!("{count} elements")))?;
         // SAFETY: `data` points to `count` elements of `elem_type` (the header's contract).
         let raw = unsafe { slice(data.cast::<u8>(), len, "data")? };
@@ -399,7 +400,7 @@ pub unsafe extern "C" fn gguf_writer_set_string_array(
 ) -> bool {
     set(w, key, || {
         let overflow = || Error::size_overflow(format!("{count} strings"));
-        let n = usize::try_from(count).map_err(|_| overflow())?;
+        let n = to_usize(count).ok_or_else(overflow)?;
         let len = n
             .checked_mul(std::mem::size_of::<usize>())
             .ok_or_else(overflow)?;
@@ -514,8 +515,7 @@ pub unsafe extern "C" fn gguf_writer_add_tensor(
         let data = if data.is_null() {
             TensorData::streamed()
         } else {
-            let len =
-                usize::try_from(size).map_err(|_| Error::size_overflow(format!("{size} bytes")))?;
+            let len = byte_count(size)?;
             let (owner, range) = lent(data.cast(), len);
             TensorData::shared(owner, range)?
         };
@@ -554,8 +554,7 @@ pub unsafe extern "C" fn gguf_writer_write_tensor_data(
     size: u64,
 ) -> bool {
     with_writer(w, false, |w| {
-        let len =
-            usize::try_from(size).map_err(|_| Error::size_overflow(format!("{size} bytes")))?;
+        let len = byte_count(size)?;
         // SAFETY: `data` points to `size` readable bytes (the header's contract).
         let data = unsafe { slice(data.cast::<u8>(), len, "data")? };
         let stream = w.stream.as_mut().ok_or_else(|| {
