@@ -6,9 +6,10 @@
 //! Weights, K, V, recurrent state, the output buffer and the context used are llama.cpp's
 //! figures to the byte (on the CPU; `tests/memory_llama.rs` compares them with libllama). The
 //! compute buffer depends on where ggml's graph allocator places the worst-case micro-batch
-//! graph; it is given as a bound (never below llama.cpp's on the tested cases): the graph's
-//! inputs and the largest set of tensors live at once in one layer or the output head, with a
-//! margin per architecture family measured against libllama. The total includes it.
+//! graph; it is given as a bound (on the tested cases never below llama.cpp's, and at most 10%
+//! above but for three hybrids): the graph's inputs and the largest set of tensors live at once
+//! in one layer or the output head, the activations among them with a margin per architecture
+//! family measured against libllama. The total includes it.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::hparams::{Hparams, MemoryKind, SwaType};
@@ -540,10 +541,18 @@ fn compute_peak(
         }
     }
     let small = add(small, casts)?;
-    let mut peak = 0u64;
+    // The largest live set: the masks still needed (their exact sizes) and the activations.
+    let mut peak = (0u64, 0u64, 0u64);
+    let mut take = |masks: u64, kq: u64, acts: u64| {
+        let sum = |x: u64, y: u64, z: u64| x.saturating_add(y).saturating_add(z);
+        if sum(masks, kq, acts) > sum(peak.0, peak.1, peak.2) {
+            peak = (masks, kq, acts);
+        }
+    };
     for il in 0..h.n_layer() as usize {
         let n_head = u64::from(h.n_head[il]);
-        let mut layer = 0u64;
+        // The mixer's live tensors: the KQ matrix (without flash attention), and the rest.
+        let mut layer = (0u64, 0u64);
         let recurrent = h.is_recurrent.get(il).copied().unwrap_or(false);
         if has_attn && !recurrent && !h.ffn_only.get(il).copied().unwrap_or(false) {
             let cells = if h.is_swa[il] { kv_swa } else { kv_full };
@@ -556,13 +565,11 @@ fn compute_peak(
             };
             let q = f(mul(mul(dk, n_head)?, t))?;
             let out = f(mul(mul(dv, n_head)?, t))?;
-            let attn = if flash {
-                add(mul(q, 2)?, out)?
+            layer = if flash {
+                (0, add(mul(q, 2)?, out)?)
             } else {
-                let kq = f(mul(mul(cells, t)?, n_head))?;
-                add(add(kq, q)?, out)?
+                (f(mul(mul(cells, t)?, n_head))?, add(q, out)?)
             };
-            layer = layer.max(attn);
         }
         if recurrent {
             let d_inner = u64::from(h.ssm_d_inner).max(e);
@@ -574,7 +581,10 @@ fn compute_peak(
             // The convolution's input and output, the projections, the states; measured:
             // about 25% more, the scan's intermediates.
             let rec = add(mul(conv, 4)?, mul(state, 2)?)?;
-            layer = layer.max(add(rec, rec / 100 * 25)?);
+            let rec = add(rec, rec / 100 * 25)?;
+            if rec > layer.0.saturating_add(layer.1) {
+                layer = (0, rec);
+            }
         }
         let w = widths.get(il).copied().unwrap_or_default();
         let n_ff = if h.n_ff[il] > 0 {
@@ -602,61 +612,66 @@ fn compute_peak(
         // norm and the layer's input; the feed-forward part: the masks later layers need, the
         // residual and its norm, and past the first layer one more activation (measured: the
         // allocator's placement of the previous layer's output).
-        let mixer = add(add(masks(il)?, mul(act, 3)?)?, layer)?;
         let rest = if il > 0 { 3 } else { 2 };
-        let ffn = add(add(masks(il + 1)?, mul(act, rest)?)?, ffn)?;
-        peak = peak.max(mixer).max(ffn);
+        take(masks(il)?, layer.0, add(mul(act, 3)?, layer.1)?);
+        take(masks(il + 1)?, 0, add(mul(act, rest)?, ffn)?);
     }
     let o = t;
     let head = add(f(mul(u64::from(h.n_vocab), o))?, mul(f(mul(e, o))?, 3)?)?;
-    let inputs = small;
-    // Slack for the small tensors of the graph (norms, views copied, row ids), then the
-    // family's margin: what the allocator's placement (fragmentation, the order of nodes)
-    // adds beyond the live tensors, measured against libllama.
-    let total = add(inputs, peak.max(head))?;
-    let total = add(total, total / 64 + 4096)?;
-    let percent = family_margin(h, flash);
-    mul(total / 100 + 1, percent)
+    take(0, 0, head);
+    // The inputs and masks at their sizes; the KQ matrix with 3% more; the activations with
+    // the family's margin: what the allocator's placement (fragmentation, the order of nodes)
+    // adds beyond them, measured against libllama; then slack for the small tensors of the
+    // graph (norms, views copied, row ids).
+    let (masks, kq, acts) = peak;
+    let acts = mul(acts / 100 + 1, family_margin(h, flash))?;
+    let kq = mul(kq / 100 + 1, 103)?;
+    let total = add(add(add(small, masks)?, kq)?, acts)?;
+    add(total, total / 64 + 4096)
 }
 
-/// The margin, in percent, applied to the live tensors [`compute_peak`] sums, per
+/// The margin, in percent, applied to the activations [`compute_peak`] sums (not to the
+/// graph's inputs, whose sizes are exact, nor to the KQ matrix, which takes 3%), per
 /// architecture family, with flash attention on and off: fitted against libllama v0.5.0 over
-/// `tests/memory_llama.rs`'s cases so that the bound is never below llama.cpp's there. Above
-/// 100 where the graph holds intermediates the sum leaves out (RWKV 7 most of all); below 100
-/// for a few families whose sum counts more than the allocator keeps live at once.
+/// `tests/memory_llama.rs`'s cases so that the bound is never below llama.cpp's there and at
+/// most 10% above. Above 100 where the graph holds intermediates the sum leaves out (RWKV 7
+/// most of all; without flash attention, the attention's scaled and masked copies); below 100
+/// for families whose sum counts more than the allocator keeps live at once.
 fn family_margin(h: &Hparams, flash: bool) -> u64 {
     let arch = h.architecture.as_str();
     let (on, off) = if h.wkv_head_size != 0 {
-        (179, 179)
+        (185, 185)
     } else if arch == "mamba2" {
-        (92, 92)
+        (94, 94)
     } else if h.memory == MemoryKind::Recurrent {
         (100, 100)
     } else if matches!(arch, "qwen35" | "qwen35moe") {
-        (94, 121)
+        (83, 200)
     } else if arch == "qwen3next" {
-        (97, 125)
+        (91, 200)
     } else if h.memory == MemoryKind::Hybrid && h.shortconv_l_cache != 0 {
         if h.swa_type == SwaType::None {
-            (99, 103)
+            (100, 126)
         } else {
-            (130, 103)
+            (140, 126)
         }
     } else if arch == "jamba" {
-        (110, 100)
+        (111, 126)
     } else if arch == "nemotron_h" {
-        (97, 100)
+        (94, 126)
     } else if h.memory == MemoryKind::Hybrid {
-        (106, 107)
+        (107, 126)
     } else if h.is_mla() {
-        (97, 103)
+        (96, 115)
     } else {
         match arch {
-            "gemma4" => (119, 115),
-            "cohere2" => (117, 107),
-            "llama4" => (100, 114),
-            _ if h.n_expert > 0 => (100, 106),
-            _ => (100, 108),
+            "gemma4" => (127, 160),
+            "llama4" => (99, 160),
+            "cohere2" => (125, 140),
+            "deci" | "qwen2moe" => (99, 140),
+            "phi3" => (99, 95),
+            "olmo2" => (91, 95),
+            _ => (99, 115),
         }
     };
     if flash {

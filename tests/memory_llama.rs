@@ -1209,22 +1209,11 @@ fn check(name: &str, path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u
 /// The models whose compute bound exceeds llama.cpp's compute buffer by more than 10% on some
 /// case, with the worst ratio measured over their cases (rounded up): the allocator's
 /// placement of these graphs varies more with the parameters than the bound's sum of live
-/// tensors does. Every other model is held to 1.10.
-const COMPUTE_ABOVE: &[(&str, f64)] = &[
-    ("cohere2", 1.14),
-    ("gemma4", 1.15),
-    ("granitehybrid", 1.14),
-    ("jamba", 1.15),
-    ("lfm2-swa", 1.39),
-    ("llama4", 1.13),
-    ("olmo2", 1.15),
-    ("olmo3", 1.15),
-    ("phi3", 1.15),
-    ("qwen3", 1.11),
-    ("qwen35", 1.20),
-    ("qwen35-3", 1.12),
-    ("qwen3next", 1.23),
-];
+/// tensors does (LFM2 with a window: llama.cpp's buffer grows by a quarter from one sequence
+/// to two with small sliding-window caches, for the same tensors). Every other model is held
+/// to 1.10.
+const COMPUTE_ABOVE: &[(&str, f64)] =
+    &[("granitehybrid", 1.12), ("jamba", 1.14), ("lfm2-swa", 1.40)];
 
 /// The parameter sets every attention model is checked with.
 fn attention_cases() -> Vec<MemoryParams> {
