@@ -1209,11 +1209,11 @@ fn check(name: &str, path: &Path, p: &MemoryParams) -> Option<(MemoryEstimate, u
 /// The models whose compute bound exceeds llama.cpp's compute buffer by more than 10% on some
 /// case, with the worst ratio measured over their cases (rounded up): the allocator's
 /// placement of these graphs varies more with the parameters than the bound's sum of live
-/// tensors does (LFM2 with a window: llama.cpp's buffer grows by a quarter from one sequence
-/// to two with small sliding-window caches, for the same tensors). Every other model is held
-/// to 1.10.
-const COMPUTE_ABOVE: &[(&str, f64)] =
-    &[("granitehybrid", 1.12), ("jamba", 1.14), ("lfm2-swa", 1.40)];
+/// tensors does (Jamba: llama.cpp's buffer at a 512-cell cache is half a MiB above what the
+/// next sizes follow; LFM2 with a window: llama.cpp's buffer grows by a quarter from one
+/// sequence to two with small sliding-window caches, for the same tensors). Every other model
+/// is held to 1.10.
+const COMPUTE_ABOVE: &[(&str, f64)] = &[("jamba", 1.14), ("lfm2-swa", 1.40)];
 
 /// The parameter sets every attention model is checked with.
 fn attention_cases() -> Vec<MemoryParams> {
