@@ -376,7 +376,10 @@ pub fn estimate_with<S: AsRef<[u8]>>(
             if (h.n_layer_nextn > 0 && il >= n_layer) || il >= h.n_layer_kv {
                 continue;
             }
-            if h.memory == MemoryKind::Hybrid && (h.is_recurrent[l] || h.ffn_only[l]) {
+            if h.memory == MemoryKind::Hybrid
+                && !h.parallel_hybrid
+                && (h.is_recurrent[l] || h.ffn_only[l])
+            {
                 continue;
             }
             let cells = if h.swa_type != SwaType::None && h.is_swa[l] {
@@ -508,8 +511,11 @@ fn compute_peak(
     let mask_elem = if flash { 2 } else { F32 };
     let per_stream = pad(t / n_stream.min(t).max(1), 64);
     let n_layer = h.n_layer() as usize;
-    let is_attn =
-        |il: usize| h.memory != MemoryKind::Recurrent && !h.is_recurrent[il] && !h.ffn_only[il];
+    let is_attn = |il: usize| {
+        h.memory != MemoryKind::Recurrent
+            && (h.parallel_hybrid || !h.is_recurrent[il])
+            && !h.ffn_only[il]
+    };
     let swa = |il: usize| h.swa_type != SwaType::None && h.is_swa[il];
     let last_full = (0..n_layer).rev().find(|&il| is_attn(il) && !swa(il));
     let last_swa = (0..n_layer).rev().find(|&il| is_attn(il) && swa(il));
@@ -554,7 +560,7 @@ fn compute_peak(
         // The mixer's live tensors: the KQ matrix (without flash attention), and the rest.
         let mut layer = (0u64, 0u64);
         let recurrent = h.is_recurrent.get(il).copied().unwrap_or(false);
-        if has_attn && !recurrent && !h.ffn_only.get(il).copied().unwrap_or(false) {
+        if is_attn(il) {
             let cells = if h.is_swa[il] { kv_swa } else { kv_full };
             let (dk, dv) = if h.is_mla() {
                 // The absorbed form: queries and outputs as wide as the latent cache row.
@@ -591,6 +597,13 @@ fn compute_peak(
             // about 25% more, the scan's intermediates.
             let rec = add(mul(conv, 4)?, mul(state, 2)?)?;
             let rec = add(rec, rec / 100 * 25)?;
+            // Beside attention (Falcon-H1), the attention's projected output stays live
+            // through the recurrent mixer.
+            let rec = if h.parallel_hybrid {
+                add(rec, act)?
+            } else {
+                rec
+            };
             if rec > layer.0.saturating_add(layer.1) {
                 layer = (0, rec);
             }
@@ -668,6 +681,8 @@ fn family_margin(h: &Hparams, flash: bool) -> u64 {
         (111, 126)
     } else if arch == "nemotron_h" {
         (95, 126)
+    } else if h.parallel_hybrid {
+        (107, 126)
     } else if h.memory == MemoryKind::Hybrid {
         (111, 126)
     } else if h.is_mla() {

@@ -467,6 +467,39 @@ fn granite_hybrid_spec(n_head_kv: &[u32]) -> Spec {
 
 /// Qwen 3.5: gated delta-net layers (recurrent) and, every `full_attention_interval`-th layer,
 /// gated attention.
+/// Falcon-H1: every layer runs attention and a Mamba 2 mixer side by side, so each has a KV
+/// cache and recurrent state.
+fn falcon_h1_spec() -> Spec {
+    let (n_embd, n_ff, n_vocab, n_head, n_head_kv, head) =
+        (128u64, 256u64, 1000u32, 4u32, 2u64, 32u64);
+    let (d_conv, d_inner, d_state, ssm_heads, n_group) = (4u64, 2 * n_embd, 16u64, 8u64, 1u64);
+    let n_layer = 3;
+    let mut s = Spec::new("falcon-h1", n_layer, n_embd as u32, n_vocab, 4096);
+    s.u32("feed_forward_length", n_ff as u32)
+        .u32("attention.head_count", n_head)
+        .u32("attention.head_count_kv", n_head_kv as u32)
+        .u32("ssm.conv_kernel", d_conv as u32)
+        .u32("ssm.inner_size", d_inner as u32)
+        .u32("ssm.state_size", d_state as u32)
+        .u32("ssm.time_step_rank", ssm_heads as u32)
+        .u32("ssm.group_count", n_group as u32);
+    s.embeddings(n_embd, u64::from(n_vocab));
+    for i in 0..n_layer {
+        s.t(&format!("blk.{i}.attn_norm.weight"), &[n_embd]);
+        mamba2_layer(
+            &mut s, i, n_embd, d_conv, d_inner, d_state, ssm_heads, n_group,
+        );
+        let q = head * u64::from(n_head);
+        s.attention(i, n_embd, q, head * n_head_kv, head * n_head_kv);
+        // llama.cpp names this layer's FFN norm without the `.weight` suffix.
+        s.t(&format!("blk.{i}.ffn_norm"), &[n_embd])
+            .t(&format!("blk.{i}.ffn_gate.weight"), &[n_embd, n_ff])
+            .t(&format!("blk.{i}.ffn_down.weight"), &[n_ff, n_embd])
+            .t(&format!("blk.{i}.ffn_up.weight"), &[n_embd, n_ff]);
+    }
+    s
+}
+
 fn qwen35_spec(n_layer: u32, interval: Option<u32>) -> Spec {
     qwen35_like("qwen35", n_layer, interval)
 }
@@ -1445,7 +1478,7 @@ fn recurrent_mamba_mamba2_and_rwkv7() {
 }
 
 #[test]
-fn hybrids_granite4_nemotron_h_jamba() {
+fn hybrids_granite4_nemotron_h_jamba_falcon_h1() {
     let spec = granite_hybrid_spec(&[0, 0, 4, 0, 0, 2]);
     let mut cases = attention_cases();
     cases.push(MemoryParams {
@@ -1457,6 +1490,7 @@ fn hybrids_granite4_nemotron_h_jamba() {
     run_cases("granitehybrid", &spec, &cases);
     run_cases("nemotron_h", &nemotron_h_spec(), &cases);
     run_cases("jamba", &jamba_spec(), &cases);
+    run_cases("falcon-h1", &falcon_h1_spec(), &cases);
 }
 
 #[test]
