@@ -1628,3 +1628,64 @@ fn latent_attention_moe_and_mtp_deepseek2() {
     });
     run_cases("deepseek2", &deepseek2_spec(), &cases);
 }
+
+/// The split of layers between the CPU and a GPU as llama.cpp's loader decides it
+/// (`llama_model::load_tensors`: the output layer counts as layer `n_layer`, the last
+/// `n_gpu_layers` of those `n_layer + 1` go to the GPU, all of them when negative, and the input
+/// layer stays on the CPU), for every `n_gpu_layers` from -1 to past the layer count, with the
+/// KV cache offloaded and not. The prebuilt libllama has no GPU backend, so this holds the
+/// estimate to the loader's rule rather than to a GPU run.
+#[test]
+fn gpu_layer_split_as_the_loader_decides() {
+    let n_layer = 4u32;
+    let path = llama_spec("llama", n_layer, 8, 2, 32).write("gpu-split");
+    let model = Model::open(&path, OpenOptions::default()).unwrap();
+    let pad = |x: u64| x.div_ceil(32) * 32;
+    // The weights of each repeating layer, then of the output layer (index n_layer); the rest
+    // is the input layer's.
+    let mut layer = vec![0u64; n_layer as usize + 1];
+    let mut input = 0;
+    for i in 0..model.tensor_count() {
+        let t = model.tensor_at(i).unwrap();
+        let name = std::str::from_utf8(t.info.name).unwrap();
+        let bytes = pad(t.info.size);
+        if let Some(rest) = name.strip_prefix("blk.") {
+            let il: usize = rest.split('.').next().unwrap().parse().unwrap();
+            layer[il] += bytes;
+        } else if name.starts_with("output") {
+            layer[n_layer as usize] += bytes;
+        } else {
+            input += bytes;
+        }
+    }
+    for offload_kqv in [true, false] {
+        for n_gpu_layers in -1..=(n_layer as i32 + 3) {
+            let p = MemoryParams {
+                n_gpu_layers,
+                offload_kqv,
+                ..params()
+            };
+            let e = estimate(&model, &p).unwrap();
+            let n_gpu = u32::try_from(n_gpu_layers).map_or(n_layer + 1, |n| n.min(n_layer + 1));
+            let kv = (e.k + e.v) / u64::from(n_layer);
+            let mut gpu = 0;
+            for il in n_layer + 1 - n_gpu..=n_layer {
+                gpu += layer[il as usize];
+                if il < n_layer && offload_kqv {
+                    gpu += kv;
+                }
+            }
+            // The compute buffer goes with the output layer: there, an estimate (the CPU's
+            // bound).
+            if n_gpu > 0 {
+                gpu += e.compute;
+            }
+            let case = format!("n_gpu_layers {n_gpu_layers}, offload_kqv {offload_kqv}");
+            assert_eq!(e.gpu, gpu, "{case}");
+            assert_eq!(e.cpu + e.gpu, e.total, "{case}");
+            // The token embeddings and the output buffer stay on the CPU.
+            assert!(e.cpu >= input + e.output, "{case}");
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
