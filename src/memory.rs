@@ -54,7 +54,7 @@ pub struct MemoryParams {
     pub kv_unified: bool,
     /// Layers on the GPU (negative: all).
     pub n_gpu_layers: i32,
-    /// The KV cache of GPU layers on the GPU.
+    /// The KV cache and recurrent state of GPU layers on the GPU.
     pub offload_kqv: bool,
 }
 
