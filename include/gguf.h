@@ -918,7 +918,9 @@ typedef struct GGUFMemoryParams {
    */
   int32_t flash_attn;
   /**
-   * Layers on the GPU (negative: all; 0: everything on the CPU).
+   * Layers on the GPU, as llama.cpp's loader splits them: the output layer counts as one more
+   * layer after the last, and the last `n_gpu_layers` of those go to the GPU (negative: all;
+   * 0: everything on the CPU); the token embeddings and the output buffer stay on the CPU.
    */
   int32_t n_gpu_layers;
   /**
@@ -930,7 +932,7 @@ typedef struct GGUFMemoryParams {
    */
   bool kv_unified;
   /**
-   * The KV cache of GPU layers on the GPU.
+   * The KV cache and recurrent state of GPU layers on the GPU.
    */
   bool offload_kqv;
 } GGUFMemoryParams;
@@ -945,11 +947,12 @@ typedef struct GGUFMemoryEstimate {
    */
   size_t size;
   /**
-   * The weights llama.cpp loads (each padded to ggml's 32 bytes; MTP layers skipped).
+   * The weights llama.cpp loads (each padded to ggml's 32 bytes; MTP layers skipped; a tied
+   * embedding's copy counted where llama.cpp makes one).
    */
   uint64_t weights;
   /**
-   * The K cache.
+   * The K cache (every cache: full and sliding-window).
    */
   uint64_t k;
   /**
@@ -965,7 +968,9 @@ typedef struct GGUFMemoryEstimate {
    */
   uint64_t output;
   /**
-   * The compute buffer: a bound on llama.cpp's (never below it on the tested models).
+   * The compute buffer: a bound on llama.cpp's on the CPU (on the tested models never below
+   * it, and at most 10% above but for two hybrids; docs/memory.md). On the GPU when the
+   * output layer is, where it is an estimate.
    */
   uint64_t compute;
   /**
@@ -973,7 +978,7 @@ typedef struct GGUFMemoryEstimate {
    */
   uint64_t total;
   /**
-   * The context llama.cpp uses.
+   * The context llama.cpp uses (padded, a multiple of the sequences).
    */
   uint32_t n_ctx;
   /**
@@ -993,12 +998,14 @@ typedef struct GGUFMemoryEstimate {
    */
   uint64_t cpu;
   /**
-   * Bytes on the GPU (an estimate of llama.cpp's layer split).
+   * Bytes on the GPU (an estimate of llama.cpp's layer split; the compute buffer counted
+   * there is an estimate too).
    */
   uint64_t gpu;
   /**
-   * The weights as llama.cpp maps them when it loads with mmap: per file, the span from the
-   * first byte of tensor data it uses to the last.
+   * The weights as llama.cpp maps them when it loads with mmap (its default on the CPU): per
+   * file, the span from the first byte of tensor data it uses to the last (padding and unused
+   * tensors between them included; a copied tied embedding shares the mapping).
    */
   uint64_t weights_mapped;
 } GGUFMemoryEstimate;
@@ -1840,8 +1847,9 @@ GGUF_API struct GGUFMemoryParams gguf_memory_params_default(void);
  * The memory llama.cpp (v0.5.0) needs to run the model in `file` with `params` (NULL: the
  * defaults), from the header alone: written to `out`, whose `size` the caller sets. Weights,
  * K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU;
- * the compute buffer is a bound (never below llama.cpp's on the tested models, at most 10%
- * above on most; docs/memory.md).
+ * the compute buffer is a bound (on the tested models never below llama.cpp's, and at most
+ * 10% above but for two hybrids; docs/memory.md); the CPU/GPU split follows llama.cpp's
+ * loader, and on the GPU the compute buffer is an estimate.
  * Returns false, writing nothing, for an architecture whose rules are not known
  * (GGUF_ERROR_CODE_UNSUPPORTED, naming it), a missing or malformed key, parameters llama.cpp
  * refuses (a quantized V cache without flash attention, ...) or a bad `size`

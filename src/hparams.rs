@@ -99,6 +99,9 @@ pub struct Hparams {
     pub is_recurrent: Vec<bool>,
     /// Layers with neither a KV cache nor recurrent state: Nemotron-H's feed-forward layers.
     pub ffn_only: Vec<bool>,
+    /// Every layer runs attention and a recurrent mixer side by side (Falcon-H1): each layer
+    /// has both a KV cache and recurrent state.
+    pub parallel_hybrid: bool,
     /// Layers with a KV cache of their own: the first `n_layer_kv`; the others reuse one
     /// (Gemma 4's `attention.shared_kv_layers`). All layers when there are no shared ones.
     pub n_layer_kv: u32,
@@ -169,6 +172,7 @@ pub const ARCHITECTURES: &[(&str, MemoryKind)] = &[
     ("nemotron_h", MemoryKind::Hybrid),
     ("jamba", MemoryKind::Hybrid),
     ("lfm2", MemoryKind::Hybrid),
+    ("falcon-h1", MemoryKind::Hybrid),
 ];
 
 /// Reads keys of one architecture, llama.cpp's way.
@@ -445,6 +449,7 @@ impl Hparams {
                 .collect(),
             n_layer_kv: n_layer_all,
             ffn_only: vec![false; n],
+            parallel_hybrid: false,
             n_expert,
             n_expert_used,
             ssm_d_conv: 0,
@@ -541,7 +546,7 @@ impl Hparams {
                 k.swa_pattern(2, n_layer, &mut h.is_swa)?;
             }
             "mamba" | "mamba2" | "granitehybrid" | "qwen35" | "qwen3next" | "nemotron_h"
-            | "jamba" => {
+            | "jamba" | "falcon-h1" => {
                 h.ssm_d_conv = k.u32_required("ssm.conv_kernel")?;
                 h.ssm_d_inner = k.u32_required("ssm.inner_size")?;
                 h.ssm_d_state = k.u32_required("ssm.state_size")?;
@@ -552,6 +557,13 @@ impl Hparams {
                 if arch == "granitehybrid" || arch == "jamba" {
                     for il in 0..n_layer as usize {
                         h.is_recurrent[il] = h.n_head_kv[il] == 0;
+                    }
+                }
+                if arch == "falcon-h1" {
+                    // Every layer is recurrent and attends too.
+                    h.parallel_hybrid = true;
+                    for il in 0..n_layer as usize {
+                        h.is_recurrent[il] = true;
                     }
                 }
                 if arch == "nemotron_h" {

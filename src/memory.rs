@@ -6,9 +6,10 @@
 //! Weights, K, V, recurrent state, the output buffer and the context used are llama.cpp's
 //! figures to the byte (on the CPU; `tests/memory_llama.rs` compares them with libllama). The
 //! compute buffer depends on where ggml's graph allocator places the worst-case micro-batch
-//! graph; it is given as a bound (never below llama.cpp's on the tested cases): the graph's
-//! inputs and the largest set of tensors live at once in one layer or the output head, with a
-//! margin per architecture family measured against libllama. The total includes it.
+//! graph; it is given as a bound (on the tested cases never below llama.cpp's, and at most 10%
+//! above but for two hybrids): the graph's inputs and the largest set of tensors live at once
+//! in one layer or the output head, the activations among them with a margin per architecture
+//! family measured against libllama. The total includes it.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::hparams::{Hparams, MemoryKind, SwaType};
@@ -53,7 +54,7 @@ pub struct MemoryParams {
     pub kv_unified: bool,
     /// Layers on the GPU (negative: all).
     pub n_gpu_layers: i32,
-    /// The KV cache of GPU layers on the GPU.
+    /// The KV cache and recurrent state of GPU layers on the GPU.
     pub offload_kqv: bool,
 }
 
@@ -375,7 +376,10 @@ pub fn estimate_with<S: AsRef<[u8]>>(
             if (h.n_layer_nextn > 0 && il >= n_layer) || il >= h.n_layer_kv {
                 continue;
             }
-            if h.memory == MemoryKind::Hybrid && (h.is_recurrent[l] || h.ffn_only[l]) {
+            if h.memory == MemoryKind::Hybrid
+                && !h.parallel_hybrid
+                && (h.is_recurrent[l] || h.ffn_only[l])
+            {
                 continue;
             }
             let cells = if h.swa_type != SwaType::None && h.is_swa[l] {
@@ -507,8 +511,11 @@ fn compute_peak(
     let mask_elem = if flash { 2 } else { F32 };
     let per_stream = pad(t / n_stream.min(t).max(1), 64);
     let n_layer = h.n_layer() as usize;
-    let is_attn =
-        |il: usize| h.memory != MemoryKind::Recurrent && !h.is_recurrent[il] && !h.ffn_only[il];
+    let is_attn = |il: usize| {
+        h.memory != MemoryKind::Recurrent
+            && (h.parallel_hybrid || !h.is_recurrent[il])
+            && !h.ffn_only[il]
+    };
     let swa = |il: usize| h.swa_type != SwaType::None && h.is_swa[il];
     let last_full = (0..n_layer).rev().find(|&il| is_attn(il) && !swa(il));
     let last_swa = (0..n_layer).rev().find(|&il| is_attn(il) && swa(il));
@@ -540,12 +547,20 @@ fn compute_peak(
         }
     }
     let small = add(small, casts)?;
-    let mut peak = 0u64;
+    // The largest live set: the masks still needed (their exact sizes) and the activations.
+    let mut peak = (0u64, 0u64, 0u64);
+    let mut take = |masks: u64, kq: u64, acts: u64| {
+        let sum = |x: u64, y: u64, z: u64| x.saturating_add(y).saturating_add(z);
+        if sum(masks, kq, acts) > sum(peak.0, peak.1, peak.2) {
+            peak = (masks, kq, acts);
+        }
+    };
     for il in 0..h.n_layer() as usize {
         let n_head = u64::from(h.n_head[il]);
-        let mut layer = 0u64;
+        // The mixer's live tensors: the KQ matrix (without flash attention), and the rest.
+        let mut layer = (0u64, 0u64);
         let recurrent = h.is_recurrent.get(il).copied().unwrap_or(false);
-        if has_attn && !recurrent && !h.ffn_only.get(il).copied().unwrap_or(false) {
+        if is_attn(il) {
             let cells = if h.is_swa[il] { kv_swa } else { kv_full };
             let (dk, dv) = if h.is_mla() {
                 // The absorbed form: queries and outputs as wide as the latent cache row.
@@ -556,25 +571,42 @@ fn compute_peak(
             };
             let q = f(mul(mul(dk, n_head)?, t))?;
             let out = f(mul(mul(dv, n_head)?, t))?;
-            let attn = if flash {
-                add(mul(q, 2)?, out)?
+            layer = if flash {
+                (0, add(mul(q, 2)?, out)?)
             } else {
-                let kq = f(mul(mul(cells, t)?, n_head))?;
-                add(add(kq, q)?, out)?
+                (f(mul(mul(cells, t)?, n_head))?, add(q, out)?)
             };
-            layer = layer.max(attn);
         }
         if recurrent {
             let d_inner = u64::from(h.ssm_d_inner).max(e);
-            let state = f(mul(h.n_embd_s().max(h.n_embd_r()), n_seq))?;
+            // In a hybrid the allocator fits the states and the convolution's carried-over
+            // columns into the gaps the attention layers leave (measured: the buffer is
+            // proportional to the micro-batch).
+            let hybrid = h.memory == MemoryKind::Hybrid;
+            let state = if hybrid {
+                0
+            } else {
+                f(mul(h.n_embd_s().max(h.n_embd_r()), n_seq))?
+            };
+            let carried = u64::from(h.ssm_d_conv) + u64::from(h.shortconv_l_cache);
             let conv = f(mul(
                 d_inner + 2 * u64::from(h.ssm_n_group) * u64::from(h.ssm_d_state),
-                t + u64::from(h.ssm_d_conv) + u64::from(h.shortconv_l_cache),
+                t + if hybrid { 0 } else { carried },
             ))?;
             // The convolution's input and output, the projections, the states; measured:
             // about 25% more, the scan's intermediates.
             let rec = add(mul(conv, 4)?, mul(state, 2)?)?;
-            layer = layer.max(add(rec, rec / 100 * 25)?);
+            let rec = add(rec, rec / 100 * 25)?;
+            // Beside attention (Falcon-H1), the attention's projected output stays live
+            // through the recurrent mixer.
+            let rec = if h.parallel_hybrid {
+                add(rec, act)?
+            } else {
+                rec
+            };
+            if rec > layer.0.saturating_add(layer.1) {
+                layer = (0, rec);
+            }
         }
         let w = widths.get(il).copied().unwrap_or_default();
         let n_ff = if h.n_ff[il] > 0 {
@@ -602,61 +634,68 @@ fn compute_peak(
         // norm and the layer's input; the feed-forward part: the masks later layers need, the
         // residual and its norm, and past the first layer one more activation (measured: the
         // allocator's placement of the previous layer's output).
-        let mixer = add(add(masks(il)?, mul(act, 3)?)?, layer)?;
         let rest = if il > 0 { 3 } else { 2 };
-        let ffn = add(add(masks(il + 1)?, mul(act, rest)?)?, ffn)?;
-        peak = peak.max(mixer).max(ffn);
+        take(masks(il)?, layer.0, add(mul(act, 3)?, layer.1)?);
+        take(masks(il + 1)?, 0, add(mul(act, rest)?, ffn)?);
     }
     let o = t;
     let head = add(f(mul(u64::from(h.n_vocab), o))?, mul(f(mul(e, o))?, 3)?)?;
-    let inputs = small;
-    // Slack for the small tensors of the graph (norms, views copied, row ids), then the
-    // family's margin: what the allocator's placement (fragmentation, the order of nodes)
-    // adds beyond the live tensors, measured against libllama.
-    let total = add(inputs, peak.max(head))?;
-    let total = add(total, total / 64 + 4096)?;
-    let percent = family_margin(h, flash);
-    mul(total / 100 + 1, percent)
+    take(0, 0, head);
+    // The inputs and masks at their sizes; the KQ matrix with 3% more; the activations with
+    // the family's margin: what the allocator's placement (fragmentation, the order of nodes)
+    // adds beyond them, measured against libllama; then slack for the small tensors of the
+    // graph (norms, views copied, row ids).
+    let (masks, kq, acts) = peak;
+    let acts = mul(acts / 100 + 1, family_margin(h, flash))?;
+    let kq = mul(kq / 100 + 1, 103)?;
+    let total = add(add(add(small, masks)?, kq)?, acts)?;
+    add(total, total / 64 + 4096)
 }
 
-/// The margin, in percent, applied to the live tensors [`compute_peak`] sums, per
+/// The margin, in percent, applied to the activations [`compute_peak`] sums (not to the
+/// graph's inputs, whose sizes are exact, nor to the KQ matrix, which takes 3%), per
 /// architecture family, with flash attention on and off: fitted against libllama v0.5.0 over
-/// `tests/memory_llama.rs`'s cases so that the bound is never below llama.cpp's there. Above
-/// 100 where the graph holds intermediates the sum leaves out (RWKV 7 most of all); below 100
-/// for a few families whose sum counts more than the allocator keeps live at once.
+/// `tests/memory_llama.rs`'s cases so that the bound is never below llama.cpp's there and at
+/// most 10% above. Above 100 where the graph holds intermediates the sum leaves out (RWKV 7
+/// most of all; without flash attention, the attention's scaled and masked copies); below 100
+/// for families whose sum counts more than the allocator keeps live at once.
 fn family_margin(h: &Hparams, flash: bool) -> u64 {
     let arch = h.architecture.as_str();
     let (on, off) = if h.wkv_head_size != 0 {
-        (179, 179)
+        (185, 185)
     } else if arch == "mamba2" {
-        (92, 92)
+        (94, 94)
     } else if h.memory == MemoryKind::Recurrent {
         (100, 100)
     } else if matches!(arch, "qwen35" | "qwen35moe") {
-        (94, 121)
+        (84, 200)
     } else if arch == "qwen3next" {
-        (97, 125)
+        (92, 200)
     } else if h.memory == MemoryKind::Hybrid && h.shortconv_l_cache != 0 {
         if h.swa_type == SwaType::None {
-            (99, 103)
+            (100, 126)
         } else {
-            (130, 103)
+            (140, 126)
         }
     } else if arch == "jamba" {
-        (110, 100)
+        (111, 126)
     } else if arch == "nemotron_h" {
-        (97, 100)
+        (95, 126)
+    } else if h.parallel_hybrid {
+        (107, 126)
     } else if h.memory == MemoryKind::Hybrid {
-        (106, 107)
+        (111, 126)
     } else if h.is_mla() {
-        (97, 103)
+        (96, 115)
     } else {
         match arch {
-            "gemma4" => (119, 115),
-            "cohere2" => (117, 107),
-            "llama4" => (100, 114),
-            _ if h.n_expert > 0 => (100, 106),
-            _ => (100, 108),
+            "gemma4" => (127, 160),
+            "llama4" => (99, 160),
+            "cohere2" => (125, 140),
+            "deci" | "qwen2moe" => (99, 140),
+            "phi3" => (99, 95),
+            "olmo2" => (91, 95),
+            _ => (99, 115),
         }
     };
     if flash {

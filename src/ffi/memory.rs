@@ -37,13 +37,15 @@ pub struct GGUFMemoryParams {
     pub type_v: u32,
     /// `GGUF_FLASH_ATTN_AUTO`, `_OFF` or `_ON`.
     pub flash_attn: i32,
-    /// Layers on the GPU (negative: all; 0: everything on the CPU).
+    /// Layers on the GPU, as llama.cpp's loader splits them: the output layer counts as one more
+    /// layer after the last, and the last `n_gpu_layers` of those go to the GPU (negative: all;
+    /// 0: everything on the CPU); the token embeddings and the output buffer stay on the CPU.
     pub n_gpu_layers: i32,
     /// Full-size sliding-window caches.
     pub swa_full: bool,
     /// One KV stream for all sequences.
     pub kv_unified: bool,
-    /// The KV cache of GPU layers on the GPU.
+    /// The KV cache and recurrent state of GPU layers on the GPU.
     pub offload_kqv: bool,
 }
 
@@ -54,9 +56,10 @@ pub struct GGUFMemoryParams {
 pub struct GGUFMemoryEstimate {
     /// `sizeof(GGUFMemoryEstimate)`, set by the caller.
     pub size: usize,
-    /// The weights llama.cpp loads (each padded to ggml's 32 bytes; MTP layers skipped).
+    /// The weights llama.cpp loads (each padded to ggml's 32 bytes; MTP layers skipped; a tied
+    /// embedding's copy counted where llama.cpp makes one).
     pub weights: u64,
-    /// The K cache.
+    /// The K cache (every cache: full and sliding-window).
     pub k: u64,
     /// The V cache.
     pub v: u64,
@@ -64,11 +67,13 @@ pub struct GGUFMemoryEstimate {
     pub recurrent: u64,
     /// The output buffer (logits).
     pub output: u64,
-    /// The compute buffer: a bound on llama.cpp's (never below it on the tested models).
+    /// The compute buffer: a bound on llama.cpp's on the CPU (on the tested models never below
+    /// it, and at most 10% above but for two hybrids; docs/memory.md). On the GPU when the
+    /// output layer is, where it is an estimate.
     pub compute: u64,
     /// All of the above.
     pub total: u64,
-    /// The context llama.cpp uses.
+    /// The context llama.cpp uses (padded, a multiple of the sequences).
     pub n_ctx: u32,
     /// The context per sequence.
     pub n_ctx_seq: u32,
@@ -78,10 +83,12 @@ pub struct GGUFMemoryEstimate {
     pub n_ubatch: u32,
     /// Bytes on the CPU.
     pub cpu: u64,
-    /// Bytes on the GPU (an estimate of llama.cpp's layer split).
+    /// Bytes on the GPU (an estimate of llama.cpp's layer split; the compute buffer counted
+    /// there is an estimate too).
     pub gpu: u64,
-    /// The weights as llama.cpp maps them when it loads with mmap: per file, the span from the
-    /// first byte of tensor data it uses to the last.
+    /// The weights as llama.cpp maps them when it loads with mmap (its default on the CPU): per
+    /// file, the span from the first byte of tensor data it uses to the last (padding and unused
+    /// tensors between them included; a copied tied embedding shares the mapping).
     pub weights_mapped: u64,
 }
 
@@ -145,8 +152,9 @@ pub extern "C" fn gguf_memory_params_default() -> GGUFMemoryParams {
 /// The memory llama.cpp (v0.5.0) needs to run the model in `file` with `params` (NULL: the
 /// defaults), from the header alone: written to `out`, whose `size` the caller sets. Weights,
 /// K, V, recurrent state, output and the context equal llama.cpp's to the byte on the CPU;
-/// the compute buffer is a bound (never below llama.cpp's on the tested models, at most 10%
-/// above on most; docs/memory.md).
+/// the compute buffer is a bound (on the tested models never below llama.cpp's, and at most
+/// 10% above but for two hybrids; docs/memory.md); the CPU/GPU split follows llama.cpp's
+/// loader, and on the GPU the compute buffer is an estimate.
 /// Returns false, writing nothing, for an architecture whose rules are not known
 /// (GGUF_ERROR_CODE_UNSUPPORTED, naming it), a missing or malformed key, parameters llama.cpp
 /// refuses (a quantized V cache without flash attention, ...) or a bad `size`
