@@ -42,9 +42,16 @@ impl Map {
     }
 
     fn find(&self, key: &Value) -> Option<&Value> {
-        match &self.index {
-            Some(index) => index.get(key).map(|&i| &self.entries[i].1),
-            None => self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+        match (&self.index, key.as_str()) {
+            (Some(index), _) => index.get(key).map(|&i| &self.entries[i].1),
+            // A string equals only a string of the same text (compared as text: minijinja's
+            // equality of two strings stored differently goes the long way round).
+            (None, Some(s)) => self
+                .entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(s))
+                .map(|(_, v)| v),
+            (None, None) => self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
         }
     }
 }
