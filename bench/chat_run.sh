@@ -5,8 +5,9 @@
 # (bench/chat_bench.c) beside transformers' render_jinja_template (bench/chat_python.py) and
 # llama.cpp's common_chat_templates_apply (bench/chat_llama.cpp), run one after the other in the
 # same invocation. libgguf's prompt must be transformers' byte for byte (the run fails if not);
-# whether llama.cpp's is the same is shown. Times are the minimum over the rounds of the mean of
-# a round (medians in target/tmp/chat-bench/*.tsv).
+# whether llama.cpp's is the same is shown. Times are each thread's CPU time (the machine may be
+# shared), the minimum over the rounds of the mean of a round (medians in
+# target/tmp/chat-bench/*.tsv).
 #
 #   bench/chat_run.sh [--quick]
 #
@@ -14,7 +15,7 @@
 . "$(dirname "$0")/common.sh"
 CXX=${CXX:-c++}
 py=${GGUF_PYTHON:-.venv/bin/python}
-args=(-r 20 -t 0.02)
+args=(-r 50 -t 0.02)
 if [ "${1:-}" = --quick ]; then args=(-r 3 -t 0.005); fi
 $MAKE --quiet lib
 [ -f target/ggml/libllama-common.so ] && [ -f target/ggml/llama.cpp-v0.5.0/common/chat.h ] || $MAKE ggml
@@ -50,7 +51,7 @@ for tmpl in "${templates[@]}"; do
   if cmp -s "$out/$name.ours.txt" "$out/$name.llama.txt"; then echo "$name yes"; else echo "$name no"; fi
 done > "$out/same.txt"
 echo "$(lscpu 2>/dev/null | sed -n "s/^Model name: *//p"), one thread;" \
-  "${args[*]}; times in microseconds (minimum over the rounds)"
+  "${args[*]}; CPU times in microseconds (minimum over the rounds)"
 join -t $'\t' <(sort "$out/ours.tsv") <(sort "$out/hf.tsv") \
   | join -t $'\t' - <(sort "$out/llama.tsv") \
   | join -t $'\t' - <(tr ' ' '\t' < "$out/same.txt" | sort) \

@@ -60,7 +60,7 @@ const GENERATOR: &str =
     "engine: llama.cpp serializes a map() result with tojson, jinja2 refuses a generator";
 const DICT_STR: &str =
     "engine: llama.cpp writes a dict as an empty string, jinja2 as Python's repr";
-const PART_LOOP: &str = "probe: llama.cpp counts content as typed only where the template subscripts it or uses selectattr, not where it loops over the parts, so it joins them with a newline first";
+const PART_LOOP: &str = "probe: llama.cpp's second typed-content probe (caps_get) gives an empty list of parts and counts content as typed only where the template then loops over, subscripts or selectattr's it; these templates reach their loop over the parts only for a non-empty list (`message.get(\"content\")`, `content | length > 0`), so llama.cpp counts content as a string only and joins the parts with a newline first (repeating that needs the engine to track which values a template touches, as llama.cpp's does)";
 
 const DOCUMENTED: &[(&str, &[&str], &str)] = &[
     (

@@ -80,10 +80,23 @@ pub fn new() -> Environment<'static> {
     env.remove_global("debug");
 
     env.add_filter("tojson", tojson);
-    env.add_filter("string", |v: Value| python::to_str(&v).map(Value::from));
+    env.add_filter("string", |v: Value| {
+        if v.kind() == ValueKind::String {
+            return Ok(v);
+        }
+        python::to_str(&v).map(Value::from)
+    });
     env.add_filter("join", join);
     env.add_filter("trim", |v: Value, chars: Option<Value>| {
-        methods::strip(&python::to_str(&v)?, chars.as_ref(), true, true)
+        let Some(s) = v.as_str().filter(|_| v.kind() == ValueKind::String) else {
+            return methods::strip(&python::to_str(&v)?, chars.as_ref(), true, true);
+        };
+        let t = methods::strip_str(s, chars.as_ref(), true, true)?;
+        // A string without the stripped characters is itself (no copy).
+        if t.len() == s.len() {
+            return Ok(v.clone());
+        }
+        Ok(Value::from(t))
     });
     env.add_filter("title", title);
     env.add_filter("capitalize", |v: Value| {

@@ -8,13 +8,12 @@
 //! ordered objects are crate-wide features that would change every other user's numbers and
 //! maps in the build, and it gives line and column where the library's errors give offsets.
 
+use super::map::{self, SCANNED_KEYS};
 use minijinja::value::Value;
+use std::collections::HashMap;
 
 /// How deep arrays and objects may nest (Python's own limit is its recursion limit, about 1000).
 pub const MAX_DEPTH: usize = 512;
-
-/// Objects with up to this many keys find a repeated key by scanning them.
-const SCANNED_KEYS: usize = 16;
 
 /// A refusal: what was expected, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +26,12 @@ pub struct JsonError {
 
 /// Reads one JSON value that fills `text` (whitespace around it allowed).
 pub fn parse(text: &[u8]) -> Result<Value, JsonError> {
-    let mut p = Parser { text, pos: 0 };
+    // Where the whole request is UTF-8 (the rule), its strings need no check of their own.
+    let mut p = Parser {
+        text,
+        utf8: std::str::from_utf8(text).ok(),
+        pos: 0,
+    };
     p.skip_ws();
     let v = p.value(0)?;
     p.skip_ws();
@@ -71,6 +75,8 @@ fn plain_run(text: &[u8]) -> usize {
 
 struct Parser<'a> {
     text: &'a [u8],
+    /// The request as text, where it is UTF-8.
+    utf8: Option<&'a str>,
     pos: usize,
 }
 
@@ -150,10 +156,10 @@ impl Parser<'_> {
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
         self.enter(depth)?;
         self.pos += 1;
-        let mut keys: Vec<Value> = Vec::new();
-        let mut values: Vec<Value> = Vec::new();
-        // Past a few keys, an index finds repeated ones (a scan would be quadratic).
-        let mut index: Option<std::collections::HashMap<Value, usize>> = None;
+        let mut entries: Vec<(Value, Value)> = Vec::with_capacity(4);
+        // Past a few keys, an index finds repeated ones (a scan would be quadratic); the map
+        // keeps it for its lookups.
+        let mut index: Option<HashMap<Value, usize>> = None;
         self.skip_ws();
         if !self.eat(b"}") {
             loop {
@@ -171,21 +177,20 @@ impl Parser<'_> {
                 // As a Python dict: a repeated key keeps its first place and takes the last value.
                 let seen = match &index {
                     Some(index) => index.get(&key).copied(),
-                    None => keys.iter().position(|k| *k == key),
+                    None => entries.iter().position(|(k, _)| *k == key),
                 };
                 match seen {
-                    Some(i) => values[i] = value,
+                    Some(i) => entries[i].1 = value,
                     None => {
                         if let Some(index) = &mut index {
-                            index.insert(key.clone(), keys.len());
-                        } else if keys.len() == SCANNED_KEYS {
-                            let mut map: std::collections::HashMap<Value, usize> =
-                                keys.iter().cloned().zip(0..).collect();
-                            map.insert(key.clone(), keys.len());
+                            index.insert(key.clone(), entries.len());
+                        } else if entries.len() == SCANNED_KEYS {
+                            let mut map: HashMap<Value, usize> =
+                                entries.iter().map(|(k, _)| k.clone()).zip(0..).collect();
+                            map.insert(key.clone(), entries.len());
                             index = Some(map);
                         }
-                        keys.push(key);
-                        values.push(value);
+                        entries.push((key, value));
                     }
                 }
                 self.skip_ws();
@@ -198,7 +203,7 @@ impl Parser<'_> {
                 return Err(self.error("expected ',' or '}' in an object"));
             }
         }
-        Ok(Value::from_pairs(keys.into_iter().zip(values)))
+        Ok(map::value(entries, index))
     }
 
     /// A string as a value: one without escapes straight from the request's bytes.
@@ -207,7 +212,12 @@ impl Parser<'_> {
         let rest = &self.text[start..];
         let run = plain_run(rest);
         if rest.get(run) == Some(&b'"') {
-            if let Ok(s) = std::str::from_utf8(&rest[..run]) {
+            // The run ends before an ASCII quote and starts after one: on character boundaries.
+            let s = match self.utf8 {
+                Some(all) => all.get(start..start + run),
+                None => std::str::from_utf8(&rest[..run]).ok(),
+            };
+            if let Some(s) = s {
                 self.pos = start + run + 1;
                 return Ok(Value::from(s));
             }

@@ -5,8 +5,8 @@
 //! and text, and the markers around the probe's reasoning read off. llama.cpp writes these
 //! markers around a continued message (`continue_final_message`).
 
-use super::llama_cpp::Caps;
-use super::ChatTemplate;
+use super::llama_caps::Caps;
+use super::template::Compiled;
 
 const FUN_FIRST: &str = "FFF_FIRST_FUN_F";
 const FUN_SECOND: &str = "SSS_SECOND_FUN_S";
@@ -277,7 +277,7 @@ fn string(s: &str) -> String {
 /// Renders probe messages as llama.cpp's `apply_template` does (`direct_apply`, no
 /// extra variables, string contents as parts where the template reads only parts).
 struct Prober<'a> {
-    t: &'a ChatTemplate,
+    t: &'a Compiled,
     only_typed: bool,
 }
 
@@ -326,14 +326,14 @@ impl Prober<'_> {
             messages.join(", ")
         );
         self.t
-            .render_inner(request.as_bytes(), &[], true)
+            .render(request.as_bytes(), &[], true)
             .ok()
             .map(String::into_bytes)
     }
 }
 
 /// What llama.cpp's `analyze_reasoning` (and its reasoning workarounds) find in a template.
-pub fn reasoning(t: &ChatTemplate, caps: &Caps) -> Reasoning {
+pub fn reasoning(t: &Compiled, caps: &Caps) -> Reasoning {
     let p = Prober {
         t,
         only_typed: !caps.supports_string_content && caps.supports_typed_content,
@@ -452,7 +452,7 @@ pub fn reasoning(t: &ChatTemplate, caps: &Caps) -> Reasoning {
         }
     }
 
-    let src = t.source();
+    let src = t.source.as_str();
     let mut r = Reasoning {
         start: text(&start),
         end: text(&end),

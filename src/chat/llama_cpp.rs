@@ -29,7 +29,7 @@
 //!
 //! What the template reads (system role, content as string or parts, tool-call arguments as an
 //! object) llama.cpp learns by running the template over probe conversations and watching which
-//! values its engine touches; this module runs the same probes and watches the output instead
+//! values its engine touches; `llama_caps.rs` runs the same probes and watches the output instead
 //! (a value the template reads but never writes counts as unread). `continue_final_message`:
 //! llama.cpp renders the conversation without the last message, then appends what its handler
 //! writes for a continued message: the handler is picked by the template's source as
@@ -43,106 +43,15 @@
 
 use minijinja::value::{Value, ValueKind};
 
+use super::error::ChatError;
 use super::json;
 use super::llama_analysis::Reasoning;
+use super::llama_caps::Caps;
 use super::objects;
 use super::python::{json_dumps, JsonStyle};
+use super::template::Compiled;
 use super::time;
-use super::{ChatError, ChatTemplate, Error};
-
-/// What the template reads, as llama.cpp's `jinja::caps` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caps {
-    /// A system message's content reaches the output.
-    pub supports_system_role: bool,
-    /// Content given as a string reaches the output.
-    pub supports_string_content: bool,
-    /// Content given as a list of text parts reaches the output as text.
-    pub supports_typed_content: bool,
-    /// An assistant message's tool calls reach the output.
-    pub supports_tool_calls: bool,
-    /// A tool call's arguments are read as an object (a value inside them reaches the output
-    /// other than as part of the whole object's JSON).
-    pub supports_object_arguments: bool,
-}
-
-const MARKER: &str = "STRING_MARKER";
-const SYSTEM_MARKER: &str = "SYSTEM_MARKER_8d1f";
-const ARG_MARKER: &str = "ARG_MARKER_5c2e";
-
-fn probe(t: &ChatTemplate, request: &str) -> Option<String> {
-    t.render_inner(request.as_bytes(), &[], true).ok()
-}
-
-/// Probes the template as llama.cpp's `caps_get` does.
-pub fn caps(t: &ChatTemplate) -> Caps {
-    let tools = r#"[{"type": "function", "function": {"name": "tool1", "description": "Tool description", "parameters": {"type": "object", "properties": {"arg": {"type": "string", "description": "Arg description"}}, "required": ["arg"]}}}]"#;
-    let string_content = probe(
-        t,
-        &format!(
-            r#"{{"messages": [{{"role": "user", "content": "{MARKER}"}}], "tools": [], "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
-        ),
-    );
-    let typed_content = probe(
-        t,
-        &format!(
-            r#"{{"messages": [{{"role": "user", "content": [{{"type": "text", "text": "{MARKER}"}}]}}], "tools": [], "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
-        ),
-    );
-    let supports_string_content = string_content.is_some_and(|o| o.contains(MARKER));
-    let supports_typed_content = typed_content
-        .is_some_and(|o| o.contains(MARKER) && !o.contains("'type'") && !o.contains("\"type\""));
-    let system = probe(
-        t,
-        &format!(
-            r#"{{"messages": [{{"role": "system", "content": "{SYSTEM_MARKER}"}}, {{"role": "user", "content": "User message"}}], "tools": [], "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
-        ),
-    );
-    let supports_system_role = system.is_some_and(|o| o.contains(SYSTEM_MARKER));
-    let calls = |args: Option<&str>| {
-        let tool_calls = match args {
-            Some(args) => format!(
-                r#", "tool_calls": [{{"id": "call00001", "type": "function", "function": {{"name": "tool1", "arguments": {args}}}}}]"#
-            ),
-            None => String::new(),
-        };
-        format!(
-            r#"{{"messages": [{{"role": "user", "content": "User message"}}, {{"role": "assistant", "content": ""{tool_calls}}}, {{"role": "tool", "content": "Tool response", "tool_call_id": "call00001"}}, {{"role": "assistant", "content": "The tool response was 'tool response'"}}, {{"role": "user", "content": "User message"}}], "tools": {tools}, "add_generation_prompt": true, "bos_token": "", "eos_token": ""}}"#
-        )
-    };
-    let without = probe(t, &calls(None));
-    let object_args = format!(r#"{{"arg": "{ARG_MARKER}"}}"#);
-    let object = probe(t, &calls(Some(&object_args)));
-    let mut supports_tool_calls = true;
-    let mut supports_object_arguments = false;
-    if let Some(o) = &object {
-        if without.as_ref() == Some(o) {
-            supports_tool_calls = false;
-        } else {
-            supports_object_arguments = o.contains(ARG_MARKER);
-        }
-    }
-    if !supports_object_arguments {
-        let string_args = json_string(&object_args);
-        match probe(t, &calls(Some(&string_args))) {
-            Some(o) => supports_tool_calls = without.as_ref() != Some(&o),
-            None => supports_tool_calls = false,
-        }
-    }
-    Caps {
-        supports_system_role,
-        supports_string_content,
-        supports_typed_content,
-        supports_tool_calls,
-        supports_object_arguments,
-    }
-}
-
-fn json_string(s: &str) -> String {
-    let mut out = String::new();
-    super::python::json_string(&mut out, s, false);
-    out
-}
+use crate::error::Error;
 
 /// The source patches `common_chat_templates_init` makes; `None` when none applies.
 pub fn patched_source(src: &str) -> Option<String> {
@@ -370,7 +279,7 @@ fn with(m: &Value, key: &str, value: Value) -> Result<Value, Error> {
 /// source patches (where one applies), what its probes find, its handler, and (at the first
 /// continued message) the reasoning markers of its differential analysis.
 pub struct Setup {
-    pub patched: Option<Box<ChatTemplate>>,
+    pub patched: Option<Box<Compiled>>,
     pub caps: Caps,
     pub route: Route,
     pub reasoning: std::sync::OnceLock<Reasoning>,

@@ -178,6 +178,16 @@ fn seq_method(
 
 /// Python's `str.strip(chars)` and its one-sided forms.
 pub fn strip(s: &str, chars: Option<&Value>, left: bool, right: bool) -> Result<Value, Error> {
+    strip_str(s, chars, left, right).map(Value::from)
+}
+
+/// [`strip`], as the part of `s` it keeps.
+pub fn strip_str<'a>(
+    s: &'a str,
+    chars: Option<&Value>,
+    left: bool,
+    right: bool,
+) -> Result<&'a str, Error> {
     let set: Option<Vec<char>> = match chars {
         None => None,
         Some(v) if v.is_none() || v.is_undefined() => None,
@@ -202,7 +212,7 @@ pub fn strip(s: &str, chars: Option<&Value>, left: bool, right: bool) -> Result<
     if right {
         t = t.trim_end_matches(is_stripped);
     }
-    Ok(Value::from(t))
+    Ok(t)
 }
 
 /// Python's `str.capitalize()`: the first character upper-cased (title-cased), the rest lower.

@@ -8,7 +8,7 @@
 //!   `1e+21`): minijinja's own text for it (`0.0000001`) would show wherever it is joined to a
 //!   string with `~`. Floats in the usual range need no object: both write the same digits.
 
-use super::python;
+use super::float;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
 use std::fmt;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ impl Object for PyFloat {
 
     fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = String::new();
-        python::write_float(&mut s, self.0, "inf", "nan");
+        float::write_float(&mut s, self.0, "inf", "nan");
         f.write_str(&s)
     }
 }

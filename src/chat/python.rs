@@ -2,6 +2,8 @@
 //! `repr()` (inside lists and dicts), floats as `float.__repr__`, and `json.dumps` with the
 //! arguments transformers' `tojson` filter passes on.
 
+use super::float::write_float;
+use super::map;
 use super::objects;
 use crate::tokenizer::unicode::flags;
 use minijinja::value::{Value, ValueKind};
@@ -94,67 +96,6 @@ fn write_number(out: &mut String, v: &Value) {
     }
 }
 
-/// `float.__repr__`: the shortest digits that read back, in fixed notation when the decimal
-/// point falls within 16 places of them, else as `d.ddde+XX`.
-pub fn write_float(out: &mut String, f: f64, inf: &str, nan: &str) {
-    if f.is_nan() {
-        out.push_str(nan);
-        return;
-    }
-    if f.is_infinite() {
-        if f < 0.0 {
-            out.push('-');
-        }
-        out.push_str(inf);
-        return;
-    }
-    // `{:e}` gives the shortest round-trip digits: "-1.2345e-7".
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    // The decimal point's position after the first digit (Python's decpt).
-    let decpt = exp + 1;
-    if neg {
-        out.push('-');
-    }
-    if (-3..=16).contains(&decpt) {
-        if decpt <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-decpt) as usize));
-            out.push_str(&digits);
-        } else {
-            let decpt = decpt as usize;
-            if digits.len() <= decpt {
-                out.push_str(&digits);
-                out.extend(std::iter::repeat_n('0', decpt - digits.len()));
-                out.push_str(".0");
-            } else {
-                out.push_str(&digits[..decpt]);
-                out.push('.');
-                out.push_str(&digits[decpt..]);
-            }
-        }
-    } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let e = exp.unsigned_abs();
-        if e < 10 {
-            out.push('0');
-        }
-        out.push_str(&e.to_string());
-    }
-}
-
 /// Whether Python's `str.isprintable()` holds for the character (repr escapes the others).
 fn is_printable(c: char) -> bool {
     if c == ' ' {
@@ -238,7 +179,7 @@ fn not_serializable(v: &Value) -> Error {
 
 /// `json.dumps(value, ...)`.
 pub fn json_dumps(v: &Value, style: &JsonStyle) -> Result<String, Error> {
-    let mut out = String::new();
+    let mut out = String::with_capacity(64);
     dump(&mut out, v, style, 0)?;
     Ok(out)
 }
@@ -307,7 +248,15 @@ fn dump(out: &mut String, v: &Value, style: &JsonStyle, depth: usize) -> Result<
             ))
         }
         ValueKind::Seq => {
-            let items: Vec<Value> = v.try_iter()?.collect();
+            // A list of the request or the template is read in place.
+            let collected: Vec<Value>;
+            let items: &[Value] = match v.downcast_object_ref::<Vec<Value>>() {
+                Some(items) => items,
+                None => {
+                    collected = v.try_iter()?.collect();
+                    &collected
+                }
+            };
             if items.is_empty() {
                 out.push_str("[]");
                 return Ok(());
@@ -324,24 +273,35 @@ fn dump(out: &mut String, v: &Value, style: &JsonStyle, depth: usize) -> Result<
             out.push(']');
         }
         ValueKind::Map => {
-            let mut entries: Vec<(Value, Value)> =
-                match v.as_object().and_then(|o| o.try_iter_pairs()) {
-                    Some(pairs) => pairs.collect(),
-                    None => {
-                        let mut entries = Vec::new();
-                        for key in v.try_iter()? {
-                            let value = v.get_item(&key)?;
-                            entries.push((key, value));
+            // A map of the request is read in place.
+            let collected: Vec<(Value, Value)>;
+            let mut entries: &[(Value, Value)] = match v.downcast_object_ref::<map::Map>() {
+                Some(m) => m.entries(),
+                _ => {
+                    collected = match v.as_object().and_then(|o| o.try_iter_pairs()) {
+                        Some(pairs) => pairs.collect(),
+                        None => {
+                            let mut entries = Vec::new();
+                            for key in v.try_iter()? {
+                                let value = v.get_item(&key)?;
+                                entries.push((key, value));
+                            }
+                            entries
                         }
-                        entries
-                    }
-                };
+                    };
+                    &collected
+                }
+            };
             if entries.is_empty() {
                 out.push_str("{}");
                 return Ok(());
             }
+            let sorted: Vec<(Value, Value)>;
             if style.sort_keys {
-                sort_keys(&mut entries)?;
+                let mut s = entries.to_vec();
+                sort_keys(&mut s)?;
+                sorted = s;
+                entries = &sorted;
             }
             out.push('{');
             for (i, (key, value)) in entries.iter().enumerate() {
@@ -435,34 +395,6 @@ pub fn json_string(out: &mut String, s: &str, ensure_ascii: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn float(f: f64) -> String {
-        let mut s = String::new();
-        write_float(&mut s, f, "inf", "nan");
-        s
-    }
-
-    #[test]
-    fn floats_as_python_writes_them() {
-        for (f, want) in [
-            (1e-7, "1e-07"),
-            (1e21, "1e+21"),
-            (-0.0, "-0.0"),
-            (0.1, "0.1"),
-            (1.0, "1.0"),
-            (1e16, "1e+16"),
-            (1e15, "1000000000000000.0"),
-            (123456789.125, "123456789.125"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (1.5e300, "1.5e+300"),
-            (f64::INFINITY, "inf"),
-            (-f64::INFINITY, "-inf"),
-            (5e-324, "5e-324"),
-        ] {
-            assert_eq!(float(f), want, "{f:e}");
-        }
-    }
 
     #[test]
     fn repr_chooses_quotes_and_escapes_as_python() {

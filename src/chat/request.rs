@@ -4,9 +4,10 @@
 //! `documents` passed as given (or `None`), the file's special tokens under the request's own
 //! variables; and the rendered text cut after the continued message.
 
+use super::error::ChatError;
+use super::map;
 use super::objects;
 use super::python;
-use super::ChatError;
 use minijinja::value::{Value, ValueKind};
 
 /// The names a message's reasoning is passed under; the first is the one templates read.
@@ -39,8 +40,9 @@ fn repr(v: &Value) -> String {
     s
 }
 
+/// A message's keys are distinct ([`set`] keeps them so).
 fn message_value(m: &Message) -> Value {
-    Value::from_pairs(m.iter().cloned())
+    map::value(m.clone(), None)
 }
 
 fn get<'a>(m: &'a Message, key: &str) -> Option<&'a Value> {
@@ -152,12 +154,26 @@ pub fn prepare(
     let continuing = continue_final.is_true();
     let mut chat: Vec<Message> = Vec::with_capacity(list.len());
     let mut unchanged: Vec<Option<Value>> = Vec::with_capacity(list.len());
-    for m in &list {
+    for (i, m) in list.iter().enumerate() {
         if m.kind() != ValueKind::Map {
             return Err(refuse(format!(
                 "Chat messages should be dicts, dataclasses or pydantic models, but got {}.",
                 repr(m)
             )));
+        }
+        // The continued message is changed; a message of the request without a None or a
+        // reasoning key is not (and needs no copy of its keys).
+        let continued = continuing && i + 1 == list.len();
+        let same = !continued
+            && m.downcast_object_ref::<map::Map>().is_some_and(|map| {
+                !map.entries().iter().any(|(k, v)| {
+                    v.is_none() || k.as_str().is_some_and(|k| REASONING_FIELDS.contains(&k))
+                })
+            });
+        if same {
+            unchanged.push(Some(m.clone()));
+            chat.push(Message::new());
+            continue;
         }
         let mut out = Message::new();
         match m.as_object().and_then(|o| o.try_iter_pairs()) {
@@ -171,17 +187,8 @@ pub fn prepare(
                 }
             }
         }
-        let same = m.len() == Some(out.len())
-            && !out
-                .iter()
-                .any(|(k, _)| k.as_str().is_some_and(|k| REASONING_FIELDS.contains(&k)));
-        unchanged.push(same.then(|| m.clone()));
+        unchanged.push(None);
         chat.push(out);
-    }
-    if continuing {
-        if let Some(last) = unchanged.last_mut() {
-            *last = None;
-        }
     }
     if continuing && add_generation_prompt.is_true() {
         return Err(refuse(
@@ -314,7 +321,7 @@ pub fn prepare(
         }
     }
     Ok(Prepared {
-        context: Value::from_pairs(vars),
+        context: map::value(vars, None),
         continued,
     })
 }
