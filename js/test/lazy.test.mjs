@@ -6,11 +6,19 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { gguf as hf } from "@huggingface/gguf";
 import { gguf, open } from "../src/index.js";
-import { root, llamaVocabs } from "./reference.mjs";
 
+const root = new URL("../..", import.meta.url).pathname;
 const sample = join(root, "testdata/sample.gguf");
 
-for (const f of [sample, ...llamaVocabs(readdirSync)]) {
+// The vocabulary files of llama.cpp's sources, when GGUF_LLAMA_SRC_DIR names them.
+function llamaVocabs() {
+  const llama = process.env.GGUF_LLAMA_SRC_DIR;
+  if (!llama) return [];
+  const dir = join(llama, "models");
+  return readdirSync(dir).sort().filter((f) => /^ggml-vocab-.*\.gguf$/.test(f)).map((f) => join(dir, f));
+}
+
+for (const f of [sample, ...llamaVocabs()]) {
   test(`${f}: lazyArrays reads as @huggingface/gguf reads it`, async () => {
     const want = await hf(f, { allowLocalFile: true, computeParametersCount: true });
     const got = await gguf(f, { allowLocalFile: true, computeParametersCount: true, lazyArrays: f === sample ? 256 : true });

@@ -8,10 +8,35 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open, GGUFError } from "../src/index.js";
-import { reference, root, llamaVocabs } from "./reference.mjs";
+import { spawnSync } from "node:child_process";
 
+const root = new URL("../..", import.meta.url).pathname;
 const sample = join(root, "testdata/sample.gguf");
-const vocabs = llamaVocabs(readdirSync);
+
+// The vocabulary files of llama.cpp's sources, when GGUF_LLAMA_SRC_DIR names them.
+function llamaVocabs() {
+  const llama = process.env.GGUF_LLAMA_SRC_DIR;
+  if (!llama) return [];
+  const dir = join(llama, "models");
+  return readdirSync(dir).sort().filter((f) => /^ggml-vocab-.*\.gguf$/.test(f)).map((f) => join(dir, f));
+}
+const vocabs = llamaVocabs();
+
+// The C library's answers through the Python package (reference.py): the Python of GGUF_PYTHON
+// (make test's virtual environment; the repository's .venv by default), with python/ on its
+// path, finding the library the checkout built (target/release or target/debug) or LIBGGUF_PATH.
+const python = process.env.GGUF_PYTHON || join(root, ".venv/bin/python");
+function reference(command, args, request = {}) {
+  const r = spawnSync(python, [join(root, "js/test/reference.py"), command, ...args], {
+    input: JSON.stringify(request),
+    env: { ...process.env, PYTHONPATH: join(root, "python") },
+    maxBuffer: 1 << 30,
+    encoding: "utf8",
+  });
+  if (r.error) throw new Error(`reference.py: cannot run ${python}: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`reference.py ${command} ${args.join(" ")} failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
 const tmp = mkdtempSync(join(tmpdir(), "libgguf-js-"));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -106,6 +131,7 @@ const server = createServer((req, res) => {
   res.writeHead(206, { "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
   res.end(body.subarray(start, end + 1));
 });
+server.keepAliveTimeout = 600_000; // not closed between a test's requests on a loaded machine
 await new Promise((r) => server.listen(0, "127.0.0.1", r));
 after(() => server.close());
 

@@ -1,5 +1,5 @@
-"""The C library's answers (through the Python package, python/) that the JavaScript tests
-compare open() with: run by them as `python reference.py COMMAND ARGS`, a JSON request on stdin,
+"""The C library's answers (through the Python package, python/) that open.test.mjs
+compares open() with: run by it as `python reference.py COMMAND ARGS`, a JSON request on stdin,
 a JSON answer on stdout.
 
 - `tokens FILE`: {"texts": [...]} -> for each text and each (add_special, parse_special), the

@@ -8,10 +8,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as hf from "@huggingface/gguf";
 import { ggufAllShards, parseGgufShardFilename, RE_GGUF_FILE, RE_GGUF_SHARD_FILE } from "../src/index.js";
-import { root, llamaVocabs } from "./reference.mjs";
 
+const root = new URL("../..", import.meta.url).pathname;
 const sample = join(root, "testdata/sample.gguf");
-const parts = [sample, ...llamaVocabs(readdirSync).slice(0, 4)];
+
+// The vocabulary files of llama.cpp's sources, when GGUF_LLAMA_SRC_DIR names them.
+function llamaVocabs() {
+  const llama = process.env.GGUF_LLAMA_SRC_DIR;
+  if (!llama) return [];
+  const dir = join(llama, "models");
+  return readdirSync(dir).sort().filter((f) => /^ggml-vocab-.*\.gguf$/.test(f)).map((f) => join(dir, f));
+}
+const parts = [sample, ...llamaVocabs().slice(0, 4)];
 while (parts.length < 3) parts.push(sample);
 const n = String(parts.length).padStart(5, "0");
 const names = parts.map((_, i) => `model-${String(i + 1).padStart(5, "0")}-of-${n}.gguf`);
@@ -26,6 +34,7 @@ const server = createServer((req, res) => {
   res.writeHead(206, { "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
   res.end(body.subarray(start, end + 1));
 });
+server.keepAliveTimeout = 600_000; // not closed between a test's requests on a loaded machine
 await new Promise((r) => server.listen(0, "127.0.0.1", r));
 after(() => server.close());
 const base = `http://127.0.0.1:${server.address().port}`;
