@@ -225,6 +225,27 @@ test("close() frees the file; a second close() or any use after it is a GGUFErro
   assert.equal(m.metadata["general.architecture"], "llama", "the header stays readable");
 });
 
+test("a file never closed is closed once collected (the FinalizationRegistry)", () => {
+  // In a child with gc(): the local file's descriptor is closed by the registry, not by Node's
+  // own collection of the FileHandle (which warns "Closing file descriptor ... on garbage
+  // collection").
+  const script = `
+    import { readdirSync, readlinkSync } from "node:fs";
+    import { open } from ${JSON.stringify(new URL("../src/index.js", import.meta.url).href)};
+    const path = ${JSON.stringify(sample)};
+    const fds = () => readdirSync("/proc/self/fd").filter((fd) => { try { return readlinkSync("/proc/self/fd/" + fd) === path; } catch { return false; } }).length;
+    let m = await open(path, { allowLocalFile: true });
+    m.encode("x");
+    const before = fds();
+    m = null;
+    for (let i = 0; i < 20 && fds() > 0; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 50)); }
+    console.log(JSON.stringify({ before, after: fds() }));`;
+  const r = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepStrictEqual(JSON.parse(r.stdout), { before: 1, after: 0 });
+  assert.doesNotMatch(r.stderr, /Closing file descriptor/);
+});
+
 test("a tensor that is not there, and token ids that are not int32", async () => {
   const m = await open(readFileSync(sample));
   try {
