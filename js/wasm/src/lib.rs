@@ -8,6 +8,10 @@
 //! a prefix to give next (`gguf::source::next_header_len`, the rule the library's own sources
 //! follow).
 
+// The exports take pointers only from js/src, which passes what this module handed out (each
+// function's SAFETY comment says which); they stay safe `extern "C"` functions, as wasm exports.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::cell::RefCell;
 
 use gguf::error::ErrorCode;
@@ -134,7 +138,7 @@ pub extern "C" fn lg_open(
     let name = String::from_utf8_lossy(bytes(name, name_len)).into_owned();
     let have = prefix.len() as u64;
     // A file size JavaScript gives as a number: a whole number of bytes, at least the prefix.
-    let size = if size.is_finite() && size >= 0.0 && size <= 9_007_199_254_740_992.0 {
+    let size = if (0.0..=9_007_199_254_740_992.0).contains(&size) {
         size as u64
     } else {
         0
