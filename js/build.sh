@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the package's wasm modules (npm run build): dist/libgguf.wasm, the reader, and
-# dist/libgguf-text.wasm, the reader with the tokenizer and the chat templates, from js/wasm
+# Builds the package's wasm modules (npm run build): dist/libgguf.wasm, the reader gguf()
+# loads, and dist/libgguf-open.wasm, the reader with the tensor values, the tokenizer and the
+# chat templates that open() loads, from js/wasm
 # (which calls the library in the repository above), with the toolchain tools/cross.sh uses for
 # wasm32 (tools/wasm-toolchain.sh: Debian's rustc-web with -Zbuild-std, rustup's rust-lld),
 # installing Debian's packages for it where they are missing (as root). Cargo builds into
@@ -15,6 +16,8 @@ if [ ! -x "$wasm_ld" ]; then
   echo "js/build.sh: no rust-lld at $wasm_ld (rustup's toolchain) to link the module" >&2
   exit 1
 fi
+# rust-lld through js/wasm/wasm-ld, which drops the exports of the library's C API.
+export LIBGGUF_JS_LLD="$wasm_ld" CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$js/wasm/wasm-ld"
 export CARGO_TARGET_DIR=${LIBGGUF_JS_TARGET_DIR:-$js/../target/js}
 export CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
 # The standard library built for the module (a panic, which the library never reaches from any
@@ -27,5 +30,8 @@ build() { # FEATURES OUTPUT
   cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/libgguf_js.wasm" "dist/$2"
 }
 build "" libgguf.wasm
-build text libgguf-text.wasm
-ls -l dist/*.wasm
+build open libgguf-open.wasm
+rm -f dist/libgguf-text.wasm
+for f in dist/libgguf.wasm dist/libgguf-open.wasm; do
+  echo "$f: $(wc -c <"$f") bytes, $(gzip -9 -c "$f" | wc -c) gzipped"
+done

@@ -75,6 +75,9 @@ pub use error::{AlignmentFound, Error, ErrorCode, ErrorKind, FirstSeen, Result, 
 pub use file::{GgufFile, MappedFile, MetadataEntry, TensorInfo};
 pub use format::ByteOrder;
 pub use model::{Model, ModelTensor};
+/// Where the platform has no clock (wasm32 without WASI): the one `strftime_now` reads.
+#[cfg(not(any(unix, windows)))]
+pub use platform::set_clock;
 pub use source::{OpenOptions, Paging};
 pub use types::{DataType, ValueType};
 pub use value::{Array, Element, Value};

@@ -34,6 +34,7 @@ const server = createServer((req, res) => {
   res.writeHead(206, { "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
   res.end(body.subarray(start, end + 1));
 });
+server.keepAliveTimeout = 600_000; // not closed between a test's requests on a loaded machine
 await new Promise((r) => server.listen(0, "127.0.0.1", r));
 after(() => server.close());
 const base = `http://127.0.0.1:${server.address().port}`;

@@ -10,8 +10,8 @@
 //!   `mlock`; on Linux and Android `fallocate` and `sync_file_range`).
 //! - `windows`: Win32 (`GetSystemInfo`, `PrefetchVirtualMemory`, `VirtualLock`); advice other
 //!   than WILLNEED is reported unsupported.
-//! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work; no
-//!   clock.
+//! - `other` (wasm32): no files; memory lent by the caller and the writer to memory work; the
+//!   clock the host sets (`set_clock`).
 
 mod common;
 pub(crate) use common::io_error;

@@ -13,9 +13,19 @@ fn unsupported() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::Unsupported, NO_FILE_SYSTEM)
 }
 
-/// No clock here: std's `SystemTime::now` panics on wasm32-unknown-unknown.
+/// The clock the host gives ([`set_clock`]): std's `SystemTime::now` panics on
+/// wasm32-unknown-unknown.
+static CLOCK: std::sync::OnceLock<fn() -> Option<i64>> = std::sync::OnceLock::new();
+
+/// Sets the clock (seconds since 1970, UTC) where the platform has none, as the npm package's
+/// module does with JavaScript's; false if one was already set.
+pub fn set_clock(clock: fn() -> Option<i64>) -> bool {
+    CLOCK.set(clock).is_ok()
+}
+
+/// The host's clock, or `None` where it gave none.
 pub fn unix_time() -> Option<i64> {
-    None
+    CLOCK.get().and_then(|clock| clock())
 }
 
 pub fn open_nonblocking(_path: &Path) -> std::io::Result<File> {

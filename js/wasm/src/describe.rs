@@ -22,9 +22,8 @@
 //! string, and its value), then each tensor: its name, its number of dimensions, its type id,
 //! and the byte position in numbers of its dimensions followed by its offset.
 
-use gguf::error::{ErrorCode, ErrorKind};
 use gguf::value::Array;
-use gguf::{ByteOrder, Error, GgufFile, Value, ValueType};
+use gguf::{ByteOrder, GgufFile, Value, ValueType};
 
 /// What [`describe`] makes.
 pub struct Description {
@@ -226,36 +225,4 @@ pub fn describe(file: &GgufFile<Vec<u8>>) -> Description {
     Description {
         parts: [out.words, out.numbers, out.text, out.raw],
     }
-}
-
-/// Tensor `index`'s values, little-endian f32s, from `data`, its bytes as stored in the file.
-pub fn tensor_values(file: &GgufFile<Vec<u8>>, index: u32, data: &[u8]) -> Result<Vec<u8>, Error> {
-    let invalid = |message: String| Error::new(ErrorKind::InvalidArgument { message });
-    let t = usize::try_from(index)
-        .ok()
-        .and_then(|i| file.tensor_at(i))
-        .ok_or_else(|| {
-            invalid(format!(
-                "no tensor {index}: the file has {}",
-                file.tensor_count()
-            ))
-        })?;
-    if data.len() as u64 != t.size {
-        return Err(invalid(format!(
-            "tensor data of {} bytes given for a tensor of {} bytes",
-            data.len(),
-            t.size
-        )));
-    }
-    let (_, n) = gguf::quant::buffer_lengths(t.dtype, t.n_elements)?;
-    let mut floats = Vec::new();
-    floats.try_reserve_exact(n).map_err(|_| {
-        Error::new(ErrorKind::OutOfMemory {
-            message: format!("{n} floats for tensor {index}"),
-        })
-    })?;
-    floats.resize(n, 0.0f32);
-    gguf::quant::dequantize_in_order(t.dtype, file.byte_order(), data, &mut floats)?;
-    debug_assert_eq!(ErrorCode::None as u32, 0);
-    Ok(floats.iter().flat_map(|f| f.to_le_bytes()).collect())
 }

@@ -8,17 +8,23 @@
 //! a prefix to give next (`gguf::source::next_header_len`, the rule the library's own sources
 //! follow).
 
+// The exports take pointers only from js/src, which passes what this module handed out (each
+// function's SAFETY comment says which); they stay safe `extern "C"` functions, as wasm exports.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::cell::RefCell;
 
 use gguf::error::ErrorCode;
 use gguf::{Error, GgufFile};
 
 mod describe;
+#[cfg(feature = "open")]
+mod values;
 
 /// An opened header: the prefix of the file that holds it, parsed.
 pub struct Handle {
     file: GgufFile<Vec<u8>>,
-    #[cfg(feature = "text")]
+    #[cfg(feature = "open")]
     tokenizer: Option<gguf::tokenizer::Tokenizer>,
 }
 
@@ -47,6 +53,7 @@ fn fail(e: &Error, need: f64) {
     });
 }
 
+#[cfg(feature = "open")]
 fn blob(bytes: Vec<u8>) -> *mut Blob {
     Box::into_raw(Box::new(bytes))
 }
@@ -131,16 +138,18 @@ pub extern "C" fn lg_open(
     let name = String::from_utf8_lossy(bytes(name, name_len)).into_owned();
     let have = prefix.len() as u64;
     // A file size JavaScript gives as a number: a whole number of bytes, at least the prefix.
-    let size = if size.is_finite() && size >= 0.0 && size <= 9_007_199_254_740_992.0 {
+    let size = if (0.0..=9_007_199_254_740_992.0).contains(&size) {
         size as u64
     } else {
         0
     }
     .max(have);
+    #[cfg(feature = "open")]
+    gguf::set_clock(clock);
     match GgufFile::from_prefix(prefix, size) {
         Ok(file) => Box::into_raw(Box::new(Handle {
             file,
-            #[cfg(feature = "text")]
+            #[cfg(feature = "open")]
             tokenizer: None,
         })),
         Err(e) => {
@@ -156,6 +165,21 @@ pub extern "C" fn lg_open(
             std::ptr::null_mut()
         }
     }
+}
+
+#[cfg(feature = "open")]
+#[link(wasm_import_module = "libgguf")]
+extern "C" {
+    /// JavaScript's clock: seconds since 1970 (`Date.now() / 1000`).
+    fn lg_now() -> f64;
+}
+
+/// The clock chat templates read (`strftime_now`, llama-server's `datetime`): JavaScript's.
+#[cfg(feature = "open")]
+fn clock() -> Option<i64> {
+    // SAFETY: an imported function of no arguments that returns a number.
+    let t = unsafe { lg_now() };
+    (t.is_finite() && t.abs() < 9.0e15).then(|| t.floor() as i64)
 }
 
 /// Frees a handle.
@@ -229,20 +253,73 @@ pub extern "C" fn lg_blob_free(b: *mut Blob) {
     }
 }
 
-/// Tensor `index`'s values as little-endian f32s, from its data (`len` bytes at `ptr`, as
-/// stored in the file, which the caller read: the range `lg_describe` gives). 0 on failure.
+/// Tensor `index`'s data in the file: its first byte (`which` 0) or its length in bytes
+/// (`which` 1); -1 for no such tensor.
+#[cfg(feature = "open")]
+#[no_mangle]
+pub extern "C" fn lg_tensor_span(h: *mut Handle, index: u32, which: u32) -> f64 {
+    let Some(t) = handle(h).and_then(|h| {
+        let i = usize::try_from(index).ok()?;
+        let t = h.file.tensor_at(i)?;
+        let start = h.file.data_offset().checked_add(t.offset)?;
+        Some((start, t.size))
+    }) else {
+        return -1.0;
+    };
+    if which == 0 {
+        t.0 as f64
+    } else {
+        t.1 as f64
+    }
+}
+
+/// Floats handed back to JavaScript (a tensor's values, read in place as a `Float32Array`:
+/// wasm32 is little-endian), through [`lg_floats_ptr`] and [`lg_floats_len`], freed with
+/// [`lg_floats_free`].
+#[cfg(feature = "open")]
+pub type Floats = Vec<f32>;
+
+/// The floats' address.
+#[cfg(feature = "open")]
+#[no_mangle]
+pub extern "C" fn lg_floats_ptr(f: *const Floats) -> *const f32 {
+    // SAFETY: `f` is 0 or floats this module returned, not yet freed.
+    unsafe { f.as_ref() }.map_or(std::ptr::null(), |f| f.as_ptr())
+}
+
+/// How many floats.
+#[cfg(feature = "open")]
+#[no_mangle]
+pub extern "C" fn lg_floats_len(f: *const Floats) -> usize {
+    // SAFETY: as lg_floats_ptr.
+    unsafe { f.as_ref() }.map_or(0, |f| f.len())
+}
+
+/// Frees floats.
+#[cfg(feature = "open")]
+#[no_mangle]
+pub extern "C" fn lg_floats_free(f: *mut Floats) {
+    if !f.is_null() {
+        // SAFETY: `f` is floats this module returned, freed once.
+        drop(unsafe { Box::from_raw(f) });
+    }
+}
+
+/// Tensor `index`'s values as floats, from its data (`len` bytes at `ptr`, as
+/// stored in the file, which the caller read: the range [`lg_tensor_span`] gives). 0 on failure.
+#[cfg(feature = "open")]
 #[no_mangle]
 pub extern "C" fn lg_tensor_values(
     h: *mut Handle,
     index: u32,
     ptr: *const u8,
     len: usize,
-) -> *mut Blob {
+) -> *mut Floats {
     let Some(h) = handle(h) else {
         return std::ptr::null_mut();
     };
-    match describe::tensor_values(&h.file, index, bytes(ptr, len)) {
-        Ok(v) => blob(v),
+    match values::tensor_values(&h.file, index, bytes(ptr, len)) {
+        Ok(v) => Box::into_raw(Box::new(v)),
         Err(e) => {
             fail(&e, 0.0);
             std::ptr::null_mut()
@@ -251,7 +328,7 @@ pub extern "C" fn lg_tensor_values(
 }
 
 /// Makes the handle's tokenizer (once); false on failure.
-#[cfg(feature = "text")]
+#[cfg(feature = "open")]
 fn tokenizer(h: &mut Handle) -> Option<&gguf::tokenizer::Tokenizer> {
     if h.tokenizer.is_none() {
         match gguf::tokenizer::Tokenizer::from_file(&h.file) {
@@ -266,7 +343,7 @@ fn tokenizer(h: &mut Handle) -> Option<&gguf::tokenizer::Tokenizer> {
 }
 
 /// Text (`len` bytes at `ptr`) to tokens (little-endian i32s), as `gguf_tokenize`.
-#[cfg(feature = "text")]
+#[cfg(feature = "open")]
 #[no_mangle]
 pub extern "C" fn lg_tokenize(
     h: *mut Handle,
@@ -283,7 +360,7 @@ pub extern "C" fn lg_tokenize(
 }
 
 /// Tokens (`n` little-endian i32s at `ptr`) to text, as `gguf_detokenize`.
-#[cfg(feature = "text")]
+#[cfg(feature = "open")]
 #[no_mangle]
 pub extern "C" fn lg_detokenize(
     h: *mut Handle,
@@ -312,8 +389,10 @@ pub extern "C" fn lg_detokenize(
 }
 
 /// The conversation (a JSON request, `len` bytes at `ptr`, as `gguf_chat_render` takes it)
-/// rendered with the file's chat template (`name`, `name_len` bytes; none for the default).
-#[cfg(feature = "text")]
+/// rendered with the file's chat template (`name`, `name_len` bytes; none for the default), as
+/// `gguf_chat_render`: as transformers renders it, or as llama-server does when `llama_cpp` is
+/// not 0 (`GGUF_CHAT_LLAMA_CPP`).
+#[cfg(feature = "open")]
 #[no_mangle]
 pub extern "C" fn lg_render_chat(
     h: *mut Handle,
@@ -321,13 +400,19 @@ pub extern "C" fn lg_render_chat(
     len: usize,
     name: *const u8,
     name_len: usize,
+    llama_cpp: u32,
 ) -> *mut Blob {
     let Some(h) = handle(h) else {
         return std::ptr::null_mut();
     };
     let name =
         (!name.is_null()).then(|| String::from_utf8_lossy(bytes(name, name_len)).into_owned());
-    match gguf::chat::render_file(&h.file, name.as_deref(), bytes(ptr, len)) {
+    let rendered = if llama_cpp != 0 {
+        gguf::chat::render_file_llama_cpp(&h.file, name.as_deref(), bytes(ptr, len))
+    } else {
+        gguf::chat::render_file(&h.file, name.as_deref(), bytes(ptr, len))
+    };
+    match rendered {
         Ok(text) => blob(text.into_bytes()),
         Err(e) => {
             fail(&e, 0.0);
