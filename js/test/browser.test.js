@@ -74,7 +74,6 @@ const base = `http://127.0.0.1:${server.address().port}`;
 
 // Chromium, and the DevTools protocol over its pipe.
 const profile = mkdtempSync(join(tmpdir(), "libgguf-chromium-"));
-after(() => rmSync(profile, { recursive: true, force: true }));
 const chromium = spawn(CHROMIUM, [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -107,17 +106,25 @@ fromChromium.on("data", (chunk) => {
     }
   }
 });
+/** `promise`, or a failure naming `what` after `ms` milliseconds. */
+function within(ms, what, promise) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer from chromium in ${ms} ms; its last output:\n${stderr}`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
 let lastId = 0;
 function cdp(method, params = {}, sessionId) {
   if (exited) return Promise.reject(exited);
-  return new Promise((resolve, reject) => {
+  return within(150_000, method, new Promise((resolve, reject) => {
     const id = ++lastId;
     pending.set(id, { resolve, reject, method });
     toChromium.write(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }) + "\0");
-  });
+  }));
 }
 function nextEvent(method, sessionId) {
-  return new Promise((resolve) => {
+  return within(60_000, method, new Promise((resolve) => {
     const l = (msg) => {
       if (msg.method === method && msg.sessionId === sessionId) {
         listeners.delete(l);
@@ -125,15 +132,17 @@ function nextEvent(method, sessionId) {
       }
     };
     listeners.add(l);
-  });
+  }));
 }
 after(async () => {
-  if (exited) return;
-  const gone = new Promise((r) => chromium.once("exit", r));
-  await Promise.race([cdp("Browser.close").catch(() => {}), new Promise((r) => setTimeout(r, 5000))]);
-  const timer = setTimeout(() => chromium.kill("SIGKILL"), 5000);
-  await gone;
-  clearTimeout(timer);
+  if (!exited) {
+    const gone = new Promise((r) => chromium.once("exit", r));
+    await within(5000, "Browser.close", cdp("Browser.close")).catch(() => {});
+    const timer = setTimeout(() => chromium.kill("SIGKILL"), 5000);
+    await gone;
+    clearTimeout(timer);
+  }
+  rmSync(profile, { recursive: true, force: true });
 });
 
 // The page, loaded.
