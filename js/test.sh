@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# The package's tests as `make test` runs them: its dependencies from the lock file, the wasm
-# modules built, then node's test runner over test/; ends with one `js: N passed, M failed` line
-# for make test's summary.
+# The package's tests as `make test` runs them: its dependencies from the lock file, Debian's
+# chromium for the browser test (installed where missing, as root), the wasm modules built, then
+# node's test runner over test/; ends with one `js: N passed, M failed` line for make test's
+# summary.
 set -uo pipefail
 cd "$(dirname "$0")"
 npm ci --no-audit --no-fund --loglevel=error || exit 1
+# The browser test's headless Chromium (Debian's), installed where missing (as root).
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== apt-get install chromium"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || exit 1
+  else
+    echo "js/test.sh: the browser test needs Debian's chromium: apt-get install chromium (as root)" >&2
+    exit 1
+  fi
+fi
 npm run --silent build || exit 1
 out=$(mktemp)
 node --test test/ 2>&1 | tee "$out"
