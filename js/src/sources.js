@@ -41,17 +41,38 @@ function urlSource(url, options) {
   const src = {
     name: url, size: undefined,
     async read(o, n) {
-      const last = o + n - 1;
-      const r = await f(url, { headers: { ...(options.additionalFetchHeaders ?? {}), Range: `bytes=${o}-${last}` } });
-      if (r.status !== 206) throw new GGUFError(`gguf: ${url}: HTTP ${r.status} for bytes ${o}-${last}`, 1);
-      const total = r.headers.get("content-range")?.match(/^bytes (\d+)-(\d+)\/(\d+)$/);
-      if (!total || Number(total[1]) !== o) {
-        throw new GGUFError(`gguf: ${url}: HTTP 206 for bytes ${o}-${last} with a Content-Range that does not answer it`, 1);
+      const last = o + n - 1, range = `bytes ${o}-${last}`;
+      const fail = (what) => new GGUFError(`gguf: ${url}: ${what}`, 1);
+      let r;
+      try {
+        r = await f(url, { headers: { ...(options.additionalFetchHeaders ?? {}), Range: `bytes=${o}-${last}` } });
+      } catch (e) {
+        throw fail(`the request for ${range} failed: ${e.cause?.message ?? e.message}`);
       }
-      src.size = Number(total[3]);
-      const body = new Uint8Array(await r.arrayBuffer());
-      if (body.length !== Number(total[2]) - o + 1) {
-        throw new GGUFError(`gguf: ${url}: HTTP 206 for bytes ${o}-${last} with ${body.length} bytes, not the ${Number(total[2]) - o + 1} its Content-Range says`, 1);
+      // A refused answer's body is not read: the connection is let go at once.
+      const refuse = (what) => { r.body?.cancel().catch(() => {}); return fail(what); };
+      if (r.status === 200) {
+        throw refuse(`the server ignored the range request for ${range} and answered HTTP 200 with the whole file: models are read by ranges only`);
+      }
+      if (r.status !== 206) throw refuse(`HTTP ${r.status} for ${range}`);
+      const text = r.headers.get("content-range");
+      const m = text?.match(/^bytes (\d+)-(\d+)\/(\d+)$/);
+      const size = m ? Number(m[3]) : NaN, end = Math.min(last, size - 1);
+      if (!m || Number(m[1]) !== o || Number(m[2]) !== end) {
+        throw refuse(`HTTP 206 for ${range} with a Content-Range that does not answer it: ${JSON.stringify(text)}`);
+      }
+      if (src.size !== undefined && size !== src.size) {
+        throw refuse(`the file's size changed on the server from ${src.size} to ${size} bytes (reading ${range})`);
+      }
+      src.size = size;
+      let body;
+      try {
+        body = new Uint8Array(await r.arrayBuffer());
+      } catch (e) {
+        throw fail(`the connection ended in the body of ${range}: ${e.cause?.message ?? e.message}`);
+      }
+      if (body.length !== end - o + 1) {
+        throw fail(`HTTP 206 for ${range} with ${body.length} bytes, not the ${end - o + 1} its Content-Range says`);
       }
       return body;
     },
