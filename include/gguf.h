@@ -50,22 +50,6 @@
 #define LIBGGUF_VERSION "0.1.0"
 
 /**
- * The largest template compiled (bytes): the largest real template is about 20 KiB.
- */
-#define MAX_TEMPLATE_BYTES (1 << 20)
-
-/**
- * The largest request read (bytes).
- */
-#define MAX_REQUEST_BYTES (64 << 20)
-
-/**
- * The most text one render may write (bytes): far beyond any prompt (a million-token
- * conversation is a few MiB).
- */
-#define MAX_OUTPUT_BYTES (64 << 20)
-
-/**
  * The work one render may do, in minijinja's fuel (about one unit an instruction, and one for
  * every 64 bytes written): under a second for the worst runaway loop, far more than
  * any conversation needs (the most a template of the tests takes over its conversations is
@@ -82,6 +66,27 @@
  * How deep arrays and objects may nest (Python's own limit is its recursion limit, about 1000).
  */
 #define MAX_DEPTH 512
+
+/**
+ * Maps with up to this many keys find a key by scanning them.
+ */
+#define SCANNED_KEYS 16
+
+/**
+ * The largest template compiled (bytes): the largest real template is about 20 KiB.
+ */
+#define MAX_TEMPLATE_BYTES (1 << 20)
+
+/**
+ * The largest request read (bytes).
+ */
+#define MAX_REQUEST_BYTES (64 << 20)
+
+/**
+ * The most text one render may write (bytes): far beyond any prompt (a million-token
+ * conversation is a few MiB).
+ */
+#define MAX_OUTPUT_BYTES (64 << 20)
 
 /**
  * The largest digest any algorithm produces, in bytes.
