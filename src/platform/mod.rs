@@ -14,6 +14,8 @@
 //!   clock the host sets (`set_clock`).
 
 mod common;
+#[cfg(not(unix))]
+mod std_files;
 pub(crate) use common::io_error;
 pub use common::Paging;
 

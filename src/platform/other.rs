@@ -2,6 +2,7 @@
 //! memory work; opening a file reports unsupported (std has no file system there).
 
 use super::common::{io_error, Paging};
+use super::std_files;
 use crate::error::{Error, ErrorCode, Result};
 use memmap2::Mmap;
 use std::fs::File;
@@ -107,38 +108,9 @@ pub fn preallocate(_file: &File, _len: u64) {}
 /// No early writeback here: the flush on commit writes everything.
 pub fn start_writeback(_file: &File, _offset: u64, _len: u64) {}
 
-/// The name of the temporary file an output is written to before it replaces `name`:
-/// `.<name>.gguf-tmp-<pid>-<random>`.
+/// The temporary file's name: `.<name>.gguf-tmp-<pid>-<random>` (`std_files`).
 pub fn temp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    let mut out = std::ffi::OsString::from(".");
-    out.push(name);
-    out.push(format!(".gguf-tmp-{}-{random:016x}", process_id()));
-    out
+    std_files::temp_name(name, process_id())
 }
 
-/// Creates the file at `path` for writing, failing if it exists.
-pub fn create_exclusive(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-}
-
-/// Gives `file` the permissions of the file `old` describes.
-pub fn copy_permissions(file: &File, old: &std::fs::Metadata) -> std::io::Result<()> {
-    file.set_permissions(old.permissions())
-}
-
-/// Whether the path still names the file mapped cannot be told here: `None`.
-pub fn reopen_mapped(_path: &Path, _mapped: &File) -> Option<File> {
-    None
-}
-
-/// No directory sync here: the rename is as durable as the file system makes it.
-pub fn sync_dir(_dest: &Path) -> std::io::Result<()> {
-    Ok(())
-}
+pub use super::std_files::{copy_permissions, create_exclusive, reopen_mapped, sync_dir};
