@@ -142,26 +142,62 @@ for t in "${triples[@]}"; do
   esac
 done
 
-# Debian packages, only those missing.
+# Debian packages, only those missing. A command is looked for on PATH, not only its package in
+# dpkg's list: a cross compiler can be listed while its versioned compiler is gone (removed with
+# gcc-multilib, which conflicts with Debian's cross compilers). Nothing here needs gcc-multilib
+# (i686's C takes the host's asm headers with -idirafter, below), and nothing pulls it in:
+# libc6-dev-i386 recommends it, and installing it removes s390x's and aarch64's compilers, so apt
+# is told never to install it ("gcc-multilib-") along with those packages.
 need=()
 want() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed' || need+=("$1"); }
+# want_cmd COMMAND PACKAGE...: the packages, reinstalled, when COMMAND is not on PATH.
+need_cmds=()
+want_cmd() {
+  local cmd=$1
+  shift
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  need_cmds+=("$cmd")
+  need+=("$@")
+}
 for p in $WASM_TOOLCHAIN_PACKAGES rust-web-clippy; do want "$p"; done
 for t in "${triples[@]}"; do
   case "$t" in
-    x86_64-win7-windows-gnu) want gcc-mingw-w64-x86-64; want binutils-mingw-w64-x86-64; want wine64 ;;
+    x86_64-win7-windows-gnu)
+      want_cmd x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64 gcc-mingw-w64-x86-64-win32
+      want binutils-mingw-w64-x86-64
+      want_cmd wine wine wine64 ;;
     i686-unknown-linux-gnu) want libc6-dev-i386; want lib32gcc-12-dev ;;
     # qemu-user-static, never qemu-user as well: the two conflict.
-    s390x-unknown-linux-gnu) want gcc-s390x-linux-gnu; want qemu-user-static ;;
-    aarch64-unknown-linux-gnu) want gcc-aarch64-linux-gnu; want qemu-user-static ;;
-    aarch64-apple-* | aarch64-linux-android) want clang ;;
-    wasm32-*) command -v node >/dev/null || want nodejs ;;
+    s390x-unknown-linux-gnu)
+      want_cmd s390x-linux-gnu-gcc gcc-s390x-linux-gnu gcc-12-s390x-linux-gnu
+      want_cmd qemu-s390x-static qemu-user-static ;;
+    aarch64-unknown-linux-gnu)
+      want_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu gcc-12-aarch64-linux-gnu
+      want_cmd qemu-aarch64-static qemu-user-static ;;
+    aarch64-apple-* | aarch64-linux-android) want_cmd clang clang ;;
+    wasm32-*) want_cmd node nodejs ;;
   esac
 done
 if [ ${#need[@]} -gt 0 ]; then
-  echo "== apt-get install ${need[*]}"
   mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  never=()
+  [[ " ${need[*]} " =~ \ (gcc-s390x-linux-gnu|gcc-aarch64-linux-gnu|libc6-dev-i386)\  ]] &&
+    never=(gcc-multilib-)
+  echo "== apt-get install ${need[*]}"
+  apt_log="${TMPDIR:-/tmp}/gguf-cross-apt.$$.log"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall \
+    "${need[@]}" "${never[@]}"; } >"$apt_log" 2>&1; then
+    echo "tools/cross.sh: apt-get cannot install ${need[*]}:" >&2
+    grep -E '^(E|W): ' "$apt_log" | head -n 20 >&2
+    exit 1
+  fi
+  rm -f "$apt_log"
+  hash -r
+  for c in "${need_cmds[@]}"; do
+    command -v "$c" >/dev/null 2>&1 && continue
+    echo "tools/cross.sh: apt-get installed ${need[*]}, and $c is still not on PATH" >&2
+    exit 1
+  done
 fi
 
 # Debian's toolchain, not rustup's (which has only the host's standard library), and wasm32's
@@ -197,6 +233,9 @@ for v in aarch64_apple_darwin x86_64_apple_darwin aarch64_apple_ios aarch64_linu
   export "CFLAGS_$v=-ffreestanding -nostdlibinc -DRING_CORE_NOSTDLIBINC=1 -isystem $ring_stub"
 done
 export CC_x86_64_apple_darwin=clang
+# i686's C (ring's build script, cc-rs) takes the host's asm headers as gcc-multilib would give
+# them, as the C test programs' compiler below does.
+export CFLAGS_i686_unknown_linux_gnu="-idirafter /usr/include/x86_64-linux-gnu"
 export WINEDEBUG=-all WINEPREFIX="$cross_dir/wine"
 
 # Debian's prebuilt standard library for target $1 (libstd-rust-web-dev of its architecture), as a
