@@ -379,7 +379,10 @@ fn a_map_failing_for_address_space_names_the_limits() {
         let out = common::this_test_binary()
             .args([
                 "--exact",
-                "a_map_failing_for_address_space_names_the_limits",
+                &common::test_path(
+                    module_path!(),
+                    "a_map_failing_for_address_space_names_the_limits",
+                ),
                 "--test-threads=1",
                 "--nocapture",
             ])

@@ -270,7 +270,10 @@ fn gguf_simd_scalar_forces_the_fallback() {
     for isa in vector_isas().into_iter().chain([Isa::Scalar]) {
         let out = common::run(
             common::this_test_binary()
-                .args(["--exact", "gguf_simd_scalar_forces_the_fallback"])
+                .args([
+                    "--exact",
+                    &common::test_path(module_path!(), "gguf_simd_scalar_forces_the_fallback"),
+                ])
                 .env("GGUF_SIMD_TEST_CHILD", "1")
                 .env("GGUF_SIMD", isa.name()),
         );

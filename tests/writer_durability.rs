@@ -169,8 +169,13 @@ fn c_u32(f: GGUFFile, key: &str) -> u32 {
 /// The command that runs this test binary's scenario `name` in a child process.
 fn child(name: &str) -> Command {
     let mut cmd = common::this_test_binary();
-    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, name);
+    cmd.args([
+        &common::test_path(module_path!(), name),
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD, name);
     cmd
 }
 

@@ -44,6 +44,9 @@ export CARGO_TERM_COLOR=never
 # Incremental caches of the crate and its tests (1.8 GB a target) would only serve a rebuild of
 # the same target after an edit, which is not what this script is for.
 export CARGO_INCREMENTAL=0
+# Line tables only (file and line in a failing test's backtrace), not the full debug information:
+# a quarter of the disk per target, and less for the linkers and, at opt-level 1 (below), LLVM.
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 # Tests that drive tools only the host has are run by `make test` on the host, never here:
 #   c_api's valgrind_*       valgrind (host only); the c_test_* run here, without the host's
@@ -87,19 +90,19 @@ HOST_ONLY_TESTS="c_writer readme inspect header install python ggml_crosscheck d
 HOST_ONLY_SKIPS=(--skip shards_written_by_the_reference_open_as_the_whole_model
   --skip the_reference_reads_our_split_keys_as_it_writes_them --skip valgrind_
   --skip files_written_by_libgguf_read_identically_in_the_reference)
-CROSS_TESTS="boundary c_api concurrency conformance fuzz_regressions paging parser_errors paths plans
-  resource_bounds roundtrip_props sample scale shards writer_copy writer_durability writer_reader
-  dequant simd simd_threads sources hostile_reads writer_outputs quantize quantize_iq tokenizer_vocab
-  requantize tokenizer_memory tokenizer_hostile"
+# What every tested target runs besides the library's unit tests: the suite, one binary holding the
+# platform-neutral test files as modules (tests/suite/main.rs lists them; one crate to build per
+# target instead of one per file), and the files that must be their own process: concurrency
+# (its own harness) and the three that count the process's allocations with a global allocator.
+SEPARATE_TESTS="concurrency resource_bounds tokenizer_memory writer_copy"
+CROSS_TESTS="suite $SEPARATE_TESTS"
+# The suite's modules, as tests/suite/main.rs declares them (`#[path = "../FILE.rs"]`).
+SUITE_TESTS=$(sed -n 's|^#\[path = "\.\./\([a-z_0-9]*\)\.rs"\]$|\1|p' tests/suite/main.rs | tr '\n' ' ')
 # C programs that use POSIX facilities: not built for Windows. test_writer: mkdtemp,
 # setrlimit(RLIMIT_FSIZE), sigaction(SIGXFSZ), and it edits a file in place while a handle maps
 # it, which Windows refuses (tests/paths.rs checks that refusal there). (test_errors leaves its FIFO, /dev and /proc cases
 # out there itself; test_plan_pinned uses _aligned_malloc and Windows' advice and lock rules.)
 WINDOWS_C_SKIPS="test_writer"
-# Test files about Unix facilities (FIFOs, /dev and /proc files, setrlimit, permission bits,
-# SIGXFSZ): not built for Windows. Their platform-neutral cases (atomic replacement, non-ASCII
-# names) are in paths and writer_copy, which are.
-UNIX_ONLY_TESTS="boundary writer_durability"
 # Under qemu-user (s390x, aarch64), by design of the emulator:
 # - it does not apply RLIMIT_AS to the program it emulates (that would limit qemu itself), so the
 #   test that maps under an address space limit runs natively only (host, i686);
@@ -366,11 +369,12 @@ if [ -z "${GGUF_LLAMA_SRC_DIR:-}" ]; then
 fi
 
 summary=()
-# Every test file is in one of the two lists: a new one is never silently left out here.
+# Every test file is in one of the lists (host-only, the suite's modules, its own binary): a new
+# one is never silently left out here.
 for f in tests/*.rs; do
   f=$(basename "$f" .rs)
-  if [[ " $(echo $HOST_ONLY_TESTS $CROSS_TESTS) " != *" $f "* ]]; then
-    echo "cross.sh: tests/$f.rs is in neither CROSS_TESTS nor HOST_ONLY_TESTS" >&2
+  if [[ " $(echo $HOST_ONLY_TESTS $SUITE_TESTS $SEPARATE_TESTS) " != *" $f "* ]]; then
+    echo "cross.sh: tests/$f.rs is neither host-only (HOST_ONLY_TESTS), a module of tests/suite/main.rs nor in SEPARATE_TESTS" >&2
     exit 2
   fi
 done
@@ -412,16 +416,11 @@ for t in "${triples[@]}"; do
     x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
       what=tested
       ok=ok
-      echo "== $t: cargo test (host-only test files, run by make test: $HOST_ONLY_TESTS)"
+      echo "== $t: cargo test: the unit tests, the suite ($SUITE_TESTS) and $SEPARATE_TESTS" \
+        "(host-only test files, run by make test: $HOST_ONLY_TESTS)"
       args=(--lib)
       skips=("${HOST_ONLY_SKIPS[@]}")
-      for f in $CROSS_TESTS; do
-        if [ "$t" = x86_64-win7-windows-gnu ] && [[ " $UNIX_ONLY_TESTS " == *" $f "* ]]; then
-          echo "== $t: not built: tests/$f.rs (Unix facilities)"
-          continue
-        fi
-        args+=(--test "$f")
-      done
+      for f in $CROSS_TESTS; do args+=(--test "$f"); done
       # Under qemu the tests run emulated, unoptimized code about ten times slower than
       # optimized (s390x: 700 s of tests at opt-level 0, 110 s at 1, for 100 s more of
       # building): these two build at opt-level 1, overflow checks and debug assertions still

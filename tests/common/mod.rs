@@ -63,6 +63,16 @@ pub fn this_test_binary() -> Command {
     }
 }
 
+/// The name libtest knows a test by, for `--exact`: `name` in a test file's own binary,
+/// `FILE::name` where the file is a module of the cross-platform suite (tests/suite/main.rs).
+/// `module` is the caller's `module_path!()`, whose first element is the crate.
+pub fn test_path(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, within)) => format!("{within}::{name}"),
+        None => name.to_string(),
+    }
+}
+
 /// The C compiler: `$CC`, else `cc`.
 pub fn cc() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())

@@ -8,8 +8,8 @@
 use gguf::quant::blocks::{fields, FieldKind};
 use gguf::DataType;
 
-use crate::common::golden::{fnv1a64, tsv_rows};
-pub use crate::common::rng::Rng;
+use super::common::golden::{fnv1a64, tsv_rows};
+pub use super::common::rng::Rng;
 
 /// Special half floats: zeros, subnormals, largest finite, infinities, NaNs (quiet, signalling,
 /// with payloads, both signs), and a few ordinary values.

@@ -32,8 +32,8 @@ pub const TYPES: [DataType; 19] = [
     DataType::TQ2_0,
 ];
 
-use crate::common::golden::tsv_rows;
-pub use crate::common::rng::Rng;
+use super::common::golden::tsv_rows;
+pub use super::common::rng::Rng;
 
 /// Values per row of every case: a whole number of blocks of every type.
 pub const ROW: usize = 512;

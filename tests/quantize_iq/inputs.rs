@@ -19,8 +19,8 @@ pub const TYPES: [(DataType, bool); 9] = [
     (DataType::IQ1_M, false),
 ];
 
-use crate::common::golden::fnv1a64;
-pub use crate::common::rng::Rng;
+use super::common::golden::fnv1a64;
+pub use super::common::rng::Rng;
 
 /// The fingerprint case of a type: 4 rows of 512 values (IQ4_NL: rows of 96) at a few scales,
 /// and an importance column.
