@@ -18,7 +18,8 @@
 //! `MAX_STEPS` (2,000,000) steps, or holds more than `MAX_FRAMES` (200,000) frames on its stack, fails with an error naming
 //! the pattern and the name (libstdc++ would run on, or overflow its stack).
 
-use super::classes::{self, is_digit, is_space};
+use super::anchors::{line_begin, line_end, word_boundary};
+use super::classes::{collating, escaped, named, Class};
 use crate::error::{Error, ErrorCode, Result};
 use crate::text::quote;
 use std::collections::HashMap;
@@ -37,33 +38,8 @@ const MAX_NESTING: u32 = 256;
 pub struct Pattern {
     source: String,
     nfa: Vec<State>,
+    classes: Vec<Class>,
     groups: usize,
-}
-
-/// A set of bytes (a matcher's cache: whether it matches each byte).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    const EMPTY: ByteSet = ByteSet([0; 4]);
-
-    fn add(&mut self, b: u8) {
-        self.0[usize::from(b >> 6)] |= 1 << (b & 63);
-    }
-
-    fn has(&self, b: u8) -> bool {
-        self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0
-    }
-
-    fn from_fn(f: impl Fn(u8) -> bool) -> ByteSet {
-        let mut s = ByteSet::EMPTY;
-        for b in 0..=255u8 {
-            if f(b) {
-                s.add(b);
-            }
-        }
-        s
-    }
 }
 
 const NONE: usize = usize::MAX;
@@ -71,14 +47,21 @@ const NONE: usize = usize::MAX;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
     Alternative,
-    Repeat { lazy: bool },
+    Repeat {
+        lazy: bool,
+    },
     SubBegin(usize),
     SubEnd(usize),
     LineBegin,
     LineEnd,
-    WordBound { neg: bool },
-    Lookahead { neg: bool },
-    Match(ByteSet),
+    WordBound {
+        neg: bool,
+    },
+    Lookahead {
+        neg: bool,
+    },
+    /// A unit in the pattern's class `.0`.
+    Match(usize),
     Backref(usize),
     Accept,
     Dummy,
@@ -98,172 +81,6 @@ struct State {
     op: Op,
     next: usize,
     alt: usize,
-}
-
-/// The classes of the "C" locale (glibc's table), by name as `regex_traits::lookup_classname`
-/// knows them (lower-cased first).
-fn class_named(name: &[u8]) -> Option<fn(u8) -> bool> {
-    let name = name.to_ascii_lowercase();
-    Some(match &name[..] {
-        b"d" | b"digit" => |c: u8| is_digit(u32::from(c)),
-        b"w" => is_word,
-        b"s" | b"space" => |c: u8| is_space(u32::from(c)),
-        b"alnum" => |c: u8| c.is_ascii_alphanumeric(),
-        b"alpha" => |c: u8| c.is_ascii_alphabetic(),
-        b"blank" => |c: u8| c == b' ' || c == b'\t',
-        b"cntrl" => |c: u8| c < 0x20 || c == 0x7f,
-        b"graph" => |c: u8| (0x21..=0x7e).contains(&c),
-        b"lower" => |c: u8| c.is_ascii_lowercase(),
-        b"print" => |c: u8| (0x20..=0x7e).contains(&c),
-        b"punct" => |c: u8| c.is_ascii_punctuation(),
-        b"upper" => |c: u8| c.is_ascii_uppercase(),
-        b"xdigit" => |c: u8| c.is_ascii_hexdigit(),
-        _ => return None,
-    })
-}
-
-/// `regex_traits::lookup_collatename`'s names, by the character each stands for.
-const COLLATING_NAMES: [&str; 128] = [
-    "NUL",
-    "SOH",
-    "STX",
-    "ETX",
-    "EOT",
-    "ENQ",
-    "ACK",
-    "alert",
-    "backspace",
-    "tab",
-    "newline",
-    "vertical-tab",
-    "form-feed",
-    "carriage-return",
-    "SO",
-    "SI",
-    "DLE",
-    "DC1",
-    "DC2",
-    "DC3",
-    "DC4",
-    "NAK",
-    "SYN",
-    "ETB",
-    "CAN",
-    "EM",
-    "SUB",
-    "ESC",
-    "IS4",
-    "IS3",
-    "IS2",
-    "IS1",
-    "space",
-    "exclamation-mark",
-    "quotation-mark",
-    "number-sign",
-    "dollar-sign",
-    "percent-sign",
-    "ampersand",
-    "apostrophe",
-    "left-parenthesis",
-    "right-parenthesis",
-    "asterisk",
-    "plus-sign",
-    "comma",
-    "hyphen",
-    "period",
-    "slash",
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "colon",
-    "semicolon",
-    "less-than-sign",
-    "equals-sign",
-    "greater-than-sign",
-    "question-mark",
-    "commercial-at",
-    "A",
-    "B",
-    "C",
-    "D",
-    "E",
-    "F",
-    "G",
-    "H",
-    "I",
-    "J",
-    "K",
-    "L",
-    "M",
-    "N",
-    "O",
-    "P",
-    "Q",
-    "R",
-    "S",
-    "T",
-    "U",
-    "V",
-    "W",
-    "X",
-    "Y",
-    "Z",
-    "left-square-bracket",
-    "backslash",
-    "right-square-bracket",
-    "circumflex",
-    "underscore",
-    "grave-accent",
-    "a",
-    "b",
-    "c",
-    "d",
-    "e",
-    "f",
-    "g",
-    "h",
-    "i",
-    "j",
-    "k",
-    "l",
-    "m",
-    "n",
-    "o",
-    "p",
-    "q",
-    "r",
-    "s",
-    "t",
-    "u",
-    "v",
-    "w",
-    "x",
-    "y",
-    "z",
-    "left-curly-bracket",
-    "vertical-line",
-    "right-curly-bracket",
-    "tilde",
-    "DEL",
-];
-
-/// The character a collating name stands for (`[[.name.]]`).
-fn collating(name: &[u8]) -> Option<u8> {
-    COLLATING_NAMES
-        .iter()
-        .position(|n| n.as_bytes() == name)
-        .and_then(|i| u8::try_from(i).ok())
-}
-
-fn is_word(c: u8) -> bool {
-    classes::is_word(u32::from(c))
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -469,21 +286,12 @@ impl Scanner<'_> {
     fn escape(&mut self) -> Result<Token> {
         let c = self.peek().unwrap_or(0);
         self.at += 1;
-        let table = |c: u8| match c {
-            b'0' => Some(0),
-            b'b' => Some(8),
-            b'f' => Some(0x0c),
-            b'n' => Some(b'\n'),
-            b'r' => Some(b'\r'),
-            b't' => Some(b'\t'),
-            b'v' => Some(0x0b),
-            _ => None,
-        };
+        if let Some(e) = escaped(c, self.mode == Mode::Bracket) {
+            return Ok(Token::Ord(e));
+        }
         Ok(match c {
-            b'b' if self.mode == Mode::Bracket => Token::Ord(8),
             b'b' => Token::WordBound { neg: false },
             b'B' => Token::WordBound { neg: true },
-            c if table(c).is_some() => Token::Ord(table(c).unwrap_or(0)),
             b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Token::QuotedClass(c),
             b'c' => {
                 let Some(n) = self.peek() else {
@@ -530,6 +338,7 @@ struct Compiler<'a> {
     scanner: Scanner<'a>,
     token: Token,
     nfa: Vec<State>,
+    classes: Vec<Class>,
     groups: usize,
     open: Vec<usize>,
     nesting: u32,
@@ -567,6 +376,12 @@ impl Compiler<'_> {
         }
         self.nfa.push(State { op, next, alt });
         Ok(self.nfa.len() - 1)
+    }
+
+    /// A state matching one unit of `class`.
+    fn matcher(&mut self, class: Class) -> Result<Seq> {
+        self.classes.push(class);
+        self.single(Op::Match(self.classes.len() - 1))
     }
 
     fn single(&mut self, op: Op) -> Result<Seq> {
@@ -797,11 +612,11 @@ impl Compiler<'_> {
         let seq = match self.token.clone() {
             Token::AnyChar => {
                 self.advance()?;
-                self.single(Op::Match(ByteSet::from_fn(|c| c != b'\n' && c != b'\r')))?
+                self.matcher(Class::any())?
             }
             Token::Ord(c) | Token::Hex(c) => {
                 self.advance()?;
-                self.single(Op::Match(ByteSet::from_fn(|b| b == c)))?
+                self.matcher(Class::single(u32::from(c)))?
             }
             Token::Backref(n) => {
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
@@ -818,9 +633,7 @@ impl Compiler<'_> {
             }
             Token::QuotedClass(c) => {
                 self.advance()?;
-                let f = class_named(&[c]).unwrap_or(|_| false);
-                let neg = c.is_ascii_uppercase();
-                self.single(Op::Match(ByteSet::from_fn(|b| f(b) != neg)))?
+                self.matcher(Class::escape(c))?
             }
             Token::NoGroupBegin => {
                 self.advance()?;
@@ -845,7 +658,7 @@ impl Compiler<'_> {
             Token::BracketBegin { neg } => {
                 self.advance()?;
                 let set = self.bracket(neg)?;
-                self.single(Op::Match(set))?
+                self.matcher(set)?
             }
             _ => return Ok(None),
         };
@@ -853,11 +666,11 @@ impl Compiler<'_> {
     }
 
     /// `_M_insert_bracket_matcher`, after the `[` or `[^`.
-    fn bracket(&mut self, neg: bool) -> Result<ByteSet> {
-        let mut chars = ByteSet::EMPTY;
+    fn bracket(&mut self, neg: bool) -> Result<Class> {
+        let mut chars = [false; 256];
         let mut ranges: Vec<(i8, i8)> = Vec::new();
-        let mut classes: Vec<fn(u8) -> bool> = Vec::new();
-        let mut neg_classes: Vec<fn(u8) -> bool> = Vec::new();
+        let mut classes: Vec<fn(u32) -> bool> = Vec::new();
+        let mut neg_classes: Vec<fn(u32) -> bool> = Vec::new();
         let mut equivs: Vec<u8> = Vec::new();
         let mut last = Last::None;
         if let Some(c) = self.try_char()? {
@@ -865,9 +678,9 @@ impl Compiler<'_> {
         } else if self.take(&Token::BracketDash)? {
             last = Last::Char(b'-');
         }
-        let push_char = |last: &mut Last, chars: &mut ByteSet, c: Option<u8>| {
+        let push_char = |last: &mut Last, chars: &mut [bool; 256], c: Option<u8>| {
             if let Last::Char(l) = *last {
-                chars.add(l);
+                chars[usize::from(l)] = true;
             }
             *last = match c {
                 Some(c) => Last::Char(c),
@@ -892,12 +705,12 @@ impl Compiler<'_> {
                         push_char(&mut last, &mut chars, None);
                         equivs.push(c.to_ascii_lowercase());
                     } else {
-                        chars.add(c);
+                        chars[usize::from(c)] = true;
                         push_char(&mut last, &mut chars, Some(c));
                     }
                 }
                 Token::ClassName(name) => {
-                    let f = class_named(&name).ok_or_else(|| {
+                    let f = named(&name).ok_or_else(|| {
                         self.scanner.error(&format!(
                             "'{}' is not a character class",
                             String::from_utf8_lossy(&name)
@@ -910,7 +723,7 @@ impl Compiler<'_> {
                 Token::QuotedClass(c) => {
                     self.advance()?;
                     push_char(&mut last, &mut chars, None);
-                    let f = class_named(&[c]).unwrap_or(|_| false);
+                    let f = named(&[c]).unwrap_or(|_| false);
                     if c.is_ascii_uppercase() {
                         neg_classes.push(f);
                     } else {
@@ -957,15 +770,16 @@ impl Compiler<'_> {
             }
         }
         if let Last::Char(l) = last {
-            chars.add(l);
+            chars[usize::from(l)] = true;
         }
-        Ok(ByteSet::from_fn(|b| {
+        Ok(Class::bytes(|b| {
             let s = b as i8;
-            let hit = chars.has(b)
+            let u = u32::from(b);
+            let hit = chars[usize::from(b)]
                 || ranges.iter().any(|&(lo, hi)| lo <= s && s <= hi)
-                || classes.iter().any(|f| f(b))
+                || classes.iter().any(|f| f(u))
                 || equivs.contains(&b.to_ascii_lowercase())
-                || neg_classes.iter().any(|f| !f(b));
+                || neg_classes.iter().any(|f| !f(u));
             hit != neg
         }))
     }
@@ -1028,6 +842,7 @@ enum Stop {
 /// with its recursion kept on a stack of [`Frame`]s: whether it finds a match.
 struct Exec<'a> {
     nfa: &'a [State],
+    classes: &'a [Class],
     text: &'a [u8],
     begin: usize,
     prev_avail: bool,
@@ -1136,21 +951,17 @@ impl Exec<'_> {
                 self.stack.push(Frame::Try(s.next));
             }
             Op::LineBegin => {
-                if self.cur == self.begin && !self.prev_avail {
+                if line_begin(self.cur, self.begin, self.prev_avail) {
                     self.stack.push(Frame::Try(s.next));
                 }
             }
             Op::LineEnd => {
-                if self.cur == self.text.len() {
+                if line_end(self.cur, self.text.len()) {
                     self.stack.push(Frame::Try(s.next));
                 }
             }
             Op::WordBound { neg } => {
-                let left = (self.cur != self.begin || self.prev_avail)
-                    && self.cur > 0
-                    && is_word(self.text[self.cur - 1]);
-                let right = self.text.get(self.cur).is_some_and(|&c| is_word(c));
-                if (left != right) != neg {
+                if word_boundary(self.text, self.cur, self.begin, self.prev_avail) != neg {
                     self.stack.push(Frame::Try(s.next));
                 }
             }
@@ -1169,8 +980,13 @@ impl Exec<'_> {
                 self.stack.push(Frame::Look(Box::new(look)));
                 self.stack.push(Frame::Try(s.alt));
             }
-            Op::Match(set) => {
-                if self.text.get(self.cur).is_some_and(|&c| set.has(c)) {
+            Op::Match(k) => {
+                let class = &self.classes[k];
+                if self
+                    .text
+                    .get(self.cur)
+                    .is_some_and(|&c| class.matches(u32::from(c)))
+                {
                     self.stack.push(Frame::RestoreCur(self.cur));
                     self.cur += 1;
                     self.stack.push(Frame::Try(s.next));
@@ -1232,6 +1048,7 @@ impl Pattern {
             },
             token: Token::Eof,
             nfa: Vec::new(),
+            classes: Vec::new(),
             groups: 0,
             open: Vec::new(),
             nesting: 0,
@@ -1260,6 +1077,7 @@ impl Pattern {
         Ok(Pattern {
             source: source.to_string(),
             nfa: c.nfa,
+            classes: c.classes,
             groups: c.groups,
         })
     }
@@ -1280,6 +1098,7 @@ impl Pattern {
             stack.clear();
             let mut e = Exec {
                 nfa: &self.nfa,
+                classes: &self.classes,
                 text,
                 begin,
                 prev_avail: begin > 0,

@@ -4,62 +4,8 @@
 //! position) pairs that failed remembered, so no input makes it quadratic. `\s`, `\d`, `\w`
 //! and `\b` are the "C" locale's ([`super::classes`]).
 
-use super::classes::{is_digit, is_space, is_word};
-
-/// A set of units: a bitmap below 256, ranges above, maybe negated.
-#[derive(Debug, Clone, Default)]
-struct Class {
-    low: [u64; 4],
-    high: Vec<(u32, u32)>,
-    negated: bool,
-    /// A class a unit must also be in (`(?=[a])[b]` becomes `b` and `a`).
-    and: Option<Box<Class>>,
-}
-
-impl Class {
-    fn add_range(&mut self, lo: u32, hi: u32) {
-        for u in lo..=hi.min(255) {
-            self.low[(u >> 6) as usize] |= 1 << (u & 63);
-        }
-        if hi >= 256 {
-            self.high.push((lo.max(256), hi));
-        }
-    }
-
-    fn add_escape(&mut self, kind: u8) {
-        // The C locale's classes: ASCII only.
-        let set = |u: u32| match kind.to_ascii_lowercase() {
-            b'd' => is_digit(u),
-            b's' => is_space(u),
-            _ => is_word(u),
-        };
-        let negated = kind.is_ascii_uppercase();
-        for u in 0..256u32 {
-            if set(u) != negated {
-                self.low[(u >> 6) as usize] |= 1 << (u & 63);
-            }
-        }
-        if negated {
-            self.high.push((256, u32::MAX));
-        }
-    }
-
-    fn single(u: u32) -> Class {
-        let mut c = Class::default();
-        c.add_range(u, u);
-        c
-    }
-
-    #[inline]
-    fn matches(&self, u: u32) -> bool {
-        let inside = if u < 256 {
-            self.low[(u >> 6) as usize] >> (u & 63) & 1 != 0
-        } else {
-            self.high.iter().any(|&(a, b)| a <= u && u <= b)
-        };
-        inside != self.negated && self.and.as_ref().is_none_or(|a| a.matches(u))
-    }
-}
+use super::anchors::{line_begin, line_end, word_boundary};
+use super::classes::{escaped, Class};
 
 #[derive(Debug, Clone)]
 enum Node {
@@ -108,12 +54,7 @@ impl Node {
         match self {
             Node::Unit(u) => Some(Class::single(*u)),
             Node::Class(c) => Some(c.clone()),
-            Node::Any => {
-                let mut c = Class::single(u32::from(b'\n'));
-                c.add_range(u32::from(b'\r'), u32::from(b'\r'));
-                c.negated = true;
-                Some(c)
-            }
+            Node::Any => Some(Class::any()),
             _ => None,
         }
     }
@@ -288,21 +229,13 @@ impl Parser<'_> {
         let Ok(b) = u8::try_from(c) else {
             return Ok(Atom::Unit(c));
         };
+        if let Some(e) = escaped(b, in_bracket) {
+            return Ok(Atom::Unit(u32::from(e)));
+        }
         Ok(match b {
             b'b' if !in_bracket => Atom::WordBoundary(true),
             b'B' if !in_bracket => Atom::WordBoundary(false),
-            b'b' => Atom::Unit(8),
-            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => {
-                let mut class = Class::default();
-                class.add_escape(b);
-                Atom::Class(class)
-            }
-            b'0' => Atom::Unit(0),
-            b'f' => Atom::Unit(0x0C),
-            b'n' => Atom::Unit(0x0A),
-            b'r' => Atom::Unit(0x0D),
-            b't' => Atom::Unit(0x09),
-            b'v' => Atom::Unit(0x0B),
+            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Atom::Class(Class::escape(b)),
             b'x' => Atom::Unit(self.hex(2)?),
             b'u' => Atom::Unit(self.hex(4)?),
             b'c' => Atom::Unit(self.next()? % 32),
@@ -312,10 +245,8 @@ impl Parser<'_> {
     }
 
     fn bracket(&mut self) -> Result<Class, String> {
-        let mut class = Class {
-            negated: self.eat(b'^'),
-            ..Class::default()
-        };
+        let mut class = Class::default();
+        class.negated = self.eat(b'^');
         loop {
             let c = self.next().map_err(|_| "missing ]")?;
             if c == u32::from(b']') {
@@ -325,10 +256,7 @@ impl Parser<'_> {
                 match self.escape(true)? {
                     Atom::Unit(u) => u,
                     Atom::Class(k) => {
-                        for i in 0..4 {
-                            class.low[i] |= k.low[i];
-                        }
-                        class.high.extend(k.high);
+                        class.add_all(k);
                         continue;
                     }
                     Atom::WordBoundary(_) => return Err("\\b in brackets".into()),
@@ -917,19 +845,15 @@ impl<'a> Exec<'a> {
                 }
                 Inst::Bol => {
                     pc += 1;
-                    pos == self.begin && !self.prev_avail
+                    line_begin(pos, self.begin, self.prev_avail)
                 }
                 Inst::Eol => {
                     pc += 1;
-                    pos == n
+                    line_end(pos, n)
                 }
                 Inst::WordBoundary(want) => {
-                    let left = (pos != self.begin || self.prev_avail)
-                        && pos > 0
-                        && is_word(self.units[pos - 1]);
-                    let right = pos < n && is_word(self.units[pos]);
                     pc += 1;
-                    (left != right) == want
+                    word_boundary(self.units, pos, self.begin, self.prev_avail) == want
                 }
                 Inst::LookClass { negated, class } => {
                     let hit = pos < n && self.prog.classes[class as usize].matches(self.units[pos]);

@@ -6,6 +6,7 @@
 //! remembers the (state, position) pairs that failed, so it runs in linear time). Both read the
 //! "C" locale's classes from one table.
 
+mod anchors;
 mod automaton;
 mod classes;
 mod linear;
