@@ -19,7 +19,8 @@
 //! the pattern and the name (libstdc++ would run on, or overflow its stack).
 
 use super::anchors::{line_begin, line_end, word_boundary};
-use super::classes::{collating, escaped, named, Class};
+use super::classes::Class;
+use super::syntax::{Token, Tokens};
 use crate::error::{Error, ErrorCode, Result};
 use crate::text::quote;
 use std::collections::HashMap;
@@ -83,247 +84,11 @@ struct State {
     alt: usize,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum Token {
-    Eof,
-    Ord(u8),
-    Hex(u8),
-    Backref(u64),
-    QuotedClass(u8),
-    WordBound { neg: bool },
-    LineBegin,
-    LineEnd,
-    AnyChar,
-    Closure0,
-    Closure1,
-    Opt,
-    Or,
-    GroupBegin,
-    NoGroupBegin,
-    LookaheadBegin { neg: bool },
-    GroupEnd,
-    BracketBegin { neg: bool },
-    BracketEnd,
-    BracketDash,
-    ClassName(Vec<u8>),
-    Collating { equiv: bool, name: Vec<u8> },
-    IntervalBegin,
-    IntervalEnd,
-    Comma,
-    Count(u64),
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Normal,
-    Bracket,
-    Brace,
-}
-
-/// libstdc++'s `_Scanner` for ECMAScript.
-struct Scanner<'a> {
-    s: &'a [u8],
-    at: usize,
-    mode: Mode,
-    source: &'a str,
-}
-
 fn too_big(source: &str, what: &str) -> Error {
     Error::msg(
         ErrorCode::InvalidArgument,
         format!("tensor-name pattern '{source}': {what}"),
     )
-}
-
-impl Scanner<'_> {
-    fn error(&self, what: &str) -> Error {
-        Error::msg(
-            ErrorCode::InvalidArgument,
-            format!(
-                "tensor-name pattern '{}': {what} at character {}",
-                self.source,
-                self.at.min(self.s.len()) + 1
-            ),
-        )
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.at).copied()
-    }
-
-    fn digits(&mut self, first: u8) -> Result<u64> {
-        let mut v = u64::from(first - b'0');
-        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
-            self.at += 1;
-            v = v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(c - b'0')))
-                .filter(|&v| v <= i32::MAX as u64)
-                .ok_or_else(|| {
-                    self.error("a number above 2147483647 (std::regex would wrap it)")
-                })?;
-        }
-        Ok(v)
-    }
-
-    fn next(&mut self) -> Result<Token> {
-        let Some(c) = self.peek() else {
-            return Ok(Token::Eof);
-        };
-        self.at += 1;
-        match self.mode {
-            Mode::Normal => self.normal(c),
-            Mode::Bracket => self.bracket(c),
-            Mode::Brace => self.brace(c),
-        }
-    }
-
-    fn normal(&mut self, c: u8) -> Result<Token> {
-        Ok(match c {
-            b'\\' => {
-                if self.peek().is_none() {
-                    return Err(self.error("a pattern ends in a backslash"));
-                }
-                self.escape()?
-            }
-            b'(' => {
-                if self.peek() == Some(b'?') {
-                    self.at += 1;
-                    let t = match self.peek() {
-                        Some(b':') => Token::NoGroupBegin,
-                        Some(b'=') => Token::LookaheadBegin { neg: false },
-                        Some(b'!') => Token::LookaheadBegin { neg: true },
-                        _ => return Err(self.error("'(?' is not followed by ':', '=' or '!'")),
-                    };
-                    self.at += 1;
-                    t
-                } else {
-                    Token::GroupBegin
-                }
-            }
-            b')' => Token::GroupEnd,
-            b'[' => {
-                self.mode = Mode::Bracket;
-                if self.peek() == Some(b'^') {
-                    self.at += 1;
-                    Token::BracketBegin { neg: true }
-                } else {
-                    Token::BracketBegin { neg: false }
-                }
-            }
-            b'{' => {
-                self.mode = Mode::Brace;
-                Token::IntervalBegin
-            }
-            b'^' => Token::LineBegin,
-            b'$' => Token::LineEnd,
-            b'.' => Token::AnyChar,
-            b'*' => Token::Closure0,
-            b'+' => Token::Closure1,
-            b'?' => Token::Opt,
-            b'|' => Token::Or,
-            c => Token::Ord(c),
-        })
-    }
-
-    fn bracket(&mut self, c: u8) -> Result<Token> {
-        Ok(match c {
-            b'-' => Token::BracketDash,
-            b'[' => match self.peek() {
-                None => return Err(self.error("an incomplete '[[' in a bracket expression")),
-                Some(d @ (b'.' | b':' | b'=')) => {
-                    self.at += 1;
-                    let start = self.at;
-                    while self.peek().is_some_and(|c| c != d) {
-                        self.at += 1;
-                    }
-                    let name = self.s[start..self.at].to_vec();
-                    if self.peek() != Some(d) || self.s.get(self.at + 1) != Some(&b']') {
-                        return Err(self.error("a class name in brackets is not closed"));
-                    }
-                    self.at += 2;
-                    if d == b':' {
-                        Token::ClassName(name)
-                    } else {
-                        Token::Collating {
-                            equiv: d == b'=',
-                            name,
-                        }
-                    }
-                }
-                Some(_) => Token::Ord(b'['),
-            },
-            b']' => {
-                self.mode = Mode::Normal;
-                Token::BracketEnd
-            }
-            b'\\' => {
-                if self.peek().is_none() {
-                    return Err(self.error("a pattern ends in a backslash"));
-                }
-                self.escape()?
-            }
-            c => Token::Ord(c),
-        })
-    }
-
-    fn brace(&mut self, c: u8) -> Result<Token> {
-        Ok(match c {
-            b'0'..=b'9' => Token::Count(self.digits(c)?),
-            b',' => Token::Comma,
-            b'}' => {
-                self.mode = Mode::Normal;
-                Token::IntervalEnd
-            }
-            _ => {
-                self.at -= 1;
-                return Err(self.error("a repetition count is not '{n}', '{n,}' or '{n,m}'"));
-            }
-        })
-    }
-
-    /// `_M_eat_escape_ecma`, after the backslash (a character follows).
-    fn escape(&mut self) -> Result<Token> {
-        let c = self.peek().unwrap_or(0);
-        self.at += 1;
-        if let Some(e) = escaped(c, self.mode == Mode::Bracket) {
-            return Ok(Token::Ord(e));
-        }
-        Ok(match c {
-            b'b' => Token::WordBound { neg: false },
-            b'B' => Token::WordBound { neg: true },
-            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Token::QuotedClass(c),
-            b'c' => {
-                let Some(n) = self.peek() else {
-                    return Err(self.error("'\\c' ends the pattern"));
-                };
-                self.at += 1;
-                Token::Ord(n)
-            }
-            b'x' | b'u' => {
-                let n = if c == b'x' { 2 } else { 4 };
-                let mut v = 0u32;
-                for _ in 0..n {
-                    let d = self
-                        .peek()
-                        .and_then(|d| char::from(d).to_digit(16))
-                        .ok_or_else(|| {
-                            self.error(if n == 2 {
-                                "'\\x' needs two hexadecimal digits"
-                            } else {
-                                "'\\u' needs four hexadecimal digits"
-                            })
-                        })?;
-                    self.at += 1;
-                    v = v * 16 + d;
-                }
-                // Stored in a `char`: its low byte.
-                Token::Hex((v & 0xff) as u8)
-            }
-            b'1'..=b'9' => Token::Backref(self.digits(c)?),
-            c => Token::Ord(c),
-        })
-    }
 }
 
 /// A run of states: where it starts and its last state (whose `next` is open).
@@ -335,8 +100,8 @@ struct Seq {
 
 /// libstdc++'s `_Compiler`: the same states, in the same way.
 struct Compiler<'a> {
-    scanner: Scanner<'a>,
-    token: Token,
+    source: &'a str,
+    t: Tokens<'a>,
     nfa: Vec<State>,
     classes: Vec<Class>,
     groups: usize,
@@ -344,32 +109,11 @@ struct Compiler<'a> {
     nesting: u32,
 }
 
-enum Last {
-    None,
-    Char(u8),
-    Class,
-}
-
 impl Compiler<'_> {
-    fn advance(&mut self) -> Result<()> {
-        self.token = self.scanner.next()?;
-        Ok(())
-    }
-
-    /// Takes the current token if it is `t`.
-    fn take(&mut self, t: &Token) -> Result<bool> {
-        if &self.token == t {
-            self.advance()?;
-            Ok(true)
-        } else {
-            Ok(false)
-        }
-    }
-
     fn insert(&mut self, op: Op, next: usize, alt: usize) -> Result<usize> {
         if self.nfa.len() >= MAX_STATES {
             return Err(too_big(
-                self.scanner.source,
+                self.source,
                 "it compiles to more than 100000 states (std::regex's limit: \
                  a repetition count too large, or too long a pattern)",
             ));
@@ -401,7 +145,7 @@ impl Compiler<'_> {
 
     fn disjunction(&mut self) -> Result<Seq> {
         let mut alt1 = self.alternative()?;
-        while self.take(&Token::Or)? {
+        while self.t.take(&Token::Or)? {
             let mut alt2 = self.alternative()?;
             let end = self.insert(Op::Dummy, NONE, NONE)?;
             self.append(&mut alt1, end);
@@ -445,23 +189,23 @@ impl Compiler<'_> {
     fn nested(&mut self) -> Result<Seq> {
         self.nesting += 1;
         if self.nesting > MAX_NESTING {
-            return Err(self.scanner.error("groups nest more than 256 deep"));
+            return Err(self.t.error("groups nest more than 256 deep"));
         }
         let inner = self.disjunction()?;
         self.nesting -= 1;
-        if !self.take(&Token::GroupEnd)? {
-            return Err(self.scanner.error("')' expected"));
+        if !self.t.take(&Token::GroupEnd)? {
+            return Err(self.t.error("')' expected"));
         }
         Ok(inner)
     }
 
     fn assertion(&mut self) -> Result<Option<Seq>> {
-        let op = match self.token {
+        let op = match self.t.token {
             Token::LineBegin => Op::LineBegin,
             Token::LineEnd => Op::LineEnd,
             Token::WordBound { neg } => Op::WordBound { neg },
             Token::LookaheadBegin { neg } => {
-                self.advance()?;
+                self.t.advance()?;
                 let mut inner = self.nested()?;
                 let accept = self.insert(Op::Accept, NONE, NONE)?;
                 self.append(&mut inner, accept);
@@ -469,7 +213,7 @@ impl Compiler<'_> {
             }
             _ => return Ok(None),
         };
-        self.advance()?;
+        self.t.advance()?;
         Ok(Some(self.single(op)?))
     }
 
@@ -479,23 +223,23 @@ impl Compiler<'_> {
     }
 
     fn quantifier(&mut self, e: &mut Seq) -> Result<bool> {
-        let lazy_after = |c: &mut Self| c.take(&Token::Opt);
-        match self.token {
+        let lazy_after = |c: &mut Self| c.t.take(&Token::Opt);
+        match self.t.token {
             Token::Closure0 => {
-                self.advance()?;
+                self.t.advance()?;
                 let lazy = lazy_after(self)?;
                 let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
                 self.append(e, r);
                 *e = Seq { start: r, end: r };
             }
             Token::Closure1 => {
-                self.advance()?;
+                self.t.advance()?;
                 let lazy = lazy_after(self)?;
                 let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
                 self.append(e, r);
             }
             Token::Opt => {
-                self.advance()?;
+                self.t.advance()?;
                 let lazy = lazy_after(self)?;
                 let end = self.insert(Op::Dummy, NONE, NONE)?;
                 let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
@@ -505,21 +249,21 @@ impl Compiler<'_> {
                 *e = rs;
             }
             Token::IntervalBegin => {
-                self.advance()?;
-                let Token::Count(min) = self.token else {
-                    return Err(self.scanner.error("a repetition count expected"));
+                self.t.advance()?;
+                let Token::Count(min) = self.t.token else {
+                    return Err(self.t.error("a repetition count expected"));
                 };
-                self.advance()?;
+                self.t.advance()?;
                 let r = *e;
                 let mut out = self.single(Op::Dummy)?;
                 let mut infinite = false;
                 let mut extra = 0u64;
-                if self.take(&Token::Comma)? {
-                    if let Token::Count(max) = self.token {
-                        self.advance()?;
+                if self.t.take(&Token::Comma)? {
+                    if let Token::Count(max) = self.t.token {
+                        self.t.advance()?;
                         if max < min {
                             return Err(self
-                                .scanner
+                                .t
                                 .error("a repetition's maximum is below its minimum"));
                         }
                         extra = max - min;
@@ -527,8 +271,8 @@ impl Compiler<'_> {
                         infinite = true;
                     }
                 }
-                if !self.take(&Token::IntervalEnd)? {
-                    return Err(self.scanner.error("'}' expected"));
+                if !self.t.take(&Token::IntervalEnd)? {
+                    return Err(self.t.error("'}' expected"));
                 }
                 let lazy = lazy_after(self)?;
                 for _ in 0..min {
@@ -609,41 +353,41 @@ impl Compiler<'_> {
     }
 
     fn atom(&mut self) -> Result<Option<Seq>> {
-        let seq = match self.token.clone() {
+        let seq = match self.t.token.clone() {
             Token::AnyChar => {
-                self.advance()?;
+                self.t.advance()?;
                 self.matcher(Class::any())?
             }
             Token::Ord(c) | Token::Hex(c) => {
-                self.advance()?;
-                self.matcher(Class::single(u32::from(c)))?
+                self.t.advance()?;
+                self.matcher(Class::single(c))?
             }
             Token::Backref(n) => {
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
                 if n >= self.groups {
-                    return Err(self.scanner.error(&format!(
+                    return Err(self.t.error(&format!(
                         "a back-reference \\{n} to a group not opened before it"
                     )));
                 }
                 if self.open.contains(&n) {
-                    return Err(self.scanner.error("a back-reference to a group still open"));
+                    return Err(self.t.error("a back-reference to a group still open"));
                 }
-                self.advance()?;
+                self.t.advance()?;
                 self.single(Op::Backref(n))?
             }
             Token::QuotedClass(c) => {
-                self.advance()?;
+                self.t.advance()?;
                 self.matcher(Class::escape(c))?
             }
             Token::NoGroupBegin => {
-                self.advance()?;
+                self.t.advance()?;
                 let mut r = self.single(Op::Dummy)?;
                 let inner = self.nested()?;
                 self.append_seq(&mut r, inner);
                 r
             }
             Token::GroupBegin => {
-                self.advance()?;
+                self.t.advance()?;
                 let id = self.groups;
                 self.groups += 1;
                 self.open.push(id);
@@ -656,142 +400,13 @@ impl Compiler<'_> {
                 r
             }
             Token::BracketBegin { neg } => {
-                self.advance()?;
-                let set = self.bracket(neg)?;
+                self.t.advance()?;
+                let set = self.t.bracket(neg)?;
                 self.matcher(set)?
             }
             _ => return Ok(None),
         };
         Ok(Some(seq))
-    }
-
-    /// `_M_insert_bracket_matcher`, after the `[` or `[^`.
-    fn bracket(&mut self, neg: bool) -> Result<Class> {
-        let mut chars = [false; 256];
-        let mut ranges: Vec<(i8, i8)> = Vec::new();
-        let mut classes: Vec<fn(u32) -> bool> = Vec::new();
-        let mut neg_classes: Vec<fn(u32) -> bool> = Vec::new();
-        let mut equivs: Vec<u8> = Vec::new();
-        let mut last = Last::None;
-        if let Some(c) = self.try_char()? {
-            last = Last::Char(c);
-        } else if self.take(&Token::BracketDash)? {
-            last = Last::Char(b'-');
-        }
-        let push_char = |last: &mut Last, chars: &mut [bool; 256], c: Option<u8>| {
-            if let Last::Char(l) = *last {
-                chars[usize::from(l)] = true;
-            }
-            *last = match c {
-                Some(c) => Last::Char(c),
-                None => Last::Class,
-            };
-        };
-        loop {
-            if self.take(&Token::BracketEnd)? {
-                break;
-            }
-            match self.token.clone() {
-                Token::Collating { equiv, name } => {
-                    let c = collating(&name).ok_or_else(|| {
-                        self.scanner.error(&format!(
-                            "'{}' is not a collating element's name",
-                            String::from_utf8_lossy(&name)
-                        ))
-                    })?;
-                    self.advance()?;
-                    if equiv {
-                        // `transform_primary` in the "C" locale: the character lower-cased.
-                        push_char(&mut last, &mut chars, None);
-                        equivs.push(c.to_ascii_lowercase());
-                    } else {
-                        chars[usize::from(c)] = true;
-                        push_char(&mut last, &mut chars, Some(c));
-                    }
-                }
-                Token::ClassName(name) => {
-                    let f = named(&name).ok_or_else(|| {
-                        self.scanner.error(&format!(
-                            "'{}' is not a character class",
-                            String::from_utf8_lossy(&name)
-                        ))
-                    })?;
-                    self.advance()?;
-                    push_char(&mut last, &mut chars, None);
-                    classes.push(f);
-                }
-                Token::QuotedClass(c) => {
-                    self.advance()?;
-                    push_char(&mut last, &mut chars, None);
-                    let f = named(&[c]).unwrap_or(|_| false);
-                    if c.is_ascii_uppercase() {
-                        neg_classes.push(f);
-                    } else {
-                        classes.push(f);
-                    }
-                }
-                Token::BracketDash => {
-                    self.advance()?;
-                    if self.take(&Token::BracketEnd)? {
-                        push_char(&mut last, &mut chars, Some(b'-'));
-                        break;
-                    }
-                    match last {
-                        Last::Class => {
-                            return Err(self.scanner.error("a range starts with a class"))
-                        }
-                        Last::Char(l) => {
-                            let hi = if let Some(h) = self.try_char()? {
-                                h
-                            } else if self.take(&Token::BracketDash)? {
-                                b'-'
-                            } else {
-                                return Err(self.scanner.error("a range has no end"));
-                            };
-                            // `char` is signed: ranges compare as signed bytes.
-                            let (lo, hi) = (l as i8, hi as i8);
-                            if lo > hi {
-                                return Err(self.scanner.error("a range's end is below its start"));
-                            }
-                            ranges.push((lo, hi));
-                            last = Last::None;
-                        }
-                        Last::None => push_char(&mut last, &mut chars, Some(b'-')),
-                    }
-                }
-                _ => match self.try_char()? {
-                    Some(c) => push_char(&mut last, &mut chars, Some(c)),
-                    None => {
-                        return Err(self
-                            .scanner
-                            .error("an unexpected character or the end in a bracket expression"))
-                    }
-                },
-            }
-        }
-        if let Last::Char(l) = last {
-            chars[usize::from(l)] = true;
-        }
-        Ok(Class::bytes(|b| {
-            let s = b as i8;
-            let u = u32::from(b);
-            let hit = chars[usize::from(b)]
-                || ranges.iter().any(|&(lo, hi)| lo <= s && s <= hi)
-                || classes.iter().any(|f| f(u))
-                || equivs.contains(&b.to_ascii_lowercase())
-                || neg_classes.iter().any(|f| !f(u));
-            hit != neg
-        }))
-    }
-
-    fn try_char(&mut self) -> Result<Option<u8>> {
-        match self.token {
-            Token::Ord(c) | Token::Hex(c) => {
-                self.advance()?;
-                Ok(Some(c))
-            }
-            _ => Ok(None),
-        }
     }
 }
 
@@ -1039,28 +654,23 @@ impl Pattern {
     /// Compiles `source` as `std::regex(source)` does; a clear error names what is wrong and
     /// where, or what is not supported.
     pub fn new(source: &str) -> Result<Pattern> {
+        let units: Vec<u32> = source.bytes().map(u32::from).collect();
         let mut c = Compiler {
-            scanner: Scanner {
-                s: source.as_bytes(),
-                at: 0,
-                mode: Mode::Normal,
-                source,
-            },
-            token: Token::Eof,
+            source,
+            t: Tokens::new(&units, false, format!("tensor-name pattern '{source}'"))?,
             nfa: Vec::new(),
             classes: Vec::new(),
             groups: 0,
             open: Vec::new(),
             nesting: 0,
         };
-        c.advance()?;
         // The whole pattern is group 0: begin, the disjunction, end, accept.
         c.groups = 1;
         c.open.push(0);
         let mut r = c.single(Op::SubBegin(0))?;
         let inner = c.disjunction()?;
-        if c.token != Token::Eof {
-            return Err(c.scanner.error(match c.token {
+        if c.t.token != Token::Eof {
+            return Err(c.t.error(match c.t.token {
                 Token::GroupEnd => "unmatched ')'",
                 Token::Closure0 | Token::Closure1 | Token::Opt | Token::IntervalBegin => {
                     "nothing to repeat"

@@ -226,14 +226,6 @@ impl Class {
         }
     }
 
-    /// The members of `other` (not negated, not intersected), added.
-    pub(crate) fn add_all(&mut self, other: Class) {
-        for i in 0..4 {
-            self.low[i] |= other.low[i];
-        }
-        self.high.extend(other.high);
-    }
-
     /// `\d`, `\s`, `\w` (`kind` lower-case) or their complements `\D`, `\S`, `\W`.
     pub(crate) fn escape(kind: u8) -> Class {
         let set = named(&[kind.to_ascii_lowercase()]).unwrap_or(|_| false);
@@ -262,17 +254,6 @@ impl Class {
         let mut c = Class::single(u32::from(b'\n'));
         c.add_range(u32::from(b'\r'), u32::from(b'\r'));
         c.negated = true;
-        c
-    }
-
-    /// The bytes for which `f` holds (a set over bytes: no unit above 255 is in it).
-    pub(crate) fn bytes(f: impl Fn(u8) -> bool) -> Class {
-        let mut c = Class::default();
-        for b in 0..=255u8 {
-            if f(b) {
-                c.low[usize::from(b >> 6)] |= 1 << (b & 63);
-            }
-        }
         c
     }
 

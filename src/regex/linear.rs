@@ -1,11 +1,14 @@
 //! A backtracking matcher for ECMAScript expressions over 32-bit units (code points, or bytes
-//! for an expression over bytes): the grammar parsed as libstdc++ parses it, the match
+//! for an expression over bytes): the grammar read from libstdc++'s tokens ([`super::syntax`]),
+//! the match
 //! `std::regex` gives (leftmost, the first alternative that matches wins), and the (state,
 //! position) pairs that failed remembered, so no input makes it quadratic. `\s`, `\d`, `\w`
 //! and `\b` are the "C" locale's ([`super::classes`]).
 
 use super::anchors::{line_begin, line_end, word_boundary};
-use super::classes::{escaped, Class};
+use super::classes::Class;
+use super::syntax::{Token, Tokens};
+use crate::error::Result;
 
 #[derive(Debug, Clone)]
 enum Node {
@@ -60,42 +63,20 @@ impl Node {
     }
 }
 
-/// A parser of libstdc++'s ECMAScript grammar (the part llama.cpp's expressions use:
-/// alternation, groups, lookaheads, classes, escapes, greedy and lazy quantifiers).
+/// The grammar above libstdc++'s tokens ([`super::syntax`]), as a tree: the part llama.cpp's
+/// expressions use (alternation, groups, lookaheads, classes, greedy and lazy quantifiers);
+/// back-references are refused.
 struct Parser<'a> {
-    re: &'a [u32],
-    at: usize,
+    t: Tokens<'a>,
 }
 
-const MAX_REPEAT: u32 = 1000;
+/// Most repetitions a count may ask for.
+const MAX_REPEAT: u64 = 1000;
 
 impl Parser<'_> {
-    fn peek(&self) -> Option<u32> {
-        self.re.get(self.at).copied()
-    }
-
-    fn peek_is(&self, c: u8) -> bool {
-        self.peek() == Some(u32::from(c))
-    }
-
-    fn next(&mut self) -> Result<u32, String> {
-        let c = self.peek().ok_or("unexpected end")?;
-        self.at += 1;
-        Ok(c)
-    }
-
-    fn eat(&mut self, c: u8) -> bool {
-        if self.peek_is(c) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn alternation(&mut self) -> Result<Node, String> {
+    fn alternation(&mut self) -> Result<Node> {
         let mut alts = vec![self.concat()?];
-        while self.eat(b'|') {
+        while self.t.take(&Token::Or)? {
             alts.push(self.concat()?);
         }
         Ok(if alts.len() == 1 {
@@ -105,12 +86,9 @@ impl Parser<'_> {
         })
     }
 
-    fn concat(&mut self) -> Result<Node, String> {
+    fn concat(&mut self) -> Result<Node> {
         let mut items = Vec::new();
-        while let Some(c) = self.peek() {
-            if c == u32::from(b'|') || c == u32::from(b')') {
-                break;
-            }
+        while !matches!(self.t.token, Token::Or | Token::GroupEnd | Token::Eof) {
             items.push(self.term()?);
         }
         Ok(if items.len() == 1 {
@@ -120,88 +98,103 @@ impl Parser<'_> {
         })
     }
 
-    fn number(&mut self) -> Option<u32> {
-        let start = self.at;
-        let mut n: u32 = 0;
-        while let Some(d) = self.peek().filter(|c| (0x30..=0x39).contains(c)) {
-            n = n.saturating_mul(10).saturating_add(d - 0x30);
-            self.at += 1;
+    /// The inside of a group, after its opening, and its `)`.
+    fn group(&mut self) -> Result<Node> {
+        let inner = self.alternation()?;
+        if !self.t.take(&Token::GroupEnd)? {
+            return Err(self.t.error("')' expected"));
         }
-        (self.at > start).then_some(n)
+        Ok(inner)
     }
 
-    fn term(&mut self) -> Result<Node, String> {
-        let c = self.next()?;
-        let atom = match u8::try_from(c).unwrap_or(0) {
-            b'^' => return Ok(Node::Bol),
-            b'$' => return Ok(Node::Eol),
-            b'(' => {
-                let look = if self.eat(b'?') {
-                    match self.next()? {
-                        0x3A => None,
-                        0x3D => Some(false),
-                        0x21 => Some(true),
-                        other => {
-                            return Err(format!(
-                                "unsupported group (?{}",
-                                char::from_u32(other).unwrap_or('?')
-                            ))
-                        }
-                    }
-                } else {
-                    None
-                };
-                let inner = self.alternation()?;
-                if !self.eat(b')') {
-                    return Err("missing )".into());
-                }
-                if let Some(neg) = look {
-                    return Ok(Node::Look(neg, Box::new(inner)));
-                }
-                inner
+    fn term(&mut self) -> Result<Node> {
+        let atom = match self.t.token.clone() {
+            // Assertions take no quantifier.
+            Token::LineBegin => {
+                self.t.advance()?;
+                return Ok(Node::Bol);
             }
-            b'[' => Node::Class(self.bracket()?),
-            b'.' => Node::Any,
-            b'\\' => match self.escape(false)? {
-                Atom::Unit(u) => Node::Unit(u),
-                Atom::Class(c) => Node::Class(c),
-                Atom::WordBoundary(b) => return Ok(Node::WordBoundary(b)),
-            },
-            b'*' | b'+' | b'?' | b'{' => return Err("nothing to repeat".into()),
-            _ => Node::Unit(c),
+            Token::LineEnd => {
+                self.t.advance()?;
+                return Ok(Node::Eol);
+            }
+            Token::WordBound { neg } => {
+                self.t.advance()?;
+                return Ok(Node::WordBoundary(!neg));
+            }
+            Token::LookaheadBegin { neg } => {
+                self.t.advance()?;
+                let inner = self.group()?;
+                return Ok(Node::Look(neg, Box::new(inner)));
+            }
+            Token::GroupBegin | Token::NoGroupBegin => {
+                self.t.advance()?;
+                self.group()?
+            }
+            Token::BracketBegin { neg } => {
+                self.t.advance()?;
+                Node::Class(self.t.bracket(neg)?)
+            }
+            Token::AnyChar => {
+                self.t.advance()?;
+                Node::Any
+            }
+            Token::Ord(u) | Token::Hex(u) => {
+                self.t.advance()?;
+                Node::Unit(u)
+            }
+            Token::QuotedClass(c) => {
+                self.t.advance()?;
+                Node::Class(Class::escape(c))
+            }
+            Token::Backref(_) => return Err(self.t.error("back-references are not supported")),
+            Token::Closure0 | Token::Closure1 | Token::Opt | Token::IntervalBegin => {
+                return Err(self.t.error("nothing to repeat"))
+            }
+            _ => return Err(self.t.error("unexpected character")),
         };
         self.quantified(atom)
     }
 
-    fn quantified(&mut self, mut atom: Node) -> Result<Node, String> {
+    fn quantified(&mut self, mut atom: Node) -> Result<Node> {
         loop {
-            let (min, max) = if self.eat(b'*') {
-                (0, None)
-            } else if self.eat(b'+') {
-                (1, None)
-            } else if self.eat(b'?') {
-                (0, Some(1))
-            } else if self.eat(b'{') {
-                let min = self.number().ok_or("bad {")?;
-                let max = if self.eat(b',') {
-                    self.number()
-                } else {
-                    Some(min)
-                };
-                if !self.eat(b'}')
-                    || max.is_some_and(|m| m < min)
-                    || min > MAX_REPEAT
-                    || max.is_some_and(|m| m > MAX_REPEAT)
-                {
-                    return Err("bad {n,m}".into());
+            let (min, max) = match self.t.token {
+                Token::Closure0 => (0, None),
+                Token::Closure1 => (1, None),
+                Token::Opt => (0, Some(1)),
+                Token::IntervalBegin => {
+                    self.t.advance()?;
+                    let Token::Count(min) = self.t.token else {
+                        return Err(self.t.error("a repetition count expected"));
+                    };
+                    self.t.advance()?;
+                    let mut max = Some(min);
+                    if self.t.take(&Token::Comma)? {
+                        max = None;
+                        if let Token::Count(m) = self.t.token {
+                            self.t.advance()?;
+                            max = Some(m);
+                        }
+                    }
+                    if !matches!(self.t.token, Token::IntervalEnd) {
+                        return Err(self.t.error("'}' expected"));
+                    }
+                    if max.is_some_and(|m| m < min) {
+                        return Err(self.t.error("a repetition's maximum is below its minimum"));
+                    }
+                    if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
+                        return Err(self.t.error("a repetition count above 1000"));
+                    }
+                    (min as u32, max.map(|m| m as u32))
                 }
-                (min, max)
-            } else {
-                return Ok(atom);
+                _ => return Ok(atom),
             };
-            let greedy = !self.eat(b'?');
+            self.t.advance()?;
+            let greedy = !self.t.take(&Token::Opt)?;
             if max.is_none() && atom.can_be_empty() {
-                return Err("unbounded repetition of what can match nothing".into());
+                return Err(self
+                    .t
+                    .error("unbounded repetition of what can match nothing"));
             }
             atom = Node::Repeat {
                 node: Box::new(atom),
@@ -211,90 +204,6 @@ impl Parser<'_> {
             };
         }
     }
-
-    fn hex(&mut self, digits: usize) -> Result<u32, String> {
-        let mut v = 0;
-        for _ in 0..digits {
-            let d = char::from_u32(self.next()?)
-                .and_then(|c| c.to_digit(16))
-                .ok_or("bad hex escape")?;
-            v = v * 16 + d;
-        }
-        Ok(v)
-    }
-
-    /// An escape (after the backslash), outside or inside brackets.
-    fn escape(&mut self, in_bracket: bool) -> Result<Atom, String> {
-        let c = self.next()?;
-        let Ok(b) = u8::try_from(c) else {
-            return Ok(Atom::Unit(c));
-        };
-        if let Some(e) = escaped(b, in_bracket) {
-            return Ok(Atom::Unit(u32::from(e)));
-        }
-        Ok(match b {
-            b'b' if !in_bracket => Atom::WordBoundary(true),
-            b'B' if !in_bracket => Atom::WordBoundary(false),
-            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Atom::Class(Class::escape(b)),
-            b'x' => Atom::Unit(self.hex(2)?),
-            b'u' => Atom::Unit(self.hex(4)?),
-            b'c' => Atom::Unit(self.next()? % 32),
-            b'1'..=b'9' => return Err("back-references are not supported".into()),
-            _ => Atom::Unit(c),
-        })
-    }
-
-    fn bracket(&mut self) -> Result<Class, String> {
-        let mut class = Class::default();
-        class.negated = self.eat(b'^');
-        loop {
-            let c = self.next().map_err(|_| "missing ]")?;
-            if c == u32::from(b']') {
-                return Ok(class);
-            }
-            let lo = if c == u32::from(b'\\') {
-                match self.escape(true)? {
-                    Atom::Unit(u) => u,
-                    Atom::Class(k) => {
-                        class.add_all(k);
-                        continue;
-                    }
-                    Atom::WordBoundary(_) => return Err("\\b in brackets".into()),
-                }
-            } else {
-                c
-            };
-            if self.peek_is(b'-')
-                && self
-                    .re
-                    .get(self.at + 1)
-                    .is_some_and(|&n| n != u32::from(b']'))
-            {
-                self.at += 1;
-                let c2 = self.next()?;
-                let hi = if c2 == u32::from(b'\\') {
-                    match self.escape(true)? {
-                        Atom::Unit(u) => u,
-                        _ => return Err("class in a range".into()),
-                    }
-                } else {
-                    c2
-                };
-                if hi < lo {
-                    return Err("range out of order".into());
-                }
-                class.add_range(lo, hi);
-            } else {
-                class.add_range(lo, lo);
-            }
-        }
-    }
-}
-
-enum Atom {
-    Unit(u32),
-    Class(Class),
-    WordBoundary(bool),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -514,16 +423,22 @@ impl Compiler {
 }
 
 impl Program {
-    /// Compiles `re` as llama.cpp runs it: over the category stand-in when it names a
-    /// category (then it must be ASCII, as llama.cpp demands), else over code points.
-    /// Compiles the expression whose characters are `units` (code points, or bytes for an
-    /// expression over bytes). An error says what this matcher does not support.
-    pub(crate) fn new(units: &[u32]) -> Result<Program, String> {
-        let mut parser = Parser { re: units, at: 0 };
+    fn parse(units: &[u32], wide: bool) -> Result<Node> {
+        let mut parser = Parser {
+            t: Tokens::new(units, wide, String::new())?,
+        };
         let node = parser.alternation()?;
-        if parser.at != units.len() {
-            return Err("unbalanced )".into());
+        if parser.t.token != Token::Eof {
+            return Err(parser.t.error("unmatched ')'"));
         }
+        Ok(node)
+    }
+
+    /// Compiles the expression whose characters are `units`: code points where `wide` (as
+    /// `std::wregex` reads them), else bytes (as `std::regex` does). An error says what is
+    /// wrong or what this matcher does not support, and where.
+    pub(crate) fn new(units: &[u32], wide: bool) -> std::result::Result<Program, String> {
+        let node = Program::parse(units, wide).map_err(|e| e.message())?;
         let mut c = Compiler {
             insts: Vec::new(),
             classes: Vec::new(),
