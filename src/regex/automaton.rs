@@ -20,7 +20,8 @@
 
 use super::anchors::{line_begin, line_end, word_boundary};
 use super::classes::Class;
-use super::syntax::{Token, Tokens};
+use super::grammar::{Assertion, Build, Grammar, Quantifier};
+use super::syntax::Tokens;
 use crate::error::{Error, ErrorCode, Result};
 use crate::text::quote;
 use std::collections::HashMap;
@@ -31,8 +32,6 @@ const MAX_STATES: usize = 100_000;
 const MAX_STEPS: u64 = 2_000_000;
 /// Most frames the search's stack may hold (libstdc++ recurses: its depth).
 const MAX_FRAMES: usize = 200_000;
-/// Most groups nested in one another.
-const MAX_NESTING: u32 = 256;
 
 /// A compiled pattern.
 #[derive(Clone, Debug)]
@@ -101,12 +100,12 @@ struct Seq {
 /// libstdc++'s `_Compiler`: the same states, in the same way.
 struct Compiler<'a> {
     source: &'a str,
-    t: Tokens<'a>,
+    /// The first state of the count being read (see [`Build::count_begins`]).
+    count: Option<Seq>,
     nfa: Vec<State>,
     classes: Vec<Class>,
     groups: usize,
     open: Vec<usize>,
-    nesting: u32,
 }
 
 impl Compiler<'_> {
@@ -143,173 +142,9 @@ impl Compiler<'_> {
         seq.end = other.end;
     }
 
-    fn disjunction(&mut self) -> Result<Seq> {
-        let mut alt1 = self.alternative()?;
-        while self.t.take(&Token::Or)? {
-            let mut alt2 = self.alternative()?;
-            let end = self.insert(Op::Dummy, NONE, NONE)?;
-            self.append(&mut alt1, end);
-            self.append(&mut alt2, end);
-            let alt = self.insert(Op::Alternative, alt2.start, alt1.start)?;
-            alt1 = Seq { start: alt, end };
-        }
-        Ok(alt1)
-    }
-
-    /// `_M_alternative`: its terms, then a dummy state (iteratively: libstdc++ recurses, the
-    /// states come out the same).
-    fn alternative(&mut self) -> Result<Seq> {
-        let mut terms = Vec::new();
-        while let Some(t) = self.term()? {
-            terms.push(t);
-        }
-        let dummy = self.single(Op::Dummy)?;
-        let mut iter = terms.into_iter();
-        let Some(mut seq) = iter.next() else {
-            return Ok(dummy);
-        };
-        for t in iter {
-            self.append_seq(&mut seq, t);
-        }
-        self.append_seq(&mut seq, dummy);
-        Ok(seq)
-    }
-
-    fn term(&mut self) -> Result<Option<Seq>> {
-        if let Some(a) = self.assertion()? {
-            return Ok(Some(a));
-        }
-        let Some(mut atom) = self.atom()? else {
-            return Ok(None);
-        };
-        while self.quantifier(&mut atom)? {}
-        Ok(Some(atom))
-    }
-
-    fn nested(&mut self) -> Result<Seq> {
-        self.nesting += 1;
-        if self.nesting > MAX_NESTING {
-            return Err(self.t.error("groups nest more than 256 deep"));
-        }
-        let inner = self.disjunction()?;
-        self.nesting -= 1;
-        if !self.t.take(&Token::GroupEnd)? {
-            return Err(self.t.error("')' expected"));
-        }
-        Ok(inner)
-    }
-
-    fn assertion(&mut self) -> Result<Option<Seq>> {
-        let op = match self.t.token {
-            Token::LineBegin => Op::LineBegin,
-            Token::LineEnd => Op::LineEnd,
-            Token::WordBound { neg } => Op::WordBound { neg },
-            Token::LookaheadBegin { neg } => {
-                self.t.advance()?;
-                let mut inner = self.nested()?;
-                let accept = self.insert(Op::Accept, NONE, NONE)?;
-                self.append(&mut inner, accept);
-                return Ok(Some(self.single_alt(Op::Lookahead { neg }, inner.start)?));
-            }
-            _ => return Ok(None),
-        };
-        self.t.advance()?;
-        Ok(Some(self.single(op)?))
-    }
-
     fn single_alt(&mut self, op: Op, alt: usize) -> Result<Seq> {
         let id = self.insert(op, NONE, alt)?;
         Ok(Seq { start: id, end: id })
-    }
-
-    fn quantifier(&mut self, e: &mut Seq) -> Result<bool> {
-        let lazy_after = |c: &mut Self| c.t.take(&Token::Opt);
-        match self.t.token {
-            Token::Closure0 => {
-                self.t.advance()?;
-                let lazy = lazy_after(self)?;
-                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
-                self.append(e, r);
-                *e = Seq { start: r, end: r };
-            }
-            Token::Closure1 => {
-                self.t.advance()?;
-                let lazy = lazy_after(self)?;
-                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
-                self.append(e, r);
-            }
-            Token::Opt => {
-                self.t.advance()?;
-                let lazy = lazy_after(self)?;
-                let end = self.insert(Op::Dummy, NONE, NONE)?;
-                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
-                self.append(e, end);
-                let mut rs = Seq { start: r, end: r };
-                self.append(&mut rs, end);
-                *e = rs;
-            }
-            Token::IntervalBegin => {
-                self.t.advance()?;
-                let Token::Count(min) = self.t.token else {
-                    return Err(self.t.error("a repetition count expected"));
-                };
-                self.t.advance()?;
-                let r = *e;
-                let mut out = self.single(Op::Dummy)?;
-                let mut infinite = false;
-                let mut extra = 0u64;
-                if self.t.take(&Token::Comma)? {
-                    if let Token::Count(max) = self.t.token {
-                        self.t.advance()?;
-                        if max < min {
-                            return Err(self
-                                .t
-                                .error("a repetition's maximum is below its minimum"));
-                        }
-                        extra = max - min;
-                    } else {
-                        infinite = true;
-                    }
-                }
-                if !self.t.take(&Token::IntervalEnd)? {
-                    return Err(self.t.error("'}' expected"));
-                }
-                let lazy = lazy_after(self)?;
-                for _ in 0..min {
-                    let c = self.clone_seq(r)?;
-                    self.append_seq(&mut out, c);
-                }
-                if infinite {
-                    let mut tmp = self.clone_seq(r)?;
-                    let s = self.insert(Op::Repeat { lazy }, NONE, tmp.start)?;
-                    self.append(&mut tmp, s);
-                    self.append(&mut out, s);
-                } else {
-                    let end = self.insert(Op::Dummy, NONE, NONE)?;
-                    let mut repeats = Vec::new();
-                    for _ in 0..extra {
-                        let tmp = self.clone_seq(r)?;
-                        let alt = self.insert(Op::Repeat { lazy }, tmp.start, end)?;
-                        repeats.push(alt);
-                        self.append_seq(
-                            &mut out,
-                            Seq {
-                                start: alt,
-                                end: tmp.end,
-                            },
-                        );
-                    }
-                    self.append(&mut out, end);
-                    for id in repeats {
-                        let s = &mut self.nfa[id];
-                        std::mem::swap(&mut s.next, &mut s.alt);
-                    }
-                }
-                *e = out;
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// `_StateSeq::_M_clone`: a copy of the states reachable from `seq`'s start (not past its
@@ -351,62 +186,159 @@ impl Compiler<'_> {
             end: map[&seq.end],
         })
     }
+}
 
-    fn atom(&mut self) -> Result<Option<Seq>> {
-        let seq = match self.t.token.clone() {
-            Token::AnyChar => {
-                self.t.advance()?;
-                self.matcher(Class::any())?
-            }
-            Token::Ord(c) | Token::Hex(c) => {
-                self.t.advance()?;
-                self.matcher(Class::single(c))?
-            }
-            Token::Backref(n) => {
-                let n = usize::try_from(n).unwrap_or(usize::MAX);
-                if n >= self.groups {
-                    return Err(self.t.error(&format!(
-                        "a back-reference \\{n} to a group not opened before it"
-                    )));
-                }
-                if self.open.contains(&n) {
-                    return Err(self.t.error("a back-reference to a group still open"));
-                }
-                self.t.advance()?;
-                self.single(Op::Backref(n))?
-            }
-            Token::QuotedClass(c) => {
-                self.t.advance()?;
-                self.matcher(Class::escape(c))?
-            }
-            Token::NoGroupBegin => {
-                self.t.advance()?;
-                let mut r = self.single(Op::Dummy)?;
-                let inner = self.nested()?;
-                self.append_seq(&mut r, inner);
-                r
-            }
-            Token::GroupBegin => {
-                self.t.advance()?;
-                let id = self.groups;
-                self.groups += 1;
-                self.open.push(id);
-                let mut r = self.single(Op::SubBegin(id))?;
-                let inner = self.nested()?;
-                self.append_seq(&mut r, inner);
-                let close = self.open.pop().unwrap_or(id);
-                let end = self.insert(Op::SubEnd(close), NONE, NONE)?;
-                self.append(&mut r, end);
-                r
-            }
-            Token::BracketBegin { neg } => {
-                self.t.advance()?;
-                let set = self.t.bracket(neg)?;
-                self.matcher(set)?
-            }
-            _ => return Ok(None),
+impl Build for Compiler<'_> {
+    type Expr = Seq;
+    /// The group's number where it captures, and its first state.
+    type Group = (Option<usize>, Seq);
+
+    fn assertion(&mut self, a: Assertion) -> Result<Seq> {
+        self.single(match a {
+            Assertion::LineBegin => Op::LineBegin,
+            Assertion::LineEnd => Op::LineEnd,
+            Assertion::WordBound { neg } => Op::WordBound { neg },
+        })
+    }
+
+    fn lookahead(&mut self, neg: bool, mut inner: Seq) -> Result<Seq> {
+        let accept = self.insert(Op::Accept, NONE, NONE)?;
+        self.append(&mut inner, accept);
+        self.single_alt(Op::Lookahead { neg }, inner.start)
+    }
+
+    fn class(&mut self, class: Class) -> Result<Seq> {
+        self.matcher(class)
+    }
+
+    fn unit(&mut self, u: u32) -> Result<Seq> {
+        self.matcher(Class::single(u))
+    }
+
+    fn backref_allowed(&mut self, t: &Tokens, n: u64) -> Result<()> {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        if n >= self.groups {
+            return Err(t.error(&format!(
+                "a back-reference \\{n} to a group not opened before it"
+            )));
+        }
+        if self.open.contains(&n) {
+            return Err(t.error("a back-reference to a group still open"));
+        }
+        Ok(())
+    }
+
+    fn backref(&mut self, n: u64) -> Result<Seq> {
+        self.single(Op::Backref(usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
+    fn open_group(&mut self, capture: bool) -> Result<(Option<usize>, Seq)> {
+        if !capture {
+            return Ok((None, self.single(Op::Dummy)?));
+        }
+        let id = self.groups;
+        self.groups += 1;
+        self.open.push(id);
+        Ok((Some(id), self.single(Op::SubBegin(id))?))
+    }
+
+    fn close_group(&mut self, (id, mut r): (Option<usize>, Seq), inner: Seq) -> Result<Seq> {
+        self.append_seq(&mut r, inner);
+        if let Some(id) = id {
+            let close = self.open.pop().unwrap_or(id);
+            let end = self.insert(Op::SubEnd(close), NONE, NONE)?;
+            self.append(&mut r, end);
+        }
+        Ok(r)
+    }
+
+    /// `_M_alternative`: its terms, then a dummy state (iteratively: libstdc++ recurses, the
+    /// states come out the same).
+    fn sequence(&mut self, terms: Vec<Seq>) -> Result<Seq> {
+        let dummy = self.single(Op::Dummy)?;
+        let mut iter = terms.into_iter();
+        let Some(mut seq) = iter.next() else {
+            return Ok(dummy);
         };
-        Ok(Some(seq))
+        for t in iter {
+            self.append_seq(&mut seq, t);
+        }
+        self.append_seq(&mut seq, dummy);
+        Ok(seq)
+    }
+
+    fn or(&mut self, mut alt1: Seq, mut alt2: Seq, _first: bool) -> Result<Seq> {
+        let end = self.insert(Op::Dummy, NONE, NONE)?;
+        self.append(&mut alt1, end);
+        self.append(&mut alt2, end);
+        let alt = self.insert(Op::Alternative, alt2.start, alt1.start)?;
+        Ok(Seq { start: alt, end })
+    }
+
+    fn count_begins(&mut self) -> Result<()> {
+        self.count = Some(self.single(Op::Dummy)?);
+        Ok(())
+    }
+
+    fn repeat(&mut self, _t: &Tokens, mut e: Seq, q: Quantifier, lazy: bool) -> Result<Seq> {
+        match q {
+            Quantifier::Star => {
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(&mut e, r);
+                Ok(Seq { start: r, end: r })
+            }
+            Quantifier::Plus => {
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(&mut e, r);
+                Ok(e)
+            }
+            Quantifier::Opt => {
+                let end = self.insert(Op::Dummy, NONE, NONE)?;
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(&mut e, end);
+                let mut rs = Seq { start: r, end: r };
+                self.append(&mut rs, end);
+                Ok(rs)
+            }
+            Quantifier::Count { min, max } => {
+                let r = e;
+                let mut out = match self.count.take() {
+                    Some(out) => out,
+                    None => self.single(Op::Dummy)?,
+                };
+                for _ in 0..min {
+                    let c = self.clone_seq(r)?;
+                    self.append_seq(&mut out, c);
+                }
+                if let Some(max) = max {
+                    let end = self.insert(Op::Dummy, NONE, NONE)?;
+                    let mut repeats = Vec::new();
+                    for _ in 0..max - min {
+                        let tmp = self.clone_seq(r)?;
+                        let alt = self.insert(Op::Repeat { lazy }, tmp.start, end)?;
+                        repeats.push(alt);
+                        self.append_seq(
+                            &mut out,
+                            Seq {
+                                start: alt,
+                                end: tmp.end,
+                            },
+                        );
+                    }
+                    self.append(&mut out, end);
+                    for id in repeats {
+                        let s = &mut self.nfa[id];
+                        std::mem::swap(&mut s.next, &mut s.alt);
+                    }
+                } else {
+                    let mut tmp = self.clone_seq(r)?;
+                    let s = self.insert(Op::Repeat { lazy }, NONE, tmp.start)?;
+                    self.append(&mut tmp, s);
+                    self.append(&mut out, s);
+                }
+                Ok(out)
+            }
+        }
     }
 }
 
@@ -655,29 +587,18 @@ impl Pattern {
     /// where, or what is not supported.
     pub fn new(source: &str) -> Result<Pattern> {
         let units: Vec<u32> = source.bytes().map(u32::from).collect();
+        let mut t = Tokens::new(&units, false, format!("tensor-name pattern '{source}'"))?;
+        // The whole pattern is group 0: begin, the disjunction, end, accept.
         let mut c = Compiler {
             source,
-            t: Tokens::new(&units, false, format!("tensor-name pattern '{source}'"))?,
+            count: None,
             nfa: Vec::new(),
             classes: Vec::new(),
-            groups: 0,
-            open: Vec::new(),
-            nesting: 0,
+            groups: 1,
+            open: vec![0],
         };
-        // The whole pattern is group 0: begin, the disjunction, end, accept.
-        c.groups = 1;
-        c.open.push(0);
         let mut r = c.single(Op::SubBegin(0))?;
-        let inner = c.disjunction()?;
-        if c.t.token != Token::Eof {
-            return Err(c.t.error(match c.t.token {
-                Token::GroupEnd => "unmatched ')'",
-                Token::Closure0 | Token::Closure1 | Token::Opt | Token::IntervalBegin => {
-                    "nothing to repeat"
-                }
-                _ => "unexpected character",
-            }));
-        }
+        let inner = Grammar::new(&mut t, &mut c).expression()?;
         c.append_seq(&mut r, inner);
         c.open.pop();
         let end = c.insert(Op::SubEnd(0), NONE, NONE)?;

@@ -1,20 +1,19 @@
 //! A backtracking matcher for ECMAScript expressions over 32-bit units (code points, or bytes
-//! for an expression over bytes): the grammar read from libstdc++'s tokens ([`super::syntax`]),
-//! the match
-//! `std::regex` gives (leftmost, the first alternative that matches wins), and the (state,
-//! position) pairs that failed remembered, so no input makes it quadratic. `\s`, `\d`, `\w`
-//! and `\b` are the "C" locale's ([`super::classes`]).
+//! for an expression over bytes): the tree libstdc++'s grammar ([`super::grammar`]) reads, the
+//! match `std::regex` gives (leftmost, the first alternative that matches wins), and the
+//! (state, position) pairs that failed remembered, so no input makes it quadratic. `\s`, `\d`,
+//! `\w` and `\b` are the "C" locale's ([`super::classes`]).
 
 use super::anchors::{line_begin, line_end, word_boundary};
 use super::classes::Class;
-use super::syntax::{Token, Tokens};
-use crate::error::Result;
+use super::grammar::{Assertion, Build, Grammar, Quantifier};
+use super::syntax::Tokens;
+use crate::error::{Error, ErrorCode, Result};
 
 #[derive(Debug, Clone)]
 enum Node {
     Unit(u32),
     Class(Class),
-    Any,
     Bol,
     Eol,
     WordBoundary(bool),
@@ -32,7 +31,7 @@ enum Node {
 impl Node {
     fn can_be_empty(&self) -> bool {
         match self {
-            Node::Unit(_) | Node::Class(_) | Node::Any => false,
+            Node::Unit(_) | Node::Class(_) => false,
             Node::Bol | Node::Eol | Node::WordBoundary(_) | Node::Look(..) => true,
             Node::Concat(v) => v.iter().all(Node::can_be_empty),
             Node::Alt(v) => v.iter().any(Node::can_be_empty),
@@ -57,152 +56,107 @@ impl Node {
         match self {
             Node::Unit(u) => Some(Class::single(*u)),
             Node::Class(c) => Some(c.clone()),
-            Node::Any => Some(Class::any()),
             _ => None,
         }
     }
 }
 
-/// The grammar above libstdc++'s tokens ([`super::syntax`]), as a tree: the part llama.cpp's
-/// expressions use (alternation, groups, lookaheads, classes, greedy and lazy quantifiers);
-/// back-references are refused.
-struct Parser<'a> {
-    t: Tokens<'a>,
-}
+/// The tree an expression's grammar ([`super::grammar`]) builds here: the part llama.cpp's
+/// expressions use, with back-references, counts above 1000 and unbounded repetitions of what
+/// can match nothing refused.
+struct Tree;
 
 /// Most repetitions a count may ask for.
 const MAX_REPEAT: u64 = 1000;
 
-impl Parser<'_> {
-    fn alternation(&mut self) -> Result<Node> {
-        let mut alts = vec![self.concat()?];
-        while self.t.take(&Token::Or)? {
-            alts.push(self.concat()?);
-        }
-        Ok(if alts.len() == 1 {
-            alts.pop().unwrap_or(Node::Concat(Vec::new()))
-        } else {
-            Node::Alt(alts)
+fn unsupported(what: &str) -> Error {
+    Error::msg(ErrorCode::InvalidArgument, what)
+}
+
+impl Build for Tree {
+    type Expr = Node;
+    type Group = ();
+
+    fn assertion(&mut self, a: Assertion) -> Result<Node> {
+        Ok(match a {
+            Assertion::LineBegin => Node::Bol,
+            Assertion::LineEnd => Node::Eol,
+            Assertion::WordBound { neg } => Node::WordBoundary(!neg),
         })
     }
 
-    fn concat(&mut self) -> Result<Node> {
-        let mut items = Vec::new();
-        while !matches!(self.t.token, Token::Or | Token::GroupEnd | Token::Eof) {
-            items.push(self.term()?);
-        }
-        Ok(if items.len() == 1 {
-            items.pop().unwrap_or(Node::Concat(Vec::new()))
+    fn lookahead(&mut self, neg: bool, inside: Node) -> Result<Node> {
+        Ok(Node::Look(neg, Box::new(inside)))
+    }
+
+    fn class(&mut self, class: Class) -> Result<Node> {
+        Ok(Node::Class(class))
+    }
+
+    fn unit(&mut self, u: u32) -> Result<Node> {
+        Ok(Node::Unit(u))
+    }
+
+    fn backref_allowed(&mut self, t: &Tokens, _: u64) -> Result<()> {
+        Err(t.error("back-references are not supported"))
+    }
+
+    fn backref(&mut self, _: u64) -> Result<Node> {
+        Err(unsupported("back-references are not supported"))
+    }
+
+    fn open_group(&mut self, _: bool) -> Result<()> {
+        Ok(())
+    }
+
+    fn close_group(&mut self, _: (), inside: Node) -> Result<Node> {
+        Ok(inside)
+    }
+
+    fn sequence(&mut self, mut terms: Vec<Node>) -> Result<Node> {
+        Ok(if terms.len() == 1 {
+            terms.pop().unwrap_or(Node::Concat(Vec::new()))
         } else {
-            Node::Concat(items)
+            Node::Concat(terms)
         })
     }
 
-    /// The inside of a group, after its opening, and its `)`.
-    fn group(&mut self) -> Result<Node> {
-        let inner = self.alternation()?;
-        if !self.t.take(&Token::GroupEnd)? {
-            return Err(self.t.error("')' expected"));
-        }
-        Ok(inner)
+    fn or(&mut self, left: Node, right: Node, first: bool) -> Result<Node> {
+        Ok(match left {
+            Node::Alt(mut alts) if !first => {
+                alts.push(right);
+                Node::Alt(alts)
+            }
+            left => Node::Alt(vec![left, right]),
+        })
     }
 
-    fn term(&mut self) -> Result<Node> {
-        let atom = match self.t.token.clone() {
-            // Assertions take no quantifier.
-            Token::LineBegin => {
-                self.t.advance()?;
-                return Ok(Node::Bol);
-            }
-            Token::LineEnd => {
-                self.t.advance()?;
-                return Ok(Node::Eol);
-            }
-            Token::WordBound { neg } => {
-                self.t.advance()?;
-                return Ok(Node::WordBoundary(!neg));
-            }
-            Token::LookaheadBegin { neg } => {
-                self.t.advance()?;
-                let inner = self.group()?;
-                return Ok(Node::Look(neg, Box::new(inner)));
-            }
-            Token::GroupBegin | Token::NoGroupBegin => {
-                self.t.advance()?;
-                self.group()?
-            }
-            Token::BracketBegin { neg } => {
-                self.t.advance()?;
-                Node::Class(self.t.bracket(neg)?)
-            }
-            Token::AnyChar => {
-                self.t.advance()?;
-                Node::Any
-            }
-            Token::Ord(u) | Token::Hex(u) => {
-                self.t.advance()?;
-                Node::Unit(u)
-            }
-            Token::QuotedClass(c) => {
-                self.t.advance()?;
-                Node::Class(Class::escape(c))
-            }
-            Token::Backref(_) => return Err(self.t.error("back-references are not supported")),
-            Token::Closure0 | Token::Closure1 | Token::Opt | Token::IntervalBegin => {
-                return Err(self.t.error("nothing to repeat"))
-            }
-            _ => return Err(self.t.error("unexpected character")),
-        };
-        self.quantified(atom)
+    fn count_begins(&mut self) -> Result<()> {
+        Ok(())
     }
 
-    fn quantified(&mut self, mut atom: Node) -> Result<Node> {
-        loop {
-            let (min, max) = match self.t.token {
-                Token::Closure0 => (0, None),
-                Token::Closure1 => (1, None),
-                Token::Opt => (0, Some(1)),
-                Token::IntervalBegin => {
-                    self.t.advance()?;
-                    let Token::Count(min) = self.t.token else {
-                        return Err(self.t.error("a repetition count expected"));
-                    };
-                    self.t.advance()?;
-                    let mut max = Some(min);
-                    if self.t.take(&Token::Comma)? {
-                        max = None;
-                        if let Token::Count(m) = self.t.token {
-                            self.t.advance()?;
-                            max = Some(m);
-                        }
-                    }
-                    if !matches!(self.t.token, Token::IntervalEnd) {
-                        return Err(self.t.error("'}' expected"));
-                    }
-                    if max.is_some_and(|m| m < min) {
-                        return Err(self.t.error("a repetition's maximum is below its minimum"));
-                    }
-                    if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
-                        return Err(self.t.error("a repetition count above 1000"));
-                    }
-                    (min as u32, max.map(|m| m as u32))
+    fn repeat(&mut self, t: &Tokens, e: Node, q: Quantifier, lazy: bool) -> Result<Node> {
+        let (min, max) = match q {
+            Quantifier::Star => (0, None),
+            Quantifier::Plus => (1, None),
+            Quantifier::Opt => (0, Some(1)),
+            Quantifier::Count { min, max } => {
+                if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
+                    return Err(t.error("a repetition count above 1000"));
                 }
-                _ => return Ok(atom),
-            };
-            self.t.advance()?;
-            let greedy = !self.t.take(&Token::Opt)?;
-            if max.is_none() && atom.can_be_empty() {
-                return Err(self
-                    .t
-                    .error("unbounded repetition of what can match nothing"));
+                // At most 1000: they fit.
+                (min as u32, max.map(|m| m as u32))
             }
-            atom = Node::Repeat {
-                node: Box::new(atom),
-                min,
-                max,
-                greedy,
-            };
+        };
+        if max.is_none() && e.can_be_empty() {
+            return Err(t.error("unbounded repetition of what can match nothing"));
         }
+        Ok(Node::Repeat {
+            node: Box::new(e),
+            min,
+            max,
+            greedy: !lazy,
+        })
     }
 }
 
@@ -288,7 +242,7 @@ impl Compiler {
     fn emit(&mut self, node: &Node) {
         match node {
             Node::Unit(u) => self.insts.push(Inst::Unit(*u)),
-            Node::Class(_) | Node::Any => {
+            Node::Class(_) => {
                 let c = node.as_class().unwrap_or_default();
                 let id = self.class(c);
                 self.insts.push(Inst::Class(id));
@@ -424,14 +378,8 @@ impl Compiler {
 
 impl Program {
     fn parse(units: &[u32], wide: bool) -> Result<Node> {
-        let mut parser = Parser {
-            t: Tokens::new(units, wide, String::new())?,
-        };
-        let node = parser.alternation()?;
-        if parser.t.token != Token::Eof {
-            return Err(parser.t.error("unmatched ')'"));
-        }
-        Ok(node)
+        let mut t = Tokens::new(units, wide, String::new())?;
+        Grammar::new(&mut t, &mut Tree).expression()
     }
 
     /// Compiles the expression whose characters are `units`: code points where `wide` (as
