@@ -144,8 +144,8 @@ impl Build for Tree {
                 if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
                     return Err(t.error("a repetition count above 1000"));
                 }
-                // At most 1000: they fit.
-                (min as u32, max.map(|m| m as u32))
+                let fit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+                (fit(min), max.map(fit))
             }
         };
         if max.is_none() && e.can_be_empty() {

@@ -258,6 +258,16 @@ impl Scanner<'_> {
     }
 }
 
+/// A unit's low byte (the whole unit, over bytes).
+fn low_byte(u: u32) -> u8 {
+    u.to_le_bytes()[0]
+}
+
+/// A byte unit as a signed `char` compares it.
+fn signed(u: u32) -> i8 {
+    i8::from_le_bytes([low_byte(u)])
+}
+
 enum Last {
     None,
     Char(u32),
@@ -325,7 +335,7 @@ impl<'a> Tokens<'a> {
         if self.scanner.wide {
             name.iter().filter_map(|&u| char::from_u32(u)).collect()
         } else {
-            let bytes: Vec<u8> = name.iter().map(|&u| u as u8).collect();
+            let bytes: Vec<u8> = name.iter().map(|&u| low_byte(u)).collect();
             String::from_utf8_lossy(&bytes).into_owned()
         }
     }
@@ -422,7 +432,7 @@ impl<'a> Tokens<'a> {
                             let below = if self.scanner.wide {
                                 hi < lo
                             } else {
-                                (hi as u8 as i8) < (lo as u8 as i8)
+                                signed(hi) < signed(lo)
                             };
                             if below {
                                 return Err(self.error("a range's end is below its start"));
@@ -451,13 +461,12 @@ impl<'a> Tokens<'a> {
                 set.add_range(lo, hi);
             }
         }
-        let signed = |u: u32| u as u8 as i8;
         for u in 0..256u32 {
-            let b = u as u8;
+            let b = low_byte(u);
             let hit = (!self.scanner.wide
                 && ranges
                     .iter()
-                    .any(|&(lo, hi)| signed(lo) <= b as i8 && b as i8 <= signed(hi)))
+                    .any(|&(lo, hi)| signed(lo) <= signed(u) && signed(u) <= signed(hi)))
                 || classes.iter().any(|f| f(u))
                 || equivs.contains(&b.to_ascii_lowercase())
                 || neg_classes.iter().any(|f| !f(u));
