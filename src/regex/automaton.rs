@@ -18,7 +18,10 @@
 //! `MAX_STEPS` (2,000,000) steps, or holds more than `MAX_FRAMES` (200,000) frames on its stack, fails with an error naming
 //! the pattern and the name (libstdc++ would run on, or overflow its stack).
 
-use super::classes::{self, is_digit, is_space};
+use super::anchors::{line_begin, line_end, word_boundary};
+use super::classes::Class;
+use super::grammar::{Assertion, Build, Grammar, Quantifier};
+use super::syntax::Tokens;
 use crate::error::{Error, ErrorCode, Result};
 use crate::text::quote;
 use std::collections::HashMap;
@@ -29,41 +32,14 @@ const MAX_STATES: usize = 100_000;
 const MAX_STEPS: u64 = 2_000_000;
 /// Most frames the search's stack may hold (libstdc++ recurses: its depth).
 const MAX_FRAMES: usize = 200_000;
-/// Most groups nested in one another.
-const MAX_NESTING: u32 = 256;
 
 /// A compiled pattern.
 #[derive(Clone, Debug)]
 pub struct Pattern {
     source: String,
     nfa: Vec<State>,
+    classes: Vec<Class>,
     groups: usize,
-}
-
-/// A set of bytes (a matcher's cache: whether it matches each byte).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    const EMPTY: ByteSet = ByteSet([0; 4]);
-
-    fn add(&mut self, b: u8) {
-        self.0[usize::from(b >> 6)] |= 1 << (b & 63);
-    }
-
-    fn has(&self, b: u8) -> bool {
-        self.0[usize::from(b >> 6)] & (1 << (b & 63)) != 0
-    }
-
-    fn from_fn(f: impl Fn(u8) -> bool) -> ByteSet {
-        let mut s = ByteSet::EMPTY;
-        for b in 0..=255u8 {
-            if f(b) {
-                s.add(b);
-            }
-        }
-        s
-    }
 }
 
 const NONE: usize = usize::MAX;
@@ -71,14 +47,21 @@ const NONE: usize = usize::MAX;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op {
     Alternative,
-    Repeat { lazy: bool },
+    Repeat {
+        lazy: bool,
+    },
     SubBegin(usize),
     SubEnd(usize),
     LineBegin,
     LineEnd,
-    WordBound { neg: bool },
-    Lookahead { neg: bool },
-    Match(ByteSet),
+    WordBound {
+        neg: bool,
+    },
+    Lookahead {
+        neg: bool,
+    },
+    /// A unit in the pattern's class `.0`.
+    Match(usize),
     Backref(usize),
     Accept,
     Dummy,
@@ -100,422 +83,11 @@ struct State {
     alt: usize,
 }
 
-/// The classes of the "C" locale (glibc's table), by name as `regex_traits::lookup_classname`
-/// knows them (lower-cased first).
-fn class_named(name: &[u8]) -> Option<fn(u8) -> bool> {
-    let name = name.to_ascii_lowercase();
-    Some(match &name[..] {
-        b"d" | b"digit" => |c: u8| is_digit(u32::from(c)),
-        b"w" => is_word,
-        b"s" | b"space" => |c: u8| is_space(u32::from(c)),
-        b"alnum" => |c: u8| c.is_ascii_alphanumeric(),
-        b"alpha" => |c: u8| c.is_ascii_alphabetic(),
-        b"blank" => |c: u8| c == b' ' || c == b'\t',
-        b"cntrl" => |c: u8| c < 0x20 || c == 0x7f,
-        b"graph" => |c: u8| (0x21..=0x7e).contains(&c),
-        b"lower" => |c: u8| c.is_ascii_lowercase(),
-        b"print" => |c: u8| (0x20..=0x7e).contains(&c),
-        b"punct" => |c: u8| c.is_ascii_punctuation(),
-        b"upper" => |c: u8| c.is_ascii_uppercase(),
-        b"xdigit" => |c: u8| c.is_ascii_hexdigit(),
-        _ => return None,
-    })
-}
-
-/// `regex_traits::lookup_collatename`'s names, by the character each stands for.
-const COLLATING_NAMES: [&str; 128] = [
-    "NUL",
-    "SOH",
-    "STX",
-    "ETX",
-    "EOT",
-    "ENQ",
-    "ACK",
-    "alert",
-    "backspace",
-    "tab",
-    "newline",
-    "vertical-tab",
-    "form-feed",
-    "carriage-return",
-    "SO",
-    "SI",
-    "DLE",
-    "DC1",
-    "DC2",
-    "DC3",
-    "DC4",
-    "NAK",
-    "SYN",
-    "ETB",
-    "CAN",
-    "EM",
-    "SUB",
-    "ESC",
-    "IS4",
-    "IS3",
-    "IS2",
-    "IS1",
-    "space",
-    "exclamation-mark",
-    "quotation-mark",
-    "number-sign",
-    "dollar-sign",
-    "percent-sign",
-    "ampersand",
-    "apostrophe",
-    "left-parenthesis",
-    "right-parenthesis",
-    "asterisk",
-    "plus-sign",
-    "comma",
-    "hyphen",
-    "period",
-    "slash",
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "colon",
-    "semicolon",
-    "less-than-sign",
-    "equals-sign",
-    "greater-than-sign",
-    "question-mark",
-    "commercial-at",
-    "A",
-    "B",
-    "C",
-    "D",
-    "E",
-    "F",
-    "G",
-    "H",
-    "I",
-    "J",
-    "K",
-    "L",
-    "M",
-    "N",
-    "O",
-    "P",
-    "Q",
-    "R",
-    "S",
-    "T",
-    "U",
-    "V",
-    "W",
-    "X",
-    "Y",
-    "Z",
-    "left-square-bracket",
-    "backslash",
-    "right-square-bracket",
-    "circumflex",
-    "underscore",
-    "grave-accent",
-    "a",
-    "b",
-    "c",
-    "d",
-    "e",
-    "f",
-    "g",
-    "h",
-    "i",
-    "j",
-    "k",
-    "l",
-    "m",
-    "n",
-    "o",
-    "p",
-    "q",
-    "r",
-    "s",
-    "t",
-    "u",
-    "v",
-    "w",
-    "x",
-    "y",
-    "z",
-    "left-curly-bracket",
-    "vertical-line",
-    "right-curly-bracket",
-    "tilde",
-    "DEL",
-];
-
-/// The character a collating name stands for (`[[.name.]]`).
-fn collating(name: &[u8]) -> Option<u8> {
-    COLLATING_NAMES
-        .iter()
-        .position(|n| n.as_bytes() == name)
-        .and_then(|i| u8::try_from(i).ok())
-}
-
-fn is_word(c: u8) -> bool {
-    classes::is_word(u32::from(c))
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Token {
-    Eof,
-    Ord(u8),
-    Hex(u8),
-    Backref(u64),
-    QuotedClass(u8),
-    WordBound { neg: bool },
-    LineBegin,
-    LineEnd,
-    AnyChar,
-    Closure0,
-    Closure1,
-    Opt,
-    Or,
-    GroupBegin,
-    NoGroupBegin,
-    LookaheadBegin { neg: bool },
-    GroupEnd,
-    BracketBegin { neg: bool },
-    BracketEnd,
-    BracketDash,
-    ClassName(Vec<u8>),
-    Collating { equiv: bool, name: Vec<u8> },
-    IntervalBegin,
-    IntervalEnd,
-    Comma,
-    Count(u64),
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Normal,
-    Bracket,
-    Brace,
-}
-
-/// libstdc++'s `_Scanner` for ECMAScript.
-struct Scanner<'a> {
-    s: &'a [u8],
-    at: usize,
-    mode: Mode,
-    source: &'a str,
-}
-
 fn too_big(source: &str, what: &str) -> Error {
     Error::msg(
         ErrorCode::InvalidArgument,
         format!("tensor-name pattern '{source}': {what}"),
     )
-}
-
-impl Scanner<'_> {
-    fn error(&self, what: &str) -> Error {
-        Error::msg(
-            ErrorCode::InvalidArgument,
-            format!(
-                "tensor-name pattern '{}': {what} at character {}",
-                self.source,
-                self.at.min(self.s.len()) + 1
-            ),
-        )
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.at).copied()
-    }
-
-    fn digits(&mut self, first: u8) -> Result<u64> {
-        let mut v = u64::from(first - b'0');
-        while let Some(c) = self.peek().filter(u8::is_ascii_digit) {
-            self.at += 1;
-            v = v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(c - b'0')))
-                .filter(|&v| v <= i32::MAX as u64)
-                .ok_or_else(|| {
-                    self.error("a number above 2147483647 (std::regex would wrap it)")
-                })?;
-        }
-        Ok(v)
-    }
-
-    fn next(&mut self) -> Result<Token> {
-        let Some(c) = self.peek() else {
-            return Ok(Token::Eof);
-        };
-        self.at += 1;
-        match self.mode {
-            Mode::Normal => self.normal(c),
-            Mode::Bracket => self.bracket(c),
-            Mode::Brace => self.brace(c),
-        }
-    }
-
-    fn normal(&mut self, c: u8) -> Result<Token> {
-        Ok(match c {
-            b'\\' => {
-                if self.peek().is_none() {
-                    return Err(self.error("a pattern ends in a backslash"));
-                }
-                self.escape()?
-            }
-            b'(' => {
-                if self.peek() == Some(b'?') {
-                    self.at += 1;
-                    let t = match self.peek() {
-                        Some(b':') => Token::NoGroupBegin,
-                        Some(b'=') => Token::LookaheadBegin { neg: false },
-                        Some(b'!') => Token::LookaheadBegin { neg: true },
-                        _ => return Err(self.error("'(?' is not followed by ':', '=' or '!'")),
-                    };
-                    self.at += 1;
-                    t
-                } else {
-                    Token::GroupBegin
-                }
-            }
-            b')' => Token::GroupEnd,
-            b'[' => {
-                self.mode = Mode::Bracket;
-                if self.peek() == Some(b'^') {
-                    self.at += 1;
-                    Token::BracketBegin { neg: true }
-                } else {
-                    Token::BracketBegin { neg: false }
-                }
-            }
-            b'{' => {
-                self.mode = Mode::Brace;
-                Token::IntervalBegin
-            }
-            b'^' => Token::LineBegin,
-            b'$' => Token::LineEnd,
-            b'.' => Token::AnyChar,
-            b'*' => Token::Closure0,
-            b'+' => Token::Closure1,
-            b'?' => Token::Opt,
-            b'|' => Token::Or,
-            c => Token::Ord(c),
-        })
-    }
-
-    fn bracket(&mut self, c: u8) -> Result<Token> {
-        Ok(match c {
-            b'-' => Token::BracketDash,
-            b'[' => match self.peek() {
-                None => return Err(self.error("an incomplete '[[' in a bracket expression")),
-                Some(d @ (b'.' | b':' | b'=')) => {
-                    self.at += 1;
-                    let start = self.at;
-                    while self.peek().is_some_and(|c| c != d) {
-                        self.at += 1;
-                    }
-                    let name = self.s[start..self.at].to_vec();
-                    if self.peek() != Some(d) || self.s.get(self.at + 1) != Some(&b']') {
-                        return Err(self.error("a class name in brackets is not closed"));
-                    }
-                    self.at += 2;
-                    if d == b':' {
-                        Token::ClassName(name)
-                    } else {
-                        Token::Collating {
-                            equiv: d == b'=',
-                            name,
-                        }
-                    }
-                }
-                Some(_) => Token::Ord(b'['),
-            },
-            b']' => {
-                self.mode = Mode::Normal;
-                Token::BracketEnd
-            }
-            b'\\' => {
-                if self.peek().is_none() {
-                    return Err(self.error("a pattern ends in a backslash"));
-                }
-                self.escape()?
-            }
-            c => Token::Ord(c),
-        })
-    }
-
-    fn brace(&mut self, c: u8) -> Result<Token> {
-        Ok(match c {
-            b'0'..=b'9' => Token::Count(self.digits(c)?),
-            b',' => Token::Comma,
-            b'}' => {
-                self.mode = Mode::Normal;
-                Token::IntervalEnd
-            }
-            _ => {
-                self.at -= 1;
-                return Err(self.error("a repetition count is not '{n}', '{n,}' or '{n,m}'"));
-            }
-        })
-    }
-
-    /// `_M_eat_escape_ecma`, after the backslash (a character follows).
-    fn escape(&mut self) -> Result<Token> {
-        let c = self.peek().unwrap_or(0);
-        self.at += 1;
-        let table = |c: u8| match c {
-            b'0' => Some(0),
-            b'b' => Some(8),
-            b'f' => Some(0x0c),
-            b'n' => Some(b'\n'),
-            b'r' => Some(b'\r'),
-            b't' => Some(b'\t'),
-            b'v' => Some(0x0b),
-            _ => None,
-        };
-        Ok(match c {
-            b'b' if self.mode == Mode::Bracket => Token::Ord(8),
-            b'b' => Token::WordBound { neg: false },
-            b'B' => Token::WordBound { neg: true },
-            c if table(c).is_some() => Token::Ord(table(c).unwrap_or(0)),
-            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => Token::QuotedClass(c),
-            b'c' => {
-                let Some(n) = self.peek() else {
-                    return Err(self.error("'\\c' ends the pattern"));
-                };
-                self.at += 1;
-                Token::Ord(n)
-            }
-            b'x' | b'u' => {
-                let n = if c == b'x' { 2 } else { 4 };
-                let mut v = 0u32;
-                for _ in 0..n {
-                    let d = self
-                        .peek()
-                        .and_then(|d| char::from(d).to_digit(16))
-                        .ok_or_else(|| {
-                            self.error(if n == 2 {
-                                "'\\x' needs two hexadecimal digits"
-                            } else {
-                                "'\\u' needs four hexadecimal digits"
-                            })
-                        })?;
-                    self.at += 1;
-                    v = v * 16 + d;
-                }
-                // Stored in a `char`: its low byte.
-                Token::Hex((v & 0xff) as u8)
-            }
-            b'1'..=b'9' => Token::Backref(self.digits(c)?),
-            c => Token::Ord(c),
-        })
-    }
 }
 
 /// A run of states: where it starts and its last state (whose `next` is open).
@@ -527,46 +99,32 @@ struct Seq {
 
 /// libstdc++'s `_Compiler`: the same states, in the same way.
 struct Compiler<'a> {
-    scanner: Scanner<'a>,
-    token: Token,
+    source: &'a str,
+    /// The first state of the count being read (see [`Build::count_begins`]).
+    count: Option<Seq>,
     nfa: Vec<State>,
+    classes: Vec<Class>,
     groups: usize,
     open: Vec<usize>,
-    nesting: u32,
-}
-
-enum Last {
-    None,
-    Char(u8),
-    Class,
 }
 
 impl Compiler<'_> {
-    fn advance(&mut self) -> Result<()> {
-        self.token = self.scanner.next()?;
-        Ok(())
-    }
-
-    /// Takes the current token if it is `t`.
-    fn take(&mut self, t: &Token) -> Result<bool> {
-        if &self.token == t {
-            self.advance()?;
-            Ok(true)
-        } else {
-            Ok(false)
-        }
-    }
-
     fn insert(&mut self, op: Op, next: usize, alt: usize) -> Result<usize> {
         if self.nfa.len() >= MAX_STATES {
             return Err(too_big(
-                self.scanner.source,
+                self.source,
                 "it compiles to more than 100000 states (std::regex's limit: \
                  a repetition count too large, or too long a pattern)",
             ));
         }
         self.nfa.push(State { op, next, alt });
         Ok(self.nfa.len() - 1)
+    }
+
+    /// A state matching one unit of `class`.
+    fn matcher(&mut self, class: Class) -> Result<Seq> {
+        self.classes.push(class);
+        self.single(Op::Match(self.classes.len() - 1))
     }
 
     fn single(&mut self, op: Op) -> Result<Seq> {
@@ -584,173 +142,9 @@ impl Compiler<'_> {
         seq.end = other.end;
     }
 
-    fn disjunction(&mut self) -> Result<Seq> {
-        let mut alt1 = self.alternative()?;
-        while self.take(&Token::Or)? {
-            let mut alt2 = self.alternative()?;
-            let end = self.insert(Op::Dummy, NONE, NONE)?;
-            self.append(&mut alt1, end);
-            self.append(&mut alt2, end);
-            let alt = self.insert(Op::Alternative, alt2.start, alt1.start)?;
-            alt1 = Seq { start: alt, end };
-        }
-        Ok(alt1)
-    }
-
-    /// `_M_alternative`: its terms, then a dummy state (iteratively: libstdc++ recurses, the
-    /// states come out the same).
-    fn alternative(&mut self) -> Result<Seq> {
-        let mut terms = Vec::new();
-        while let Some(t) = self.term()? {
-            terms.push(t);
-        }
-        let dummy = self.single(Op::Dummy)?;
-        let mut iter = terms.into_iter();
-        let Some(mut seq) = iter.next() else {
-            return Ok(dummy);
-        };
-        for t in iter {
-            self.append_seq(&mut seq, t);
-        }
-        self.append_seq(&mut seq, dummy);
-        Ok(seq)
-    }
-
-    fn term(&mut self) -> Result<Option<Seq>> {
-        if let Some(a) = self.assertion()? {
-            return Ok(Some(a));
-        }
-        let Some(mut atom) = self.atom()? else {
-            return Ok(None);
-        };
-        while self.quantifier(&mut atom)? {}
-        Ok(Some(atom))
-    }
-
-    fn nested(&mut self) -> Result<Seq> {
-        self.nesting += 1;
-        if self.nesting > MAX_NESTING {
-            return Err(self.scanner.error("groups nest more than 256 deep"));
-        }
-        let inner = self.disjunction()?;
-        self.nesting -= 1;
-        if !self.take(&Token::GroupEnd)? {
-            return Err(self.scanner.error("')' expected"));
-        }
-        Ok(inner)
-    }
-
-    fn assertion(&mut self) -> Result<Option<Seq>> {
-        let op = match self.token {
-            Token::LineBegin => Op::LineBegin,
-            Token::LineEnd => Op::LineEnd,
-            Token::WordBound { neg } => Op::WordBound { neg },
-            Token::LookaheadBegin { neg } => {
-                self.advance()?;
-                let mut inner = self.nested()?;
-                let accept = self.insert(Op::Accept, NONE, NONE)?;
-                self.append(&mut inner, accept);
-                return Ok(Some(self.single_alt(Op::Lookahead { neg }, inner.start)?));
-            }
-            _ => return Ok(None),
-        };
-        self.advance()?;
-        Ok(Some(self.single(op)?))
-    }
-
     fn single_alt(&mut self, op: Op, alt: usize) -> Result<Seq> {
         let id = self.insert(op, NONE, alt)?;
         Ok(Seq { start: id, end: id })
-    }
-
-    fn quantifier(&mut self, e: &mut Seq) -> Result<bool> {
-        let lazy_after = |c: &mut Self| c.take(&Token::Opt);
-        match self.token {
-            Token::Closure0 => {
-                self.advance()?;
-                let lazy = lazy_after(self)?;
-                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
-                self.append(e, r);
-                *e = Seq { start: r, end: r };
-            }
-            Token::Closure1 => {
-                self.advance()?;
-                let lazy = lazy_after(self)?;
-                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
-                self.append(e, r);
-            }
-            Token::Opt => {
-                self.advance()?;
-                let lazy = lazy_after(self)?;
-                let end = self.insert(Op::Dummy, NONE, NONE)?;
-                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
-                self.append(e, end);
-                let mut rs = Seq { start: r, end: r };
-                self.append(&mut rs, end);
-                *e = rs;
-            }
-            Token::IntervalBegin => {
-                self.advance()?;
-                let Token::Count(min) = self.token else {
-                    return Err(self.scanner.error("a repetition count expected"));
-                };
-                self.advance()?;
-                let r = *e;
-                let mut out = self.single(Op::Dummy)?;
-                let mut infinite = false;
-                let mut extra = 0u64;
-                if self.take(&Token::Comma)? {
-                    if let Token::Count(max) = self.token {
-                        self.advance()?;
-                        if max < min {
-                            return Err(self
-                                .scanner
-                                .error("a repetition's maximum is below its minimum"));
-                        }
-                        extra = max - min;
-                    } else {
-                        infinite = true;
-                    }
-                }
-                if !self.take(&Token::IntervalEnd)? {
-                    return Err(self.scanner.error("'}' expected"));
-                }
-                let lazy = lazy_after(self)?;
-                for _ in 0..min {
-                    let c = self.clone_seq(r)?;
-                    self.append_seq(&mut out, c);
-                }
-                if infinite {
-                    let mut tmp = self.clone_seq(r)?;
-                    let s = self.insert(Op::Repeat { lazy }, NONE, tmp.start)?;
-                    self.append(&mut tmp, s);
-                    self.append(&mut out, s);
-                } else {
-                    let end = self.insert(Op::Dummy, NONE, NONE)?;
-                    let mut repeats = Vec::new();
-                    for _ in 0..extra {
-                        let tmp = self.clone_seq(r)?;
-                        let alt = self.insert(Op::Repeat { lazy }, tmp.start, end)?;
-                        repeats.push(alt);
-                        self.append_seq(
-                            &mut out,
-                            Seq {
-                                start: alt,
-                                end: tmp.end,
-                            },
-                        );
-                    }
-                    self.append(&mut out, end);
-                    for id in repeats {
-                        let s = &mut self.nfa[id];
-                        std::mem::swap(&mut s.next, &mut s.alt);
-                    }
-                }
-                *e = out;
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// `_StateSeq::_M_clone`: a copy of the states reachable from `seq`'s start (not past its
@@ -792,191 +186,158 @@ impl Compiler<'_> {
             end: map[&seq.end],
         })
     }
+}
 
-    fn atom(&mut self) -> Result<Option<Seq>> {
-        let seq = match self.token.clone() {
-            Token::AnyChar => {
-                self.advance()?;
-                self.single(Op::Match(ByteSet::from_fn(|c| c != b'\n' && c != b'\r')))?
-            }
-            Token::Ord(c) | Token::Hex(c) => {
-                self.advance()?;
-                self.single(Op::Match(ByteSet::from_fn(|b| b == c)))?
-            }
-            Token::Backref(n) => {
-                let n = usize::try_from(n).unwrap_or(usize::MAX);
-                if n >= self.groups {
-                    return Err(self.scanner.error(&format!(
-                        "a back-reference \\{n} to a group not opened before it"
-                    )));
-                }
-                if self.open.contains(&n) {
-                    return Err(self.scanner.error("a back-reference to a group still open"));
-                }
-                self.advance()?;
-                self.single(Op::Backref(n))?
-            }
-            Token::QuotedClass(c) => {
-                self.advance()?;
-                let f = class_named(&[c]).unwrap_or(|_| false);
-                let neg = c.is_ascii_uppercase();
-                self.single(Op::Match(ByteSet::from_fn(|b| f(b) != neg)))?
-            }
-            Token::NoGroupBegin => {
-                self.advance()?;
-                let mut r = self.single(Op::Dummy)?;
-                let inner = self.nested()?;
-                self.append_seq(&mut r, inner);
-                r
-            }
-            Token::GroupBegin => {
-                self.advance()?;
-                let id = self.groups;
-                self.groups += 1;
-                self.open.push(id);
-                let mut r = self.single(Op::SubBegin(id))?;
-                let inner = self.nested()?;
-                self.append_seq(&mut r, inner);
-                let close = self.open.pop().unwrap_or(id);
-                let end = self.insert(Op::SubEnd(close), NONE, NONE)?;
-                self.append(&mut r, end);
-                r
-            }
-            Token::BracketBegin { neg } => {
-                self.advance()?;
-                let set = self.bracket(neg)?;
-                self.single(Op::Match(set))?
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(seq))
+impl Build for Compiler<'_> {
+    type Expr = Seq;
+    /// The group's number where it captures, and its first state.
+    type Group = (Option<usize>, Seq);
+
+    fn assertion(&mut self, a: Assertion) -> Result<Seq> {
+        self.single(match a {
+            Assertion::LineBegin => Op::LineBegin,
+            Assertion::LineEnd => Op::LineEnd,
+            Assertion::WordBound { neg } => Op::WordBound { neg },
+        })
     }
 
-    /// `_M_insert_bracket_matcher`, after the `[` or `[^`.
-    fn bracket(&mut self, neg: bool) -> Result<ByteSet> {
-        let mut chars = ByteSet::EMPTY;
-        let mut ranges: Vec<(i8, i8)> = Vec::new();
-        let mut classes: Vec<fn(u8) -> bool> = Vec::new();
-        let mut neg_classes: Vec<fn(u8) -> bool> = Vec::new();
-        let mut equivs: Vec<u8> = Vec::new();
-        let mut last = Last::None;
-        if let Some(c) = self.try_char()? {
-            last = Last::Char(c);
-        } else if self.take(&Token::BracketDash)? {
-            last = Last::Char(b'-');
-        }
-        let push_char = |last: &mut Last, chars: &mut ByteSet, c: Option<u8>| {
-            if let Last::Char(l) = *last {
-                chars.add(l);
-            }
-            *last = match c {
-                Some(c) => Last::Char(c),
-                None => Last::Class,
-            };
-        };
-        loop {
-            if self.take(&Token::BracketEnd)? {
-                break;
-            }
-            match self.token.clone() {
-                Token::Collating { equiv, name } => {
-                    let c = collating(&name).ok_or_else(|| {
-                        self.scanner.error(&format!(
-                            "'{}' is not a collating element's name",
-                            String::from_utf8_lossy(&name)
-                        ))
-                    })?;
-                    self.advance()?;
-                    if equiv {
-                        // `transform_primary` in the "C" locale: the character lower-cased.
-                        push_char(&mut last, &mut chars, None);
-                        equivs.push(c.to_ascii_lowercase());
-                    } else {
-                        chars.add(c);
-                        push_char(&mut last, &mut chars, Some(c));
-                    }
-                }
-                Token::ClassName(name) => {
-                    let f = class_named(&name).ok_or_else(|| {
-                        self.scanner.error(&format!(
-                            "'{}' is not a character class",
-                            String::from_utf8_lossy(&name)
-                        ))
-                    })?;
-                    self.advance()?;
-                    push_char(&mut last, &mut chars, None);
-                    classes.push(f);
-                }
-                Token::QuotedClass(c) => {
-                    self.advance()?;
-                    push_char(&mut last, &mut chars, None);
-                    let f = class_named(&[c]).unwrap_or(|_| false);
-                    if c.is_ascii_uppercase() {
-                        neg_classes.push(f);
-                    } else {
-                        classes.push(f);
-                    }
-                }
-                Token::BracketDash => {
-                    self.advance()?;
-                    if self.take(&Token::BracketEnd)? {
-                        push_char(&mut last, &mut chars, Some(b'-'));
-                        break;
-                    }
-                    match last {
-                        Last::Class => {
-                            return Err(self.scanner.error("a range starts with a class"))
-                        }
-                        Last::Char(l) => {
-                            let hi = if let Some(h) = self.try_char()? {
-                                h
-                            } else if self.take(&Token::BracketDash)? {
-                                b'-'
-                            } else {
-                                return Err(self.scanner.error("a range has no end"));
-                            };
-                            // `char` is signed: ranges compare as signed bytes.
-                            let (lo, hi) = (l as i8, hi as i8);
-                            if lo > hi {
-                                return Err(self.scanner.error("a range's end is below its start"));
-                            }
-                            ranges.push((lo, hi));
-                            last = Last::None;
-                        }
-                        Last::None => push_char(&mut last, &mut chars, Some(b'-')),
-                    }
-                }
-                _ => match self.try_char()? {
-                    Some(c) => push_char(&mut last, &mut chars, Some(c)),
-                    None => {
-                        return Err(self
-                            .scanner
-                            .error("an unexpected character or the end in a bracket expression"))
-                    }
-                },
-            }
-        }
-        if let Last::Char(l) = last {
-            chars.add(l);
-        }
-        Ok(ByteSet::from_fn(|b| {
-            let s = b as i8;
-            let hit = chars.has(b)
-                || ranges.iter().any(|&(lo, hi)| lo <= s && s <= hi)
-                || classes.iter().any(|f| f(b))
-                || equivs.contains(&b.to_ascii_lowercase())
-                || neg_classes.iter().any(|f| !f(b));
-            hit != neg
-        }))
+    fn lookahead(&mut self, neg: bool, mut inner: Seq) -> Result<Seq> {
+        let accept = self.insert(Op::Accept, NONE, NONE)?;
+        self.append(&mut inner, accept);
+        self.single_alt(Op::Lookahead { neg }, inner.start)
     }
 
-    fn try_char(&mut self) -> Result<Option<u8>> {
-        match self.token {
-            Token::Ord(c) | Token::Hex(c) => {
-                self.advance()?;
-                Ok(Some(c))
+    fn class(&mut self, class: Class) -> Result<Seq> {
+        self.matcher(class)
+    }
+
+    fn unit(&mut self, u: u32) -> Result<Seq> {
+        self.matcher(Class::single(u))
+    }
+
+    fn backref_allowed(&mut self, t: &Tokens, n: u64) -> Result<()> {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        if n >= self.groups {
+            return Err(t.error(&format!(
+                "a back-reference \\{n} to a group not opened before it"
+            )));
+        }
+        if self.open.contains(&n) {
+            return Err(t.error("a back-reference to a group still open"));
+        }
+        Ok(())
+    }
+
+    fn backref(&mut self, n: u64) -> Result<Seq> {
+        self.single(Op::Backref(usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
+    fn open_group(&mut self, capture: bool) -> Result<(Option<usize>, Seq)> {
+        if !capture {
+            return Ok((None, self.single(Op::Dummy)?));
+        }
+        let id = self.groups;
+        self.groups += 1;
+        self.open.push(id);
+        Ok((Some(id), self.single(Op::SubBegin(id))?))
+    }
+
+    fn close_group(&mut self, (id, mut r): (Option<usize>, Seq), inner: Seq) -> Result<Seq> {
+        self.append_seq(&mut r, inner);
+        if let Some(id) = id {
+            let close = self.open.pop().unwrap_or(id);
+            let end = self.insert(Op::SubEnd(close), NONE, NONE)?;
+            self.append(&mut r, end);
+        }
+        Ok(r)
+    }
+
+    /// `_M_alternative`: its terms, then a dummy state (iteratively: libstdc++ recurses, the
+    /// states come out the same).
+    fn sequence(&mut self, terms: Vec<Seq>) -> Result<Seq> {
+        let dummy = self.single(Op::Dummy)?;
+        let mut iter = terms.into_iter();
+        let Some(mut seq) = iter.next() else {
+            return Ok(dummy);
+        };
+        for t in iter {
+            self.append_seq(&mut seq, t);
+        }
+        self.append_seq(&mut seq, dummy);
+        Ok(seq)
+    }
+
+    fn or(&mut self, mut alt1: Seq, mut alt2: Seq, _first: bool) -> Result<Seq> {
+        let end = self.insert(Op::Dummy, NONE, NONE)?;
+        self.append(&mut alt1, end);
+        self.append(&mut alt2, end);
+        let alt = self.insert(Op::Alternative, alt2.start, alt1.start)?;
+        Ok(Seq { start: alt, end })
+    }
+
+    fn count_begins(&mut self) -> Result<()> {
+        self.count = Some(self.single(Op::Dummy)?);
+        Ok(())
+    }
+
+    fn repeat(&mut self, _t: &Tokens, mut e: Seq, q: Quantifier, lazy: bool) -> Result<Seq> {
+        match q {
+            Quantifier::Star => {
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(&mut e, r);
+                Ok(Seq { start: r, end: r })
             }
-            _ => Ok(None),
+            Quantifier::Plus => {
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(&mut e, r);
+                Ok(e)
+            }
+            Quantifier::Opt => {
+                let end = self.insert(Op::Dummy, NONE, NONE)?;
+                let r = self.insert(Op::Repeat { lazy }, NONE, e.start)?;
+                self.append(&mut e, end);
+                let mut rs = Seq { start: r, end: r };
+                self.append(&mut rs, end);
+                Ok(rs)
+            }
+            Quantifier::Count { min, max } => {
+                let r = e;
+                let mut out = match self.count.take() {
+                    Some(out) => out,
+                    None => self.single(Op::Dummy)?,
+                };
+                for _ in 0..min {
+                    let c = self.clone_seq(r)?;
+                    self.append_seq(&mut out, c);
+                }
+                if let Some(max) = max {
+                    let end = self.insert(Op::Dummy, NONE, NONE)?;
+                    let mut repeats = Vec::new();
+                    for _ in 0..max - min {
+                        let tmp = self.clone_seq(r)?;
+                        let alt = self.insert(Op::Repeat { lazy }, tmp.start, end)?;
+                        repeats.push(alt);
+                        self.append_seq(
+                            &mut out,
+                            Seq {
+                                start: alt,
+                                end: tmp.end,
+                            },
+                        );
+                    }
+                    self.append(&mut out, end);
+                    for id in repeats {
+                        let s = &mut self.nfa[id];
+                        std::mem::swap(&mut s.next, &mut s.alt);
+                    }
+                } else {
+                    let mut tmp = self.clone_seq(r)?;
+                    let s = self.insert(Op::Repeat { lazy }, NONE, tmp.start)?;
+                    self.append(&mut tmp, s);
+                    self.append(&mut out, s);
+                }
+                Ok(out)
+            }
         }
     }
 }
@@ -1028,6 +389,7 @@ enum Stop {
 /// with its recursion kept on a stack of [`Frame`]s: whether it finds a match.
 struct Exec<'a> {
     nfa: &'a [State],
+    classes: &'a [Class],
     text: &'a [u8],
     begin: usize,
     prev_avail: bool,
@@ -1136,21 +498,17 @@ impl Exec<'_> {
                 self.stack.push(Frame::Try(s.next));
             }
             Op::LineBegin => {
-                if self.cur == self.begin && !self.prev_avail {
+                if line_begin(self.cur, self.begin, self.prev_avail) {
                     self.stack.push(Frame::Try(s.next));
                 }
             }
             Op::LineEnd => {
-                if self.cur == self.text.len() {
+                if line_end(self.cur, self.text.len()) {
                     self.stack.push(Frame::Try(s.next));
                 }
             }
             Op::WordBound { neg } => {
-                let left = (self.cur != self.begin || self.prev_avail)
-                    && self.cur > 0
-                    && is_word(self.text[self.cur - 1]);
-                let right = self.text.get(self.cur).is_some_and(|&c| is_word(c));
-                if (left != right) != neg {
+                if word_boundary(self.text, self.cur, self.begin, self.prev_avail) != neg {
                     self.stack.push(Frame::Try(s.next));
                 }
             }
@@ -1169,8 +527,13 @@ impl Exec<'_> {
                 self.stack.push(Frame::Look(Box::new(look)));
                 self.stack.push(Frame::Try(s.alt));
             }
-            Op::Match(set) => {
-                if self.text.get(self.cur).is_some_and(|&c| set.has(c)) {
+            Op::Match(k) => {
+                let class = &self.classes[k];
+                if self
+                    .text
+                    .get(self.cur)
+                    .is_some_and(|&c| class.matches(u32::from(c)))
+                {
                     self.stack.push(Frame::RestoreCur(self.cur));
                     self.cur += 1;
                     self.stack.push(Frame::Try(s.next));
@@ -1223,34 +586,19 @@ impl Pattern {
     /// Compiles `source` as `std::regex(source)` does; a clear error names what is wrong and
     /// where, or what is not supported.
     pub fn new(source: &str) -> Result<Pattern> {
-        let mut c = Compiler {
-            scanner: Scanner {
-                s: source.as_bytes(),
-                at: 0,
-                mode: Mode::Normal,
-                source,
-            },
-            token: Token::Eof,
-            nfa: Vec::new(),
-            groups: 0,
-            open: Vec::new(),
-            nesting: 0,
-        };
-        c.advance()?;
+        let units: Vec<u32> = source.bytes().map(u32::from).collect();
+        let mut t = Tokens::new(&units, false, format!("tensor-name pattern '{source}'"))?;
         // The whole pattern is group 0: begin, the disjunction, end, accept.
-        c.groups = 1;
-        c.open.push(0);
+        let mut c = Compiler {
+            source,
+            count: None,
+            nfa: Vec::new(),
+            classes: Vec::new(),
+            groups: 1,
+            open: vec![0],
+        };
         let mut r = c.single(Op::SubBegin(0))?;
-        let inner = c.disjunction()?;
-        if c.token != Token::Eof {
-            return Err(c.scanner.error(match c.token {
-                Token::GroupEnd => "unmatched ')'",
-                Token::Closure0 | Token::Closure1 | Token::Opt | Token::IntervalBegin => {
-                    "nothing to repeat"
-                }
-                _ => "unexpected character",
-            }));
-        }
+        let inner = Grammar::new(&mut t, &mut c).expression()?;
         c.append_seq(&mut r, inner);
         c.open.pop();
         let end = c.insert(Op::SubEnd(0), NONE, NONE)?;
@@ -1260,6 +608,7 @@ impl Pattern {
         Ok(Pattern {
             source: source.to_string(),
             nfa: c.nfa,
+            classes: c.classes,
             groups: c.groups,
         })
     }
@@ -1280,6 +629,7 @@ impl Pattern {
             stack.clear();
             let mut e = Exec {
                 nfa: &self.nfa,
+                classes: &self.classes,
                 text,
                 begin,
                 prev_avail: begin > 0,

@@ -1,71 +1,19 @@
 //! A backtracking matcher for ECMAScript expressions over 32-bit units (code points, or bytes
-//! for an expression over bytes): the grammar parsed as libstdc++ parses it, the match
-//! `std::regex` gives (leftmost, the first alternative that matches wins), and the (state,
-//! position) pairs that failed remembered, so no input makes it quadratic. `\s`, `\d`, `\w`
-//! and `\b` are the "C" locale's ([`super::classes`]).
+//! for an expression over bytes): the tree libstdc++'s grammar ([`super::grammar`]) reads, the
+//! match `std::regex` gives (leftmost, the first alternative that matches wins), and the
+//! (state, position) pairs that failed remembered, so no input makes it quadratic. `\s`, `\d`,
+//! `\w` and `\b` are the "C" locale's ([`super::classes`]).
 
-use super::classes::{is_digit, is_space, is_word};
-
-/// A set of units: a bitmap below 256, ranges above, maybe negated.
-#[derive(Debug, Clone, Default)]
-struct Class {
-    low: [u64; 4],
-    high: Vec<(u32, u32)>,
-    negated: bool,
-    /// A class a unit must also be in (`(?=[a])[b]` becomes `b` and `a`).
-    and: Option<Box<Class>>,
-}
-
-impl Class {
-    fn add_range(&mut self, lo: u32, hi: u32) {
-        for u in lo..=hi.min(255) {
-            self.low[(u >> 6) as usize] |= 1 << (u & 63);
-        }
-        if hi >= 256 {
-            self.high.push((lo.max(256), hi));
-        }
-    }
-
-    fn add_escape(&mut self, kind: u8) {
-        // The C locale's classes: ASCII only.
-        let set = |u: u32| match kind.to_ascii_lowercase() {
-            b'd' => is_digit(u),
-            b's' => is_space(u),
-            _ => is_word(u),
-        };
-        let negated = kind.is_ascii_uppercase();
-        for u in 0..256u32 {
-            if set(u) != negated {
-                self.low[(u >> 6) as usize] |= 1 << (u & 63);
-            }
-        }
-        if negated {
-            self.high.push((256, u32::MAX));
-        }
-    }
-
-    fn single(u: u32) -> Class {
-        let mut c = Class::default();
-        c.add_range(u, u);
-        c
-    }
-
-    #[inline]
-    fn matches(&self, u: u32) -> bool {
-        let inside = if u < 256 {
-            self.low[(u >> 6) as usize] >> (u & 63) & 1 != 0
-        } else {
-            self.high.iter().any(|&(a, b)| a <= u && u <= b)
-        };
-        inside != self.negated && self.and.as_ref().is_none_or(|a| a.matches(u))
-    }
-}
+use super::anchors::{line_begin, line_end, word_boundary};
+use super::classes::Class;
+use super::grammar::{Assertion, Build, Grammar, Quantifier};
+use super::syntax::Tokens;
+use crate::error::{Error, ErrorCode, Result};
 
 #[derive(Debug, Clone)]
 enum Node {
     Unit(u32),
     Class(Class),
-    Any,
     Bol,
     Eol,
     WordBoundary(bool),
@@ -83,7 +31,7 @@ enum Node {
 impl Node {
     fn can_be_empty(&self) -> bool {
         match self {
-            Node::Unit(_) | Node::Class(_) | Node::Any => false,
+            Node::Unit(_) | Node::Class(_) => false,
             Node::Bol | Node::Eol | Node::WordBoundary(_) | Node::Look(..) => true,
             Node::Concat(v) => v.iter().all(Node::can_be_empty),
             Node::Alt(v) => v.iter().any(Node::can_be_empty),
@@ -108,265 +56,108 @@ impl Node {
         match self {
             Node::Unit(u) => Some(Class::single(*u)),
             Node::Class(c) => Some(c.clone()),
-            Node::Any => {
-                let mut c = Class::single(u32::from(b'\n'));
-                c.add_range(u32::from(b'\r'), u32::from(b'\r'));
-                c.negated = true;
-                Some(c)
-            }
             _ => None,
         }
     }
 }
 
-/// A parser of libstdc++'s ECMAScript grammar (the part llama.cpp's expressions use:
-/// alternation, groups, lookaheads, classes, escapes, greedy and lazy quantifiers).
-struct Parser<'a> {
-    re: &'a [u32],
-    at: usize,
+/// The tree an expression's grammar ([`super::grammar`]) builds here: the part llama.cpp's
+/// expressions use, with back-references, counts above 1000 and unbounded repetitions of what
+/// can match nothing refused.
+struct Tree;
+
+/// Most repetitions a count may ask for.
+const MAX_REPEAT: u64 = 1000;
+
+fn unsupported(what: &str) -> Error {
+    Error::msg(ErrorCode::InvalidArgument, what)
 }
 
-const MAX_REPEAT: u32 = 1000;
+impl Build for Tree {
+    type Expr = Node;
+    type Group = ();
 
-impl Parser<'_> {
-    fn peek(&self) -> Option<u32> {
-        self.re.get(self.at).copied()
-    }
-
-    fn peek_is(&self, c: u8) -> bool {
-        self.peek() == Some(u32::from(c))
-    }
-
-    fn next(&mut self) -> Result<u32, String> {
-        let c = self.peek().ok_or("unexpected end")?;
-        self.at += 1;
-        Ok(c)
-    }
-
-    fn eat(&mut self, c: u8) -> bool {
-        if self.peek_is(c) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn alternation(&mut self) -> Result<Node, String> {
-        let mut alts = vec![self.concat()?];
-        while self.eat(b'|') {
-            alts.push(self.concat()?);
-        }
-        Ok(if alts.len() == 1 {
-            alts.pop().unwrap_or(Node::Concat(Vec::new()))
-        } else {
-            Node::Alt(alts)
+    fn assertion(&mut self, a: Assertion) -> Result<Node> {
+        Ok(match a {
+            Assertion::LineBegin => Node::Bol,
+            Assertion::LineEnd => Node::Eol,
+            Assertion::WordBound { neg } => Node::WordBoundary(!neg),
         })
     }
 
-    fn concat(&mut self) -> Result<Node, String> {
-        let mut items = Vec::new();
-        while let Some(c) = self.peek() {
-            if c == u32::from(b'|') || c == u32::from(b')') {
-                break;
-            }
-            items.push(self.term()?);
-        }
-        Ok(if items.len() == 1 {
-            items.pop().unwrap_or(Node::Concat(Vec::new()))
+    fn lookahead(&mut self, neg: bool, inside: Node) -> Result<Node> {
+        Ok(Node::Look(neg, Box::new(inside)))
+    }
+
+    fn class(&mut self, class: Class) -> Result<Node> {
+        Ok(Node::Class(class))
+    }
+
+    fn unit(&mut self, u: u32) -> Result<Node> {
+        Ok(Node::Unit(u))
+    }
+
+    fn backref_allowed(&mut self, t: &Tokens, _: u64) -> Result<()> {
+        Err(t.error("back-references are not supported"))
+    }
+
+    fn backref(&mut self, _: u64) -> Result<Node> {
+        Err(unsupported("back-references are not supported"))
+    }
+
+    fn open_group(&mut self, _: bool) -> Result<()> {
+        Ok(())
+    }
+
+    fn close_group(&mut self, _: (), inside: Node) -> Result<Node> {
+        Ok(inside)
+    }
+
+    fn sequence(&mut self, mut terms: Vec<Node>) -> Result<Node> {
+        Ok(if terms.len() == 1 {
+            terms.pop().unwrap_or(Node::Concat(Vec::new()))
         } else {
-            Node::Concat(items)
+            Node::Concat(terms)
         })
     }
 
-    fn number(&mut self) -> Option<u32> {
-        let start = self.at;
-        let mut n: u32 = 0;
-        while let Some(d) = self.peek().filter(|c| (0x30..=0x39).contains(c)) {
-            n = n.saturating_mul(10).saturating_add(d - 0x30);
-            self.at += 1;
-        }
-        (self.at > start).then_some(n)
-    }
-
-    fn term(&mut self) -> Result<Node, String> {
-        let c = self.next()?;
-        let atom = match u8::try_from(c).unwrap_or(0) {
-            b'^' => return Ok(Node::Bol),
-            b'$' => return Ok(Node::Eol),
-            b'(' => {
-                let look = if self.eat(b'?') {
-                    match self.next()? {
-                        0x3A => None,
-                        0x3D => Some(false),
-                        0x21 => Some(true),
-                        other => {
-                            return Err(format!(
-                                "unsupported group (?{}",
-                                char::from_u32(other).unwrap_or('?')
-                            ))
-                        }
-                    }
-                } else {
-                    None
-                };
-                let inner = self.alternation()?;
-                if !self.eat(b')') {
-                    return Err("missing )".into());
-                }
-                if let Some(neg) = look {
-                    return Ok(Node::Look(neg, Box::new(inner)));
-                }
-                inner
+    fn or(&mut self, left: Node, right: Node, first: bool) -> Result<Node> {
+        Ok(match left {
+            Node::Alt(mut alts) if !first => {
+                alts.push(right);
+                Node::Alt(alts)
             }
-            b'[' => Node::Class(self.bracket()?),
-            b'.' => Node::Any,
-            b'\\' => match self.escape(false)? {
-                Atom::Unit(u) => Node::Unit(u),
-                Atom::Class(c) => Node::Class(c),
-                Atom::WordBoundary(b) => return Ok(Node::WordBoundary(b)),
-            },
-            b'*' | b'+' | b'?' | b'{' => return Err("nothing to repeat".into()),
-            _ => Node::Unit(c),
-        };
-        self.quantified(atom)
-    }
-
-    fn quantified(&mut self, mut atom: Node) -> Result<Node, String> {
-        loop {
-            let (min, max) = if self.eat(b'*') {
-                (0, None)
-            } else if self.eat(b'+') {
-                (1, None)
-            } else if self.eat(b'?') {
-                (0, Some(1))
-            } else if self.eat(b'{') {
-                let min = self.number().ok_or("bad {")?;
-                let max = if self.eat(b',') {
-                    self.number()
-                } else {
-                    Some(min)
-                };
-                if !self.eat(b'}')
-                    || max.is_some_and(|m| m < min)
-                    || min > MAX_REPEAT
-                    || max.is_some_and(|m| m > MAX_REPEAT)
-                {
-                    return Err("bad {n,m}".into());
-                }
-                (min, max)
-            } else {
-                return Ok(atom);
-            };
-            let greedy = !self.eat(b'?');
-            if max.is_none() && atom.can_be_empty() {
-                return Err("unbounded repetition of what can match nothing".into());
-            }
-            atom = Node::Repeat {
-                node: Box::new(atom),
-                min,
-                max,
-                greedy,
-            };
-        }
-    }
-
-    fn hex(&mut self, digits: usize) -> Result<u32, String> {
-        let mut v = 0;
-        for _ in 0..digits {
-            let d = char::from_u32(self.next()?)
-                .and_then(|c| c.to_digit(16))
-                .ok_or("bad hex escape")?;
-            v = v * 16 + d;
-        }
-        Ok(v)
-    }
-
-    /// An escape (after the backslash), outside or inside brackets.
-    fn escape(&mut self, in_bracket: bool) -> Result<Atom, String> {
-        let c = self.next()?;
-        let Ok(b) = u8::try_from(c) else {
-            return Ok(Atom::Unit(c));
-        };
-        Ok(match b {
-            b'b' if !in_bracket => Atom::WordBoundary(true),
-            b'B' if !in_bracket => Atom::WordBoundary(false),
-            b'b' => Atom::Unit(8),
-            b'd' | b'D' | b's' | b'S' | b'w' | b'W' => {
-                let mut class = Class::default();
-                class.add_escape(b);
-                Atom::Class(class)
-            }
-            b'0' => Atom::Unit(0),
-            b'f' => Atom::Unit(0x0C),
-            b'n' => Atom::Unit(0x0A),
-            b'r' => Atom::Unit(0x0D),
-            b't' => Atom::Unit(0x09),
-            b'v' => Atom::Unit(0x0B),
-            b'x' => Atom::Unit(self.hex(2)?),
-            b'u' => Atom::Unit(self.hex(4)?),
-            b'c' => Atom::Unit(self.next()? % 32),
-            b'1'..=b'9' => return Err("back-references are not supported".into()),
-            _ => Atom::Unit(c),
+            left => Node::Alt(vec![left, right]),
         })
     }
 
-    fn bracket(&mut self) -> Result<Class, String> {
-        let mut class = Class {
-            negated: self.eat(b'^'),
-            ..Class::default()
-        };
-        loop {
-            let c = self.next().map_err(|_| "missing ]")?;
-            if c == u32::from(b']') {
-                return Ok(class);
-            }
-            let lo = if c == u32::from(b'\\') {
-                match self.escape(true)? {
-                    Atom::Unit(u) => u,
-                    Atom::Class(k) => {
-                        for i in 0..4 {
-                            class.low[i] |= k.low[i];
-                        }
-                        class.high.extend(k.high);
-                        continue;
-                    }
-                    Atom::WordBoundary(_) => return Err("\\b in brackets".into()),
-                }
-            } else {
-                c
-            };
-            if self.peek_is(b'-')
-                && self
-                    .re
-                    .get(self.at + 1)
-                    .is_some_and(|&n| n != u32::from(b']'))
-            {
-                self.at += 1;
-                let c2 = self.next()?;
-                let hi = if c2 == u32::from(b'\\') {
-                    match self.escape(true)? {
-                        Atom::Unit(u) => u,
-                        _ => return Err("class in a range".into()),
-                    }
-                } else {
-                    c2
-                };
-                if hi < lo {
-                    return Err("range out of order".into());
-                }
-                class.add_range(lo, hi);
-            } else {
-                class.add_range(lo, lo);
-            }
-        }
+    fn count_begins(&mut self) -> Result<()> {
+        Ok(())
     }
-}
 
-enum Atom {
-    Unit(u32),
-    Class(Class),
-    WordBoundary(bool),
+    fn repeat(&mut self, t: &Tokens, e: Node, q: Quantifier, lazy: bool) -> Result<Node> {
+        let (min, max) = match q {
+            Quantifier::Star => (0, None),
+            Quantifier::Plus => (1, None),
+            Quantifier::Opt => (0, Some(1)),
+            Quantifier::Count { min, max } => {
+                if min > MAX_REPEAT || max.is_some_and(|m| m > MAX_REPEAT) {
+                    return Err(t.error("a repetition count above 1000"));
+                }
+                let fit = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+                (fit(min), max.map(fit))
+            }
+        };
+        if max.is_none() && e.can_be_empty() {
+            return Err(t.error("unbounded repetition of what can match nothing"));
+        }
+        Ok(Node::Repeat {
+            node: Box::new(e),
+            min,
+            max,
+            greedy: !lazy,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -451,7 +242,7 @@ impl Compiler {
     fn emit(&mut self, node: &Node) {
         match node {
             Node::Unit(u) => self.insts.push(Inst::Unit(*u)),
-            Node::Class(_) | Node::Any => {
+            Node::Class(_) => {
                 let c = node.as_class().unwrap_or_default();
                 let id = self.class(c);
                 self.insts.push(Inst::Class(id));
@@ -586,16 +377,16 @@ impl Compiler {
 }
 
 impl Program {
-    /// Compiles `re` as llama.cpp runs it: over the category stand-in when it names a
-    /// category (then it must be ASCII, as llama.cpp demands), else over code points.
-    /// Compiles the expression whose characters are `units` (code points, or bytes for an
-    /// expression over bytes). An error says what this matcher does not support.
-    pub(crate) fn new(units: &[u32]) -> Result<Program, String> {
-        let mut parser = Parser { re: units, at: 0 };
-        let node = parser.alternation()?;
-        if parser.at != units.len() {
-            return Err("unbalanced )".into());
-        }
+    fn parse(units: &[u32], wide: bool) -> Result<Node> {
+        let mut t = Tokens::new(units, wide, String::new())?;
+        Grammar::new(&mut t, &mut Tree).expression()
+    }
+
+    /// Compiles the expression whose characters are `units`: code points where `wide` (as
+    /// `std::wregex` reads them), else bytes (as `std::regex` does). An error says what is
+    /// wrong or what this matcher does not support, and where.
+    pub(crate) fn new(units: &[u32], wide: bool) -> std::result::Result<Program, String> {
+        let node = Program::parse(units, wide).map_err(|e| e.message())?;
         let mut c = Compiler {
             insts: Vec::new(),
             classes: Vec::new(),
@@ -917,19 +708,15 @@ impl<'a> Exec<'a> {
                 }
                 Inst::Bol => {
                     pc += 1;
-                    pos == self.begin && !self.prev_avail
+                    line_begin(pos, self.begin, self.prev_avail)
                 }
                 Inst::Eol => {
                     pc += 1;
-                    pos == n
+                    line_end(pos, n)
                 }
                 Inst::WordBoundary(want) => {
-                    let left = (pos != self.begin || self.prev_avail)
-                        && pos > 0
-                        && is_word(self.units[pos - 1]);
-                    let right = pos < n && is_word(self.units[pos]);
                     pc += 1;
-                    (left != right) == want
+                    word_boundary(self.units, pos, self.begin, self.prev_avail) == want
                 }
                 Inst::LookClass { negated, class } => {
                     let hit = pos < n && self.prog.classes[class as usize].matches(self.units[pos]);

@@ -99,7 +99,7 @@ impl Expression {
         };
         Ok(Expression {
             collapsed,
-            program: Program::new(&units)?,
+            program: Program::new(&units, !collapsed)?,
         })
     }
 }
