@@ -4,10 +4,10 @@
 //! are compiled once). On the host `make test` runs each file as its own binary, as `cargo test
 //! --test FILE` does; this binary is built only when named (`test = false` in Cargo.toml).
 //!
-//! Not here: the host-only files (`tools/cross.sh` says why for each), `concurrency` (its own
-//! harness, for ThreadSanitizer), and the files that install a counting global allocator to
-//! measure the process's allocations (`resource_bounds`, `tokenizer_memory`, `writer_copy`),
-//! which other tests' threads would disturb; `tools/cross.sh` runs those as their own binaries.
+//! Not here: the host-only files (`HOST_ONLY_TESTS` in `tools/cross.sh`, which says why for
+//! each), and the files that must be their own process (`SEPARATE_TESTS` there): one with its own
+//! harness, for ThreadSanitizer, and those that install a counting global allocator to measure
+//! the process's allocations, which other tests' threads would disturb.
 
 // Each file declares `mod common;` for itself, as its own binary needs: the suite holds a copy
 // per file.
