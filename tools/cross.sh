@@ -27,13 +27,13 @@
 # for the other targets (Windows, wasm32, the type-checked ones), built from Debian's rust-web-src
 # (-Zbuild-std) by Debian's rustc 1.96. The script says which for each target.
 # GGUF_CROSS_BUILD_STD=1 builds every standard library from source.
-# Builds go into target/cross/build (cargo's target directory for every target: the target's
-# own in build/<triple>, reused between runs; the build scripts and proc macros, which run on the
-# host, in build/debug, built once for all targets). GGUF_CROSS_DIR names another root than
-# target/cross, e.g. to time a build from nothing. Each target's directory takes about 4 GB;
-# GGUF_CROSS_PRUNE=1 (set by .ci/run, whose machine starts empty and whose disk is not ours to
-# size) removes it once the target is done, so the run never needs more than one target's worth
-# at a time.
+# Two targets build and run at a time (GGUF_CROSS_LANES=1 for one at a time), each in its own
+# cargo target directory: target/cross/build and target/cross/build-2 (the target's own in
+# <dir>/<triple>, reused between runs; the build scripts and proc macros, which run on the host,
+# in <dir>/debug). GGUF_CROSS_DIR names another root than target/cross, e.g. to time a build from
+# nothing. Each target's directory takes about 4 GB; GGUF_CROSS_PRUNE=1 (set by .ci/run, whose
+# machine starts empty and whose disk is not ours to size) removes it once the target is done,
+# so the run never needs more than two targets' worth at a time.
 # Missing Debian packages are installed first (`apt-get update` once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -131,7 +131,8 @@ triple_of() {
 }
 
 if [ $# -eq 0 ]; then
-  set -- i686 s390x aarch64 windows macos macos-x86 ios android wasm32
+  # The longest first, so that the two lanes (below) end close together.
+  set -- s390x aarch64 windows macos macos-x86 ios android i686 wasm32
 fi
 triples=()
 for t in "$@"; do triples+=("$(triple_of "$t")"); done
@@ -298,24 +299,38 @@ prebuilt_std() {
   fi
   echo "$sysroot/usr"
 }
+# Runs a command, then says how long it took ("== TARGET: WHAT: N s"), keeping its status.
+timed() {
+  local what=$1 began=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  echo "== $t: $what: $((SECONDS - began)) s"
+  return $status
+}
+
 rustc_host() { "$RUSTC" -vV | sed -n 's/^host: //p'; }
+
+# The host's inspector (tools/gguf-inspect.c against this checkout's debug library), built once
+# before the targets run: the Linux targets' inspectors and the wasm32 module must read the
+# bundled sample as it does.
+host_inspect="$cross_dir/gguf-inspect-host"
+host_dump="$cross_dir/sample-dump-host.txt"
+build_host_inspect() {
+  rm -f "$host_inspect" "$host_dump" # made again by each run: the sample or the inspector may have changed
+  (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD CARGO_PROFILE_DEV_OPT_LEVEL
+    cargo build -q --lib) || return 1
+  cc -std=c99 -O1 -Iinclude -o "$host_inspect" tools/gguf-inspect.c \
+    target/debug/libgguf.a -lpthread -ldl -lm || return 1
+  "$host_inspect" testdata/sample.gguf >"$host_dump"
+}
 
 # The C API from C, on the Linux targets: the inspector (tools/gguf-inspect.c), built with the
 # target's C compiler against the library built for the target (libgguf.a) and run with its
 # runner, must dump the bundled little-endian sample exactly as the host's does. (Windows: the
 # inspector uses POSIX signals and threads; the DLL is exercised from C in the second phase.)
-host_dump="$cross_dir/sample-dump-host.txt"
-rm -f "$host_dump" # made again by each run: the sample or the inspector may have changed
 c_inspect_matches_host() {
   local t=$1 cc=$2 runner=$3
   local d="$CARGO_TARGET_DIR/$t/debug"
-  if [ ! -s "$host_dump" ]; then
-    (unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD CARGO_PROFILE_DEV_OPT_LEVEL
-      cargo build -q --lib) || return 1
-    cc -std=c99 -O1 -Iinclude -o "$cross_dir/gguf-inspect-host" tools/gguf-inspect.c \
-      target/debug/libgguf.a -lpthread -ldl -lm || return 1
-    "$cross_dir/gguf-inspect-host" testdata/sample.gguf >"$host_dump" || return 1
-  fi
   $cc -std=c99 -O1 -Iinclude -o "$d/gguf-inspect" tools/gguf-inspect.c \
     "$d/libgguf.a" -lpthread -ldl -lm || return 1
   $runner "$d/gguf-inspect" testdata/sample.gguf >"$d/sample-dump.txt" || return 1
@@ -379,39 +394,35 @@ for f in tests/*.rs; do
   fi
 done
 
-failed=0
-declare -A base_rustflags=()
-export CARGO_TARGET_DIR="$cross_dir/build"
-# Cargo marks a target directory it creates with CACHEDIR.TAG, and tests/common finds the target
-# directory by it (to build the C libraries for the same target): marked here in any case.
-mkdir -p "$CARGO_TARGET_DIR"
-[ -f "$CARGO_TARGET_DIR/CACHEDIR.TAG" ] || printf '%s\n' \
-  'Signature: 8a477f597d28d172789f06886806bc55' \
-  '# This file is a cache directory tag created by cargo.' \
-  '# For information about cache directory tags see https://bford.info/cachedir/' \
-  >"$CARGO_TARGET_DIR/CACHEDIR.TAG"
-for t in "${triples[@]}"; do
-  start=$SECONDS
-  unset CARGO_PROFILE_DEV_OPT_LEVEL GGUF_TEST_ROUNDS_DIVISOR # set below for the targets tested under qemu
+# choose_std TRIPLE: the standard library for the target (std_args for cargo, and its
+# environment: the target's RUSTFLAGS with --sysroot, or CARGO_UNSTABLE_BUILD_STD, which the cargo a
+# test runs itself (tests/common: lib_dir builds the C libraries) inherits).
+choose_std() {
+  local t=$1 build_std sysroot rustflags_var
+  # With `test` named, as cargo adds it itself for a test build: otherwise `cargo build` and
+  # `cargo test` resolve two standard libraries, and every crate is built twice.
   case "$t" in
     wasm32-*) build_std=std,panic_abort ;;
-    *) build_std=std,panic_unwind ;;
+    *) build_std=std,panic_unwind,test ;;
   esac
-  # The target's own flags, to which --sysroot is added for a prebuilt standard library.
   rustflags_var="CARGO_TARGET_$(echo "$t" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-  if [ -z "${base_rustflags[$t]+set}" ]; then base_rustflags[$t]=${!rustflags_var:-}; fi
   if sysroot=$(prebuilt_std "$t"); then
     echo "== $t: standard library: Debian's prebuilt libstd-rust-web-dev ($sysroot)"
     std_args=()
-    export "$rustflags_var=${base_rustflags[$t]:+${base_rustflags[$t]} }--sysroot $sysroot"
-    # The cargo a test runs itself (tests/common: lib_dir builds the C libraries) gets the same.
+    export "$rustflags_var=${!rustflags_var:+${!rustflags_var} }--sysroot $sysroot"
     unset CARGO_UNSTABLE_BUILD_STD
   else
     echo "== $t: standard library: built from source (-Zbuild-std=$build_std)"
     std_args=(-Zbuild-std="$build_std")
-    if [ -n "${base_rustflags[$t]}" ]; then export "$rustflags_var=${base_rustflags[$t]}"; else unset "$rustflags_var"; fi
-    export CARGO_UNSTABLE_BUILD_STD="${build_std/,/ }"
+    export CARGO_UNSTABLE_BUILD_STD="${build_std//,/ }"
   fi
+}
+
+# run_target TRIPLE: builds and tests one target (each in a subshell of its own: what it exports
+# stays with it). Prints its summary line last.
+run_target() {
+  local t=$1 start=$SECONDS what ok args skips cc runner_var clippy_allow wasm expected
+  choose_std "$t"
   case "$t" in
     x86_64-win7-windows-gnu | i686-unknown-linux-gnu | s390x-unknown-linux-gnu | aarch64-unknown-linux-gnu)
       what=tested
@@ -442,7 +453,7 @@ for t in "${triples[@]}"; do
       esac
       export GGUF_TEST_CC="$cc"
       unset GGUF_TEST_C_PROGRAMS
-      "$CARGO" build -q "${std_args[@]}" --target "$t" --lib || ok=FAILED
+      timed "cargo build --lib" "$CARGO" build -q "${std_args[@]}" --target "$t" --lib || ok=FAILED
       if [ "$t" = x86_64-win7-windows-gnu ]; then
         for p in $WINDOWS_C_SKIPS; do skips+=(--skip "c_test_${p#test_}"); done
         build_windows_c_tests "$t" || ok=FAILED
@@ -461,11 +472,12 @@ for t in "${triples[@]}"; do
       clippy_allow=()
       [ "$t" = x86_64-win7-windows-gnu ] && clippy_allow=(-A clippy::missing_const_for_thread_local)
       echo "== $t: cargo clippy -D warnings"
-      if ! PATH=/usr/bin:$PATH "$CARGO" clippy -q "${std_args[@]}" --target "$t" \
-        "${args[@]}" -- -D warnings "${clippy_allow[@]}"; then
+      if ! timed "cargo clippy" env PATH="/usr/bin:$PATH" "$CARGO" clippy -q "${std_args[@]}" \
+        --target "$t" "${args[@]}" -- -D warnings "${clippy_allow[@]}"; then
         ok=FAILED
       fi
-      if ! "$CARGO" test --no-fail-fast "${std_args[@]}" --target "$t" "${args[@]}" -- "${skips[@]}"; then
+      if ! timed "cargo test" "$CARGO" test --no-fail-fast "${std_args[@]}" --target "$t" "${args[@]}" \
+        -- "${skips[@]}"; then
         ok=FAILED
       fi
       if [ "$t" != x86_64-win7-windows-gnu ]; then
@@ -482,53 +494,129 @@ for t in "${triples[@]}"; do
       echo "== $t: the module (gguf.wasm), driven from Node.js: tests/wasm/smoke.mjs"
       wasm="$CARGO_TARGET_DIR/$t/debug/gguf.wasm"
       expected="$CARGO_TARGET_DIR/$t/sample-expected.json"
-      # What the host's library reads in the sample: the inspector of this checkout, built here.
+      # What the host's library reads in the sample: the inspector of this checkout.
       if [ ! -x "$wasm_ld" ]; then
         echo "tools/cross.sh: no rust-lld at $wasm_ld (rustup's toolchain) to link the module" >&2
         ok=FAILED
       elif ! "$CARGO" build -q "${std_args[@]}" --target "$t" --lib; then
         ok=FAILED
-      elif ! (host_inspect="$CARGO_TARGET_DIR/$t/gguf-inspect-host"
-        unset RUSTC RUSTDOC RUSTC_BOOTSTRAP CARGO_TARGET_DIR CARGO_UNSTABLE_BUILD_STD
-        cargo build -q --lib && cc -std=c99 -O1 -Iinclude -o "$host_inspect" \
-          tools/gguf-inspect.c target/debug/libgguf.a -lpthread -ldl -lm) ||
-        ! "$CARGO_TARGET_DIR/$t/gguf-inspect-host" --json testdata/sample.gguf >"$expected"; then
-        echo "tools/cross.sh: cannot build the host's gguf-inspect" >&2
+      elif ! "$host_inspect" --json testdata/sample.gguf >"$expected"; then
+        echo "tools/cross.sh: the host's gguf-inspect cannot read testdata/sample.gguf" >&2
         ok=FAILED
       elif ! node tests/wasm/smoke.mjs "$wasm" testdata/sample.gguf "$expected"; then
         ok=FAILED
       fi
       ;;
-    *)
-      what=checked
-      # Every type-checked target in one cargo run, at the first of them: their standard
-      # libraries and crates build side by side on every core (one after the other, each run
-      # left cores idle); the later ones take its result.
-      if [ -z "${checked_ok:-}" ]; then
-        echo "== ${checked_triples[*]}: cargo check, in one run"
-        # The library and the test files the tested targets run (the host-only ones drive
-        # Linux tools).
-        targets=(--lib)
-        for f in $CROSS_TESTS; do targets+=(--test "$f"); done
-        for c in "${checked_triples[@]}"; do targets+=(--target "$c"); done
-        if "$CARGO" check "${std_args[@]}" "${targets[@]}"; then
-          checked_ok=ok
-        else
-          checked_ok=FAILED
-        fi
-      fi
-      ok=$checked_ok
-      ;;
   esac
-  [ "$ok" = ok ] || failed=1
-  if [ "${GGUF_CROSS_PRUNE:-0}" = 1 ]; then
-    echo "== $t: removing $CARGO_TARGET_DIR/$t and the tests' files in $CARGO_TARGET_DIR/tmp" \
-      "($(du -sch "$CARGO_TARGET_DIR/$t" "$CARGO_TARGET_DIR/tmp" 2>/dev/null | tail -n 1 | cut -f1); GGUF_CROSS_PRUNE=1)"
-    rm -rf "${CARGO_TARGET_DIR:?}/$t" "${CARGO_TARGET_DIR:?}/tmp"
-  fi
-  summary+=("$(printf '%-28s %-7s %-6s %4ds' "$t" "$what" "$ok" $((SECONDS - start)))")
+  summary_line "$t" "$what" "$ok" $((SECONDS - start))
+}
+
+# run_checked TRIPLE...: every type-checked target in one cargo run: their standard libraries and
+# crates build side by side on every core (one after the other, each run left cores idle).
+run_checked() {
+  local start=$SECONDS ok=ok targets c t=$1
+  choose_std "$1"
+  echo "== $*: cargo check, in one run"
+  # The library and the test files the tested targets run (the host-only ones drive Linux tools).
+  targets=(--lib)
+  for f in $CROSS_TESTS; do targets+=(--test "$f"); done
+  for c in "$@"; do targets+=(--target "$c"); done
+  "$CARGO" check "${std_args[@]}" "${targets[@]}" || ok=FAILED
+  for c in "$@"; do
+    prune "$c"
+  done
+  for c in "$@"; do summary_line "$c" checked "$ok" $((SECONDS - start)); done
+}
+
+summary_line() { printf '== summary: %-28s %-7s %-6s %4ds\n' "$@"; }
+
+# GGUF_CROSS_PRUNE=1: the target's build and the tests' files removed once it is done.
+prune() {
+  [ "${GGUF_CROSS_PRUNE:-0}" = 1 ] || return 0
+  echo "== $1: removing $CARGO_TARGET_DIR/$1 and the tests' files in $CARGO_TARGET_DIR/tmp" \
+    "($(du -sch "$CARGO_TARGET_DIR/$1" "$CARGO_TARGET_DIR/tmp" 2>/dev/null | tail -n 1 | cut -f1); GGUF_CROSS_PRUNE=1)"
+  rm -rf "${CARGO_TARGET_DIR:?}/$1" "${CARGO_TARGET_DIR:?}/tmp"
+}
+
+# The units of work: each tested target, and the type-checked ones together, in the order given.
+units=()
+for t in "${triples[@]}"; do
+  case " ${checked_triples[*]} " in
+    *" $t "*) [ "$t" = "${checked_triples[0]}" ] && units+=("checked") ;;
+    *) units+=("$t") ;;
+  esac
 done
 
-echo "== cross summary (target, what, result, time)"
-printf '%s\n' "${summary[@]}"
+# The units run two at a time (GGUF_CROSS_LANES), each lane taking the next unit when its last
+# is done: one build or test run alone leaves a core idle much of the time (a crate's front end,
+# a link, the tail of a test run), which the other lane fills. Each lane has a target directory
+# of its own (cargo builds one thing at a time in a directory). Each unit's output is printed
+# whole when it is done.
+lanes=${GGUF_CROSS_LANES:-2}
+work="$cross_dir/units"
+rm -rf "$work"
+mkdir -p "$work"
+echo 0 >"$work/next"
+need_host_inspect=0
+for t in "${triples[@]}"; do
+  case "$t" in i686-* | s390x-* | aarch64-unknown-linux-gnu | wasm32-*) need_host_inspect=1 ;; esac
+done
+if [ $need_host_inspect = 1 ]; then
+  echo "== host: the inspector of this checkout (the dump the targets' inspectors must match)"
+  build_host_inspect || { echo "tools/cross.sh: cannot build the host's gguf-inspect" >&2; exit 1; }
+fi
+
+# Cargo marks a target directory it creates with CACHEDIR.TAG, and tests/common finds the target
+# directory by it (to build the C libraries for the same target): marked here in any case.
+lane_dir() {
+  local d="$cross_dir/build"
+  [ "$1" = 1 ] || d="$cross_dir/build-$1"
+  mkdir -p "$d"
+  [ -f "$d/CACHEDIR.TAG" ] || printf '%s\n' \
+    'Signature: 8a477f597d28d172789f06886806bc55' \
+    '# This file is a cache directory tag created by cargo.' \
+    '# For information about cache directory tags see https://bford.info/cachedir/' \
+    >"$d/CACHEDIR.TAG"
+  echo "$d"
+}
+
+run_lane() {
+  local lane=$1 i unit log status
+  export CARGO_TARGET_DIR
+  CARGO_TARGET_DIR=$(lane_dir "$lane")
+  while :; do
+    i=$(flock "$work/next" sh -c 'i=$(cat "$1"); echo $((i + 1)) >"$1"; echo "$i"' sh "$work/next")
+    [ "$i" -lt ${#units[@]} ] || return 0
+    unit=${units[$i]}
+    log="$work/$i.log"
+    status=0
+    if [ "$unit" = checked ]; then
+      (run_checked "${checked_triples[@]}") >"$log" 2>&1 || status=$?
+    else
+      (run_target "$unit" && prune "$unit") >"$log" 2>&1 || status=$?
+    fi
+    [ $status = 0 ] || echo "== $unit: FAILED (exit status $status)" >>"$log"
+    flock "$work/output" cat "$log"
+  done
+}
+
+pids=()
+for ((lane = 1; lane <= lanes; lane++)); do
+  run_lane "$lane" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+
+echo "== cross summary (target, what, result, time: the targets ran $lanes at a time)"
+failed=0
+for ((i = 0; i < ${#units[@]}; i++)); do
+  lines=$(sed -n 's/^== summary: //p' "$work/$i.log")
+  if [ -z "$lines" ]; then
+    echo "${units[$i]}: no summary (the unit stopped early: its output is above)"
+    failed=1
+  else
+    echo "$lines"
+    awk '$3 != "ok" { bad = 1 } END { exit !bad }' <<<"$lines" && failed=1
+  fi
+done
 exit $failed
