@@ -103,9 +103,27 @@ export function header(ex, h, options) {
   const version = w[0], littleEndian = w[1] === 1, kvs = w[2], nt = w[3], s = w[4] >> 3;
   p = 5;
   const metadata = { version, tensor_count: u64[s], kv_count: u64[s + 1] };
+  // With options.typedMetadata, each value with its GGUF type (and an array's element type), as
+  // @huggingface/gguf gives them: the counts are UINT32 in version 1 and UINT64 after.
+  let typed;
+  if (options.typedMetadata) {
+    const countType = version === 1 ? 4 : 10;
+    typed = {
+      version: { value: version, type: 4 },
+      tensor_count: { value: metadata.tensor_count, type: countType },
+      kv_count: { value: metadata.kv_count, type: countType },
+    };
+  }
   for (let i = 0; i < kvs; i++) {
     const key = str();
+    const type = w[p], subType = type === 9 ? w[p + 1] : undefined;
     const v = entry();
+    if (typed) {
+      // A lazy array's typed value is the metadata's, decoded on the first access of either.
+      const t = v === LAZY ? { get value() { return metadata[key]; }, type } : { value: v, type };
+      if (subType !== undefined) t.subType = subType;
+      typed[key] = t;
+    }
     if (v !== LAZY) {
       metadata[key] = v;
       continue;
@@ -130,6 +148,7 @@ export function header(ex, h, options) {
     tensorInfoByteRange: [Number(u64[s + 4]), Number(u64[s + 5])],
   };
   if (options.computeParametersCount) result.parameterCount = parameterCount(tensorInfos, Number(u64[s + 6]));
+  if (typed) result.typedMetadata = typed;
   return result;
 }
 

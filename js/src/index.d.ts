@@ -14,6 +14,19 @@ export interface GGUFMetadata {
   [key: string]: MetadataValue;
 }
 
+/** A GGUF value type: 0 UINT8, 1 INT8, 2 UINT16, 3 INT16, 4 UINT32, 5 INT32, 6 FLOAT32, 7 BOOL,
+ * 8 STRING, 9 ARRAY, 10 UINT64, 11 INT64, 12 FLOAT64. */
+export type GGUFValueType = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
+
+/** A metadata value with its type, and an array's element type (options.typedMetadata). */
+export interface GGUFTypedValue {
+  value: MetadataValue;
+  type: GGUFValueType;
+  subType?: GGUFValueType;
+}
+
+export type GGUFTypedMetadata = Record<string, GGUFTypedValue>;
+
 export interface GGUFTensorInfo {
   name: string;
   n_dims: number;
@@ -31,6 +44,8 @@ export interface GGUFParseOutput {
   littleEndian: boolean;
   /** The tensor infos' byte range in the file: [start, end). */
   tensorInfoByteRange: [number, number];
+  /** With options.typedMetadata. */
+  typedMetadata?: GGUFTypedMetadata;
 }
 
 export interface GGUFOptions {
@@ -48,6 +63,8 @@ export interface GGUFOptions {
    * at least that many. The result is deep-equal to the eager one.
    */
   lazyArrays?: boolean | number;
+  /** Adds `typedMetadata`: every value with its GGUF type, as @huggingface/gguf gives it. */
+  typedMetadata?: boolean;
 }
 
 /** What a file is read from: an http(s) URL, a local path (Node, with allowLocalFile), bytes or a Blob. */
@@ -128,6 +145,8 @@ export class GGUFModel implements GGUFParseOutput {
   tensorInfoByteRange: [number, number];
   /** With options.computeParametersCount. */
   parameterCount?: number;
+  /** With options.typedMetadata. */
+  typedMetadata?: GGUFTypedMetadata;
   /** Text (a string, or UTF-8 bytes) to token ids, exactly as the C library's gguf_tokenize. */
   encode(text: string | Uint8Array, options?: EncodeOptions): number[];
   /** Token ids to text, as gguf_detokenize (invalid UTF-8 replaced). */

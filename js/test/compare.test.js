@@ -302,6 +302,12 @@ for (const name of accepted) {
     }
     const { parameterCount, ...plain } = want;
     assert.deepStrictEqual(await gguf(readFileSync(files[name])), plain, "without computeParametersCount");
+    // With every value's type, eagerly and with the large arrays decoded on access.
+    const typed = await hf(files[name], { allowLocalFile: true, typedMetadata: true, computeParametersCount: true });
+    for (const lazyArrays of [false, true]) {
+      const got = await gguf(url(name), { typedMetadata: true, computeParametersCount: true, lazyArrays });
+      assert.deepStrictEqual(got, typed, `typedMetadata, lazyArrays ${lazyArrays}`);
+    }
   });
 }
 
