@@ -24,13 +24,15 @@ export CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
 # input, aborts: the crate's release profile has panic = "abort").
 std=(-Zbuild-std=std,panic_abort)
 mkdir -p dist
-build() { # FEATURES OUTPUT
-  /usr/bin/cargo build -q --release "${std[@]}" --target wasm32-unknown-unknown \
-    --manifest-path wasm/Cargo.toml ${1:+--features "$1"}
+build() { # FEATURES OUTPUT OPT-LEVEL
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=$3 /usr/bin/cargo build -q --release "${std[@]}" \
+    --target wasm32-unknown-unknown --manifest-path wasm/Cargo.toml ${1:+--features "$1"}
   cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/libgguf_js.wasm" "dist/$2"
 }
-build "" libgguf.wasm
-build open libgguf-open.wasm
+# The reader optimized for speed (gguf() over a large vocabulary: BENCHMARKS.md), the open()
+# module, fifteen times larger, for size.
+build "" libgguf.wasm 3
+build open libgguf-open.wasm s
 rm -f dist/libgguf-text.wasm
 for f in dist/libgguf.wasm dist/libgguf-open.wasm; do
   echo "$f: $(wc -c <"$f") bytes, $(gzip -9 -c "$f" | wc -c) gzipped"

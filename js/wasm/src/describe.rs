@@ -78,20 +78,27 @@ impl Out {
     }
 
     fn string(&mut self, s: &[u8]) {
-        match std::str::from_utf8(s) {
-            Ok(text) if !text.starts_with('\u{feff}') => {
-                let units: u64 = if text.is_ascii() {
-                    text.len() as u64
-                } else {
-                    text.chars().map(|c| c.len_utf16() as u64).sum()
-                };
+        // ASCII (most keys and tokens) is valid UTF-8 of one UTF-16 unit a byte, and cannot
+        // start with a byte order mark: no decoding needed.
+        let units = if s.is_ascii() {
+            Some(s.len() as u64)
+        } else {
+            match std::str::from_utf8(s) {
+                Ok(text) if !text.starts_with('\u{feff}') => {
+                    Some(text.chars().map(|c| c.len_utf16() as u64).sum())
+                }
+                _ => None,
+            }
+        };
+        match units {
+            Some(units) => {
                 let start = word_of(self.text_utf16);
                 self.word(start);
                 self.word(word_of(units));
                 self.text.extend_from_slice(s);
                 self.text_utf16 += units;
             }
-            _ => {
+            None => {
                 let start = word_of(self.raw.len() as u64);
                 self.word(0x8000_0000 | start);
                 self.count(s.len());
@@ -181,10 +188,14 @@ impl Out {
 
 /// The header of `file`, described (the module's documentation has the layout).
 pub fn describe(file: &GgufFile<Vec<u8>>) -> Description {
+    // The header's length bounds the text, and, but for version 1's shorter string lengths,
+    // the words (two a string, where the file has an 8-byte length and the bytes): reserved
+    // once rather than grown by copying.
+    let header_len = usize::try_from(file.tensor_info_range().end).unwrap_or(0);
     let mut out = Out {
-        words: Vec::new(),
+        words: Vec::with_capacity(header_len),
         numbers: Vec::new(),
-        text: Vec::new(),
+        text: Vec::with_capacity(header_len),
         text_utf16: 0,
         raw: Vec::new(),
         order: file.byte_order(),
