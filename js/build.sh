@@ -30,7 +30,7 @@ build() { # FEATURES OUTPUT OPT-LEVEL
   cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/libgguf_js.wasm" "dist/$2"
 }
 # The reader optimized for speed (gguf() over a large vocabulary: BENCHMARKS.md), the open()
-# module, fifteen times larger, for size.
+# module, over ten times larger, for size.
 build "" libgguf.wasm 3
 build open libgguf-open.wasm s
 rm -f dist/libgguf-text.wasm

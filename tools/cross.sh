@@ -383,7 +383,6 @@ if [ -z "${GGUF_LLAMA_SRC_DIR:-}" ]; then
   export GGUF_LLAMA_SRC_DIR="$root/target/llama.cpp"
 fi
 
-summary=()
 # Every test file is in one of the lists (host-only, the suite's modules, its own binary): a new
 # one is never silently left out here.
 for f in tests/*.rs; do
@@ -514,7 +513,7 @@ run_target() {
 # run_checked TRIPLE...: every type-checked target in one cargo run: their standard libraries and
 # crates build side by side on every core (one after the other, each run left cores idle).
 run_checked() {
-  local start=$SECONDS ok=ok targets c t=$1
+  local start=$SECONDS ok=ok targets c
   choose_std "$1"
   echo "== $*: cargo check, in one run"
   # The library and the test files the tested targets run (the host-only ones drive Linux tools).
@@ -522,9 +521,7 @@ run_checked() {
   for f in $CROSS_TESTS; do targets+=(--test "$f"); done
   for c in "$@"; do targets+=(--target "$c"); done
   "$CARGO" check "${std_args[@]}" "${targets[@]}" || ok=FAILED
-  for c in "$@"; do
-    prune "$c"
-  done
+  for c in "$@"; do prune "$c"; done
   for c in "$@"; do summary_line "$c" checked "$ok" $((SECONDS - start)); done
 }
 
@@ -581,7 +578,7 @@ lane_dir() {
 }
 
 run_lane() {
-  local lane=$1 i unit log status
+  local lane=$1 i unit log status began
   export CARGO_TARGET_DIR
   CARGO_TARGET_DIR=$(lane_dir "$lane")
   while :; do
@@ -589,13 +586,17 @@ run_lane() {
     [ "$i" -lt ${#units[@]} ] || return 0
     unit=${units[$i]}
     log="$work/$i.log"
-    status=0
+    status=0 began=$SECONDS
     if [ "$unit" = checked ]; then
       (run_checked "${checked_triples[@]}") >"$log" 2>&1 || status=$?
     else
       (run_target "$unit" && prune "$unit") >"$log" 2>&1 || status=$?
     fi
-    [ $status = 0 ] || echo "== $unit: FAILED (exit status $status)" >>"$log"
+    # A unit that stopped on an error fails, whatever its own summary said before it.
+    if [ $status != 0 ]; then
+      echo "== $unit: FAILED (exit status $status)"
+      summary_line "$unit" stopped FAILED $((SECONDS - began))
+    fi >>"$log"
     flock "$work/output" cat "$log"
   done
 }
