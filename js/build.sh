@@ -24,15 +24,21 @@ export CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
 # input, aborts: the crate's release profile has panic = "abort").
 std=(-Zbuild-std=std,panic_abort)
 mkdir -p dist
-build() { # FEATURES OUTPUT OPT-LEVEL
-  CARGO_PROFILE_RELEASE_OPT_LEVEL=$3 /usr/bin/cargo build -q --release "${std[@]}" \
-    --target wasm32-unknown-unknown --manifest-path wasm/Cargo.toml ${1:+--features "$1"}
-  cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/libgguf_js.wasm" "dist/$2"
+build() { # FEATURES OUTPUT [CARGO ARGUMENTS...]
+  local features=$1 output=$2
+  shift 2
+  /usr/bin/cargo build -q --release "${std[@]}" --target wasm32-unknown-unknown \
+    --manifest-path wasm/Cargo.toml ${features:+--features "$features"} "$@"
+  cp "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/libgguf_js.wasm" "dist/$output"
 }
 # The reader optimized for speed (gguf() over a large vocabulary: BENCHMARKS.md), the open()
-# module, over ten times larger, for size.
-build "" libgguf.wasm 3
-build open libgguf-open.wasm s
+# module, over ten times larger, for size. Only the module's own crate is raised to opt-level 3
+# for the reader: the link-time optimization, which sees the whole program, runs at the final
+# crate's level, so the two builds share everything else (the standard library, the
+# dependencies and libgguf, built once at "s"), and the reader is as fast as with every crate
+# at 3.
+build "" libgguf.wasm --config 'profile.release.package.libgguf-js.opt-level=3'
+build open libgguf-open.wasm
 rm -f dist/libgguf-text.wasm
 for f in dist/libgguf.wasm dist/libgguf-open.wasm; do
   echo "$f: $(wc -c <"$f") bytes, $(gzip -9 -c "$f" | wc -c) gzipped"
