@@ -9,7 +9,9 @@ a JSON answer on stdout.
 - `chat FILE`: {"requests": [[name, request, llama_cpp], ...]} -> each prompt, or the error;
 - `write FILE ORDER`: {"seed": n, "templates": {name: source}} -> a file of one tensor of
   random bytes per data type the library converts in that byte order, with those chat
-  templates; the types written.
+  templates; the types written;
+- `with-template FILE`: {"source": path, "template": source} -> FILE: the file at path, its
+  tensors included, with that chat template; null.
 """
 
 import json
@@ -88,6 +90,15 @@ def write(path, req, order):
     return written
 
 
+def with_template(path, req):
+    with libgguf.open(req["source"]) as f:
+        w = libgguf.Writer.from_file(f)
+        w.set_string("tokenizer.chat_template", req["template"])
+        w.write_file(path)
+        w.close()
+    return None
+
+
 def main():
     cmd, path, *rest = sys.argv[1:]
     req = json.load(sys.stdin)
@@ -97,6 +108,8 @@ def main():
         out = tensors(path, req, rest[0])
     elif cmd == "chat":
         out = chat(path, req)
+    elif cmd == "with-template":
+        out = with_template(path, req)
     elif cmd == "write":
         out = write(path, req, rest[0])
     else:
