@@ -91,11 +91,9 @@ def write(path, req, order):
 
 
 def with_template(path, req):
-    with libgguf.open(req["source"]) as f:
-        w = libgguf.Writer.from_file(f)
+    with libgguf.open(req["source"]) as f, libgguf.Writer.from_file(f) as w:
         w.set_string("tokenizer.chat_template", req["template"])
         w.write_file(path)
-        w.close()
     return None
 
 
