@@ -9,12 +9,12 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { createServer } from "node:http";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, normalize, extname } from "node:path";
+import { join } from "node:path";
 import { gguf as hf } from "@huggingface/gguf";
 import { gguf } from "../src/index.js";
+import { serve } from "../test-support/server.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const js = new URL("..", import.meta.url).pathname;
@@ -38,39 +38,17 @@ execFileSync("tar", ["-xzf", join(work, tarball), "-C", work]);
 const pkg = join(work, "package");
 
 // The loopback server: / the page, /package/... the unpacked package, /files/NAME a file with
-// Range support, /whole/NAME the same ignoring Range (200 and the whole file).
-const types = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".json": "application/json" };
+// Range support, /whole/NAME the same ignoring Range (200 and the whole file). Each response
+// closes its connection: a reader parsing for long between requests finds no kept-alive socket
+// closed under it.
 const requests = [];
-const server = createServer((req, res) => {
-  const path = decodeURIComponent(new URL(req.url, "http://localhost").pathname);
-  requests.push({ path, range: req.headers.range });
-  // Each response closes its connection: a reader parsing for long between requests finds no
-  // kept-alive socket closed under it.
-  const send = (status, headers, body) => {
-    res.writeHead(status, { "cache-control": "no-store", connection: "close", ...headers });
-    res.end(body);
-  };
-  const [, kind, ...rest] = path.split("/");
-  let file;
-  if (path === "/") file = new URL("browser/index.html", import.meta.url).pathname;
-  else if (kind === "package") file = normalize(join(pkg, ...rest));
-  else if (kind === "files" || kind === "whole") file = files[rest.join("/")];
-  if (kind === "package" && !file.startsWith(pkg + "/")) file = undefined;
-  if (!file || !existsSync(file) || !statSync(file).isFile()) {
-    return send(404, { "content-type": "text/plain" }, "not found");
-  }
-  const body = readFileSync(file);
-  const type = { "content-type": types[extname(file)] ?? "application/octet-stream" };
-  const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? "");
-  if (kind !== "files" || !m) return send(200, { ...type, "content-length": body.length }, body);
-  const start = Number(m[1]), end = Math.min(m[2] === "" ? Infinity : Number(m[2]), body.length - 1);
-  if (start >= body.length) return send(416, { "content-range": `bytes */${body.length}` });
-  send(206, { ...type, "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 },
-    body.subarray(start, end + 1));
+const { server, base } = await serve(files, {
+  prefix: "/files/",
+  paths: { "/": new URL("browser/index.html", import.meta.url).pathname, "/package/": pkg },
+  closeConnections: true,
+  onRequest: (r) => requests.push(r),
 });
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
 after(() => server.close());
-const base = `http://127.0.0.1:${server.address().port}`;
 
 // Chromium, and the DevTools protocol over its pipe.
 const profile = mkdtempSync(join(tmpdir(), "libgguf-chromium-"));

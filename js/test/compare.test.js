@@ -10,12 +10,12 @@
 // (`differences`, `large`).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gguf as hf } from "@huggingface/gguf";
 import { gguf, GGUFError } from "../src/index.js";
+import { serve } from "../test-support/server.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const llama = process.env.GGUF_LLAMA_SRC_DIR ?? join(root, "target/llama.cpp");
@@ -221,27 +221,12 @@ for (const [name, bytes] of [...Object.entries(written), ...Object.entries(hosti
   files[name] = path;
 }
 
-const server = createServer((req, res) => {
-  const body = readFileSync(files[decodeURIComponent(req.url.slice(1))]);
-  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
-  // Each response closes its connection: a reader parsing for long between requests (as
-  // @huggingface/gguf does, over a large vocabulary) finds no kept-alive socket closed under it.
-  const close = { connection: "close" };
-  if (!m) {
-    res.writeHead(400, close);
-    return res.end();
-  }
-  const start = Number(m[1]), end = Math.min(Number(m[2]), body.length - 1);
-  if (start >= body.length) {
-    res.writeHead(416, { ...close, "content-range": `bytes */${body.length}` });
-    return res.end();
-  }
-  res.writeHead(206, { ...close, "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
-  res.end(body.subarray(start, end + 1));
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
+// Each response closes its connection: a reader parsing for long between requests (as
+// @huggingface/gguf does, over a large vocabulary) finds no kept-alive socket closed under it.
+// A request without a range is answered 400.
+const { server, base } = await serve(files, { rangeRequired: true, closeConnections: true });
 after(() => server.close());
-const url = (name) => `http://127.0.0.1:${server.address().port}/${encodeURIComponent(name)}`;
+const url = (name) => `${base}/${encodeURIComponent(name)}`;
 
 // Every WebAssembly instance the package makes, to read its memory's size after a refusal.
 const instances = [];

@@ -1,14 +1,14 @@
 // Every ```js example of the documents (README.md, docs/*.md) runs: each document's blocks, in
 // order, as one module (they follow on from each other), imported as the package by its name,
 // on the bundled sample given a chat template, named model.gguf in the working directory, and
-// with the examples' URL answered by a loopback server of this test's own that serves it.
+// with the examples' URL answered by the tests' loopback server (test-support/server.js).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, spawnSync } from "node:child_process";
+import { serve } from "../test-support/server.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const python = process.env.GGUF_PYTHON || join(root, ".venv/bin/python");
@@ -37,22 +37,6 @@ function jsBlocks(file) {
   return blocks;
 }
 
-function serve(bytes) {
-  const server = createServer((req, res) => {
-    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range || "");
-    if (!m) {
-      res.writeHead(200, { "Content-Length": bytes.length });
-      res.end(req.method === "HEAD" ? undefined : bytes);
-      return;
-    }
-    const start = Number(m[1]);
-    const end = Math.min(Number(m[2]), bytes.length - 1);
-    res.writeHead(206, { "Content-Range": `bytes ${start}-${end}/${bytes.length}`, "Content-Length": end - start + 1 });
-    res.end(req.method === "HEAD" ? undefined : bytes.subarray(start, end + 1));
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
-
 function run(script) {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [script], { cwd: tmp, env: { ...process.env, NO_PROXY: "127.0.0.1" } });
@@ -75,8 +59,8 @@ test("every js example of the documents runs on the sample", async () => {
     encoding: "utf8",
   });
   assert.equal(r.status, 0, `reference.py with-template: ${r.stderr}`);
-  const server = await serve(readFileSync(model));
-  const url = `http://127.0.0.1:${server.address().port}/model.gguf`;
+  const { server, base } = await serve({ "model.gguf": readFileSync(model) });
+  const url = `${base}/model.gguf`;
   try {
     const docs = ["README.md", ...readdirSync(join(root, "docs")).filter((n) => n.endsWith(".md")).sort().map((n) => `docs/${n}`)];
     let ran = 0;

@@ -2,11 +2,11 @@
 // 0.4.6's over the same server; a server that ignores ranges is refused.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { gguf as hf } from "@huggingface/gguf";
 import { gguf } from "../src/index.js";
+import { serve } from "../test-support/server.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const files = { "sample.gguf": join(root, "testdata/sample.gguf") };
@@ -16,28 +16,10 @@ if (llama) {
     if (/^ggml-vocab-(llama-bpe|gemma-4|llama-spm)\.gguf$/.test(f)) files[f] = join(llama, "models", f);
   }
 }
+// /ranges/NAME with Range support, /whole/NAME ignoring Range.
 let requests = 0;
-const server = createServer((req, res) => {
-  requests++;
-  const [, kind, name] = req.url.split("/");
-  const body = readFileSync(files[name]);
-  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
-  if (kind !== "ranges" || !m) {
-    res.writeHead(200, { "content-length": body.length });
-    return res.end(body);
-  }
-  const start = Number(m[1]), end = Math.min(Number(m[2]), body.length - 1);
-  if (start >= body.length) {
-    res.writeHead(416, { "content-range": `bytes */${body.length}` });
-    return res.end();
-  }
-  res.writeHead(206, { "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
-  res.end(body.subarray(start, end + 1));
-});
-server.keepAliveTimeout = 600_000; // not closed between a test's requests on a loaded machine
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const { server, base } = await serve(files, { prefix: "/ranges/", onRequest: () => requests++ });
 after(() => server.close());
-const base = `http://127.0.0.1:${server.address().port}`;
 
 for (const name of Object.keys(files)) {
   test(`${name} over HTTP ranges: as @huggingface/gguf reads it`, async () => {

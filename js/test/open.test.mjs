@@ -4,11 +4,11 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open, GGUFError } from "../src/index.js";
 import { spawnSync } from "node:child_process";
+import { serve } from "../test-support/server.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const sample = join(root, "testdata/sample.gguf");
@@ -123,20 +123,11 @@ for (const order of ["little", "big"]) {
 
 // A loopback server answering range requests for the sample.
 let requests = 0;
-const server = createServer((req, res) => {
-  requests++;
-  const body = readFileSync(sample);
-  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
-  const start = Number(m[1]), end = Math.min(Number(m[2]), body.length - 1);
-  res.writeHead(206, { "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
-  res.end(body.subarray(start, end + 1));
-});
-server.keepAliveTimeout = 600_000; // not closed between a test's requests on a loaded machine
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const { server, base } = await serve({ "sample.gguf": sample }, { onRequest: () => requests++ });
 after(() => server.close());
 
 test("tensor values over HTTP: one range request per tensor", async () => {
-  const url = `http://127.0.0.1:${server.address().port}/sample.gguf`;
+  const url = `${base}/sample.gguf`;
   const names = await checkTensors(sample, url);
   const m = await open(url);
   try {

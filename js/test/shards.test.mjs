@@ -2,12 +2,12 @@
 // range requests and as local paths, and a file that is not a shard.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as hf from "@huggingface/gguf";
 import { ggufAllShards, parseGgufShardFilename, RE_GGUF_FILE, RE_GGUF_SHARD_FILE } from "../src/index.js";
+import { serve } from "../test-support/server.js";
 
 const root = new URL("../..", import.meta.url).pathname;
 const sample = join(root, "testdata/sample.gguf");
@@ -27,17 +27,8 @@ const dir = mkdtempSync(join(tmpdir(), "libgguf-shards-"));
 names.forEach((name, i) => symlinkSync(parts[i], join(dir, name)));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const server = createServer((req, res) => {
-  const body = readFileSync(join(dir, req.url.slice(1)));
-  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
-  const start = Number(m[1]), end = Math.min(Number(m[2]), body.length - 1);
-  res.writeHead(206, { "content-range": `bytes ${start}-${end}/${body.length}`, "content-length": end - start + 1 });
-  res.end(body.subarray(start, end + 1));
-});
-server.keepAliveTimeout = 600_000; // not closed between a test's requests on a loaded machine
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const { server, base } = await serve(Object.fromEntries(names.map((name) => [name, join(dir, name)])));
 after(() => server.close());
-const base = `http://127.0.0.1:${server.address().port}`;
 
 test(`${parts.length} shards over HTTP, from any shard's URL, as @huggingface/gguf reads them`, async () => {
   const want = await hf.ggufAllShards(`${base}/${names[0]}`);
