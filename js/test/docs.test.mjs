@@ -14,8 +14,9 @@ const root = new URL("../..", import.meta.url).pathname;
 const python = process.env.GGUF_PYTHON || join(root, ".venv/bin/python");
 const tmp = mkdtempSync(join(tmpdir(), "libgguf-js-docs-"));
 // Inside the package, so that `import ... from "libgguf"` resolves to it (a package may import
-// itself by its name through its "exports").
-const scripts = mkdtempSync(join(root, "js/test/.docs-"));
+// itself by its name through its "exports"), and outside test/, whose every script
+// `node --test test/` runs: one left by an interrupted run is never taken for a test.
+const scripts = mkdtempSync(join(root, "js/test-support/.docs-"));
 after(() => {
   rmSync(tmp, { recursive: true, force: true });
   rmSync(scripts, { recursive: true, force: true });
