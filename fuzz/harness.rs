@@ -44,6 +44,26 @@ fn exercise_rust(data: &[u8]) {
         assert_eq!(f.tensor_index(t.name), Some(i));
         black_box((t.data.first(), t.data.last()));
     }
+    // The hyperparameters and the memory estimate read the header's numbers: an estimate or a
+    // refusal, with the default parameters and with extreme ones.
+    let Ok(model) = gguf::Model::single(f, "fuzz.gguf".into()) else {
+        return;
+    };
+    let extreme = gguf::memory::MemoryParams {
+        n_ctx: u32::MAX,
+        n_ubatch: u32::MAX,
+        n_seq_max: 256,
+        n_gpu_layers: -1,
+        ..gguf::memory::MemoryParams::default()
+    };
+    for p in [gguf::memory::MemoryParams::default(), extreme] {
+        if let Ok(e) = gguf::memory::estimate(&model, &p) {
+            assert_eq!(
+                e.total,
+                e.weights + e.k + e.v + e.recurrent + e.output + e.compute
+            );
+        }
+    }
 }
 
 /// Checks that `ptr` (of `len` bytes) lies inside `data`.

@@ -999,7 +999,9 @@ typedef struct GGUFMemoryEstimate {
    */
   uint32_t n_ubatch;
   /**
-   * Bytes on the CPU.
+   * Bytes on the CPU: what llama.cpp's buffers there take, each K, V and recurrent-state
+   * tensor padded to 32 bytes as its buffer holds it, so that `cpu + gpu` exceeds `total`
+   * (whose K, V and state are llama.cpp's unpadded byte counts) by under 32 bytes a tensor.
    */
   uint64_t cpu;
   /**

@@ -554,6 +554,13 @@ impl Hparams {
                 if arch != "mamba" && arch != "jamba" {
                     h.ssm_n_group = k.u32_required("ssm.group_count")?;
                 }
+                if h.ssm_conv_width().is_none() {
+                    return Err(bad(format!(
+                        "keys {arch}.ssm.conv_kernel ({}), inner_size ({}), group_count ({}) and \
+                         state_size ({}) make a convolution state of more than 2^64 values",
+                        h.ssm_d_conv, h.ssm_d_inner, h.ssm_n_group, h.ssm_d_state
+                    )));
+                }
                 if arch == "granitehybrid" || arch == "jamba" {
                     for il in 0..n_layer as usize {
                         h.is_recurrent[il] = h.n_head_kv[il] == 0;
@@ -681,9 +688,18 @@ impl Hparams {
         if self.shortconv_l_cache != 0 {
             return u64::from(self.n_embd) * u64::from(self.shortconv_l_cache - 1);
         }
-        let conv = u64::from(self.ssm_d_conv.saturating_sub(1));
-        conv * (u64::from(self.ssm_d_inner)
-            + 2 * u64::from(self.ssm_n_group) * u64::from(self.ssm_d_state))
+        // `read` refuses a header whose state is wider than 64 bits; a record made otherwise
+        // gets the largest width, which every size computed from it refuses as an overflow.
+        self.ssm_conv_width().unwrap_or(u64::MAX)
+    }
+
+    /// The Mamba convolution state's width, `(conv_kernel - 1) x (inner_size + 2 x group_count
+    /// x state_size)`, where it fits in 64 bits.
+    fn ssm_conv_width(&self) -> Option<u64> {
+        u64::from(self.ssm_n_group)
+            .checked_mul(2 * u64::from(self.ssm_d_state))?
+            .checked_add(u64::from(self.ssm_d_inner))?
+            .checked_mul(u64::from(self.ssm_d_conv.saturating_sub(1)))
     }
 
     /// Recurrent SSM state per sequence and layer, in values (`n_embd_s`).
@@ -772,6 +788,29 @@ mod tests {
         assert!(h.causal_attn);
         assert_eq!(h.memory, MemoryKind::Attention);
         assert_eq!(h.n_embd_k_gqa(0), 512);
+    }
+
+    #[test]
+    fn a_recurrent_state_wider_than_64_bits_is_refused_naming_its_keys() {
+        let mut kv = base();
+        kv.push(("ssm.conv_kernel", V::U32(u32::MAX)));
+        kv.push(("ssm.inner_size", V::U32(u32::MAX)));
+        kv.push(("ssm.state_size", V::U32(u32::MAX)));
+        kv.push(("ssm.time_step_rank", V::U32(8)));
+        kv.push(("ssm.group_count", V::U32(u32::MAX)));
+        let e = Hparams::read(&file("mamba2", &kv)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("mamba2.ssm.conv_kernel (4294967295)")
+                && e.to_string().contains("more than 2^64 values"),
+            "{e}"
+        );
+        // The largest state that fits is read.
+        kv[8] = ("ssm.group_count", V::U32(1));
+        kv[6] = ("ssm.state_size", V::U32(1));
+        kv[5] = ("ssm.inner_size", V::U32(1));
+        let h = Hparams::read(&file("mamba2", &kv)).unwrap();
+        assert_eq!(h.n_embd_r(), (u64::from(u32::MAX) - 1) * 3);
     }
 
     #[test]

@@ -81,7 +81,9 @@ pub struct GGUFMemoryEstimate {
     pub n_ctx_swa: u32,
     /// The micro-batch llama.cpp uses.
     pub n_ubatch: u32,
-    /// Bytes on the CPU.
+    /// Bytes on the CPU: what llama.cpp's buffers there take, each K, V and recurrent-state
+    /// tensor padded to 32 bytes as its buffer holds it, so that `cpu + gpu` exceeds `total`
+    /// (whose K, V and state are llama.cpp's unpadded byte counts) by under 32 bytes a tensor.
     pub cpu: u64,
     /// Bytes on the GPU (an estimate of llama.cpp's layer split; the compute buffer counted
     /// there is an estimate too).

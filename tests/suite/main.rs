@@ -29,6 +29,8 @@ mod dequant;
 mod fuzz_regressions;
 #[path = "../hostile_reads.rs"]
 mod hostile_reads;
+#[path = "../memory_hostile.rs"]
+mod memory_hostile;
 #[path = "../paging.rs"]
 mod paging;
 #[path = "../parser_errors.rs"]
