@@ -1210,12 +1210,18 @@ class GGUFFile:
             raise ValueError(f"flash_attn {flash_attn!r} is not 'auto', 'on' or 'off'")
         h = self._handle()
         p = h.lib.gguf_memory_params_default()
-        p.n_ctx, p.n_batch, p.n_ubatch, p.n_seq_max = n_ctx, n_batch, n_ubatch, n_seq_max
+        # Each within its C field's range (OverflowError, TypeError otherwise): ctypes would
+        # keep the low bits, and 2**32 + 512 become a context of 512.
+        p.n_ctx = _convert.u32(n_ctx, "n_ctx")
+        p.n_batch = _convert.u32(n_batch, "n_batch")
+        p.n_ubatch = _convert.u32(n_ubatch, "n_ubatch")
+        p.n_seq_max = _convert.u32(n_seq_max, "n_seq_max")
         p.type_k = _cache_type(type_k, "type_k")
         p.type_v = _cache_type(type_v, "type_v")
         p.flash_attn = _FLASH_ATTN[flash_attn]
         p.swa_full, p.kv_unified = bool(swa_full), bool(kv_unified)
-        p.n_gpu_layers, p.offload_kqv = n_gpu_layers, bool(offload_kqv)
+        p.n_gpu_layers = _convert.integer(n_gpu_layers, -(2**31), 2**31 - 1, "n_gpu_layers")
+        p.offload_kqv = bool(offload_kqv)
         out = GGUFMemoryEstimate()
         out.size = ctypes.sizeof(out)
         if not h.lib.gguf_memory_estimate(h.ptr, ctypes.byref(p), ctypes.byref(out)):

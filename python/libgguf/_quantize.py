@@ -7,6 +7,7 @@ import ctypes
 from ctypes import c_bool, c_uint32, c_uint64, c_void_p
 from typing import Any
 
+from . import _convert
 from ._native import DataType, load
 
 __all__ = ["quantize", "quantize_requires_importance"]
@@ -63,6 +64,9 @@ def quantize(array: Any, type: Any, importance: Any = None, threads: int = 1) ->
     lib = _lib()
     dll = lib.dll
     dtype = _data_type(type)
+    # A uint32_t (OverflowError, TypeError otherwise): ctypes would keep the low bits, and -1
+    # become 4294967295 threads.
+    threads = _convert.u32(threads, "threads")
     # np.ascontiguousarray makes a scalar (and None, as NaN) one value long: the axis is
     # checked on the array as given.
     src = np.asarray(array, dtype=np.float32)
@@ -89,7 +93,7 @@ def quantize(array: Any, type: Any, importance: Any = None, threads: int = 1) ->
                               out.ctypes.data, out.nbytes)
     else:
         n = dll.gguf_quantize_parallel(int(dtype), src.ctypes.data, n_rows, n_per_row, imp_ptr,
-                                       out.ctypes.data, out.nbytes, int(threads))
+                                       out.ctypes.data, out.nbytes, threads)
     if n != out.nbytes:
         raise lib.error()
     return out

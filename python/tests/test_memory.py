@@ -91,6 +91,22 @@ class MemoryEstimateTest(unittest.TestCase):
                 f.memory_estimate(flash_attn="sometimes")
             with self.assertRaises(ValueError):
                 f.memory_estimate(type_k="F17")
+            # Beyond the C fields' ranges: refused, never cut to their low bits (2**32 + 512
+            # would be a context of 512, 2**31 GPU layers -2**31, all of them).
+            for kw in (
+                {"n_ctx": 2**32 + 512},
+                {"n_ctx": -1},
+                {"n_batch": 2**32},
+                {"n_ubatch": -512},
+                {"n_seq_max": 2**40},
+                {"n_gpu_layers": 2**31},
+                {"n_gpu_layers": -(2**31) - 1},
+            ):
+                with self.assertRaises(OverflowError, msg=str(kw)):
+                    f.memory_estimate(**kw)
+            with self.assertRaises(TypeError):
+                f.memory_estimate(n_ctx=512.0)
+            self.assertEqual(f.memory_estimate(n_gpu_layers=-(2**31)).n_ctx, 1024)
         other = write_model("no-such-arch")
         self.addCleanup(os.unlink, other)
         with libgguf.open(other) as f:

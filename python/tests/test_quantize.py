@@ -60,6 +60,12 @@ class Arguments(unittest.TestCase):
             many = libgguf.quantize(data, "Q5_K", importance=imp, threads=threads)
             self.assertTrue(np.array_equal(one, many), threads)
         self.assertFalse(np.array_equal(one, libgguf.quantize(data, "Q5_K")))
+        # A thread count is a uint32_t: beyond it refused, never cut to its low bits.
+        for threads in (-1, 2**32, 2**32 + 2):
+            with self.assertRaises(OverflowError, msg=threads):
+                libgguf.quantize(data, "Q5_K", threads=threads)
+        with self.assertRaises(TypeError):
+            libgguf.quantize(data, "Q5_K", threads=2.0)
 
     def test_refusals(self):
         data = rows(3, (2, 256), 1.0)
