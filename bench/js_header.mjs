@@ -6,36 +6,20 @@
 //   node bench/js_header.mjs [ROUNDS] FILE...
 //
 // Each file's two results are checked deep-equal before anything is timed.
-import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { cpus } from "node:os";
 import { deepStrictEqual } from "node:assert";
 import { gguf as ours } from "../js/src/index.js";
 import { gguf as theirs } from "../js/node_modules/@huggingface/gguf/dist/index.mjs";
+import { serve } from "../js/test-support/server.js";
 
 const args = process.argv.slice(2);
 const rounds = /^\d+$/.test(args[0] ?? "") ? Number(args.shift()) : 15;
 if (args.length === 0) throw new Error("usage: node bench/js_header.mjs [ROUNDS] FILE...");
 
-const files = new Map(args.map((f) => [`/${basename(f)}`, readFileSync(f)]));
-const server = createServer((req, res) => {
-  const body = files.get(req.url);
-  const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
-  if (!body || !m) return res.writeHead(body ? 416 : 404).end();
-  const start = Number(m[1]), end = Math.min(Number(m[2]), body.length - 1);
-  if (start >= body.length) {
-    return res.writeHead(416, { "content-range": `bytes */${body.length}` }).end();
-  }
-  res.writeHead(206, {
-    "content-range": `bytes ${start}-${end}/${body.length}`,
-    "content-length": end - start + 1,
-    "accept-ranges": "bytes",
-  });
-  res.end(body.subarray(start, end + 1));
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const base = `http://127.0.0.1:${server.address().port}`;
+// The loopback server with range requests the package's tests use.
+const { server, base } = await serve(Object.fromEntries(args.map((f) => [basename(f), readFileSync(f)])));
 
 const time = async (f) => {
   const t = process.hrtime.bigint();

@@ -12,6 +12,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod common;
 
+use common::rng::Rng;
+
 const ARCHES: &[&str] = &[
     "llama",
     "qwen3",
@@ -76,22 +78,17 @@ fn bools(xs: Vec<bool>) -> V {
     V::Array(ValueType::Bool, xs.into_iter().map(V::Bool).collect())
 }
 
-struct Rng(u64);
+/// The generator's choices, over the tests' xorshift.
+trait Choose {
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T;
+    /// A count: mostly small and plausible, sometimes extreme.
+    fn count(&mut self) -> u32;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+impl Choose for Rng {
     fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len() as u64) as usize]
     }
-    /// A count: mostly small and plausible, sometimes extreme.
     fn count(&mut self) -> u32 {
         match self.below(8) {
             0 => self.pick(&[0, 1, 2, 3, 7]),

@@ -46,6 +46,7 @@ STRUCT = {
     ValueType.INT64: "q",
     ValueType.FLOAT64: "d",
 }
+_I32 = INT_RANGES[ValueType.INT32]
 _U32 = INT_RANGES[ValueType.UINT32]
 _U64 = INT_RANGES[ValueType.UINT64]
 _F32 = struct.Struct("<f")
@@ -105,6 +106,10 @@ def integer(value: Any, lo: int, hi: int, what: str) -> int:
     if not lo <= n <= hi:
         raise OverflowError(f"libgguf: {what} {n} is outside {lo}..{hi}")
     return n
+
+
+def i32(value: Any, what: str) -> int:
+    return integer(value, *_I32, what)
 
 
 def u32(value: Any, what: str) -> int:

@@ -1220,7 +1220,7 @@ class GGUFFile:
         p.type_v = _cache_type(type_v, "type_v")
         p.flash_attn = _FLASH_ATTN[flash_attn]
         p.swa_full, p.kv_unified = bool(swa_full), bool(kv_unified)
-        p.n_gpu_layers = _convert.integer(n_gpu_layers, -(2**31), 2**31 - 1, "n_gpu_layers")
+        p.n_gpu_layers = _convert.i32(n_gpu_layers, "n_gpu_layers")
         p.offload_kqv = bool(offload_kqv)
         out = GGUFMemoryEstimate()
         out.size = ctypes.sizeof(out)

@@ -23,14 +23,10 @@ _PARSE_SPECIAL = 2
 _REMOVE_SPECIAL = 1
 _UNPARSE_SPECIAL = 2
 
-# A token id is an int32_t in the C calls.
-_ID_MIN, _ID_MAX = -(2**31), 2**31 - 1
-
-
 def _token_id(value: Any) -> int:
     """A token id for a C call: an integer (``TypeError`` otherwise) within int32_t
     (``OverflowError`` otherwise, rather than wrapping onto another token)."""
-    return _convert.integer(value, _ID_MIN, _ID_MAX, "a token id")
+    return _convert.i32(value, "a token id")
 
 
 class Tokenizer:
